@@ -1,0 +1,154 @@
+//! The backward pass: an iterative topological sort of the graph below a tensor, then one
+//! sweep that runs each node's rule and accumulates gradients, writing `.grad` of leaves.
+
+use super::grad_mode::no_grad;
+use crate::error::{Error, Result};
+use crate::tensor::{Tensor, TensorId};
+use std::collections::{HashMap, HashSet};
+
+/// Non-leaf tensors reachable from `root`, each before every tensor it was computed from.
+/// Iterative depth-first search, so that depth is bounded by memory, not by the stack.
+fn topo_order(root: &Tensor) -> Vec<Tensor> {
+    let mut order = Vec::new();
+    if root.node().is_none() {
+        return order;
+    }
+    let mut visited: HashSet<TensorId> = HashSet::from([root.id()]);
+    let mut stack: Vec<(Tensor, usize)> = vec![(root.clone(), 0)];
+    while let Some((t, next)) = stack.last_mut() {
+        let node = t.node().expect("only non-leaf tensors are pushed");
+        if let Some(child) = node.inputs.get(*next) {
+            *next += 1;
+            if child.node().is_some() && visited.insert(child.id()) {
+                let child = child.clone();
+                stack.push((child, 0));
+            }
+        } else {
+            order.push(stack.pop().expect("non-empty").0);
+        }
+    }
+    order.reverse();
+    order
+}
+
+fn accumulate(map: &mut HashMap<TensorId, (Tensor, Tensor)>, target: &Tensor, grad: Tensor) -> Result<()> {
+    match map.remove(&target.id()) {
+        Some((t, g)) => {
+            map.insert(t.id(), (t, g.add(&grad)?));
+        }
+        None => {
+            map.insert(target.id(), (target.clone(), grad));
+        }
+    }
+    Ok(())
+}
+
+/// Run backward from `root` with upstream gradient `grad` (required unless `root` has one
+/// element). Leaves' `.grad` accumulate; the graph is freed unless `retain_graph`.
+pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Result<()> {
+    if !root.requires_grad() {
+        return Err(Error::Autograd(
+            "backward: element 0 of tensors does not require grad and does not have a grad_fn".into(),
+        ));
+    }
+    let grad = match grad {
+        Some(g) => {
+            if g.shape() != root.shape() {
+                return Err(Error::shape(
+                    "backward",
+                    format!("gradient has shape {:?} but the tensor has shape {:?}", g.shape(), root.shape()),
+                ));
+            }
+            g.detach()
+        }
+        None => {
+            if root.numel() != 1 {
+                return Err(Error::Autograd(format!(
+                    "backward: grad can be implicitly created only for scalar outputs (got shape {:?})",
+                    root.shape()
+                )));
+            }
+            root.ones_like()?
+        }
+    };
+    let _guard = no_grad();
+    let order = topo_order(root);
+    // Gradients waiting for a non-leaf tensor, and gradients reaching leaves.
+    let mut pending: HashMap<TensorId, (Tensor, Tensor)> = HashMap::new();
+    let mut leaves: HashMap<TensorId, (Tensor, Tensor)> = HashMap::new();
+    if root.is_leaf() {
+        leaves.insert(root.id(), (root.clone(), grad));
+    } else {
+        pending.insert(root.id(), (root.clone(), grad));
+    }
+    for t in &order {
+        let Some((_, g)) = pending.remove(&t.id()) else { continue };
+        let node = t.node().expect("topo_order returns non-leaf tensors");
+        let needs: Vec<bool> = node.inputs.iter().map(|i| i.requires_grad()).collect();
+        let grads = {
+            let rule = node.backward.lock().unwrap_or_else(|e| e.into_inner());
+            let rule = rule.as_ref().ok_or_else(|| {
+                Error::Autograd(format!(
+                    "backward: trying to backward through the graph a second time (through {}); \
+                     the saved tensors were freed after the first call; use retain_graph=true",
+                    node.name
+                ))
+            })?;
+            rule(&g, &needs)?
+        };
+        if !retain_graph {
+            node.release();
+        }
+        if grads.len() != node.inputs.len() {
+            return Err(Error::Autograd(format!(
+                "backward of {} returned {} gradients for {} inputs",
+                node.name,
+                grads.len(),
+                node.inputs.len()
+            )));
+        }
+        for ((input, grad), need) in node.inputs.iter().zip(grads).zip(needs) {
+            let Some(grad) = grad else { continue };
+            if !need {
+                continue;
+            }
+            if grad.shape() != input.shape() {
+                return Err(Error::Autograd(format!(
+                    "backward of {} returned a gradient of shape {:?} for an input of shape {:?}",
+                    node.name,
+                    grad.shape(),
+                    input.shape()
+                )));
+            }
+            let grad = if grad.dtype() != input.dtype() { grad.to_dtype(input.dtype())? } else { grad };
+            if input.is_leaf() {
+                accumulate(&mut leaves, input, grad)?;
+            } else {
+                accumulate(&mut pending, input, grad)?;
+            }
+        }
+    }
+    for (_, (leaf, g)) in leaves {
+        let new = match leaf.grad() {
+            Some(old) => old.add(&g)?,
+            // A fresh buffer, so that later in-place updates of .grad never alias a
+            // gradient that another tensor still holds.
+            None => g.contiguous_copy()?,
+        };
+        leaf.set_grad(Some(new));
+    }
+    Ok(())
+}
+
+impl Tensor {
+    /// Backpropagate from this one-element tensor (`loss.backward()`), freeing the graph.
+    pub fn backward(&self) -> Result<()> {
+        backward(self, None, false)
+    }
+
+    /// Backpropagate with an explicit upstream gradient (for non-scalar outputs) and
+    /// optionally keep the graph for another backward pass.
+    pub fn backward_with(&self, grad: Option<&Tensor>, retain_graph: bool) -> Result<()> {
+        backward(self, grad, retain_graph)
+    }
+}

@@ -1,0 +1,47 @@
+//! Reverse-mode automatic differentiation, define-by-run. An op records a [`Node`] on its
+//! output only when grad mode is on and an input requires grad; `Tensor::backward` walks the
+//! recorded graph. Backward rules are written with Tensor ops, so they run on every device.
+
+mod engine;
+mod grad_mode;
+pub mod gradcheck;
+mod node;
+
+pub use engine::backward;
+pub use grad_mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
+pub(crate) use node::Node;
+pub use node::{BackwardFn, SavedTensor};
+
+use crate::error::Result;
+use crate::tensor::Tensor;
+use std::sync::Mutex;
+
+/// True when an op on `inputs` must record a node.
+pub fn needs_grad(inputs: &[&Tensor]) -> bool {
+    is_grad_enabled() && inputs.iter().any(|t| t.requires_grad())
+}
+
+impl Tensor {
+    /// Record `rule` as the backward of the op that produced `self` from `inputs`, if any input
+    /// requires grad (callers check [`needs_grad`] first to avoid saving tensors for nothing).
+    pub(crate) fn record(
+        self,
+        name: &'static str,
+        inputs: &[&Tensor],
+        rule: impl Fn(&Tensor, &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+    ) -> Tensor {
+        if !needs_grad(inputs) {
+            return self;
+        }
+        self.set_node(Node {
+            name,
+            inputs: inputs.iter().map(|t| (*t).clone()).collect(),
+            backward: Mutex::new(Some(Box::new(rule))),
+        })
+    }
+
+    /// Save this tensor for a backward rule of `op` (detached, version-checked).
+    pub(crate) fn save(&self, op: &'static str) -> SavedTensor {
+        SavedTensor::new(op, self)
+    }
+}

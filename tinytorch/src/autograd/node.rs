@@ -1,0 +1,76 @@
+//! Graph nodes and saved tensors. A node belongs to the tensor an op produced; it holds the
+//! op's inputs (the graph edges) and its backward rule. Backward rules capture only
+//! `SavedTensor`s, which are detached, so the graph's edges are exactly `Node::inputs` and
+//! an output saved by its own rule creates no reference cycle.
+
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use std::sync::{Arc, Mutex};
+
+/// The backward rule of one op: given the gradient of its output and which inputs need a
+/// gradient, return one gradient per input (shape of that input), or `None`.
+pub type BackwardFn = Box<dyn Fn(&Tensor, &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync>;
+
+/// One recorded op.
+pub struct Node {
+    /// Name shown as the tensor's grad_fn (`"mul"`, `"matmul"`, ...).
+    pub name: &'static str,
+    pub(crate) inputs: Vec<Tensor>,
+    /// `None` once the graph has been freed by a backward pass without `retain_graph`.
+    pub(crate) backward: Mutex<Option<BackwardFn>>,
+}
+
+impl Node {
+    /// Frees the saved tensors; a second backward through this node then fails clearly.
+    pub(crate) fn release(&self) {
+        self.backward.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+impl Drop for Node {
+    /// Drops the chain of inputs iteratively: a graph of 100,000 ops would otherwise drop
+    /// recursively and overflow the stack.
+    fn drop(&mut self) {
+        let mut stack: Vec<Tensor> = std::mem::take(&mut self.inputs);
+        while let Some(t) = stack.pop() {
+            // Only unwind what this node owned alone; shared parts are dropped by their owner.
+            if let Some(mut inner) = Arc::into_inner(t.inner) {
+                if let Some(node) = inner.node.take() {
+                    if let Some(mut node) = Arc::into_inner(node) {
+                        stack.append(&mut node.inputs);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A tensor saved by a backward rule: detached, with the storage version at save time, so
+/// that an in-place write before backward is reported instead of giving a wrong gradient.
+pub struct SavedTensor {
+    tensor: Tensor,
+    version: u64,
+    op: &'static str,
+}
+
+impl SavedTensor {
+    /// Save `t` for the backward rule of `op`.
+    pub fn new(op: &'static str, t: &Tensor) -> Self {
+        SavedTensor { tensor: t.detach(), version: t.version(), op }
+    }
+
+    /// The saved value, or an error if it was modified in place since it was saved.
+    pub fn get(&self) -> Result<&Tensor> {
+        let now = self.tensor.version();
+        if now != self.version {
+            return Err(Error::Autograd(format!(
+                "one of the variables needed for gradient computation has been modified by an inplace \
+                 operation: a tensor of shape {:?} saved by {} is at version {now}; expected version {}",
+                self.tensor.shape(),
+                self.op,
+                self.version
+            )));
+        }
+        Ok(&self.tensor)
+    }
+}

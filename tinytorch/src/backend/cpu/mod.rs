@@ -1,0 +1,241 @@
+//! The CPU backend: `CpuStorage` (a typed `Vec` per dtype) and its kernels, one file per
+//! family of primitives. All kernels walk their operands with `strided::MultiStrided`.
+
+mod binary;
+mod convert;
+mod index;
+mod matmul;
+mod reduce;
+pub mod strided;
+mod unary;
+
+use crate::backend::{ArgReduceOp, BackendStorage, BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
+use crate::error::Result;
+use crate::tensor::{DType, Device, Element, Layout};
+use half::{bf16, f16};
+
+/// A host buffer: one `Vec` of the dtype's Rust type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CpuStorage {
+    Bool(Vec<bool>),
+    U8(Vec<u8>),
+    I64(Vec<i64>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
+/// Run `$body` with `$v` bound to the typed Vec (or slice) inside a `CpuStorage`, for every
+/// dtype. The body must produce the same type for each.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! with_cpu_storage {
+    ($s:expr, $v:ident => $body:expr) => {
+        match $s {
+            $crate::backend::CpuStorage::Bool($v) => $body,
+            $crate::backend::CpuStorage::U8($v) => $body,
+            $crate::backend::CpuStorage::I64($v) => $body,
+            $crate::backend::CpuStorage::F16($v) => $body,
+            $crate::backend::CpuStorage::BF16($v) => $body,
+            $crate::backend::CpuStorage::F32($v) => $body,
+            $crate::backend::CpuStorage::F64($v) => $body,
+        }
+    };
+}
+
+/// An element type that can live in a `CpuStorage`.
+pub trait CpuElement: Element {
+    /// The typed slice, when the storage has this dtype.
+    fn slice(s: &CpuStorage) -> Option<&[Self]>;
+    /// The typed mutable slice, when the storage has this dtype.
+    fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]>;
+    /// Wrap a Vec of this type.
+    fn into_storage(v: Vec<Self>) -> CpuStorage;
+}
+
+macro_rules! impl_cpu_element {
+    ($t:ty, $variant:ident) => {
+        impl CpuElement for $t {
+            fn slice(s: &CpuStorage) -> Option<&[Self]> {
+                match s {
+                    CpuStorage::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]> {
+                match s {
+                    CpuStorage::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn into_storage(v: Vec<Self>) -> CpuStorage {
+                CpuStorage::$variant(v)
+            }
+        }
+    };
+}
+impl_cpu_element!(bool, Bool);
+impl_cpu_element!(u8, U8);
+impl_cpu_element!(i64, I64);
+impl_cpu_element!(f16, F16);
+impl_cpu_element!(bf16, BF16);
+impl_cpu_element!(f32, F32);
+impl_cpu_element!(f64, F64);
+
+impl CpuStorage {
+    /// A zero-filled buffer.
+    pub fn zeros(dtype: DType, n: usize) -> CpuStorage {
+        match dtype {
+            DType::Bool => CpuStorage::Bool(vec![false; n]),
+            DType::U8 => CpuStorage::U8(vec![0; n]),
+            DType::I64 => CpuStorage::I64(vec![0; n]),
+            DType::F16 => CpuStorage::F16(vec![f16::ZERO; n]),
+            DType::BF16 => CpuStorage::BF16(vec![bf16::ZERO; n]),
+            DType::F32 => CpuStorage::F32(vec![0.0; n]),
+            DType::F64 => CpuStorage::F64(vec![0.0; n]),
+        }
+    }
+
+    /// Wrap a typed Vec.
+    pub fn from_vec<T: CpuElement>(v: Vec<T>) -> CpuStorage {
+        T::into_storage(v)
+    }
+
+    /// The typed slice, when the dtype is `T`'s.
+    pub fn as_slice<T: CpuElement>(&self) -> Option<&[T]> {
+        T::slice(self)
+    }
+
+    /// Every element as f64, in buffer order (for tests, printing and host-side logic).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        with_cpu_storage!(self, v => v.iter().map(|x| x.to_f64()).collect())
+    }
+}
+
+impl BackendStorage for CpuStorage {
+    fn dtype(&self) -> DType {
+        match self {
+            CpuStorage::Bool(_) => DType::Bool,
+            CpuStorage::U8(_) => DType::U8,
+            CpuStorage::I64(_) => DType::I64,
+            CpuStorage::F16(_) => DType::F16,
+            CpuStorage::BF16(_) => DType::BF16,
+            CpuStorage::F32(_) => DType::F32,
+            CpuStorage::F64(_) => DType::F64,
+        }
+    }
+
+    fn device(&self) -> Device {
+        Device::Cpu
+    }
+
+    fn len(&self) -> usize {
+        with_cpu_storage!(self, v => v.len())
+    }
+
+    fn to_contiguous(&self, layout: &Layout) -> Result<Self> {
+        Ok(convert::to_contiguous(self, layout))
+    }
+
+    fn to_dtype(&self, layout: &Layout, dtype: DType) -> Result<Self> {
+        Ok(convert::to_dtype(self, layout, dtype))
+    }
+
+    fn unary(&self, layout: &Layout, op: UnaryOp) -> Result<Self> {
+        unary::unary(self, layout, op)
+    }
+
+    fn unary_inplace(&mut self, layout: &Layout, op: UnaryOp) -> Result<()> {
+        unary::unary_inplace(self, layout, op)
+    }
+
+    fn binary(&self, lhs: &Layout, rhs: &Self, rhs_l: &Layout, op: BinaryOp) -> Result<Self> {
+        binary::binary(self, lhs, rhs, rhs_l, op)
+    }
+
+    fn binary_inplace(&mut self, lhs: &Layout, rhs: &Self, rhs_l: &Layout, op: BinaryOp) -> Result<()> {
+        binary::binary_inplace(self, lhs, rhs, rhs_l, op)
+    }
+
+    fn cmp(&self, lhs: &Layout, rhs: &Self, rhs_l: &Layout, op: CmpOp) -> Result<Self> {
+        binary::cmp(self, lhs, rhs, rhs_l, op)
+    }
+
+    fn where_cond(
+        &self,
+        layout: &Layout,
+        on_true: &Self,
+        true_l: &Layout,
+        on_false: &Self,
+        false_l: &Layout,
+    ) -> Result<Self> {
+        binary::where_cond(self, layout, on_true, true_l, on_false, false_l)
+    }
+
+    fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<Self> {
+        reduce::reduce(self, layout, op, dims)
+    }
+
+    fn arg_reduce(&self, layout: &Layout, op: ArgReduceOp, dim: usize) -> Result<Self> {
+        reduce::arg_reduce(self, layout, op, dim)
+    }
+
+    fn scan(&self, layout: &Layout, op: ScanOp, dim: usize) -> Result<Self> {
+        reduce::scan(self, layout, op, dim)
+    }
+
+    fn softmax(&self, layout: &Layout, dim: usize, log: bool) -> Result<Self> {
+        reduce::softmax(self, layout, dim, log)
+    }
+
+    fn matmul(&self, lhs: &Layout, rhs: &Self, rhs_l: &Layout) -> Result<Self> {
+        matmul::matmul(self, lhs, rhs, rhs_l)
+    }
+
+    fn index_select(&self, layout: &Layout, dim: usize, index: &Self, index_l: &Layout) -> Result<Self> {
+        index::index_select(self, layout, dim, index, index_l)
+    }
+
+    fn gather(&self, layout: &Layout, dim: usize, index: &Self, index_l: &Layout) -> Result<Self> {
+        index::gather(self, layout, dim, index, index_l)
+    }
+
+    fn scatter_inplace(
+        &mut self,
+        layout: &Layout,
+        dim: usize,
+        index: &Self,
+        index_l: &Layout,
+        src: &Self,
+        src_l: &Layout,
+        accumulate: bool,
+    ) -> Result<()> {
+        index::scatter_inplace(self, layout, dim, index, index_l, src, src_l, accumulate)
+    }
+
+    fn index_add_inplace(
+        &mut self,
+        layout: &Layout,
+        dim: usize,
+        index: &Self,
+        index_l: &Layout,
+        src: &Self,
+        src_l: &Layout,
+    ) -> Result<()> {
+        index::index_add_inplace(self, layout, dim, index, index_l, src, src_l)
+    }
+
+    fn copy_strided_from(&mut self, dst_l: &Layout, src: &Self, src_l: &Layout) -> Result<()> {
+        convert::copy_strided_from(self, dst_l, src, src_l)
+    }
+
+    fn fill(&mut self, layout: &Layout, value: f64) -> Result<()> {
+        convert::fill(self, layout, value);
+        Ok(())
+    }
+
+    fn sort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<(Self, Self)> {
+        index::sort(self, layout, dim, descending)
+    }
+}

@@ -1,0 +1,328 @@
+//! The one strided walker that every CPU kernel uses. A layout (or several layouts of the same
+//! shape) is first reduced by merging adjacent dims (`merge_dims`); the walker then hands the
+//! kernel *runs*: stretches along the innermost dim with a fixed stride per operand, so the
+//! kernel's inner loop is a plain counted loop that LLVM vectorises when the strides are 1.
+//! Above `PAR_THRESHOLD` elements the output is split into chunks processed by rayon.
+
+use crate::tensor::layout::merge_dims;
+use crate::tensor::Layout;
+use rayon::prelude::*;
+
+/// Minimum number of elements before an elementwise kernel spreads over threads.
+pub const PAR_THRESHOLD: usize = 1 << 15;
+/// Elements per parallel task.
+const PAR_CHUNK: usize = 1 << 14;
+
+/// One stretch of the innermost dim: output position, length, and per-operand storage offset
+/// and stride.
+#[derive(Clone, Copy, Debug)]
+pub struct Run<const K: usize> {
+    /// Flat row-major index of the first element of the run.
+    pub pos: usize,
+    /// Number of elements.
+    pub len: usize,
+    /// Storage offset of the first element, per operand.
+    pub offs: [usize; K],
+    /// Storage stride along the run, per operand.
+    pub strides: [usize; K],
+}
+
+/// Operands of the same shape, merged once and walked many times.
+#[derive(Clone, Debug)]
+pub struct MultiStrided<const K: usize> {
+    shape: Vec<usize>,
+    strides: [Vec<usize>; K],
+    base: [usize; K],
+    numel: usize,
+}
+
+impl<const K: usize> MultiStrided<K> {
+    /// Merge the layouts, which must all have the same shape.
+    pub fn new(layouts: [&Layout; K]) -> Self {
+        let shape = layouts[0].shape();
+        debug_assert!(layouts.iter().all(|l| l.shape() == shape));
+        let strides: Vec<&[usize]> = layouts.iter().map(|l| l.strides()).collect();
+        let base = std::array::from_fn(|k| layouts[k].offset());
+        match merge_dims(shape, &strides) {
+            Some((shape, strides)) => {
+                let numel = shape.iter().product();
+                let strides: [Vec<usize>; K] = strides.try_into().expect("K stride vectors");
+                MultiStrided { shape, strides, base, numel }
+            }
+            None => MultiStrided {
+                shape: vec![0],
+                strides: std::array::from_fn(|_| vec![1]),
+                base,
+                numel: 0,
+            },
+        }
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.numel
+    }
+
+    /// True when every operand is contiguous in row-major order (after merging: one dim of
+    /// stride 1).
+    pub fn all_contiguous(&self) -> bool {
+        self.shape.len() == 1 && self.strides.iter().all(|s| s[0] == 1)
+    }
+
+    /// Base storage offsets.
+    pub fn base(&self) -> [usize; K] {
+        self.base
+    }
+
+    /// Call `f` for every run covering flat indices `start..end`, in order.
+    pub fn for_each_run(&self, start: usize, end: usize, mut f: impl FnMut(Run<K>)) {
+        if start >= end {
+            return;
+        }
+        let nd = self.shape.len();
+        let inner = self.shape[nd - 1];
+        // Multi-index of `start`.
+        let mut idx = vec![0usize; nd];
+        let mut rem = start;
+        for d in (0..nd).rev() {
+            idx[d] = rem % self.shape[d];
+            rem /= self.shape[d];
+        }
+        let inner_strides: [usize; K] = std::array::from_fn(|k| self.strides[k][nd - 1]);
+        let mut pos = start;
+        while pos < end {
+            let offs: [usize; K] = std::array::from_fn(|k| {
+                self.base[k] + idx.iter().zip(&self.strides[k]).map(|(i, s)| i * s).sum::<usize>()
+            });
+            let len = (inner - idx[nd - 1]).min(end - pos);
+            f(Run { pos, len, offs, strides: inner_strides });
+            pos += len;
+            idx[nd - 1] += len;
+            // Carry into outer dims.
+            let mut d = nd - 1;
+            while d > 0 && idx[d] == self.shape[d] {
+                idx[d] = 0;
+                idx[d - 1] += 1;
+                d -= 1;
+            }
+        }
+    }
+
+    /// Fill `out` (row-major, `numel` long) run by run, in parallel above the threshold.
+    /// `f(out_chunk, run)` writes `run.len` elements at the start of `out_chunk`.
+    pub fn fill_output<U: Send>(&self, out: &mut [U], f: impl Fn(&mut [U], Run<K>) + Sync) {
+        debug_assert_eq!(out.len(), self.numel);
+        if self.numel >= PAR_THRESHOLD && rayon::current_num_threads() > 1 {
+            out.par_chunks_mut(PAR_CHUNK).enumerate().for_each(|(c, chunk)| {
+                let start = c * PAR_CHUNK;
+                self.for_each_run(start, start + chunk.len(), |run| {
+                    f(&mut chunk[run.pos - start..run.pos - start + run.len], run)
+                });
+            });
+        } else {
+            self.for_each_run(0, self.numel, |run| f(&mut out[run.pos..run.pos + run.len], run));
+        }
+    }
+}
+
+/// Apply `f` to every element of `src[layout]`, returning a row-major vector.
+pub fn map1<T: Copy + Sync, U: Copy + Send + Default>(
+    src: &[T],
+    layout: &Layout,
+    f: impl Fn(T) -> U + Sync,
+) -> Vec<U> {
+    let walk = MultiStrided::new([layout]);
+    let mut out = vec![U::default(); walk.numel()];
+    walk.fill_output(&mut out, |o, run| {
+        let [off] = run.offs;
+        let [s] = run.strides;
+        if s == 1 {
+            for (o, &x) in o.iter_mut().zip(&src[off..off + run.len]) {
+                *o = f(x);
+            }
+        } else {
+            for (i, o) in o.iter_mut().enumerate() {
+                *o = f(src[off + i * s]);
+            }
+        }
+    });
+    out
+}
+
+/// Apply `f` elementwise to `a[al]` and `b[bl]` (same shape), returning a row-major vector.
+pub fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Send + Default>(
+    a: &[A],
+    al: &Layout,
+    b: &[B],
+    bl: &Layout,
+    f: impl Fn(A, B) -> U + Sync,
+) -> Vec<U> {
+    let walk = MultiStrided::new([al, bl]);
+    let mut out = vec![U::default(); walk.numel()];
+    walk.fill_output(&mut out, |o, run| {
+        let [oa, ob] = run.offs;
+        let n = run.len;
+        // Specialised inner loops: the common layouts (both contiguous, one side a broadcast
+        // scalar) get loops without index arithmetic, which LLVM vectorises.
+        match run.strides {
+            [1, 1] => {
+                for ((o, &x), &y) in o.iter_mut().zip(&a[oa..oa + n]).zip(&b[ob..ob + n]) {
+                    *o = f(x, y);
+                }
+            }
+            [1, 0] => {
+                let y = b[ob];
+                for (o, &x) in o.iter_mut().zip(&a[oa..oa + n]) {
+                    *o = f(x, y);
+                }
+            }
+            [0, 1] => {
+                let x = a[oa];
+                for (o, &y) in o.iter_mut().zip(&b[ob..ob + n]) {
+                    *o = f(x, y);
+                }
+            }
+            [sa, sb] => {
+                for (i, o) in o.iter_mut().enumerate() {
+                    *o = f(a[oa + i * sa], b[ob + i * sb]);
+                }
+            }
+        }
+    });
+    out
+}
+
+/// Apply `f` elementwise to three operands of the same shape, returning a row-major vector.
+pub fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: Copy + Send + Default>(
+    a: (&[A], &Layout),
+    b: (&[B], &Layout),
+    c: (&[C], &Layout),
+    f: impl Fn(A, B, C) -> U + Sync,
+) -> Vec<U> {
+    let walk = MultiStrided::new([a.1, b.1, c.1]);
+    let mut out = vec![U::default(); walk.numel()];
+    walk.fill_output(&mut out, |o, run| {
+        let [oa, ob, oc] = run.offs;
+        let [sa, sb, sc] = run.strides;
+        for (i, o) in o.iter_mut().enumerate() {
+            *o = f(a.0[oa + i * sa], b.0[ob + i * sb], c.0[oc + i * sc]);
+        }
+    });
+    out
+}
+
+/// Update `dst[dl]` in place with `f(dst, src)` elementwise (same shape). Sequential when the
+/// destination is strided, since two runs of a strided destination may interleave in memory.
+pub fn update2<T: Copy + Send + Sync, S: Copy + Sync>(
+    dst: &mut [T],
+    dl: &Layout,
+    src: &[S],
+    sl: &Layout,
+    f: impl Fn(T, S) -> T + Sync,
+) {
+    let walk = MultiStrided::new([dl, sl]);
+    if walk.all_contiguous() {
+        let [od, os] = walk.base();
+        let n = walk.numel();
+        let d = &mut dst[od..od + n];
+        let s = &src[os..os + n];
+        if n >= PAR_THRESHOLD {
+            d.par_chunks_mut(PAR_CHUNK).zip(s.par_chunks(PAR_CHUNK)).for_each(|(d, s)| {
+                for (x, &y) in d.iter_mut().zip(s) {
+                    *x = f(*x, y);
+                }
+            });
+        } else {
+            for (x, &y) in d.iter_mut().zip(s) {
+                *x = f(*x, y);
+            }
+        }
+        return;
+    }
+    walk.for_each_run(0, walk.numel(), |run| {
+        let [od, os] = run.offs;
+        let [sd, ss] = run.strides;
+        if ss == 0 {
+            let y = src[os];
+            for i in 0..run.len {
+                let p = od + i * sd;
+                dst[p] = f(dst[p], y);
+            }
+        } else {
+            for i in 0..run.len {
+                let p = od + i * sd;
+                dst[p] = f(dst[p], src[os + i * ss]);
+            }
+        }
+    });
+}
+
+/// Update every element of `dst[dl]` in place with `f`.
+pub fn update1<T: Copy + Send + Sync>(dst: &mut [T], dl: &Layout, f: impl Fn(T) -> T + Sync) {
+    let walk = MultiStrided::new([dl]);
+    if walk.all_contiguous() {
+        let [od] = walk.base();
+        let d = &mut dst[od..od + walk.numel()];
+        if d.len() >= PAR_THRESHOLD {
+            d.par_chunks_mut(PAR_CHUNK).for_each(|d| d.iter_mut().for_each(|x| *x = f(*x)));
+        } else {
+            d.iter_mut().for_each(|x| *x = f(*x));
+        }
+        return;
+    }
+    walk.for_each_run(0, walk.numel(), |run| {
+        let [od] = run.offs;
+        let [sd] = run.strides;
+        for i in 0..run.len {
+            let p = od + i * sd;
+            dst[p] = f(dst[p]);
+        }
+    });
+}
+
+/// Storage offsets of every element of `layout`, in row-major order. For index kernels, which
+/// are dominated by their gathers rather than by this walk.
+pub fn offsets(layout: &Layout) -> Vec<usize> {
+    let walk = MultiStrided::new([layout]);
+    let mut out = Vec::with_capacity(walk.numel());
+    walk.for_each_run(0, walk.numel(), |run| {
+        let [o] = run.offs;
+        let [s] = run.strides;
+        out.extend((0..run.len).map(|i| o + i * s));
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map1_walks_transposed_layout_in_row_major_order() {
+        let src: Vec<i64> = (0..6).collect();
+        let l = Layout::contiguous(&[2, 3]).transpose(0, 1);
+        assert_eq!(map1(&src, &l, |x| x), vec![0, 3, 1, 4, 2, 5]);
+    }
+
+    #[test]
+    fn map2_broadcasts_and_parallel_matches_sequential() {
+        let n = PAR_THRESHOLD * 3 + 7;
+        let a: Vec<f64> = (0..n).map(|i| i as f64).collect();
+        let b = vec![2.0f64];
+        let al = Layout::contiguous(&[n]);
+        let bl = Layout::contiguous(&[1]).broadcast_as("t", &[n]).unwrap();
+        let out = map2(&a, &al, &b, &bl, |x, y| x * y);
+        assert!(out.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f64));
+        // Strided and chunked across a run boundary.
+        let a2: Vec<f64> = (0..2 * n).map(|i| i as f64).collect();
+        let l2 = Layout::from_parts(vec![n], vec![2], 1);
+        let out2 = map1(&a2, &l2, |x| x);
+        assert!(out2.iter().enumerate().all(|(i, &v)| v == (2 * i + 1) as f64));
+    }
+
+    #[test]
+    fn offsets_of_empty_layout_is_empty() {
+        assert!(offsets(&Layout::contiguous(&[3, 0])).is_empty());
+        assert_eq!(offsets(&Layout::contiguous(&[])), vec![0]);
+    }
+}

@@ -1,0 +1,333 @@
+//! Backends: per-device storage and the primitive kernels on it. A backend knows buffers,
+//! layouts and dtypes, and nothing about autograd. `Storage` is the runtime-dispatched enum
+//! over devices that `Tensor` holds; each device's storage implements `BackendStorage`.
+
+pub mod cpu;
+mod op_kinds;
+
+pub use cpu::CpuStorage;
+pub use op_kinds::{ArgReduceOp, BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
+
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Device, Layout};
+
+/// The primitive kernels of one device. Every layout argument describes where the operand's
+/// elements sit in its buffer (any strides, any offset); outputs are new contiguous buffers
+/// unless the method says it writes in place. Binary primitives receive operands of the same
+/// dtype whose layouts have the same shape (broadcasting is applied by the caller with
+/// stride-0 dims).
+pub trait BackendStorage: Sized {
+    /// The element type of the buffer.
+    fn dtype(&self) -> DType;
+    /// The device the buffer lives on.
+    fn device(&self) -> Device;
+    /// Number of elements in the buffer.
+    fn len(&self) -> usize;
+    /// True when the buffer holds no elements.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Copy the elements of `layout` in row-major order into a new buffer.
+    fn to_contiguous(&self, layout: &Layout) -> Result<Self>;
+    /// Convert the elements of `layout` to `dtype` (row-major output).
+    fn to_dtype(&self, layout: &Layout, dtype: DType) -> Result<Self>;
+    /// Apply `op` elementwise.
+    fn unary(&self, layout: &Layout, op: UnaryOp) -> Result<Self>;
+    /// Apply `op` elementwise, writing the result over the elements of `layout`.
+    fn unary_inplace(&mut self, layout: &Layout, op: UnaryOp) -> Result<()>;
+    /// `self[lhs] op rhs[rhs_l]` elementwise.
+    fn binary(&self, lhs: &Layout, rhs: &Self, rhs_l: &Layout, op: BinaryOp) -> Result<Self>;
+    /// `self[lhs] = self[lhs] op rhs[rhs_l]`; `rhs` must not alias `self`.
+    fn binary_inplace(&mut self, lhs: &Layout, rhs: &Self, rhs_l: &Layout, op: BinaryOp) -> Result<()>;
+    /// Elementwise predicate, bool output.
+    fn cmp(&self, lhs: &Layout, rhs: &Self, rhs_l: &Layout, op: CmpOp) -> Result<Self>;
+    /// `self` is a bool condition: picks `on_true` where true, `on_false` elsewhere.
+    fn where_cond(
+        &self,
+        layout: &Layout,
+        on_true: &Self,
+        true_l: &Layout,
+        on_false: &Self,
+        false_l: &Layout,
+    ) -> Result<Self>;
+    /// Reduce over `dims` (sorted, unique); the output has the input's shape with those dims
+    /// set to 1. All/Any give bool; Sum/Prod of bool and u8 give i64 as in PyTorch.
+    fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Result<Self>;
+    /// Index of the max/min along `dim` (first occurrence); output i64 with `dim` set to 1.
+    fn arg_reduce(&self, layout: &Layout, op: ArgReduceOp, dim: usize) -> Result<Self>;
+    /// Inclusive scan along `dim`; output has the input's shape.
+    fn scan(&self, layout: &Layout, op: ScanOp, dim: usize) -> Result<Self>;
+    /// Numerically stable softmax (or log-softmax) along `dim`.
+    fn softmax(&self, layout: &Layout, dim: usize, log: bool) -> Result<Self>;
+    /// Batched matrix product of 3-D layouts `(b, m, k) x (b, k, n) -> (b, m, n)`, any strides
+    /// (batch stride 0 for broadcast batches).
+    fn matmul(&self, lhs: &Layout, rhs: &Self, rhs_l: &Layout) -> Result<Self>;
+    /// Pick slices along `dim` by the i64 indices in `index` (1-D).
+    fn index_select(&self, layout: &Layout, dim: usize, index: &Self, index_l: &Layout) -> Result<Self>;
+    /// `out[i][j] = self[index[i][j]][j]` style gather along `dim`; output has index's shape.
+    fn gather(&self, layout: &Layout, dim: usize, index: &Self, index_l: &Layout) -> Result<Self>;
+    /// Scatter `src` into the elements of `self[layout]` at `index` along `dim`; with
+    /// `accumulate` the values are added instead of written.
+    #[allow(clippy::too_many_arguments)]
+    fn scatter_inplace(
+        &mut self,
+        layout: &Layout,
+        dim: usize,
+        index: &Self,
+        index_l: &Layout,
+        src: &Self,
+        src_l: &Layout,
+        accumulate: bool,
+    ) -> Result<()>;
+    /// `self[layout].index_select(dim, index) += src` (PyTorch's `index_add_`).
+    fn index_add_inplace(
+        &mut self,
+        layout: &Layout,
+        dim: usize,
+        index: &Self,
+        index_l: &Layout,
+        src: &Self,
+        src_l: &Layout,
+    ) -> Result<()>;
+    /// Copy `src[src_l]` over `self[dst_l]` (same shape and dtype); `src` must not alias `self`.
+    fn copy_strided_from(&mut self, dst_l: &Layout, src: &Self, src_l: &Layout) -> Result<()>;
+    /// Set every element of `self[layout]` to `value`.
+    fn fill(&mut self, layout: &Layout, value: f64) -> Result<()>;
+    /// Stable sort along `dim`: (values, i64 indices).
+    fn sort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<(Self, Self)>;
+}
+
+/// A buffer on some device. The enum is the runtime dispatch point: an op calls one method
+/// here and the match sends it to that device's kernels.
+#[derive(Debug, Clone)]
+pub enum Storage {
+    /// Host memory.
+    Cpu(CpuStorage),
+}
+
+impl Storage {
+    /// A zero-filled buffer of `n` elements.
+    pub fn zeros(device: Device, dtype: DType, n: usize) -> Result<Storage> {
+        match device {
+            Device::Cpu => Ok(Storage::Cpu(CpuStorage::zeros(dtype, n))),
+            Device::Cuda(_) => Err(no_cuda("zeros")),
+        }
+    }
+
+    /// Move a host buffer to `device`.
+    pub fn from_cpu(cpu: CpuStorage, device: Device) -> Result<Storage> {
+        match device {
+            Device::Cpu => Ok(Storage::Cpu(cpu)),
+            Device::Cuda(_) => Err(no_cuda("to")),
+        }
+    }
+
+    /// Copy the elements of `layout` to a contiguous host buffer.
+    pub fn to_cpu(&self, layout: &Layout) -> Result<CpuStorage> {
+        match self {
+            Storage::Cpu(s) => s.to_contiguous(layout),
+        }
+    }
+
+    /// The host buffer, when the storage is on the CPU.
+    pub fn as_cpu(&self) -> Option<&CpuStorage> {
+        match self {
+            Storage::Cpu(s) => Some(s),
+        }
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Storage::Cpu(s) => s.dtype(),
+        }
+    }
+
+    /// The device.
+    pub fn device(&self) -> Device {
+        match self {
+            Storage::Cpu(s) => s.device(),
+        }
+    }
+
+    /// Number of elements in the buffer.
+    pub fn len(&self) -> usize {
+        match self {
+            Storage::Cpu(s) => s.len(),
+        }
+    }
+
+    /// True when the buffer holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Implements a `Storage` method with one storage operand by dispatching on the device.
+macro_rules! dispatch_unary {
+    ($(fn $name:ident(&self $(, $arg:ident: $ty:ty)*) -> $ret:ty;)*) => {
+        impl Storage {
+            $(
+                #[doc = concat!("Device dispatch of `BackendStorage::", stringify!($name), "`.")]
+                pub fn $name(&self $(, $arg: $ty)*) -> Result<$ret> {
+                    match self {
+                        Storage::Cpu(s) => Ok(wrap_cpu(s.$name($($arg),*)?)),
+                    }
+                }
+            )*
+        }
+    };
+}
+
+/// Implements a `Storage` method with two or more storage operands, checking devices agree.
+macro_rules! dispatch_binary {
+    ($(fn $name:ident(&self, $l:ident: &Layout, $other:ident: &Storage $(, $arg:ident: $ty:ty)*) -> Storage;)*) => {
+        impl Storage {
+            $(
+                #[doc = concat!("Device dispatch of `BackendStorage::", stringify!($name), "`.")]
+                pub fn $name(&self, $l: &Layout, $other: &Storage $(, $arg: $ty)*) -> Result<Storage> {
+                    match (self, $other) {
+                        (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(a.$name($l, b $(, $arg)*)?)),
+                    }
+                }
+            )*
+        }
+    };
+}
+
+/// Wraps a CPU kernel's result back into `Storage`.
+trait WrapCpu {
+    type Out;
+    fn wrap(self) -> Self::Out;
+}
+impl WrapCpu for CpuStorage {
+    type Out = Storage;
+    fn wrap(self) -> Storage {
+        Storage::Cpu(self)
+    }
+}
+impl WrapCpu for (CpuStorage, CpuStorage) {
+    type Out = (Storage, Storage);
+    fn wrap(self) -> (Storage, Storage) {
+        (Storage::Cpu(self.0), Storage::Cpu(self.1))
+    }
+}
+fn wrap_cpu<T: WrapCpu>(t: T) -> T::Out {
+    t.wrap()
+}
+
+dispatch_unary! {
+    fn to_contiguous(&self, layout: &Layout) -> Storage;
+    fn to_dtype(&self, layout: &Layout, dtype: DType) -> Storage;
+    fn unary(&self, layout: &Layout, op: UnaryOp) -> Storage;
+    fn reduce(&self, layout: &Layout, op: ReduceOp, dims: &[usize]) -> Storage;
+    fn arg_reduce(&self, layout: &Layout, op: ArgReduceOp, dim: usize) -> Storage;
+    fn scan(&self, layout: &Layout, op: ScanOp, dim: usize) -> Storage;
+    fn softmax(&self, layout: &Layout, dim: usize, log: bool) -> Storage;
+    fn sort(&self, layout: &Layout, dim: usize, descending: bool) -> (Storage, Storage);
+}
+
+dispatch_binary! {
+    fn binary(&self, lhs: &Layout, rhs: &Storage, rhs_l: &Layout, op: BinaryOp) -> Storage;
+    fn cmp(&self, lhs: &Layout, rhs: &Storage, rhs_l: &Layout, op: CmpOp) -> Storage;
+    fn matmul(&self, lhs: &Layout, rhs: &Storage, rhs_l: &Layout) -> Storage;
+}
+
+impl Storage {
+    /// Device dispatch of `BackendStorage::index_select`.
+    pub fn index_select(&self, layout: &Layout, dim: usize, index: &Storage, index_l: &Layout) -> Result<Storage> {
+        match (self, index) {
+            (Storage::Cpu(a), Storage::Cpu(i)) => Ok(Storage::Cpu(a.index_select(layout, dim, i, index_l)?)),
+        }
+    }
+
+    /// Device dispatch of `BackendStorage::gather`.
+    pub fn gather(&self, layout: &Layout, dim: usize, index: &Storage, index_l: &Layout) -> Result<Storage> {
+        match (self, index) {
+            (Storage::Cpu(a), Storage::Cpu(i)) => Ok(Storage::Cpu(a.gather(layout, dim, i, index_l)?)),
+        }
+    }
+
+    /// Device dispatch of `BackendStorage::where_cond`.
+    pub fn where_cond(
+        &self,
+        layout: &Layout,
+        on_true: &Storage,
+        true_l: &Layout,
+        on_false: &Storage,
+        false_l: &Layout,
+    ) -> Result<Storage> {
+        match (self, on_true, on_false) {
+            (Storage::Cpu(c), Storage::Cpu(t), Storage::Cpu(f)) => {
+                Ok(Storage::Cpu(c.where_cond(layout, t, true_l, f, false_l)?))
+            }
+        }
+    }
+
+    /// Device dispatch of `BackendStorage::unary_inplace`.
+    pub fn unary_inplace(&mut self, layout: &Layout, op: UnaryOp) -> Result<()> {
+        match self {
+            Storage::Cpu(s) => s.unary_inplace(layout, op),
+        }
+    }
+
+    /// Device dispatch of `BackendStorage::binary_inplace`.
+    pub fn binary_inplace(&mut self, lhs: &Layout, rhs: &Storage, rhs_l: &Layout, op: BinaryOp) -> Result<()> {
+        match (self, rhs) {
+            (Storage::Cpu(a), Storage::Cpu(b)) => a.binary_inplace(lhs, b, rhs_l, op),
+        }
+    }
+
+    /// Device dispatch of `BackendStorage::copy_strided_from`.
+    pub fn copy_strided_from(&mut self, dst_l: &Layout, src: &Storage, src_l: &Layout) -> Result<()> {
+        match (self, src) {
+            (Storage::Cpu(a), Storage::Cpu(b)) => a.copy_strided_from(dst_l, b, src_l),
+        }
+    }
+
+    /// Device dispatch of `BackendStorage::fill`.
+    pub fn fill(&mut self, layout: &Layout, value: f64) -> Result<()> {
+        match self {
+            Storage::Cpu(s) => s.fill(layout, value),
+        }
+    }
+
+    /// Device dispatch of `BackendStorage::scatter_inplace`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn scatter_inplace(
+        &mut self,
+        layout: &Layout,
+        dim: usize,
+        index: &Storage,
+        index_l: &Layout,
+        src: &Storage,
+        src_l: &Layout,
+        accumulate: bool,
+    ) -> Result<()> {
+        match (self, index, src) {
+            (Storage::Cpu(a), Storage::Cpu(i), Storage::Cpu(s)) => {
+                a.scatter_inplace(layout, dim, i, index_l, s, src_l, accumulate)
+            }
+        }
+    }
+
+    /// Device dispatch of `BackendStorage::index_add_inplace`.
+    pub fn index_add_inplace(
+        &mut self,
+        layout: &Layout,
+        dim: usize,
+        index: &Storage,
+        index_l: &Layout,
+        src: &Storage,
+        src_l: &Layout,
+    ) -> Result<()> {
+        match (self, index, src) {
+            (Storage::Cpu(a), Storage::Cpu(i), Storage::Cpu(s)) => a.index_add_inplace(layout, dim, i, index_l, s, src_l),
+        }
+    }
+}
+
+fn no_cuda(op: &'static str) -> Error {
+    Error::NotImplemented { op, what: "CUDA devices (this build has no CUDA backend)".into() }
+}

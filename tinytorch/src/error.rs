@@ -1,0 +1,66 @@
+//! The one error type of TinyTorch. Every message names the operation and the shapes, dtypes,
+//! devices or values at fault, so a user can fix the call without reading the source.
+
+use crate::tensor::{DType, Device};
+
+/// Everything that can go wrong in a TinyTorch call.
+#[derive(thiserror::Error, Debug)]
+pub enum Error {
+    /// Shapes that do not fit the operation (broadcasting, matmul, reshape, cat, ...).
+    #[error("{op}: shape mismatch: {msg}")]
+    Shape { op: &'static str, msg: String },
+
+    /// A dtype the operation does not accept, or two dtypes that must agree.
+    #[error("{op}: dtype mismatch: {msg}")]
+    DType { op: &'static str, msg: String },
+
+    /// Tensors on different devices, or a device that is not available.
+    #[error("{op}: expected all tensors on the same device, got {lhs} and {rhs}")]
+    Device { op: &'static str, lhs: Device, rhs: Device },
+
+    /// A dimension or element index outside its range.
+    #[error("{op}: index out of range: {msg}")]
+    Index { op: &'static str, msg: String },
+
+    /// Any other invalid argument (negative step, bad padding mode, ...).
+    #[error("{op}: invalid argument: {msg}")]
+    Invalid { op: &'static str, msg: String },
+
+    /// Misuse of autograd: backward twice through a freed graph, in-place writes to saved tensors, ...
+    #[error("autograd: {0}")]
+    Autograd(String),
+
+    /// A primitive that a backend does not implement (yet).
+    #[error("{op}: not implemented for {what}")]
+    NotImplemented { op: &'static str, what: String },
+
+    /// File and stream errors.
+    #[error("io: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// `Result` with TinyTorch's [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// A shape error for operation `op`.
+    pub fn shape(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Shape { op, msg: msg.into() }
+    }
+    /// A dtype error for operation `op`.
+    pub fn dtype(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::DType { op, msg: msg.into() }
+    }
+    /// An index error for operation `op`.
+    pub fn index(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Index { op, msg: msg.into() }
+    }
+    /// An invalid-argument error for operation `op`.
+    pub fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Invalid { op, msg: msg.into() }
+    }
+    /// A dtype the operation does not support.
+    pub fn unsupported_dtype(op: &'static str, dtype: DType) -> Self {
+        Error::DType { op, msg: format!("dtype {dtype} is not supported") }
+    }
+}

@@ -1,0 +1,187 @@
+//! Arithmetic of two tensors with NumPy broadcasting and PyTorch's type promotion, and the
+//! scalar forms (`x + 2.0`). Backward rules reduce broadcast gradients back to each input's
+//! shape with `sum_to_shape`.
+
+use super::{same_device, with_storages2};
+use crate::autograd::needs_grad;
+use crate::backend::BinaryOp;
+use crate::error::Result;
+use crate::tensor::layout::broadcast_shapes;
+use crate::tensor::{DType, Tensor};
+
+/// Broadcast `a` and `b`, cast both to `dtype`, and run the primitive `op`.
+pub(crate) fn broadcast_binary(op_name: &'static str, a: &Tensor, b: &Tensor, dtype: DType, op: BinaryOp) -> Result<Tensor> {
+    same_device(op_name, &[a, b])?;
+    let shape = broadcast_shapes(op_name, a.shape(), b.shape())?;
+    let (a, b) = (a.to_dtype(dtype)?, b.to_dtype(dtype)?);
+    let la = a.layout().broadcast_as(op_name, &shape)?;
+    let lb = b.layout().broadcast_as(op_name, &shape)?;
+    let s = with_storages2(&a, &b, |sa, sb| sa.binary(&la, sb, &lb, op))?;
+    Ok(Tensor::from_contiguous(s, &shape))
+}
+
+/// The dtype of `a op b`: promotion, and floats for true division.
+fn result_dtype(a: &Tensor, b: &Tensor, op: BinaryOp) -> DType {
+    let d = DType::promote(a.dtype(), b.dtype());
+    match op {
+        BinaryOp::Div => d.to_float(),
+        // bool - bool and bool ** bool are errors in PyTorch; computing them as i64 is the
+        // closest meaningful answer.
+        BinaryOp::Sub | BinaryOp::Pow if d == DType::Bool => DType::I64,
+        _ => d,
+    }
+}
+
+/// A 0-d tensor holding `value` with the dtype PyTorch gives `tensor op scalar`: the tensor's
+/// dtype, unless the tensor is integral and the scalar is not (then the default float).
+fn scalar_like(t: &Tensor, value: f64) -> Result<Tensor> {
+    let dtype = if !t.dtype().is_float() && value.fract() != 0.0 { DType::F32 } else { t.dtype() };
+    let dtype = if dtype == DType::Bool { DType::I64 } else { dtype };
+    Tensor::from_f64_values(vec![value], &[], dtype, t.device())
+}
+
+impl Tensor {
+    fn binary_op(&self, rhs: &Tensor, op: BinaryOp, name: &'static str) -> Result<Tensor> {
+        let dtype = result_dtype(self, rhs, op);
+        let out = broadcast_binary(name, self, rhs, dtype, op)?;
+        if !needs_grad(&[self, rhs]) {
+            return Ok(out);
+        }
+        let (sa, sb) = (self.shape().to_vec(), rhs.shape().to_vec());
+        Ok(match op {
+            BinaryOp::Add => out.record(name, &[self, rhs], move |g, _| {
+                Ok(vec![Some(g.sum_to_shape(&sa)?), Some(g.sum_to_shape(&sb)?)])
+            }),
+            BinaryOp::Sub => out.record(name, &[self, rhs], move |g, need| {
+                let gb = if need[1] { Some(g.mul_scalar(-1.0)?.sum_to_shape(&sb)?) } else { None };
+                Ok(vec![Some(g.sum_to_shape(&sa)?), gb])
+            }),
+            BinaryOp::Mul => {
+                let (a, b) = (self.save(name), rhs.save(name));
+                out.record(name, &[self, rhs], move |g, need| {
+                    let ga = if need[0] { Some(g.mul(b.get()?)?.sum_to_shape(&sa)?) } else { None };
+                    let gb = if need[1] { Some(g.mul(a.get()?)?.sum_to_shape(&sb)?) } else { None };
+                    Ok(vec![ga, gb])
+                })
+            }
+            BinaryOp::Div => {
+                let (a, b) = (self.save(name), rhs.save(name));
+                out.record(name, &[self, rhs], move |g, need| {
+                    let b = b.get()?;
+                    let ga = if need[0] { Some(g.div(b)?.sum_to_shape(&sa)?) } else { None };
+                    // d(a/b)/db = -a / b^2
+                    let gb = if need[1] {
+                        Some(g.mul(a.get()?)?.div(&b.mul(b)?)?.mul_scalar(-1.0)?.sum_to_shape(&sb)?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![ga, gb])
+                })
+            }
+            BinaryOp::Pow => {
+                let (a, b, o) = (self.save(name), rhs.save(name), out.save(name));
+                out.record(name, &[self, rhs], move |g, need| {
+                    let (a, b) = (a.get()?, b.get()?);
+                    // d(a^b)/da = b * a^(b-1)
+                    let ga = if need[0] {
+                        Some(g.mul(&b.mul(&a.pow(&b.add_scalar(-1.0)?)?)?)?.sum_to_shape(&sa)?)
+                    } else {
+                        None
+                    };
+                    // d(a^b)/db = a^b * ln(a); PyTorch defines it as 0 where a == 0 and b >= 0.
+                    let gb = if need[1] {
+                        let zero_base = a.eq_scalar(0.0)?.logical_and(&b.ge_scalar(0.0)?)?;
+                        let d = o.get()?.mul(&a.log()?)?;
+                        let d = d.masked_fill(&zero_base, 0.0)?;
+                        Some(g.mul(&d)?.sum_to_shape(&sb)?)
+                    } else {
+                        None
+                    };
+                    Ok(vec![ga, gb])
+                })
+            }
+            BinaryOp::Maximum | BinaryOp::Minimum => {
+                let (a, b) = (self.save(name), rhs.save(name));
+                let pick_a = if op == BinaryOp::Maximum { Tensor::gt } else { Tensor::lt };
+                out.record(name, &[self, rhs], move |g, _| {
+                    // Ties split the gradient evenly, as PyTorch does.
+                    let (a, b) = (a.get()?, b.get()?);
+                    let wa = pick_a(a, b)?.to_dtype(g.dtype())?.add(&a.eq(b)?.to_dtype(g.dtype())?.mul_scalar(0.5)?)?;
+                    let ga = g.mul(&wa)?;
+                    let gb = g.sub(&ga)?;
+                    Ok(vec![Some(ga.sum_to_shape(&sa)?), Some(gb.sum_to_shape(&sb)?)])
+                })
+            }
+        })
+    }
+
+    /// `self + other`, broadcasting (`torch.add`).
+    pub fn add(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary_op(other, BinaryOp::Add, "add")
+    }
+    /// `self - other`, broadcasting (`torch.sub`).
+    pub fn sub(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary_op(other, BinaryOp::Sub, "sub")
+    }
+    /// `self * other`, broadcasting (`torch.mul`).
+    pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary_op(other, BinaryOp::Mul, "mul")
+    }
+    /// `self / other`, broadcasting; true division, so integers give floats (`torch.div`).
+    pub fn div(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary_op(other, BinaryOp::Div, "div")
+    }
+    /// `self ** other`, broadcasting (`torch.pow`).
+    pub fn pow(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary_op(other, BinaryOp::Pow, "pow")
+    }
+    /// Elementwise maximum, propagating NaN (`torch.maximum`).
+    pub fn maximum(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary_op(other, BinaryOp::Maximum, "maximum")
+    }
+    /// Elementwise minimum, propagating NaN (`torch.minimum`).
+    pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {
+        self.binary_op(other, BinaryOp::Minimum, "minimum")
+    }
+
+    /// `self + value`.
+    pub fn add_scalar(&self, value: f64) -> Result<Tensor> {
+        self.add(&scalar_like(self, value)?)
+    }
+    /// `self - value`.
+    pub fn sub_scalar(&self, value: f64) -> Result<Tensor> {
+        self.sub(&scalar_like(self, value)?)
+    }
+    /// `value - self` (`torch.rsub`).
+    pub fn rsub_scalar(&self, value: f64) -> Result<Tensor> {
+        scalar_like(self, value)?.sub(self)
+    }
+    /// `self * value`.
+    pub fn mul_scalar(&self, value: f64) -> Result<Tensor> {
+        self.mul(&scalar_like(self, value)?)
+    }
+    /// `self / value`.
+    pub fn div_scalar(&self, value: f64) -> Result<Tensor> {
+        self.div(&scalar_like(self, value)?)
+    }
+    /// `value / self`.
+    pub fn rdiv_scalar(&self, value: f64) -> Result<Tensor> {
+        scalar_like(self, value)?.div(self)
+    }
+    /// `self ** exponent` for a scalar exponent.
+    pub fn pow_scalar(&self, exponent: f64) -> Result<Tensor> {
+        self.pow(&scalar_like(self, exponent)?)
+    }
+    /// `base ** self` for a scalar base.
+    pub fn rpow_scalar(&self, base: f64) -> Result<Tensor> {
+        scalar_like(self, base)?.pow(self)
+    }
+    /// Elementwise maximum with a scalar.
+    pub fn maximum_scalar(&self, value: f64) -> Result<Tensor> {
+        self.maximum(&scalar_like(self, value)?)
+    }
+    /// Elementwise minimum with a scalar.
+    pub fn minimum_scalar(&self, value: f64) -> Result<Tensor> {
+        self.minimum(&scalar_like(self, value)?)
+    }
+}

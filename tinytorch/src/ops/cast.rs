@@ -1,0 +1,47 @@
+//! Dtype casts and contiguous copies.
+
+use crate::autograd::needs_grad;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Device, Tensor};
+
+impl Tensor {
+    /// Convert to `dtype` (`x.to(dtype)`). Returns the same handle when the dtype already
+    /// matches. Gradients flow back through float-to-float casts.
+    pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
+        if self.dtype() == dtype {
+            return Ok(self.clone());
+        }
+        let s = self.storage().to_dtype(self.layout(), dtype)?;
+        let out = Tensor::from_contiguous(s, self.shape());
+        if !needs_grad(&[self]) || !dtype.is_float() {
+            return Ok(out);
+        }
+        let src = self.dtype();
+        Ok(out.record("to_dtype", &[self], move |g, _| Ok(vec![Some(g.to_dtype(src)?)])))
+    }
+
+    /// Move to `device` (`x.to(device)`); the same handle when already there.
+    pub fn to_device(&self, device: Device) -> Result<Tensor> {
+        if self.device() == device {
+            return Ok(self.clone());
+        }
+        Err(Error::NotImplemented { op: "to_device", what: format!("moving a tensor to {device}") })
+    }
+
+    /// A contiguous tensor with the same values: `self` when already contiguous, otherwise a
+    /// copy (`x.contiguous()`).
+    pub fn contiguous(&self) -> Result<Tensor> {
+        if self.is_contiguous() {
+            return Ok(self.clone());
+        }
+        self.contiguous_copy()
+    }
+
+    /// A copy in a new contiguous buffer, even when `self` is contiguous (`x.clone()` in
+    /// PyTorch; named so because `Clone` on `Tensor` copies the handle). Differentiable.
+    pub fn contiguous_copy(&self) -> Result<Tensor> {
+        let s = self.storage().to_contiguous(self.layout())?;
+        let out = Tensor::from_contiguous(s, self.shape());
+        Ok(out.record("clone", &[self], |g, _| Ok(vec![Some(g.clone())])))
+    }
+}

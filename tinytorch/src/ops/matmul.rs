@@ -1,0 +1,1 @@
+//! TODO(helper): this family is written in a later step.

@@ -1,0 +1,63 @@
+//! Every differentiable operation, as methods on `Tensor`. Each file holds one family; each op
+//! checks its arguments, calls one backend primitive, and records its backward rule (written
+//! with Tensor ops) right next to the forward.
+
+mod binary;
+mod cast;
+mod compare;
+mod index;
+mod inplace;
+mod matmul;
+mod operators;
+mod reduce;
+mod shape;
+mod softmax;
+mod unary;
+mod view;
+
+pub use view::SliceArg;
+
+use crate::backend::Storage;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use std::sync::Arc;
+
+/// Check that every tensor is on the same device as the first.
+pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
+    let first = tensors[0].device();
+    for t in &tensors[1..] {
+        if t.device() != first {
+            return Err(Error::Device { op, lhs: first, rhs: t.device() });
+        }
+    }
+    Ok(())
+}
+
+/// Run `f` with read access to the storages of `a` and `b`, taking one lock when they share a
+/// buffer (a second read lock on the same RwLock from one thread can deadlock).
+pub(crate) fn with_storages2<R>(a: &Tensor, b: &Tensor, f: impl FnOnce(&Storage, &Storage) -> R) -> R {
+    if Arc::ptr_eq(&a.inner_storage(), &b.inner_storage()) {
+        let s = a.storage();
+        f(&s, &s)
+    } else {
+        let (sa, sb) = (a.storage(), b.storage());
+        f(&sa, &sb)
+    }
+}
+
+/// Three-tensor form of [`with_storages2`].
+pub(crate) fn with_storages3<R>(
+    a: &Tensor,
+    b: &Tensor,
+    c: &Tensor,
+    f: impl FnOnce(&Storage, &Storage, &Storage) -> R,
+) -> R {
+    // Copy whichever operands alias another so that each lock is taken once.
+    if a.shares_storage(b) || a.shares_storage(c) || b.shares_storage(c) {
+        let (a2, b2, c2) = (a.detach(), b.detached_copy(), c.detached_copy());
+        let (sa, sb, sc) = (a2.storage(), b2.storage(), c2.storage());
+        return f(&sa, &sb, &sc);
+    }
+    let (sa, sb, sc) = (a.storage(), b.storage(), c.storage());
+    f(&sa, &sb, &sc)
+}

@@ -1,0 +1,143 @@
+//! Creating tensors: from host data, constant fills, ranges and identity matrices.
+
+use super::layout::numel;
+use super::{DType, Device, Layout, Tensor};
+use crate::backend::cpu::CpuElement;
+use crate::backend::{CpuStorage, Storage};
+use crate::error::{Error, Result};
+
+/// Host data that can become a tensor: Vecs and slices of element types.
+pub trait IntoTensorData {
+    /// The data as a host buffer.
+    fn into_cpu_storage(self) -> CpuStorage;
+}
+impl<T: CpuElement> IntoTensorData for Vec<T> {
+    fn into_cpu_storage(self) -> CpuStorage {
+        CpuStorage::from_vec(self)
+    }
+}
+impl<T: CpuElement> IntoTensorData for &[T] {
+    fn into_cpu_storage(self) -> CpuStorage {
+        CpuStorage::from_vec(self.to_vec())
+    }
+}
+impl<T: CpuElement, const N: usize> IntoTensorData for [T; N] {
+    fn into_cpu_storage(self) -> CpuStorage {
+        CpuStorage::from_vec(self.to_vec())
+    }
+}
+
+impl Tensor {
+    /// A CPU tensor of `shape` holding `data` in row-major order (`torch.tensor(data).reshape(shape)`).
+    pub fn from_vec(data: impl IntoTensorData, shape: &[usize]) -> Result<Tensor> {
+        let s = data.into_cpu_storage();
+        use crate::backend::BackendStorage;
+        if s.len() != numel(shape) {
+            return Err(Error::shape(
+                "from_vec",
+                format!("{} elements cannot fill shape {shape:?} ({} elements)", s.len(), numel(shape)),
+            ));
+        }
+        Ok(Tensor::from_contiguous(Storage::Cpu(s), shape))
+    }
+
+    /// A 1-D CPU tensor of `data`.
+    pub fn from_slice<T: CpuElement>(data: &[T]) -> Tensor {
+        Tensor::from_contiguous(Storage::Cpu(CpuStorage::from_vec(data.to_vec())), &[data.len()])
+    }
+
+    /// A 0-d CPU tensor holding `value`.
+    pub fn scalar<T: CpuElement>(value: T) -> Tensor {
+        Tensor::from_contiguous(Storage::Cpu(CpuStorage::from_vec(vec![value])), &[])
+    }
+
+    /// A tensor of `shape` filled with `value` (converted to `dtype`).
+    pub fn full(shape: &[usize], value: f64, dtype: DType, device: Device) -> Result<Tensor> {
+        let n = numel(shape);
+        let mut s = Storage::zeros(device, dtype, n)?;
+        if value != 0.0 {
+            s.fill(&Layout::contiguous(&[n]), value)?;
+        }
+        Ok(Tensor::from_contiguous(s, shape))
+    }
+
+    /// A tensor of zeros.
+    pub fn zeros(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        Tensor::full(shape, 0.0, dtype, device)
+    }
+
+    /// A tensor of ones.
+    pub fn ones(shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        Tensor::full(shape, 1.0, dtype, device)
+    }
+
+    /// Zeros with this tensor's shape, dtype and device.
+    pub fn zeros_like(&self) -> Result<Tensor> {
+        Tensor::zeros(self.shape(), self.dtype(), self.device())
+    }
+
+    /// Ones with this tensor's shape, dtype and device.
+    pub fn ones_like(&self) -> Result<Tensor> {
+        Tensor::ones(self.shape(), self.dtype(), self.device())
+    }
+
+    /// `value` everywhere, with this tensor's shape, dtype and device.
+    pub fn full_like(&self, value: f64) -> Result<Tensor> {
+        Tensor::full(self.shape(), value, self.dtype(), self.device())
+    }
+
+    /// Values `start, start + step, ...` below `end` (`torch.arange`). Integer dtypes are
+    /// exact; the element count is `ceil((end - start) / step)`.
+    pub fn arange(start: f64, end: f64, step: f64, dtype: DType, device: Device) -> Result<Tensor> {
+        if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
+            return Err(Error::invalid("arange", format!("invalid range start={start} end={end} step={step}")));
+        }
+        if (end - start) * step < 0.0 {
+            return Err(Error::invalid(
+                "arange",
+                format!("upper bound and larger bound inconsistent with step sign (start={start}, end={end}, step={step})"),
+            ));
+        }
+        let n = ((end - start) / step).ceil().max(0.0) as usize;
+        let values: Vec<f64> = (0..n).map(|i| start + i as f64 * step).collect();
+        Tensor::from_f64_values(values, &[n], dtype, device)
+    }
+
+    /// `steps` values evenly spaced from `start` to `end` inclusive (`torch.linspace`).
+    pub fn linspace(start: f64, end: f64, steps: usize, dtype: DType, device: Device) -> Result<Tensor> {
+        let values: Vec<f64> = match steps {
+            0 => vec![],
+            1 => vec![start],
+            _ => {
+                let step = (end - start) / (steps - 1) as f64;
+                // PyTorch fills the second half backwards from `end` so that it lands exactly.
+                let half = steps / 2;
+                (0..steps)
+                    .map(|i| if i < half { start + step * i as f64 } else { end - step * (steps - 1 - i) as f64 })
+                    .collect()
+            }
+        };
+        Tensor::from_f64_values(values, &[steps], dtype, device)
+    }
+
+    /// The `n x m` identity matrix (`torch.eye(n, m)`).
+    pub fn eye(n: usize, m: usize, dtype: DType, device: Device) -> Result<Tensor> {
+        let mut v = vec![0.0; n * m];
+        for i in 0..n.min(m) {
+            v[i * m + i] = 1.0;
+        }
+        Tensor::from_f64_values(v, &[n, m], dtype, device)
+    }
+
+    /// A tensor of `dtype` on `device` from f64 values (exact for integers up to 2^53).
+    pub(crate) fn from_f64_values(values: Vec<f64>, shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+        let cpu = CpuStorage::F64(values);
+        let cpu = if dtype == DType::F64 {
+            cpu
+        } else {
+            use crate::backend::BackendStorage;
+            cpu.to_dtype(&Layout::contiguous(&[numel(shape)]), dtype)?
+        };
+        Ok(Tensor::from_contiguous(Storage::from_cpu(cpu, device)?, shape))
+    }
+}

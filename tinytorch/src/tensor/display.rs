@@ -1,0 +1,1 @@
+//! PyTorch-style printing of tensors. TODO(helper): implement.

@@ -1,0 +1,228 @@
+//! Element types: the `DType` tag, type promotion, and the `Element` trait that lets a kernel be
+//! written once and instantiated for every dtype.
+
+use half::{bf16, f16};
+use std::fmt;
+
+/// The element type of a tensor. The default for floating-point data is `F32`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// Boolean masks.
+    Bool,
+    /// Unsigned bytes (images).
+    U8,
+    /// 64-bit integers (indices, labels).
+    I64,
+    /// IEEE half precision.
+    F16,
+    /// bfloat16.
+    BF16,
+    /// Single precision, the default float.
+    F32,
+    /// Double precision (gradient checks).
+    F64,
+}
+
+impl DType {
+    /// Every dtype, in promotion order.
+    pub const ALL: [DType; 7] =
+        [DType::Bool, DType::U8, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
+
+    /// True for f16, bf16, f32 and f64.
+    pub fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// True for u8 and i64.
+    pub fn is_int(self) -> bool {
+        matches!(self, DType::U8 | DType::I64)
+    }
+
+    /// Size of one element in bytes.
+    pub fn size_in_bytes(self) -> usize {
+        match self {
+            DType::Bool | DType::U8 => 1,
+            DType::F16 | DType::BF16 => 2,
+            DType::F32 => 4,
+            DType::I64 | DType::F64 => 8,
+        }
+    }
+
+    /// PyTorch's name for the dtype (`float32`, `int64`, ...).
+    pub fn torch_name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::U8 => "uint8",
+            DType::I64 => "int64",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+        }
+    }
+
+    /// The dtype of `a op b` under PyTorch's promotion rules for two tensors of the same
+    /// category order: bool < u8 < i64 < floats; f16 with bf16 gives f32.
+    pub fn promote(a: DType, b: DType) -> DType {
+        if a == b {
+            return a;
+        }
+        match (a, b) {
+            (DType::F16, DType::BF16) | (DType::BF16, DType::F16) => DType::F32,
+            _ => a.max(b),
+        }
+    }
+
+    /// The dtype that an op producing floats gives for this input: floats stay, everything
+    /// else becomes the default float (f32), as `torch.exp(int_tensor)` does.
+    pub fn to_float(self) -> DType {
+        if self.is_float() {
+            self
+        } else {
+            DType::F32
+        }
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.torch_name())
+    }
+}
+
+/// A Rust type that can be the element of a tensor.
+pub trait Element:
+    Copy + Send + Sync + PartialOrd + PartialEq + Default + fmt::Debug + 'static
+{
+    /// The dtype tag for this type.
+    const DTYPE: DType;
+    /// Lossy conversion to f64 (exact for every type but i64 beyond 2^53).
+    fn to_f64(self) -> f64;
+    /// Conversion from f64 with Rust's `as` semantics for integers (truncation, saturation).
+    fn from_f64(v: f64) -> Self;
+    /// Conversion to f32, used by reduced-precision kernels that compute in f32.
+    fn to_f32(self) -> f32 {
+        self.to_f64() as f32
+    }
+    /// Conversion from f32.
+    fn from_f32(v: f32) -> Self {
+        Self::from_f64(v as f64)
+    }
+    /// Exact conversion to i64 for integer and bool types (used by index ops).
+    fn to_i64(self) -> i64 {
+        self.to_f64() as i64
+    }
+    /// Zero.
+    fn zero() -> Self {
+        Self::default()
+    }
+}
+
+impl Element for f32 {
+    const DTYPE: DType = DType::F32;
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn from_f64(v: f64) -> Self {
+        v as f32
+    }
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn from_f32(v: f32) -> Self {
+        v
+    }
+}
+
+impl Element for f64 {
+    const DTYPE: DType = DType::F64;
+    fn to_f64(self) -> f64 {
+        self
+    }
+    fn from_f64(v: f64) -> Self {
+        v
+    }
+}
+
+impl Element for f16 {
+    const DTYPE: DType = DType::F16;
+    fn to_f64(self) -> f64 {
+        f16::to_f64(self)
+    }
+    fn from_f64(v: f64) -> Self {
+        f16::from_f64(v)
+    }
+    fn to_f32(self) -> f32 {
+        f16::to_f32(self)
+    }
+    fn from_f32(v: f32) -> Self {
+        f16::from_f32(v)
+    }
+}
+
+impl Element for bf16 {
+    const DTYPE: DType = DType::BF16;
+    fn to_f64(self) -> f64 {
+        bf16::to_f64(self)
+    }
+    fn from_f64(v: f64) -> Self {
+        bf16::from_f64(v)
+    }
+    fn to_f32(self) -> f32 {
+        bf16::to_f32(self)
+    }
+    fn from_f32(v: f32) -> Self {
+        bf16::from_f32(v)
+    }
+}
+
+impl Element for i64 {
+    const DTYPE: DType = DType::I64;
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn from_f64(v: f64) -> Self {
+        v as i64
+    }
+    fn to_i64(self) -> i64 {
+        self
+    }
+}
+
+impl Element for u8 {
+    const DTYPE: DType = DType::U8;
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn from_f64(v: f64) -> Self {
+        // PyTorch wraps modulo 256 when casting out-of-range values to uint8.
+        (v as i64) as u8
+    }
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+}
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    fn to_f64(self) -> f64 {
+        if self {
+            1.0
+        } else {
+            0.0
+        }
+    }
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+}
+
+/// Float element types: the kernels of transcendental functions are written for these.
+pub trait FloatElement: Element {}
+impl FloatElement for f32 {}
+impl FloatElement for f64 {}
+impl FloatElement for f16 {}
+impl FloatElement for bf16 {}

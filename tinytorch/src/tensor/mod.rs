@@ -1,0 +1,296 @@
+//! `Tensor`: a cheap, clonable handle to a strided view of shared storage, with its autograd
+//! state. Cloning a `Tensor` clones an `Arc`; views share the storage and differ in layout.
+
+mod create;
+mod display;
+pub mod dtype;
+mod device;
+pub mod layout;
+mod random;
+
+pub use create::IntoTensorData;
+pub use device::Device;
+pub use dtype::{DType, Element, FloatElement};
+pub use layout::Layout;
+pub use random::manual_seed;
+
+use crate::autograd::Node;
+use crate::backend::cpu::CpuElement;
+use crate::backend::Storage;
+use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// A unique id per tensor handle created (views and detached copies get their own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TensorId(u64);
+
+impl TensorId {
+    fn next() -> Self {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        TensorId(COUNTER.fetch_add(1, Ordering::Relaxed))
+    }
+}
+
+/// A buffer shared by a tensor and all its views, with the version counter that in-place
+/// writes bump (autograd compares it with the version a backward rule saved).
+#[derive(Debug)]
+pub struct StorageCell {
+    data: RwLock<Storage>,
+    version: AtomicU64,
+}
+
+impl StorageCell {
+    fn new(storage: Storage) -> Arc<Self> {
+        Arc::new(StorageCell { data: RwLock::new(storage), version: AtomicU64::new(0) })
+    }
+    /// Number of in-place writes so far.
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+}
+
+pub(crate) struct TensorInner {
+    id: TensorId,
+    storage: Arc<StorageCell>,
+    layout: Layout,
+    dtype: DType,
+    device: Device,
+    pub(crate) node: Option<Arc<Node>>,
+    requires_grad: AtomicBool,
+    grad: Mutex<Option<Tensor>>,
+}
+
+/// An n-dimensional array with a dtype, a device and (optionally) a place in the autograd
+/// graph. See the crate docs for an overview.
+#[derive(Clone)]
+pub struct Tensor {
+    pub(crate) inner: Arc<TensorInner>,
+}
+
+impl Tensor {
+    /// A tensor owning a new buffer laid out by `layout`.
+    pub(crate) fn from_storage(storage: Storage, layout: Layout) -> Tensor {
+        let (dtype, device) = (storage.dtype(), storage.device());
+        Tensor::from_cell(StorageCell::new(storage), layout, dtype, device)
+    }
+
+    /// A tensor owning a new contiguous buffer of `shape`.
+    pub(crate) fn from_contiguous(storage: Storage, shape: &[usize]) -> Tensor {
+        debug_assert_eq!(storage.len(), layout::numel(shape));
+        Tensor::from_storage(storage, Layout::contiguous(shape))
+    }
+
+    fn from_cell(storage: Arc<StorageCell>, layout: Layout, dtype: DType, device: Device) -> Tensor {
+        Tensor {
+            inner: Arc::new(TensorInner {
+                id: TensorId::next(),
+                storage,
+                layout,
+                dtype,
+                device,
+                node: None,
+                requires_grad: AtomicBool::new(false),
+                grad: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// A new handle on the same storage with another layout, outside the autograd graph.
+    /// View ops record their node on the result.
+    pub(crate) fn view_with_layout(&self, layout: Layout) -> Tensor {
+        Tensor::from_cell(self.inner.storage.clone(), layout, self.dtype(), self.device())
+    }
+
+    /// Attach an autograd node to a freshly created tensor.
+    pub(crate) fn set_node(mut self, node: Node) -> Tensor {
+        let inner = Arc::get_mut(&mut self.inner).expect("set_node on a fresh tensor");
+        inner.node = Some(Arc::new(node));
+        self
+    }
+
+    /// This handle's unique id.
+    pub fn id(&self) -> TensorId {
+        self.inner.id
+    }
+    /// The size of each dimension.
+    pub fn shape(&self) -> &[usize] {
+        self.inner.layout.shape()
+    }
+    /// The size of dimension `dim` (negative counts from the end).
+    pub fn size(&self, dim: isize) -> Result<usize> {
+        let d = layout::normalize_dim("size", dim, self.ndim())?;
+        Ok(self.shape().get(d).copied().unwrap_or(1))
+    }
+    /// Number of dimensions (0 for a scalar).
+    pub fn ndim(&self) -> usize {
+        self.inner.layout.ndim()
+    }
+    /// Alias of [`Tensor::ndim`], as `Tensor.dim()` in PyTorch.
+    pub fn dim(&self) -> usize {
+        self.ndim()
+    }
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        self.inner.layout.numel()
+    }
+    /// Strides in elements.
+    pub fn stride(&self) -> &[usize] {
+        self.inner.layout.strides()
+    }
+    /// Offset of the first element in the storage, in elements.
+    pub fn storage_offset(&self) -> usize {
+        self.inner.layout.offset()
+    }
+    /// The layout (shape, strides, offset).
+    pub fn layout(&self) -> &Layout {
+        &self.inner.layout
+    }
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        self.inner.dtype
+    }
+    /// The device holding the storage.
+    pub fn device(&self) -> Device {
+        self.inner.device
+    }
+    /// True when the elements are row-major without gaps.
+    pub fn is_contiguous(&self) -> bool {
+        self.inner.layout.is_contiguous()
+    }
+    /// True when both tensors view the same storage.
+    pub fn shares_storage(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.inner.storage, &other.inner.storage)
+    }
+    /// Version counter of the storage (bumped by every in-place write).
+    pub fn version(&self) -> u64 {
+        self.inner.storage.version()
+    }
+
+    /// Read access to the storage.
+    pub(crate) fn storage(&self) -> RwLockReadGuard<'_, Storage> {
+        self.inner.storage.data.read().unwrap_or_else(|e| e.into_inner())
+    }
+    /// Write access to the storage; bumps the version counter.
+    pub(crate) fn storage_mut(&self) -> RwLockWriteGuard<'_, Storage> {
+        self.inner.storage.version.fetch_add(1, Ordering::AcqRel);
+        self.inner.storage.data.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    // ---- autograd state -------------------------------------------------------------
+
+    /// True when gradients flow to this tensor: a leaf marked with `requires_grad_`, or the
+    /// result of an op recorded in the graph.
+    pub fn requires_grad(&self) -> bool {
+        self.inner.node.is_some() || self.inner.requires_grad.load(Ordering::Relaxed)
+    }
+    /// True for tensors created by the user rather than by a recorded op.
+    pub fn is_leaf(&self) -> bool {
+        self.inner.node.is_none()
+    }
+    /// Name of the op that produced this tensor, if it is in the graph (`grad_fn` in PyTorch).
+    pub fn grad_fn_name(&self) -> Option<&'static str> {
+        self.inner.node.as_ref().map(|n| n.name)
+    }
+    pub(crate) fn node(&self) -> Option<&Arc<Node>> {
+        self.inner.node.as_ref()
+    }
+
+    /// Mark a leaf as requiring gradients (or not). Returns the same handle for chaining.
+    /// Errors on non-leaf tensors and on non-float dtypes, as PyTorch does.
+    pub fn requires_grad_(&self, requires_grad: bool) -> Result<Tensor> {
+        if !self.is_leaf() {
+            return Err(Error::Autograd(format!(
+                "requires_grad_: can only change requires_grad of leaf tensors (this one comes from {})",
+                self.grad_fn_name().unwrap_or("?")
+            )));
+        }
+        if requires_grad && !self.dtype().is_float() {
+            return Err(Error::Autograd(format!(
+                "requires_grad_: only floating point tensors can require gradients, got {}",
+                self.dtype()
+            )));
+        }
+        self.inner.requires_grad.store(requires_grad, Ordering::Relaxed);
+        Ok(self.clone())
+    }
+
+    /// The accumulated gradient of a leaf, if backward has reached it.
+    pub fn grad(&self) -> Option<Tensor> {
+        self.inner.grad.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+    /// Replace the gradient slot (`None` clears it, as `zero_grad(set_to_none=True)`).
+    pub fn set_grad(&self, grad: Option<Tensor>) {
+        *self.inner.grad.lock().unwrap_or_else(|e| e.into_inner()) = grad;
+    }
+
+    /// A new handle on the same data, outside the graph (`requires_grad` false).
+    pub fn detach(&self) -> Tensor {
+        self.view_with_layout(self.layout().clone())
+    }
+
+    // ---- host access ------------------------------------------------------------------
+
+    /// The elements in row-major order as a Vec of `T`, which must match the dtype.
+    pub fn to_vec<T: CpuElement>(&self) -> Result<Vec<T>> {
+        if self.dtype() != T::DTYPE {
+            return Err(Error::dtype(
+                "to_vec",
+                format!("tensor has dtype {} but {} was requested (cast with .to_dtype first)", self.dtype(), T::DTYPE),
+            ));
+        }
+        let cpu = self.storage().to_cpu(self.layout())?;
+        Ok(T::slice(&cpu).expect("dtype checked").to_vec())
+    }
+
+    /// The elements in row-major order converted to f64, whatever the dtype.
+    pub fn to_vec_f64(&self) -> Result<Vec<f64>> {
+        Ok(self.storage().to_cpu(self.layout())?.to_f64_vec())
+    }
+
+    /// The value of a one-element tensor.
+    pub fn item<T: CpuElement>(&self) -> Result<T> {
+        if self.numel() != 1 {
+            return Err(Error::shape(
+                "item",
+                format!("a Tensor with {} elements (shape {:?}) cannot be converted to a scalar", self.numel(), self.shape()),
+            ));
+        }
+        Ok(self.to_vec::<T>()?[0])
+    }
+
+    /// The value of a one-element tensor of any dtype, as f64.
+    pub fn item_f64(&self) -> Result<f64> {
+        if self.numel() != 1 {
+            return Err(Error::shape(
+                "item",
+                format!("a Tensor with {} elements (shape {:?}) cannot be converted to a scalar", self.numel(), self.shape()),
+            ));
+        }
+        Ok(self.to_vec_f64()?[0])
+    }
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor(shape={:?}, dtype={}, device={}", self.shape(), self.dtype(), self.device())?;
+        if let Some(name) = self.grad_fn_name() {
+            write!(f, ", grad_fn={name}")?;
+        } else if self.requires_grad() {
+            write!(f, ", requires_grad=True")?;
+        }
+        write!(f, ")")
+    }
+}
+
+impl Tensor {
+    pub(crate) fn inner_storage(&self) -> Arc<StorageCell> {
+        self.inner.storage.clone()
+    }
+
+    /// A detached copy in a new contiguous buffer (never shares storage with `self`).
+    pub(crate) fn detached_copy(&self) -> Tensor {
+        let s = self.storage().to_contiguous(self.layout()).expect("copy of a valid layout");
+        Tensor::from_contiguous(s, self.shape())
+    }
+}

@@ -1,0 +1,27 @@
+use tinytorch::{DType, Device, Tensor};
+
+#[test]
+fn add_broadcast_and_views() {
+    let a = Tensor::from_vec(vec![1.0f32, 2., 3., 4., 5., 6.], &[2, 3]).unwrap();
+    let b = Tensor::from_vec(vec![10.0f32, 20., 30.], &[3]).unwrap();
+    let c = (&a + &b).unwrap();
+    assert_eq!(c.to_vec::<f32>().unwrap(), vec![11., 22., 33., 14., 25., 36.]);
+    let t = a.t().unwrap();
+    assert_eq!(t.to_vec::<f32>().unwrap(), vec![1., 4., 2., 5., 3., 6.]);
+    let s = a.slice(1, Some(0), None, 2).unwrap();
+    assert_eq!(s.to_vec::<f32>().unwrap(), vec![1., 3., 4., 6.]);
+    let r = t.reshape(&[6]).unwrap();
+    assert_eq!(r.to_vec::<f32>().unwrap(), vec![1., 4., 2., 5., 3., 6.]);
+    let i = Tensor::arange(0., 5., 1., DType::I64, Device::Cpu).unwrap();
+    assert_eq!(i.to_vec::<i64>().unwrap(), vec![0, 1, 2, 3, 4]);
+}
+
+#[test]
+fn mul_backward_same_shape() {
+    let a = Tensor::from_vec(vec![1.0f64, 2., 3.], &[3]).unwrap().requires_grad_(true).unwrap();
+    let b = Tensor::from_vec(vec![4.0f64, 5., 6.], &[3]).unwrap().requires_grad_(true).unwrap();
+    let c = (&a * &b).unwrap();
+    c.backward_with(Some(&Tensor::ones(&[3], DType::F64, Device::Cpu).unwrap()), false).unwrap();
+    assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), vec![4., 5., 6.]);
+    assert_eq!(b.grad().unwrap().to_vec::<f64>().unwrap(), vec![1., 2., 3.]);
+}
