@@ -25,3 +25,25 @@ fn mul_backward_same_shape() {
     assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), vec![4., 5., 6.]);
     assert_eq!(b.grad().unwrap().to_vec::<f64>().unwrap(), vec![1., 2., 3.]);
 }
+
+#[test]
+fn broadcast_backward_and_gradcheck() {
+    use tinytorch::autograd::gradcheck::gradcheck;
+    let a = Tensor::from_vec(vec![1.0f64, 2., 3., 4., 5., 6.], &[2, 3]).unwrap();
+    let b = Tensor::from_vec(vec![0.5f64, 1.5, 2.5], &[3]).unwrap();
+    gradcheck(|x| &x[0] * &x[1], &[a.clone(), b.clone()], 1e-6, 1e-7, 1e-6).unwrap();
+    gradcheck(|x| x[0].t()?.div(&x[1].unsqueeze(1)?), &[a.clone(), b.clone()], 1e-6, 1e-7, 1e-6).unwrap();
+    gradcheck(|x| x[0].slice(1, Some(1), None, 1)?.sum(&[0], false), &[a], 1e-6, 1e-7, 1e-6).unwrap();
+}
+
+#[test]
+fn deep_chain_does_not_overflow_the_stack() {
+    let x = Tensor::from_vec(vec![1.0f32], &[1]).unwrap().requires_grad_(true).unwrap();
+    let mut y = x.clone();
+    for _ in 0..100_000 {
+        y = y.add_scalar(1.0).unwrap();
+    }
+    y.sum_all().unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![1.0]);
+    drop(y);
+}
