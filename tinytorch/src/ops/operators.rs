@@ -78,12 +78,12 @@ tensor_binop!(Div, div, div, div_scalar, |t: &Tensor, s: f64| t
 impl Neg for &Tensor {
     type Output = Result<Tensor>;
     fn neg(self) -> Result<Tensor> {
-        self.mul_scalar(-1.0)
+        Tensor::neg(self)
     }
 }
 impl Neg for Tensor {
     type Output = Result<Tensor>;
     fn neg(self) -> Result<Tensor> {
-        self.mul_scalar(-1.0)
+        Tensor::neg(&self)
     }
 }
