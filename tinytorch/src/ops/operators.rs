@@ -66,20 +66,24 @@ macro_rules! tensor_binop {
     };
 }
 
-tensor_binop!(Add, add, add, add_scalar, |t: &Tensor, s: f64| t.add_scalar(s));
-tensor_binop!(Sub, sub, sub, sub_scalar, |t: &Tensor, s: f64| t.rsub_scalar(s));
-tensor_binop!(Mul, mul, mul, mul_scalar, |t: &Tensor, s: f64| t.mul_scalar(s));
-tensor_binop!(Div, div, div, div_scalar, |t: &Tensor, s: f64| t.rdiv_scalar(s));
+tensor_binop!(Add, add, add, add_scalar, |t: &Tensor, s: f64| t
+    .add_scalar(s));
+tensor_binop!(Sub, sub, sub, sub_scalar, |t: &Tensor, s: f64| t
+    .rsub_scalar(s));
+tensor_binop!(Mul, mul, mul, mul_scalar, |t: &Tensor, s: f64| t
+    .mul_scalar(s));
+tensor_binop!(Div, div, div, div_scalar, |t: &Tensor, s: f64| t
+    .rdiv_scalar(s));
 
 impl Neg for &Tensor {
     type Output = Result<Tensor>;
     fn neg(self) -> Result<Tensor> {
-        self.mul_scalar(-1.0)
+        Tensor::neg(self)
     }
 }
 impl Neg for Tensor {
     type Output = Result<Tensor>;
     fn neg(self) -> Result<Tensor> {
-        self.mul_scalar(-1.0)
+        Tensor::neg(&self)
     }
 }

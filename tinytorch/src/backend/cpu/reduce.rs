@@ -2,13 +2,16 @@
 
 use super::strided::map1;
 use super::{CpuElement, CpuStorage};
-use crate::with_cpu_storage;
 use crate::backend::{ArgReduceOp, ReduceOp, ScanOp};
 use crate::error::{Error, Result};
 use crate::tensor::Layout;
+use crate::with_cpu_storage;
 
 fn todo(op: &'static str) -> Error {
-    Error::NotImplemented { op, what: "the CPU backend (not written yet)".into() }
+    Error::NotImplemented {
+        op,
+        what: "the CPU backend (not written yet)".into(),
+    }
 }
 
 /// Reduce over `dims`, keeping them as size 1.
@@ -27,7 +30,14 @@ pub fn reduce(s: &CpuStorage, l: &Layout, op: ReduceOp, dims: &[usize]) -> Resul
     fn go<T: CpuElement>(v: &[T], pl: &Layout, outer: usize, inner: usize) -> CpuStorage {
         let data = map1(v, pl, |x| x);
         let out: Vec<T> = (0..outer)
-            .map(|o| T::from_f64(data[o * inner..(o + 1) * inner].iter().map(|x| x.to_f64()).sum()))
+            .map(|o| {
+                T::from_f64(
+                    data[o * inner..(o + 1) * inner]
+                        .iter()
+                        .map(|x| x.to_f64())
+                        .sum(),
+                )
+            })
             .collect();
         CpuStorage::from_vec(out)
     }
@@ -35,7 +45,12 @@ pub fn reduce(s: &CpuStorage, l: &Layout, op: ReduceOp, dims: &[usize]) -> Resul
 }
 
 /// Index of the max/min along `dim`.
-pub fn arg_reduce(_s: &CpuStorage, _l: &Layout, _op: ArgReduceOp, _dim: usize) -> Result<CpuStorage> {
+pub fn arg_reduce(
+    _s: &CpuStorage,
+    _l: &Layout,
+    _op: ArgReduceOp,
+    _dim: usize,
+) -> Result<CpuStorage> {
     Err(todo("arg_reduce"))
 }
 

@@ -1,17 +1,598 @@
 //! Elementwise kernels of one operand (transcendental functions, activations, scalar ops).
-//! TODO(helper): implement.
+//!
+//! Each `UnaryOp` is turned into one scalar closure (`float_kernel` / `int_kernel`), and the
+//! closure is handed to a *sink* that either maps the operand into a new buffer (`map1`) or
+//! updates it in place (`update1`). The match on the op happens once per call, outside the
+//! loops, so every (dtype, op) pair gets its own monomorphised inner loop that LLVM can
+//! inline and, for the contiguous fast path, vectorise. f16 and bf16 compute in f32 and round
+//! once per element.
 
-use super::CpuStorage;
-use crate::backend::{BackendStorage, UnaryOp};
+use super::strided::{map1, update1};
+use super::{CpuElement, CpuStorage};
+use crate::backend::UnaryOp;
 use crate::error::{Error, Result};
 use crate::tensor::Layout;
+use half::{bf16, f16};
+
+/// The float arithmetic the kernels need, for the two compute types f32 and f64.
+pub(crate) trait Real:
+    Copy + Send + Sync + PartialOrd + std::ops::Neg<Output = Self>
+{
+    const ZERO: Self;
+    const ONE: Self;
+    const NAN: Self;
+    fn of(v: f64) -> Self;
+    fn add(self, o: Self) -> Self;
+    fn mul(self, o: Self) -> Self;
+    fn div(self, o: Self) -> Self;
+    fn abs(self) -> Self;
+    fn exp(self) -> Self;
+    fn ln(self) -> Self;
+    fn log2(self) -> Self;
+    fn ln_1p(self) -> Self;
+    fn exp_m1(self) -> Self;
+    fn sqrt(self) -> Self;
+    fn sin(self) -> Self;
+    fn cos(self) -> Self;
+    fn tan(self) -> Self;
+    fn tanh(self) -> Self;
+    fn erf(self) -> Self;
+    fn floor(self) -> Self;
+    fn ceil(self) -> Self;
+    fn round_even(self) -> Self;
+    fn powf(self, e: Self) -> Self;
+    fn max(self, o: Self) -> Self;
+    fn min(self, o: Self) -> Self;
+    fn is_nan(self) -> bool;
+}
+
+macro_rules! impl_real {
+    ($t:ty, $erf:path) => {
+        impl Real for $t {
+            const ZERO: Self = 0.0;
+            const ONE: Self = 1.0;
+            const NAN: Self = <$t>::NAN;
+            #[inline(always)]
+            fn of(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn add(self, o: Self) -> Self {
+                self + o
+            }
+            #[inline(always)]
+            fn mul(self, o: Self) -> Self {
+                self * o
+            }
+            #[inline(always)]
+            fn div(self, o: Self) -> Self {
+                self / o
+            }
+            #[inline(always)]
+            fn abs(self) -> Self {
+                <$t>::abs(self)
+            }
+            #[inline(always)]
+            fn exp(self) -> Self {
+                <$t>::exp(self)
+            }
+            #[inline(always)]
+            fn ln(self) -> Self {
+                <$t>::ln(self)
+            }
+            #[inline(always)]
+            fn log2(self) -> Self {
+                <$t>::log2(self)
+            }
+            #[inline(always)]
+            fn ln_1p(self) -> Self {
+                <$t>::ln_1p(self)
+            }
+            #[inline(always)]
+            fn exp_m1(self) -> Self {
+                <$t>::exp_m1(self)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn sin(self) -> Self {
+                <$t>::sin(self)
+            }
+            #[inline(always)]
+            fn cos(self) -> Self {
+                <$t>::cos(self)
+            }
+            #[inline(always)]
+            fn tan(self) -> Self {
+                <$t>::tan(self)
+            }
+            #[inline(always)]
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+            #[inline(always)]
+            fn erf(self) -> Self {
+                $erf(self)
+            }
+            #[inline(always)]
+            fn floor(self) -> Self {
+                <$t>::floor(self)
+            }
+            #[inline(always)]
+            fn ceil(self) -> Self {
+                <$t>::ceil(self)
+            }
+            #[inline(always)]
+            fn round_even(self) -> Self {
+                <$t>::round_ties_even(self)
+            }
+            #[inline(always)]
+            fn powf(self, e: Self) -> Self {
+                <$t>::powf(self, e)
+            }
+            // `max`/`min` pick the non-NaN operand; callers handle NaN themselves.
+            #[inline(always)]
+            fn max(self, o: Self) -> Self {
+                <$t>::max(self, o)
+            }
+            #[inline(always)]
+            fn min(self, o: Self) -> Self {
+                <$t>::min(self, o)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+        }
+    };
+}
+impl_real!(f32, libm::erff);
+impl_real!(f64, libm::erf);
+
+/// A storage element type of a float dtype and the type it computes in.
+trait FloatStore: CpuElement {
+    type C: Real;
+    fn up(self) -> Self::C;
+    fn down(c: Self::C) -> Self;
+}
+
+macro_rules! impl_float_store {
+    ($t:ty, $c:ty, $up:expr, $down:expr) => {
+        impl FloatStore for $t {
+            type C = $c;
+            #[inline(always)]
+            fn up(self) -> $c {
+                $up(self)
+            }
+            #[inline(always)]
+            fn down(c: $c) -> Self {
+                $down(c)
+            }
+        }
+    };
+}
+impl_float_store!(f32, f32, |x| x, |x| x);
+impl_float_store!(f64, f64, |x| x, |x| x);
+impl_float_store!(f16, f32, f16::to_f32, f16::from_f32);
+impl_float_store!(bf16, f32, bf16::to_f32, bf16::from_f32);
+
+/// Where a scalar kernel `f: T -> T` is applied: a new buffer or in place.
+trait Sink<T> {
+    type Out;
+    fn apply(self, f: impl Fn(T) -> T + Sync + Copy) -> Self::Out;
+}
+
+/// Maps the elements of `src[layout]` into a new row-major buffer.
+struct MapSink<'a, S> {
+    src: &'a [S],
+    layout: &'a Layout,
+}
+
+impl<S: FloatStore> Sink<S::C> for MapSink<'_, S> {
+    type Out = CpuStorage;
+    fn apply(self, f: impl Fn(S::C) -> S::C + Sync + Copy) -> CpuStorage {
+        CpuStorage::from_vec(map1(self.src, self.layout, |x: S| S::down(f(x.up()))))
+    }
+}
+
+/// Overwrites the elements of `dst[layout]`.
+struct UpdateSink<'a, S> {
+    dst: &'a mut [S],
+    layout: &'a Layout,
+}
+
+impl<S: FloatStore> Sink<S::C> for UpdateSink<'_, S> {
+    type Out = ();
+    fn apply(self, f: impl Fn(S::C) -> S::C + Sync + Copy) {
+        update1(self.dst, self.layout, |x: S| S::down(f(x.up())));
+    }
+}
+
+/// Integer sinks: the kernel works on the storage type directly.
+struct IntMapSink<'a, S> {
+    src: &'a [S],
+    layout: &'a Layout,
+}
+
+impl<S: CpuElement> Sink<S> for IntMapSink<'_, S> {
+    type Out = CpuStorage;
+    fn apply(self, f: impl Fn(S) -> S + Sync + Copy) -> CpuStorage {
+        CpuStorage::from_vec(map1(self.src, self.layout, f))
+    }
+}
+
+struct IntUpdateSink<'a, S> {
+    dst: &'a mut [S],
+    layout: &'a Layout,
+}
+
+impl<S: CpuElement> Sink<S> for IntUpdateSink<'_, S> {
+    type Out = ();
+    fn apply(self, f: impl Fn(S) -> S + Sync + Copy) {
+        update1(self.dst, self.layout, f);
+    }
+}
+
+/// `sqrt(2 / pi)`, the scale inside GELU's tanh approximation.
+const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
+/// The cubic coefficient of GELU's tanh approximation.
+const GELU_KAPPA: f64 = 0.044715;
+
+/// `1 / (1 + exp(-x))`: exact in the limits (exp overflowing to inf gives 0, never NaN).
+#[inline(always)]
+fn sigmoid<T: Real>(x: T) -> T {
+    T::ONE.div(T::ONE.add((-x).exp()))
+}
+
+/// Clamp with PyTorch's NaN rule: a NaN input stays NaN. Bounds are already non-NaN.
+#[inline(always)]
+fn clamp<T: Real>(x: T, lo: T, hi: T) -> T {
+    if x.is_nan() {
+        x
+    } else {
+        x.max(lo).min(hi)
+    }
+}
+
+/// Run the float kernel of `op` through `sink`.
+fn float_kernel<T: Real, K: Sink<T>>(op: UnaryOp, sink: K) -> K::Out {
+    let c = T::of;
+    match op {
+        UnaryOp::Neg => sink.apply(|x: T| -x),
+        UnaryOp::Abs => sink.apply(|x: T| x.abs()),
+        // (0 < x) - (x < 0), as PyTorch: sign(NaN) = 0 and sign(-0) = 0.
+        UnaryOp::Sign => sink.apply(|x: T| {
+            if x > T::ZERO {
+                T::ONE
+            } else if x < T::ZERO {
+                -T::ONE
+            } else {
+                T::ZERO
+            }
+        }),
+        UnaryOp::Exp => sink.apply(|x: T| x.exp()),
+        UnaryOp::Log => sink.apply(|x: T| x.ln()),
+        UnaryOp::Log2 => sink.apply(|x: T| x.log2()),
+        UnaryOp::Log1p => sink.apply(|x: T| x.ln_1p()),
+        UnaryOp::Expm1 => sink.apply(|x: T| x.exp_m1()),
+        UnaryOp::Sqrt => sink.apply(|x: T| x.sqrt()),
+        UnaryOp::Rsqrt => sink.apply(|x: T| T::ONE.div(x.sqrt())),
+        UnaryOp::Square => sink.apply(|x: T| x.mul(x)),
+        UnaryOp::Reciprocal => sink.apply(|x: T| T::ONE.div(x)),
+        UnaryOp::Sin => sink.apply(|x: T| x.sin()),
+        UnaryOp::Cos => sink.apply(|x: T| x.cos()),
+        UnaryOp::Tan => sink.apply(|x: T| x.tan()),
+        UnaryOp::Tanh => sink.apply(|x: T| x.tanh()),
+        UnaryOp::Sigmoid => sink.apply(sigmoid::<T>),
+        // `x < 0 ? 0 : x` keeps NaN (as torch.relu does).
+        UnaryOp::Relu => sink.apply(|x: T| if x < T::ZERO { T::ZERO } else { x }),
+        UnaryOp::LeakyRelu(slope) => {
+            let s = c(slope);
+            sink.apply(move |x: T| if x > T::ZERO { x } else { x.mul(s) })
+        }
+        UnaryOp::Elu(alpha) => {
+            let a = c(alpha);
+            sink.apply(move |x: T| if x > T::ZERO { x } else { a.mul(x.exp_m1()) })
+        }
+        UnaryOp::Gelu => {
+            let inv_sqrt2 = c(std::f64::consts::FRAC_1_SQRT_2);
+            let half = c(0.5);
+            sink.apply(move |x: T| x.mul(half).mul(T::ONE.add(x.mul(inv_sqrt2).erf())))
+        }
+        UnaryOp::GeluTanh => {
+            let (beta, kappa, half) = (c(SQRT_2_OVER_PI), c(GELU_KAPPA), c(0.5));
+            sink.apply(move |x: T| {
+                let inner = beta.mul(x.add(kappa.mul(x).mul(x).mul(x)));
+                half.mul(x).mul(T::ONE.add(inner.tanh()))
+            })
+        }
+        UnaryOp::Silu => sink.apply(|x: T| x.div(T::ONE.add((-x).exp()))),
+        UnaryOp::Softplus { beta, threshold } => {
+            let (b, th) = (c(beta), c(threshold));
+            // Linear above the threshold, where log1p(exp(bx)) would overflow.
+            sink.apply(move |x: T| {
+                let bx = x.mul(b);
+                if bx > th {
+                    x
+                } else {
+                    bx.exp().ln_1p().div(b)
+                }
+            })
+        }
+        UnaryOp::Erf => sink.apply(|x: T| x.erf()),
+        UnaryOp::Floor => sink.apply(|x: T| x.floor()),
+        UnaryOp::Ceil => sink.apply(|x: T| x.ceil()),
+        UnaryOp::Round => sink.apply(|x: T| x.round_even()),
+        UnaryOp::AddScalar(s) => {
+            let s = c(s);
+            sink.apply(move |x: T| x.add(s))
+        }
+        UnaryOp::MulScalar(s) => {
+            let s = c(s);
+            sink.apply(move |x: T| x.mul(s))
+        }
+        UnaryOp::PowScalar(e) => {
+            let e = c(e);
+            sink.apply(move |x: T| x.powf(e))
+        }
+        UnaryOp::ScalarPow(b) => {
+            let b = c(b);
+            sink.apply(move |x: T| b.powf(x))
+        }
+        UnaryOp::Clamp(lo, hi) => {
+            if lo.is_some_and(f64::is_nan) || hi.is_some_and(f64::is_nan) {
+                // A NaN bound makes every element NaN in PyTorch.
+                return sink.apply(|_: T| T::NAN);
+            }
+            let lo = c(lo.unwrap_or(f64::NEG_INFINITY));
+            let hi = c(hi.unwrap_or(f64::INFINITY));
+            sink.apply(move |x: T| clamp(x, lo, hi))
+        }
+    }
+}
+
+/// Integer arithmetic the integer kernels need (wrapping, as PyTorch's integer ops).
+trait IntElem: CpuElement + Ord {
+    const SIGNED: bool;
+    fn one() -> Self;
+    fn of(v: f64) -> Self;
+    /// Saturating conversion, for bounds.
+    fn sat(v: f64) -> Self;
+    fn wneg(self) -> Self;
+    fn wabs(self) -> Self;
+    fn wadd(self, o: Self) -> Self;
+    fn wmul(self, o: Self) -> Self;
+    fn wpow(self, e: u32) -> Self;
+    fn as_exp(self) -> Option<u32>;
+}
+
+macro_rules! impl_int_elem {
+    ($t:ty, $signed:expr) => {
+        impl IntElem for $t {
+            const SIGNED: bool = $signed;
+            #[inline(always)]
+            fn one() -> Self {
+                1
+            }
+            #[inline(always)]
+            fn of(v: f64) -> Self {
+                <$t as crate::tensor::Element>::from_f64(v)
+            }
+            #[inline(always)]
+            fn sat(v: f64) -> Self {
+                v as $t
+            }
+            #[inline(always)]
+            fn wneg(self) -> Self {
+                self.wrapping_neg()
+            }
+            #[inline(always)]
+            fn wabs(self) -> Self {
+                #[allow(unused_comparisons)]
+                if self < 0 {
+                    self.wrapping_neg()
+                } else {
+                    self
+                }
+            }
+            #[inline(always)]
+            fn wadd(self, o: Self) -> Self {
+                self.wrapping_add(o)
+            }
+            #[inline(always)]
+            fn wmul(self, o: Self) -> Self {
+                self.wrapping_mul(o)
+            }
+            #[inline(always)]
+            fn wpow(self, e: u32) -> Self {
+                self.wrapping_pow(e)
+            }
+            #[inline(always)]
+            fn as_exp(self) -> Option<u32> {
+                u32::try_from(self).ok()
+            }
+        }
+    };
+}
+impl_int_elem!(i64, true);
+impl_int_elem!(u8, false);
+
+/// True when `v` is a whole number, so that an integer tensor keeps its dtype under it.
+fn is_integral(v: f64) -> bool {
+    v.is_finite() && v.fract() == 0.0
+}
+
+/// Run the integer kernel of `op` through `sink`, or say why the op has no integer form
+/// (the ops layer computes those in float).
+fn int_kernel<T: IntElem, K: Sink<T>>(op: UnaryOp, sink: K) -> Result<K::Out> {
+    let zero = T::zero();
+    Ok(match op {
+        UnaryOp::Neg => sink.apply(|x: T| x.wneg()),
+        UnaryOp::Abs => sink.apply(|x: T| x.wabs()),
+        UnaryOp::Sign => sink.apply(move |x: T| {
+            if x > zero {
+                T::one()
+            } else if x < zero {
+                T::one().wneg()
+            } else {
+                zero
+            }
+        }),
+        UnaryOp::Square => sink.apply(|x: T| x.wmul(x)),
+        UnaryOp::Floor | UnaryOp::Ceil | UnaryOp::Round => sink.apply(|x: T| x),
+        UnaryOp::Relu if T::SIGNED => sink.apply(move |x: T| x.max(zero)),
+        UnaryOp::Relu => sink.apply(|x: T| x),
+        UnaryOp::AddScalar(s) if is_integral(s) => {
+            let s = T::of(s);
+            sink.apply(move |x: T| x.wadd(s))
+        }
+        UnaryOp::MulScalar(s) if is_integral(s) => {
+            let s = T::of(s);
+            sink.apply(move |x: T| x.wmul(s))
+        }
+        UnaryOp::PowScalar(e) if is_integral(e) && (0.0..=u32::MAX as f64).contains(&e) => {
+            let e = e as u32;
+            sink.apply(move |x: T| x.wpow(e))
+        }
+        // A negative integer exponent of an integer base truncates to 0 (except for base 1),
+        // matching the binary kernel's integer `pow`.
+        UnaryOp::ScalarPow(b) if is_integral(b) => {
+            let b = T::of(b);
+            sink.apply(move |x: T| x.as_exp().map_or(zero, |e| b.wpow(e)))
+        }
+        UnaryOp::Clamp(lo, hi) if lo.is_none_or(is_integral) && hi.is_none_or(is_integral) => {
+            // Bounds outside the type's range saturate, which clamps exactly as comparing in
+            // a wider type would.
+            let lo = T::sat(lo.unwrap_or(f64::NEG_INFINITY));
+            let hi = T::sat(hi.unwrap_or(f64::INFINITY));
+            sink.apply(move |x: T| x.max(lo).min(hi))
+        }
+        _ => {
+            return Err(Error::dtype(
+                "unary",
+                format!("{op:?} is not defined for {} tensors", T::DTYPE),
+            ))
+        }
+    })
+}
+
+/// The bool kernels: only the ops that are the identity on {0, 1}.
+fn bool_kernel<K: Sink<bool>>(op: UnaryOp, sink: K) -> Result<K::Out> {
+    match op {
+        UnaryOp::Sign
+        | UnaryOp::Abs
+        | UnaryOp::Relu
+        | UnaryOp::Floor
+        | UnaryOp::Ceil
+        | UnaryOp::Round => Ok(sink.apply(|x: bool| x)),
+        _ => Err(Error::dtype(
+            "unary",
+            format!("{op:?} is not defined for bool tensors"),
+        )),
+    }
+}
 
 /// `op(x)` elementwise.
-pub fn unary(s: &CpuStorage, _layout: &Layout, op: UnaryOp) -> Result<CpuStorage> {
-    Err(Error::NotImplemented { op: "unary", what: format!("{op:?} on {}", s.dtype()) })
+pub fn unary(s: &CpuStorage, layout: &Layout, op: UnaryOp) -> Result<CpuStorage> {
+    match s {
+        CpuStorage::F32(v) => Ok(float_kernel(op, MapSink { src: v, layout })),
+        CpuStorage::F64(v) => Ok(float_kernel(op, MapSink { src: v, layout })),
+        CpuStorage::F16(v) => Ok(float_kernel(op, MapSink { src: v, layout })),
+        CpuStorage::BF16(v) => Ok(float_kernel(op, MapSink { src: v, layout })),
+        CpuStorage::I64(v) => int_kernel(op, IntMapSink { src: v, layout }),
+        CpuStorage::U8(v) => int_kernel(op, IntMapSink { src: v, layout }),
+        CpuStorage::Bool(v) => bool_kernel(op, IntMapSink { src: v, layout }),
+    }
 }
 
 /// `x = op(x)` elementwise, in place.
-pub fn unary_inplace(s: &mut CpuStorage, _layout: &Layout, op: UnaryOp) -> Result<()> {
-    Err(Error::NotImplemented { op: "unary_", what: format!("{op:?} on {}", s.dtype()) })
+pub fn unary_inplace(s: &mut CpuStorage, layout: &Layout, op: UnaryOp) -> Result<()> {
+    match s {
+        CpuStorage::F32(v) => Ok(float_kernel(op, UpdateSink { dst: v, layout })),
+        CpuStorage::F64(v) => Ok(float_kernel(op, UpdateSink { dst: v, layout })),
+        CpuStorage::F16(v) => Ok(float_kernel(op, UpdateSink { dst: v, layout })),
+        CpuStorage::BF16(v) => Ok(float_kernel(op, UpdateSink { dst: v, layout })),
+        CpuStorage::I64(v) => int_kernel(op, IntUpdateSink { dst: v, layout }),
+        CpuStorage::U8(v) => int_kernel(op, IntUpdateSink { dst: v, layout }),
+        CpuStorage::Bool(v) => bool_kernel(op, IntUpdateSink { dst: v, layout }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::cpu::strided::PAR_THRESHOLD;
+
+    /// The naive reference: one element at a time through f64, no walker, no fast path.
+    fn reference(x: f64, op: UnaryOp) -> f64 {
+        let v = CpuStorage::F64(vec![x]);
+        unary(&v, &Layout::contiguous(&[1]), op)
+            .unwrap()
+            .to_f64_vec()[0]
+    }
+
+    #[test]
+    fn strided_parallel_and_contiguous_paths_agree() {
+        let n = PAR_THRESHOLD * 2 + 5;
+        let data: Vec<f64> = (0..2 * n).map(|i| (i as f64 * 0.37).sin() * 4.0).collect();
+        let s = CpuStorage::F64(data.clone());
+        // Every other element: a strided layout walked in parallel chunks.
+        let l = Layout::from_parts(vec![n], vec![2], 1);
+        for op in [
+            UnaryOp::Sigmoid,
+            UnaryOp::Gelu,
+            UnaryOp::Clamp(Some(-1.0), Some(2.0)),
+            UnaryOp::Elu(0.5),
+        ] {
+            let out = unary(&s, &l, op).unwrap().to_f64_vec();
+            for (i, &o) in out.iter().enumerate().step_by(997) {
+                assert_eq!(o, reference(data[2 * i + 1], op), "{op:?} at {i}");
+            }
+            let mut inplace = s.clone();
+            unary_inplace(&mut inplace, &l, op).unwrap();
+            let w = inplace.to_f64_vec();
+            assert_eq!(
+                w[0], data[0],
+                "in place leaves elements outside the layout alone"
+            );
+            assert_eq!(w[2 * 11 + 1], out[11]);
+        }
+    }
+
+    #[test]
+    fn half_types_round_the_f32_result_once() {
+        let s = CpuStorage::F16(vec![f16::from_f32(0.3)]);
+        let out = unary(&s, &Layout::contiguous(&[1]), UnaryOp::Exp).unwrap();
+        assert_eq!(
+            out,
+            CpuStorage::F16(vec![f16::from_f32(f16::from_f32(0.3).to_f32().exp())])
+        );
+    }
+
+    #[test]
+    fn integer_kernels_wrap_and_refuse_float_ops() {
+        let s = CpuStorage::U8(vec![0, 1, 200]);
+        let l = Layout::contiguous(&[3]);
+        assert_eq!(
+            unary(&s, &l, UnaryOp::Neg).unwrap(),
+            CpuStorage::U8(vec![0, 255, 56])
+        );
+        assert_eq!(
+            unary(&s, &l, UnaryOp::Clamp(Some(1.0), Some(100.0))).unwrap(),
+            CpuStorage::U8(vec![1, 1, 100])
+        );
+        let i = CpuStorage::I64(vec![-3, 0, 4]);
+        assert_eq!(
+            unary(&i, &l, UnaryOp::Sign).unwrap(),
+            CpuStorage::I64(vec![-1, 0, 1])
+        );
+        assert_eq!(
+            unary(&i, &l, UnaryOp::Relu).unwrap(),
+            CpuStorage::I64(vec![0, 0, 4])
+        );
+        assert!(unary(&i, &l, UnaryOp::Exp).is_err());
+        assert!(unary(&i, &l, UnaryOp::Clamp(Some(0.5), None)).is_err());
+    }
 }

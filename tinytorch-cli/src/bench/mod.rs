@@ -1,0 +1,167 @@
+//! `tinytorch bench`: the op suite of the foundation issue. Each row times one operation and
+//! reports its median time; `--json` prints one JSON object per row for
+//! scripts/bench_vs_torch.py, which runs the same rows in PyTorch and prints the ratios.
+
+mod timer;
+
+use clap::Args;
+use std::time::Duration;
+use timer::median_ms;
+use tinytorch::{DType, Device, Result, Tensor};
+
+/// Arguments of `tinytorch bench`.
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Which suite to run (`ops`).
+    #[arg(long, default_value = "ops")]
+    suite: String,
+    /// Print one JSON object per row instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Run only rows whose name contains this string.
+    #[arg(long)]
+    filter: Option<String>,
+    /// Time budget per row, in milliseconds.
+    #[arg(long, default_value_t = 1000)]
+    budget_ms: u64,
+}
+
+/// One measured row.
+struct Row {
+    name: &'static str,
+    shape: String,
+    ms: f64,
+    /// Throughput: (value, unit), e.g. (12.3, "GB/s").
+    rate: Option<(f64, &'static str)>,
+}
+
+/// A benchmark: name, shape label, setup returning the closure to time, and the work per call
+/// for a throughput figure.
+struct Case {
+    name: &'static str,
+    shape: String,
+    work: Option<(f64, &'static str)>,
+    run: Box<dyn Fn() -> Result<()>>,
+}
+
+fn randn(shape: &[usize]) -> Result<Tensor> {
+    Tensor::randn(shape, DType::F32, Device::Cpu)
+}
+
+fn ops_suite() -> Result<Vec<Case>> {
+    let mut cases = Vec::new();
+    let one = Tensor::from_vec(vec![1.0f32], &[1])?;
+    let one2 = one.clone();
+    cases.push(Case {
+        name: "add (per-op overhead)",
+        shape: "1".into(),
+        work: None,
+        run: Box::new(move || one.add(&one2).map(drop)),
+    });
+    for &n in &[1usize << 20, 1 << 24] {
+        let (a, b) = (randn(&[n])?, randn(&[n])?);
+        let label = if n == 1 << 20 { "1M" } else { "16M" };
+        let bytes = (n * 4) as f64;
+        let (a2, b2) = (a.clone(), b.clone());
+        cases.push(Case {
+            name: "add",
+            shape: label.into(),
+            work: Some((3.0 * bytes / 1e9, "GB/s")),
+            run: Box::new(move || a2.add(&b2).map(drop)),
+        });
+        let (a2, b2) = (a.clone(), b.clone());
+        cases.push(Case {
+            name: "mul",
+            shape: label.into(),
+            work: Some((3.0 * bytes / 1e9, "GB/s")),
+            run: Box::new(move || a2.mul(&b2).map(drop)),
+        });
+        let a2 = a.clone();
+        cases.push(Case {
+            name: "relu",
+            shape: label.into(),
+            work: Some((2.0 * bytes / 1e9, "GB/s")),
+            run: Box::new(move || a2.relu().map(drop)),
+        });
+        if n == 1 << 24 {
+            cases.push(Case {
+                name: "sum",
+                shape: label.into(),
+                work: Some((bytes / 1e9, "GB/s")),
+                run: Box::new(move || a.sum_all().map(drop)),
+            });
+        }
+    }
+    let x = randn(&[4096, 1024])?;
+    cases.push(Case {
+        name: "softmax",
+        shape: "4096x1024".into(),
+        work: Some((2.0 * 4096.0 * 1024.0 * 4.0 / 1e9, "GB/s")),
+        run: Box::new(move || x.softmax(-1).map(drop)),
+    });
+    for &n in &[256usize, 1024, 2048] {
+        let (a, b) = (randn(&[n, n])?, randn(&[n, n])?);
+        cases.push(Case {
+            name: "matmul",
+            shape: format!("{n}x{n}x{n}"),
+            work: Some((2.0 * (n * n * n) as f64 / 1e9, "GFLOP/s")),
+            run: Box::new(move || a.matmul(&b).map(drop)),
+        });
+    }
+    Ok(cases)
+}
+
+/// Run the suite and print the rows.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    let cases = match args.suite.as_str() {
+        "ops" => ops_suite()?,
+        other => {
+            return Err(tinytorch::Error::invalid(
+                "bench",
+                format!("unknown suite '{other}' (available: ops)"),
+            ));
+        }
+    };
+    let budget = Duration::from_millis(args.budget_ms);
+    if !args.json {
+        println!("{:<24} {:>12} {:>12} {:>14}", "op", "shape", "ms", "rate");
+    }
+    for case in cases {
+        if args
+            .filter
+            .as_ref()
+            .is_some_and(|f| !case.name.contains(f.as_str()))
+        {
+            continue;
+        }
+        let ms = median_ms(5, budget, &case.run)?;
+        let row = Row {
+            name: case.name,
+            shape: case.shape,
+            ms,
+            rate: case.work.map(|(w, unit)| (w / (ms / 1e3), unit)),
+        };
+        print_row(&row, args.json);
+    }
+    Ok(())
+}
+
+fn print_row(row: &Row, json: bool) {
+    if json {
+        let mut obj =
+            serde_json::json!({ "name": row.name, "shape": row.shape, "tinytorch_ms": row.ms });
+        if let Some((v, unit)) = row.rate {
+            obj["rate"] = serde_json::json!(v);
+            obj["rate_unit"] = serde_json::json!(unit);
+        }
+        println!("{obj}");
+    } else {
+        let rate = row
+            .rate
+            .map_or(String::new(), |(v, u)| format!("{v:.1} {u}"));
+        println!(
+            "{:<24} {:>12} {:>12.4} {:>14}",
+            row.name, row.shape, row.ms, rate
+        );
+    }
+}
