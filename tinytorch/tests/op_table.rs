@@ -29,7 +29,10 @@ use tinytorch::{DType, Tensor};
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
 fn known_failure(case: &Case) -> Option<&'static str> {
-    KNOWN_FAILURES.iter().find(|(prefix, _)| case.name.starts_with(prefix)).map(|(_, why)| *why)
+    KNOWN_FAILURES
+        .iter()
+        .find(|(prefix, _)| case.name.starts_with(prefix))
+        .map(|(_, why)| *why)
 }
 
 /// The cases the table can run, each with its op record.
@@ -37,7 +40,9 @@ fn runnable<'a>(cases: &'a [Case], table: &'a [OpInfo]) -> Vec<(&'a Case, &'a Op
     let by_name: BTreeMap<&str, &OpInfo> = table.iter().map(|o| (o.name, o)).collect();
     let mut out = Vec::new();
     for case in cases {
-        let Some(info) = by_name.get(case.op.as_str()) else { continue };
+        let Some(info) = by_name.get(case.op.as_str()) else {
+            continue;
+        };
         if !info.dtypes.contains(&case.dtype) {
             continue;
         }
@@ -51,14 +56,21 @@ fn runnable<'a>(cases: &'a [Case], table: &'a [OpInfo]) -> Vec<(&'a Case, &'a Op
 }
 
 fn label(case: &Case, info: &OpInfo) -> String {
-    format!("case {} (op {}, dtype {})", case.name, info.name, case.dtype)
+    format!(
+        "case {} (op {}, dtype {})",
+        case.name, info.name, case.dtype
+    )
 }
 
 fn finish(check: &str, ran: usize, failures: Vec<String>) {
     println!("{check}: {ran} cases, {} failures", failures.len());
     if !failures.is_empty() {
         let shown: Vec<&str> = failures.iter().take(60).map(String::as_str).collect();
-        panic!("{check}: {} of {ran} cases failed:\n  {}", failures.len(), shown.join("\n  "));
+        panic!(
+            "{check}: {} of {ran} cases failed:\n  {}",
+            failures.len(),
+            shown.join("\n  ")
+        );
     }
 }
 
@@ -66,7 +78,11 @@ fn finish(check: &str, ran: usize, failures: Vec<String>) {
 fn run_op(info: &OpInfo, case: &Case, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
     let outs = (info.run)(inputs, &case.kwargs).map_err(|e| format!("returned an error: {e}"))?;
     if outs.len() != case.outputs.len() {
-        return Err(format!("{} outputs but PyTorch gives {}", outs.len(), case.outputs.len()));
+        return Err(format!(
+            "{} outputs but PyTorch gives {}",
+            outs.len(),
+            case.outputs.len()
+        ));
     }
     Ok(outs)
 }
@@ -76,17 +92,31 @@ fn grad_leaves(case: &Case, inputs: Vec<Tensor>) -> Result<Vec<Tensor>, String> 
     inputs
         .into_iter()
         .zip(&case.grads)
-        .map(|(x, g)| if g.is_some() { x.requires_grad_(true) } else { Ok(x) })
+        .map(|(x, g)| {
+            if g.is_some() {
+                x.requires_grad_(true)
+            } else {
+                Ok(x)
+            }
+        })
         .collect::<tinytorch::Result<_>>()
         .map_err(|e| format!("requires_grad_: {e}"))
 }
 
 /// Backward from `outs` with the case's upstream gradients; the gradient of each input that
 /// PyTorch differentiated (zeros when none reached it).
-fn run_backward(case: &Case, inputs: &[Tensor], outs: &[Tensor]) -> Result<Vec<Option<Tensor>>, String> {
+fn run_backward(
+    case: &Case,
+    inputs: &[Tensor],
+    outs: &[Tensor],
+) -> Result<Vec<Option<Tensor>>, String> {
     let err = |e: tinytorch::Error| format!("backward: {e}");
-    let with_grad: Vec<(usize, Tensor)> =
-        case.gouts.iter().enumerate().filter_map(|(i, g)| g.as_ref().map(|g| (i, g.tensor()))).collect();
+    let with_grad: Vec<(usize, Tensor)> = case
+        .gouts
+        .iter()
+        .enumerate()
+        .filter_map(|(i, g)| g.as_ref().map(|g| (i, g.tensor())))
+        .collect();
     if let [(0, g)] = with_grad.as_slice() {
         outs[0].backward_with(Some(g), false).map_err(err)?;
     } else {
@@ -98,7 +128,9 @@ fn run_backward(case: &Case, inputs: &[Tensor], outs: &[Tensor]) -> Result<Vec<O
                 None => term,
             });
         }
-        loss.ok_or("no upstream gradient stored")?.backward().map_err(err)?;
+        loss.ok_or("no upstream gradient stored")?
+            .backward()
+            .map_err(err)?;
     }
     inputs
         .iter()
@@ -125,7 +157,10 @@ fn every_fixture_op_is_in_the_table() {
         }
         for dt in info.dtypes {
             if !cases.iter().any(|c| c.op == info.name && c.dtype == *dt) {
-                failures.push(format!("op {} claims dtype {dt} but no fixture case has it", info.name));
+                failures.push(format!(
+                    "op {} claims dtype {dt} but no fixture case has it",
+                    info.name
+                ));
             }
         }
     }
@@ -136,15 +171,26 @@ fn every_fixture_op_is_in_the_table() {
             None => *pending.entry(case.op.as_str()).or_default() += 1,
             Some(info) => {
                 if info.arity != 0 && info.arity != case.inputs.len() {
-                    failures.push(format!("{}: {} inputs, table arity {}", label(case, info), case.inputs.len(), info.arity));
+                    failures.push(format!(
+                        "{}: {} inputs, table arity {}",
+                        label(case, info),
+                        case.inputs.len(),
+                        info.arity
+                    ));
                 }
                 if !info.dtypes.contains(&case.dtype) {
-                    *unsupported.entry(format!("{} {}", case.op, case.dtype)).or_default() += 1;
+                    *unsupported
+                        .entry(format!("{} {}", case.op, case.dtype))
+                        .or_default() += 1;
                 }
             }
         }
     }
-    println!("{} fixture cases, {} ops in the table", cases.len(), table.len());
+    println!(
+        "{} fixture cases, {} ops in the table",
+        cases.len(),
+        table.len()
+    );
     println!("ops with fixtures but no table entry yet (family not merged): {pending:?}");
     println!("op/dtype pairs PyTorch accepts that the table does not run: {unsupported:?}");
     finish("table consistency", cases.len(), failures);
@@ -174,7 +220,10 @@ fn forward_matches_pytorch() {
 fn backward_matches_pytorch() {
     let cases = load_cases();
     let table = ops::table();
-    let todo: Vec<_> = runnable(&cases, &table).into_iter().filter(|(c, o)| o.grad && c.has_grad()).collect();
+    let todo: Vec<_> = runnable(&cases, &table)
+        .into_iter()
+        .filter(|(c, o)| o.grad && c.has_grad())
+        .collect();
     let mut failures = Vec::new();
     for (case, info) in &todo {
         let result = grad_leaves(case, case.input_tensors()).and_then(|inputs| {
@@ -183,8 +232,13 @@ fn backward_matches_pytorch() {
             for (i, (got, want)) in grads.iter().zip(&case.grads).enumerate() {
                 if let (Some(got), Some(want)) = (got, want) {
                     // Backward rules round more often than the forward in half precision.
-                    let scale = if matches!(case.dtype, DType::F16 | DType::BF16) { 4.0 } else { 1.0 };
-                    compare::against_torch(got, want, scale).map_err(|m| format!("grad of input {i}: {m}"))?;
+                    let scale = if matches!(case.dtype, DType::F16 | DType::BF16) {
+                        4.0
+                    } else {
+                        1.0
+                    };
+                    compare::against_torch(got, want, scale)
+                        .map_err(|m| format!("grad of input {i}: {m}"))?;
                 }
             }
             Ok(())
@@ -201,7 +255,9 @@ fn backward_matches_pytorch() {
 type Relayout = fn(&Tensor) -> Option<tinytorch::Result<Tensor>>;
 const RELAYOUTS: &[(&str, Relayout)] = &[
     ("strided+offset", |t| Some(compare::strided_copy(t))),
-    ("transposed", |t| (t.ndim() >= 2).then(|| compare::transposed_copy(t))),
+    ("transposed", |t| {
+        (t.ndim() >= 2).then(|| compare::transposed_copy(t))
+    }),
 ];
 
 #[test]
@@ -215,11 +271,17 @@ fn non_contiguous_inputs_give_identical_results() {
         let with_grad = info.grad && case.has_grad();
         let reference = grad_leaves(case, case.input_tensors()).and_then(|inputs| {
             let outs = run_op(info, case, &inputs)?;
-            let grads = if with_grad { run_backward(case, &inputs, &outs)? } else { vec![] };
+            let grads = if with_grad {
+                run_backward(case, &inputs, &outs)?
+            } else {
+                vec![]
+            };
             Ok((outs, grads))
         });
         // A contiguous run that fails is reported by the forward/backward checks.
-        let Ok((want_outs, want_grads)) = reference else { continue };
+        let Ok((want_outs, want_grads)) = reference else {
+            continue;
+        };
         for (layout, relayout) in RELAYOUTS {
             // `view` must refuse layouts it cannot view, as PyTorch's does (tests/errors.rs).
             if info.name == "view" && *layout == "transposed" {
@@ -244,7 +306,8 @@ fn non_contiguous_inputs_give_identical_results() {
             let result = grad_leaves(case, inputs).and_then(|inputs| {
                 let outs = run_op(info, case, &inputs)?;
                 for (i, (got, want)) in outs.iter().zip(&want_outs).enumerate() {
-                    compare::against_self(got, want, info.order_sensitive).map_err(|m| format!("output {i}: {m}"))?;
+                    compare::against_self(got, want, info.order_sensitive)
+                        .map_err(|m| format!("output {i}: {m}"))?;
                 }
                 if with_grad {
                     let grads = run_backward(case, &inputs, &outs)?;
@@ -282,8 +345,14 @@ fn gradcheck_f64() {
     let mut failures = Vec::new();
     for (case, info) in &todo {
         let fixed = case.input_tensors();
-        let diff: Vec<usize> = (0..fixed.len()).filter(|&i| case.grads[i].is_some()).collect();
-        let gouts: Vec<Option<Tensor>> = case.gouts.iter().map(|g| g.as_ref().map(|g| g.tensor())).collect();
+        let diff: Vec<usize> = (0..fixed.len())
+            .filter(|&i| case.grads[i].is_some())
+            .collect();
+        let gouts: Vec<Option<Tensor>> = case
+            .gouts
+            .iter()
+            .map(|g| g.as_ref().map(|g| g.tensor()))
+            .collect();
         let f = |xs: &[Tensor]| -> tinytorch::Result<Tensor> {
             let mut inputs = fixed.clone();
             for (j, &i) in diff.iter().enumerate() {

@@ -33,12 +33,20 @@ fn worst_mismatch(got: &[f64], want: &[f64], atol: f64, rtol: f64) -> Option<Str
         if close(g, w, atol, rtol) {
             continue;
         }
-        let excess = if g.is_nan() || w.is_nan() { f64::INFINITY } else { (g - w).abs() / (atol + rtol * w.abs()) };
+        let excess = if g.is_nan() || w.is_nan() {
+            f64::INFINITY
+        } else {
+            (g - w).abs() / (atol + rtol * w.abs())
+        };
         if worst.is_none_or(|(_, e)| excess > e) {
             worst = Some((i, excess));
         }
     }
-    let bad = got.iter().zip(want).filter(|(g, w)| !close(**g, **w, atol, rtol)).count();
+    let bad = got
+        .iter()
+        .zip(want)
+        .filter(|(g, w)| !close(**g, **w, atol, rtol))
+        .count();
     worst.map(|(i, _)| {
         format!(
             "worst mismatch at element {i}: got {} want {} (|diff| {:e}, atol {atol:e}, rtol {rtol:e}; {bad} of {} elements off)",
@@ -54,10 +62,18 @@ fn worst_mismatch(got: &[f64], want: &[f64], atol: f64, rtol: f64) -> Option<Str
 /// tolerance times `scale`.
 pub fn against_torch(got: &Tensor, want: &Raw, scale: f64) -> std::result::Result<(), String> {
     if got.dtype() != want.dtype {
-        return Err(format!("dtype {} but PyTorch gives {}", got.dtype(), want.dtype));
+        return Err(format!(
+            "dtype {} but PyTorch gives {}",
+            got.dtype(),
+            want.dtype
+        ));
     }
     if got.shape() != want.shape.as_slice() {
-        return Err(format!("shape {:?} but PyTorch gives {:?}", got.shape(), want.shape));
+        return Err(format!(
+            "shape {:?} but PyTorch gives {:?}",
+            got.shape(),
+            want.shape
+        ));
     }
     let values = got.to_vec_f64().map_err(|e| format!("to_vec_f64: {e}"))?;
     let (atol, rtol) = tolerance(want.dtype);
@@ -81,7 +97,11 @@ pub fn against_self(got: &Tensor, want: &Tensor, loose: bool) -> std::result::Re
     }
     let a = got.to_vec_f64().map_err(|e| format!("to_vec_f64: {e}"))?;
     let b = want.to_vec_f64().map_err(|e| format!("to_vec_f64: {e}"))?;
-    let (atol, rtol) = if loose { tolerance(want.dtype()) } else { (0.0, 0.0) };
+    let (atol, rtol) = if loose {
+        tolerance(want.dtype())
+    } else {
+        (0.0, 0.0)
+    };
     match worst_mismatch(&a, &b, atol, rtol) {
         Some(m) => Err(format!("differs from the contiguous run: {m}")),
         None => Ok(()),
@@ -91,17 +111,28 @@ pub fn against_self(got: &Tensor, want: &Tensor, loose: bool) -> std::result::Re
 /// The values of `t` at odd positions of a buffer twice as long in the last dim, with junk at
 /// the even positions: offset 1, last stride 2 (0-d tensors: offset 1 only).
 pub fn strided_copy(t: &Tensor) -> Result<Tensor> {
-    let x = if t.ndim() == 0 { t.reshape(&[1])? } else { t.clone() };
+    let x = if t.ndim() == 0 {
+        t.reshape(&[1])?
+    } else {
+        t.clone()
+    };
     let junk = Tensor::full(&[], 77.0, t.dtype(), t.device())?;
     let pick_x = Tensor::from_vec(vec![false, true], &[2])?;
     let pairs = Tensor::where_cond(&pick_x, &x.unsqueeze(-1)?, &junk)?;
     let wide = pairs.flatten(-2, -1)?;
     let out = wide.slice(-1, Some(1), None, 2)?;
-    let out = if t.ndim() == 0 { out.select(0, 0)? } else { out };
+    let out = if t.ndim() == 0 {
+        out.select(0, 0)?
+    } else {
+        out
+    };
     Ok(out.detach())
 }
 
 /// The values of `t` (at least 2-d) stored transposed in its last two dims: column-major.
 pub fn transposed_copy(t: &Tensor) -> Result<Tensor> {
-    Ok(t.transpose(-1, -2)?.contiguous_copy()?.transpose(-1, -2)?.detach())
+    Ok(t.transpose(-1, -2)?
+        .contiguous_copy()?
+        .transpose(-1, -2)?
+        .detach())
 }

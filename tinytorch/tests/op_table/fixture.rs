@@ -84,7 +84,9 @@ fn f16_to_f32(h: u16) -> f32 {
 }
 
 fn chunks<const N: usize>(bytes: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
-    bytes.chunks_exact(N).map(|c| c.try_into().expect("chunk size"))
+    bytes
+        .chunks_exact(N)
+        .map(|c| c.try_into().expect("chunk size"))
 }
 
 impl Raw {
@@ -95,15 +97,28 @@ impl Raw {
         let t = match self.dtype {
             DType::Bool => Tensor::from_vec(b.iter().map(|&x| x != 0).collect::<Vec<bool>>(), s),
             DType::U8 => Tensor::from_vec(b.clone(), s),
-            DType::I64 => Tensor::from_vec(chunks::<8>(b).map(i64::from_le_bytes).collect::<Vec<_>>(), s),
-            DType::F32 => Tensor::from_vec(chunks::<4>(b).map(f32::from_le_bytes).collect::<Vec<_>>(), s),
-            DType::F64 => Tensor::from_vec(chunks::<8>(b).map(f64::from_le_bytes).collect::<Vec<_>>(), s),
+            DType::I64 => Tensor::from_vec(
+                chunks::<8>(b).map(i64::from_le_bytes).collect::<Vec<_>>(),
+                s,
+            ),
+            DType::F32 => Tensor::from_vec(
+                chunks::<4>(b).map(f32::from_le_bytes).collect::<Vec<_>>(),
+                s,
+            ),
+            DType::F64 => Tensor::from_vec(
+                chunks::<8>(b).map(f64::from_le_bytes).collect::<Vec<_>>(),
+                s,
+            ),
             DType::F16 => {
-                let v: Vec<f32> = chunks::<2>(b).map(|c| f16_to_f32(u16::from_le_bytes(c))).collect();
+                let v: Vec<f32> = chunks::<2>(b)
+                    .map(|c| f16_to_f32(u16::from_le_bytes(c)))
+                    .collect();
                 Tensor::from_vec(v, s).and_then(|t| t.to_dtype(DType::F16))
             }
             DType::BF16 => {
-                let v: Vec<f32> = chunks::<2>(b).map(|c| f32::from_bits((u16::from_le_bytes(c) as u32) << 16)).collect();
+                let v: Vec<f32> = chunks::<2>(b)
+                    .map(|c| f32::from_bits((u16::from_le_bytes(c) as u32) << 16))
+                    .collect();
                 Tensor::from_vec(v, s).and_then(|t| t.to_dtype(DType::BF16))
             }
         };
@@ -118,21 +133,32 @@ impl Raw {
 
 /// Load every case of the fixture file, sorted by name.
 pub fn load_cases() -> Vec<Case> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/ops.safetensors");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/ops.safetensors"
+    );
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
     let (_, meta) = SafeTensors::read_metadata(&bytes).expect("safetensors header");
     let st = SafeTensors::deserialize(&bytes).expect("safetensors file");
     let meta = meta.metadata().clone().expect("fixture metadata");
     let raw = |key: &str| -> Option<Raw> {
         let v = st.tensor(key).ok()?;
-        Some(Raw { dtype: dtype_of(v.dtype()), shape: v.shape().to_vec(), bytes: v.data().to_vec() })
+        Some(Raw {
+            dtype: dtype_of(v.dtype()),
+            shape: v.shape().to_vec(),
+            bytes: v.data().to_vec(),
+        })
     };
     let numbered = |name: &str, stem: &str, zero_plain: bool| -> Vec<Option<Raw>> {
         // Keys are `<stem>`, `<stem>1`, ... for outputs and `<stem>0`, `<stem>1`, ... for inputs;
         // gaps (inputs without gradients) stay `None`.
         (0..16)
             .map(|i| {
-                let key = if i == 0 && zero_plain { format!("{name}.{stem}") } else { format!("{name}.{stem}{i}") };
+                let key = if i == 0 && zero_plain {
+                    format!("{name}.{stem}")
+                } else {
+                    format!("{name}.{stem}{i}")
+                };
                 raw(&key)
             })
             .collect()
@@ -144,18 +170,38 @@ pub fn load_cases() -> Vec<Case> {
     let mut cases: Vec<Case> = meta
         .iter()
         .map(|(name, json)| {
-            let obj = Json::parse(json).unwrap_or_else(|e| panic!("case {name}: bad metadata {json:?}: {e}"));
-            let op = obj.get("op").and_then(Json::as_str).expect("op name").to_string();
+            let obj = Json::parse(json)
+                .unwrap_or_else(|e| panic!("case {name}: bad metadata {json:?}: {e}"));
+            let op = obj
+                .get("op")
+                .and_then(Json::as_str)
+                .expect("op name")
+                .to_string();
             let kwargs = Kwargs(match obj.get("kwargs") {
                 Some(Json::Obj(m)) => m.clone(),
                 _ => BTreeMap::new(),
             });
-            let inputs: Vec<Raw> = numbered(name, "in", false).into_iter().map_while(|r| r).collect();
-            let outputs: Vec<Raw> = numbered(name, "out", true).into_iter().map_while(|r| r).collect();
+            let inputs: Vec<Raw> = numbered(name, "in", false)
+                .into_iter()
+                .map_while(|r| r)
+                .collect();
+            let outputs: Vec<Raw> = numbered(name, "out", true)
+                .into_iter()
+                .map_while(|r| r)
+                .collect();
             let gouts = trim(numbered(name, "gout", true), outputs.len());
             let grads = trim(numbered(name, "grad", false), inputs.len());
             let dtype = dtype_from_short(name.rsplit("__").next().expect("dtype suffix"));
-            Case { name: name.clone(), op, dtype, kwargs, inputs, outputs, gouts, grads }
+            Case {
+                name: name.clone(),
+                op,
+                dtype,
+                kwargs,
+                inputs,
+                outputs,
+                gouts,
+                grads,
+            }
         })
         .collect();
     cases.sort_by(|a, b| a.name.cmp(&b.name));
@@ -178,7 +224,10 @@ pub enum Json {
 impl Json {
     /// Parse a complete JSON document.
     pub fn parse(s: &str) -> std::result::Result<Json, String> {
-        let mut p = Parser { s: s.as_bytes(), i: 0 };
+        let mut p = Parser {
+            s: s.as_bytes(),
+            i: 0,
+        };
         let v = p.value()?;
         p.ws();
         if p.i != p.s.len() {
@@ -299,11 +348,19 @@ impl Parser<'_> {
             Some(b'n') => self.literal("null", Json::Null),
             Some(_) => {
                 let start = self.i;
-                while self.i < self.s.len() && matches!(self.s[self.i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+                while self.i < self.s.len()
+                    && matches!(
+                        self.s[self.i],
+                        b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
+                    )
+                {
                     self.i += 1;
                 }
-                let text = std::str::from_utf8(&self.s[start..self.i]).map_err(|e| e.to_string())?;
-                text.parse::<f64>().map(Json::Num).map_err(|e| format!("bad number {text:?}: {e}"))
+                let text =
+                    std::str::from_utf8(&self.s[start..self.i]).map_err(|e| e.to_string())?;
+                text.parse::<f64>()
+                    .map(Json::Num)
+                    .map_err(|e| format!("bad number {text:?}: {e}"))
             }
             None => Err("unexpected end".into()),
         }
@@ -315,7 +372,10 @@ impl Parser<'_> {
 pub struct Kwargs(BTreeMap<String, Json>);
 
 fn missing(key: &str, what: &str) -> Error {
-    Error::invalid("op_table kwargs", format!("`{key}` is missing or not {what}"))
+    Error::invalid(
+        "op_table kwargs",
+        format!("`{key}` is missing or not {what}"),
+    )
 }
 
 impl Kwargs {
@@ -324,7 +384,9 @@ impl Kwargs {
     }
     /// A float (`"inf"` allowed).
     pub fn f(&self, key: &str) -> Result<f64> {
-        self.raw(key).and_then(Json::as_f64).ok_or_else(|| missing(key, "a number"))
+        self.raw(key)
+            .and_then(Json::as_f64)
+            .ok_or_else(|| missing(key, "a number"))
     }
     /// An optional float (`null` is `None`).
     pub fn opt_f(&self, key: &str) -> Result<Option<f64>> {
@@ -365,13 +427,21 @@ impl Kwargs {
         match self.raw(key) {
             Some(Json::Arr(v)) => v
                 .iter()
-                .map(|x| x.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as isize).ok_or_else(|| missing(key, "integers")))
+                .map(|x| {
+                    x.as_f64()
+                        .filter(|f| f.fract() == 0.0)
+                        .map(|f| f as isize)
+                        .ok_or_else(|| missing(key, "integers"))
+                })
                 .collect(),
             _ => Err(missing(key, "a list")),
         }
     }
     /// A list of non-negative integers.
     pub fn usizes(&self, key: &str) -> Result<Vec<usize>> {
-        self.ints(key)?.into_iter().map(|x| usize::try_from(x).map_err(|_| missing(key, "sizes"))).collect()
+        self.ints(key)?
+            .into_iter()
+            .map(|x| usize::try_from(x).map_err(|_| missing(key, "sizes")))
+            .collect()
     }
 }

@@ -27,7 +27,7 @@ pub struct OpInfo {
     pub run: RunFn,
 }
 
-use DType::{Bool, F16, F32, F64, BF16, I64, U8};
+use DType::{Bool, BF16, F16, F32, F64, I64, U8};
 
 pub const ALL: &[DType] = &[Bool, U8, I64, F16, BF16, F32, F64];
 pub const NO_BOOL: &[DType] = &[U8, I64, F16, BF16, F32, F64];
@@ -78,32 +78,74 @@ pub fn table() -> Vec<OpInfo> {
 
 fn views() -> Vec<OpInfo> {
     vec![
-        op!("view", 1, &[F32, F64, F16, BF16, I64, U8, Bool], grad, |x, k| one(x[0].view(&k.ints("shape")?))),
-        op!("reshape", 1, &[F32, F64, I64], grad, |x, k| one(x[0].reshape(&k.ints("shape")?))),
-        op!("permute", 1, &[F32, F64, I64, Bool], grad, |x, k| one(x[0].permute(&k.ints("dims")?))),
-        op!("transpose", 1, &[F32, F64, U8], grad, |x, k| one(x[0].transpose(k.i("d0")?, k.i("d1")?))),
+        op!(
+            "view",
+            1,
+            &[F32, F64, F16, BF16, I64, U8, Bool],
+            grad,
+            |x, k| one(x[0].view(&k.ints("shape")?))
+        ),
+        op!("reshape", 1, &[F32, F64, I64], grad, |x, k| one(
+            x[0].reshape(&k.ints("shape")?)
+        )),
+        op!("permute", 1, &[F32, F64, I64, Bool], grad, |x, k| one(
+            x[0].permute(&k.ints("dims")?)
+        )),
+        op!("transpose", 1, &[F32, F64, U8], grad, |x, k| one(
+            x[0].transpose(k.i("d0")?, k.i("d1")?)
+        )),
         op!("t", 1, &[F32, F64], grad, |x, k| one(x[0].t())),
         op!("squeeze", 1, &[F32, F64], grad, |x, k| one(x[0].squeeze())),
-        op!("squeeze_dim", 1, &[F32, F64], grad, |x, k| one(x[0].squeeze_dim(k.i("dim")?))),
-        op!("unsqueeze", 1, &[F32, F64, I64], grad, |x, k| one(x[0].unsqueeze(k.i("dim")?))),
-        op!("flatten", 1, &[F32, F64], grad, |x, k| one(x[0].flatten(k.i("start")?, k.i("end")?))),
-        op!("unflatten", 1, &[F32, F64], grad, |x, k| one(x[0].unflatten(k.i("dim")?, &k.ints("sizes")?))),
-        op!("expand", 1, &[F32, F64, I64], grad, |x, k| one(x[0].expand(&k.ints("shape")?))),
-        op!("broadcast_to", 1, &[F32, F64], grad, |x, k| one(x[0].broadcast_to(&k.usizes("shape")?))),
-        op!("narrow", 1, &[F32, F64, I64], grad, |x, k| one(x[0].narrow(k.i("dim")?, k.i("start")?, k.u("length")?))),
+        op!("squeeze_dim", 1, &[F32, F64], grad, |x, k| one(
+            x[0].squeeze_dim(k.i("dim")?)
+        )),
+        op!("unsqueeze", 1, &[F32, F64, I64], grad, |x, k| one(
+            x[0].unsqueeze(k.i("dim")?)
+        )),
+        op!("flatten", 1, &[F32, F64], grad, |x, k| one(
+            x[0].flatten(k.i("start")?, k.i("end")?)
+        )),
+        op!("unflatten", 1, &[F32, F64], grad, |x, k| one(
+            x[0].unflatten(k.i("dim")?, &k.ints("sizes")?)
+        )),
+        op!("expand", 1, &[F32, F64, I64], grad, |x, k| one(
+            x[0].expand(&k.ints("shape")?)
+        )),
+        op!("broadcast_to", 1, &[F32, F64], grad, |x, k| one(
+            x[0].broadcast_to(&k.usizes("shape")?)
+        )),
+        op!("narrow", 1, &[F32, F64, I64], grad, |x, k| one(
+            x[0].narrow(k.i("dim")?, k.i("start")?, k.u("length")?)
+        )),
         op!("slice", 1, &[F32, F64, Bool], grad, |x, k| {
-            one(x[0].slice(k.i("dim")?, k.opt_i("start")?, k.opt_i("end")?, k.u("step")?))
+            one(x[0].slice(
+                k.i("dim")?,
+                k.opt_i("start")?,
+                k.opt_i("end")?,
+                k.u("step")?,
+            ))
         }),
-        op!("select", 1, &[F32, F64, I64], grad, |x, k| one(x[0].select(k.i("dim")?, k.i("index")?))),
-        op!("chunk", 1, &[F32, F64], grad, |x, k| x[0].chunk(k.u("chunks")?, k.i("dim")?)),
-        op!("split", 1, &[F32, F64], grad, |x, k| x[0].split(k.u("size")?, k.i("dim")?)),
-        op!("split_sizes", 1, &[F32, F64], grad, |x, k| x[0].split_sizes(&k.usizes("sizes")?, k.i("dim")?)),
-        op!("contiguous_copy", 1, ALL, grad, |x, k| one(x[0].contiguous_copy())),
-        op!("to_dtype_bool", 1, ALL, grad, |x, k| one(x[0].to_dtype(Bool))),
+        op!("select", 1, &[F32, F64, I64], grad, |x, k| one(
+            x[0].select(k.i("dim")?, k.i("index")?)
+        )),
+        op!("chunk", 1, &[F32, F64], grad, |x, k| x[0]
+            .chunk(k.u("chunks")?, k.i("dim")?)),
+        op!("split", 1, &[F32, F64], grad, |x, k| x[0]
+            .split(k.u("size")?, k.i("dim")?)),
+        op!("split_sizes", 1, &[F32, F64], grad, |x, k| x[0]
+            .split_sizes(&k.usizes("sizes")?, k.i("dim")?)),
+        op!("contiguous_copy", 1, ALL, grad, |x, k| one(
+            x[0].contiguous_copy()
+        )),
+        op!("to_dtype_bool", 1, ALL, grad, |x, k| one(
+            x[0].to_dtype(Bool)
+        )),
         op!("to_dtype_u8", 1, ALL, grad, |x, k| one(x[0].to_dtype(U8))),
         op!("to_dtype_i64", 1, ALL, grad, |x, k| one(x[0].to_dtype(I64))),
         op!("to_dtype_f16", 1, ALL, grad, |x, k| one(x[0].to_dtype(F16))),
-        op!("to_dtype_bf16", 1, ALL, grad, |x, k| one(x[0].to_dtype(BF16))),
+        op!("to_dtype_bf16", 1, ALL, grad, |x, k| one(
+            x[0].to_dtype(BF16)
+        )),
         op!("to_dtype_f32", 1, ALL, grad, |x, k| one(x[0].to_dtype(F32))),
         op!("to_dtype_f64", 1, ALL, grad, |x, k| one(x[0].to_dtype(F64))),
     ]
@@ -118,14 +160,34 @@ fn binary() -> Vec<OpInfo> {
         op!("pow", 2, NO_BOOL, grad, |x, k| one(x[0].pow(&x[1]))),
         op!("maximum", 2, ALL, grad, |x, k| one(x[0].maximum(&x[1]))),
         op!("minimum", 2, ALL, grad, |x, k| one(x[0].minimum(&x[1]))),
-        op!("add_scalar", 1, NO_BOOL, grad, |x, k| one(x[0].add_scalar(k.f("value")?))),
-        op!("sub_scalar", 1, NO_BOOL, grad, |x, k| one(x[0].sub_scalar(k.f("value")?))),
-        op!("rsub_scalar", 1, NO_BOOL, grad, |x, k| one(x[0].rsub_scalar(k.f("value")?))),
-        op!("mul_scalar", 1, NO_BOOL, grad, |x, k| one(x[0].mul_scalar(k.f("value")?))),
-        op!("div_scalar", 1, NO_BOOL, grad, |x, k| one(x[0].div_scalar(k.f("value")?))),
-        op!("rdiv_scalar", 1, NO_BOOL, grad, |x, k| one(x[0].rdiv_scalar(k.f("value")?))),
-        op!("pow_scalar", 1, NO_BOOL, grad, |x, k| one(x[0].pow_scalar(k.f("value")?))),
-        op!("rpow_scalar", 1, &[F32, F64, F16, BF16, I64], grad, |x, k| one(x[0].rpow_scalar(k.f("value")?))),
+        op!("add_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].add_scalar(k.f("value")?)
+        )),
+        op!("sub_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].sub_scalar(k.f("value")?)
+        )),
+        op!("rsub_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].rsub_scalar(k.f("value")?)
+        )),
+        op!("mul_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].mul_scalar(k.f("value")?)
+        )),
+        op!("div_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].div_scalar(k.f("value")?)
+        )),
+        op!("rdiv_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].rdiv_scalar(k.f("value")?)
+        )),
+        op!("pow_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].pow_scalar(k.f("value")?)
+        )),
+        op!(
+            "rpow_scalar",
+            1,
+            &[F32, F64, F16, BF16, I64],
+            grad,
+            |x, k| one(x[0].rpow_scalar(k.f("value")?))
+        ),
     ]
 }
 
@@ -137,28 +199,103 @@ fn compare() -> Vec<OpInfo> {
         op!("ge", 2, ALL, nograd, |x, k| one(x[0].ge(&x[1]))),
         op!("eq", 2, ALL, nograd, |x, k| one(x[0].eq(&x[1]))),
         op!("ne", 2, ALL, nograd, |x, k| one(x[0].ne(&x[1]))),
-        op!("lt_scalar", 1, ALL, nograd, |x, k| one(x[0].lt_scalar(k.f("value")?))),
-        op!("le_scalar", 1, ALL, nograd, |x, k| one(x[0].le_scalar(k.f("value")?))),
-        op!("gt_scalar", 1, ALL, nograd, |x, k| one(x[0].gt_scalar(k.f("value")?))),
-        op!("ge_scalar", 1, ALL, nograd, |x, k| one(x[0].ge_scalar(k.f("value")?))),
-        op!("eq_scalar", 1, ALL, nograd, |x, k| one(x[0].eq_scalar(k.f("value")?))),
-        op!("ne_scalar", 1, ALL, nograd, |x, k| one(x[0].ne_scalar(k.f("value")?))),
-        op!("logical_and", 2, ALL, nograd, |x, k| one(x[0].logical_and(&x[1]))),
-        op!("logical_or", 2, ALL, nograd, |x, k| one(x[0].logical_or(&x[1]))),
-        op!("logical_xor", 2, ALL, nograd, |x, k| one(x[0].logical_xor(&x[1]))),
-        op!("logical_not", 1, ALL, nograd, |x, k| one(x[0].logical_not())),
-        op!("where", 3, ALL, grad, |x, k| one(Tensor::where_cond(&x[0], &x[1], &x[2]))),
-        op!("masked_fill", 2, ALL, grad, |x, k| one(x[0].masked_fill(&x[1], k.f("value")?))),
+        op!("lt_scalar", 1, ALL, nograd, |x, k| one(
+            x[0].lt_scalar(k.f("value")?)
+        )),
+        op!("le_scalar", 1, ALL, nograd, |x, k| one(
+            x[0].le_scalar(k.f("value")?)
+        )),
+        op!("gt_scalar", 1, ALL, nograd, |x, k| one(
+            x[0].gt_scalar(k.f("value")?)
+        )),
+        op!("ge_scalar", 1, ALL, nograd, |x, k| one(
+            x[0].ge_scalar(k.f("value")?)
+        )),
+        op!("eq_scalar", 1, ALL, nograd, |x, k| one(
+            x[0].eq_scalar(k.f("value")?)
+        )),
+        op!("ne_scalar", 1, ALL, nograd, |x, k| one(
+            x[0].ne_scalar(k.f("value")?)
+        )),
+        op!("logical_and", 2, ALL, nograd, |x, k| one(
+            x[0].logical_and(&x[1])
+        )),
+        op!("logical_or", 2, ALL, nograd, |x, k| one(
+            x[0].logical_or(&x[1])
+        )),
+        op!("logical_xor", 2, ALL, nograd, |x, k| one(
+            x[0].logical_xor(&x[1])
+        )),
+        op!(
+            "logical_not",
+            1,
+            ALL,
+            nograd,
+            |x, k| one(x[0].logical_not())
+        ),
+        op!("where", 3, ALL, grad, |x, k| one(Tensor::where_cond(
+            &x[0], &x[1], &x[2]
+        ))),
+        op!("masked_fill", 2, ALL, grad, |x, k| one(
+            x[0].masked_fill(&x[1], k.f("value")?)
+        )),
     ]
 }
 
 fn reductions() -> Vec<OpInfo> {
     vec![
-        op!("sum", 1, ALL, grad_ordered, |x, k| one(x[0].sum(&k.ints("dims")?, k.b("keepdim")?))),
+        op!("sum", 1, ALL, grad_ordered, |x, k| one(
+            x[0].sum(&k.ints("dims")?, k.b("keepdim")?)
+        )),
         op!("sum_all", 1, ALL, grad_ordered, |x, k| one(x[0].sum_all())),
     ]
 }
 
+/// Float functions and integer-preserving ones both run on i64 (see `gen_fixtures.py`).
+const UNARY: &[DType] = &[F16, BF16, F32, F64, I64];
+
 fn unary() -> Vec<OpInfo> {
-    vec![op!("log", 1, &[F32, F64, F16, BF16, I64], grad, |x, k| one(x[0].log()))]
+    vec![
+        op!("neg", 1, UNARY, grad, |x, k| one(x[0].neg())),
+        op!("abs", 1, UNARY, grad, |x, k| one(x[0].abs())),
+        op!("sign", 1, UNARY, grad, |x, k| one(x[0].sign())),
+        op!("exp", 1, UNARY, grad, |x, k| one(x[0].exp())),
+        op!("log", 1, UNARY, grad, |x, k| one(x[0].log())),
+        op!("log2", 1, UNARY, grad, |x, k| one(x[0].log2())),
+        op!("log1p", 1, UNARY, grad, |x, k| one(x[0].log1p())),
+        op!("expm1", 1, UNARY, grad, |x, k| one(x[0].expm1())),
+        op!("sqrt", 1, UNARY, grad, |x, k| one(x[0].sqrt())),
+        op!("rsqrt", 1, UNARY, grad, |x, k| one(x[0].rsqrt())),
+        op!("square", 1, UNARY, grad, |x, k| one(x[0].square())),
+        op!("reciprocal", 1, UNARY, grad, |x, k| one(x[0].reciprocal())),
+        op!("sin", 1, UNARY, grad, |x, k| one(x[0].sin())),
+        op!("cos", 1, UNARY, grad, |x, k| one(x[0].cos())),
+        op!("tan", 1, UNARY, grad, |x, k| one(x[0].tan())),
+        op!("tanh", 1, UNARY, grad, |x, k| one(x[0].tanh())),
+        op!("sigmoid", 1, UNARY, grad, |x, k| one(x[0].sigmoid())),
+        op!("relu", 1, UNARY, grad, |x, k| one(x[0].relu())),
+        op!("leaky_relu", 1, FLOATS, grad, |x, k| one(
+            x[0].leaky_relu(k.f("slope")?)
+        )),
+        op!("elu", 1, FLOATS, grad, |x, k| one(x[0].elu(k.f("alpha")?))),
+        op!("gelu", 1, FLOATS, grad, |x, k| one(x[0].gelu())),
+        op!("gelu_tanh", 1, FLOATS, grad, |x, k| one(x[0].gelu_tanh())),
+        op!("silu", 1, FLOATS, grad, |x, k| one(x[0].silu())),
+        op!("softplus", 1, FLOATS, grad, |x, k| one(
+            x[0].softplus(k.f("beta")?, k.f("threshold")?)
+        )),
+        op!("erf", 1, UNARY, grad, |x, k| one(x[0].erf())),
+        op!("floor", 1, UNARY, grad, |x, k| one(x[0].floor())),
+        op!("ceil", 1, UNARY, grad, |x, k| one(x[0].ceil())),
+        op!("round", 1, UNARY, grad, |x, k| one(x[0].round())),
+        op!("clamp", 1, UNARY, grad, |x, k| one(
+            x[0].clamp(k.opt_f("min")?, k.opt_f("max")?)
+        )),
+        op!("clamp_min", 1, FLOATS, grad, |x, k| one(
+            x[0].clamp_min(k.f("value")?)
+        )),
+        op!("clamp_max", 1, FLOATS, grad, |x, k| one(
+            x[0].clamp_max(k.f("value")?)
+        )),
+    ]
 }
