@@ -473,3 +473,73 @@ fn one_hot_values_and_errors() {
         Err(Error::DType { .. })
     ));
 }
+
+#[test]
+fn empty_tensors_do_not_panic() {
+    let e = Tensor::zeros(&[0, 3], DType::F32, Device::Cpu).unwrap();
+    let (v, i) = e.sort(1, false).unwrap();
+    assert_eq!((v.shape(), i.shape()), (&[0usize, 3][..], &[0usize, 3][..]));
+    let (v, _) = e.sort(0, true).unwrap();
+    assert_eq!(v.shape(), &[0, 3]);
+    let (v, _) = Tensor::zeros(&[3, 0], DType::F32, Device::Cpu)
+        .unwrap()
+        .topk(0, 1, true, true)
+        .unwrap();
+    assert_eq!(v.shape(), &[3, 0]);
+    let x = arange(&[2, 3]);
+    let none = ti(&[], &[0, 3]);
+    assert_eq!(x.gather(0, &none).unwrap().shape(), &[0, 3]);
+    assert_eq!(
+        vals(
+            &x.scatter_add(
+                0,
+                &none,
+                &Tensor::zeros(&[0, 3], DType::F64, Device::Cpu).unwrap()
+            )
+            .unwrap()
+        ),
+        vals(&x)
+    );
+    assert_eq!(vals(&x.scatter_value(0, &none, 1.0).unwrap()), vals(&x));
+    let src = Tensor::zeros(&[0, 3], DType::F64, Device::Cpu).unwrap();
+    assert_eq!(
+        vals(&x.index_add(0, &ti(&[], &[0]), &src).unwrap()),
+        vals(&x)
+    );
+    assert_eq!(
+        e.index_select(1, &ti(&[2, 2], &[2])).unwrap().shape(),
+        &[0, 2]
+    );
+    assert_eq!(
+        e.masked_select(&Tensor::from_vec(vec![true; 3], &[3]).unwrap())
+            .unwrap()
+            .shape(),
+        &[0]
+    );
+    assert_eq!(e.nonzero().unwrap().shape(), &[0, 2]);
+    // Gradients through empty index ops.
+    check(|x| x[0].gather(0, &none), &[arange(&[2, 3])]);
+}
+
+#[test]
+fn zero_dim_index_ops() {
+    // torch.zeros(3).scatter(0, torch.tensor(1), torch.tensor([5.])): a 0-d index counts as 1-D.
+    let z = Tensor::zeros(&[3], DType::F64, Device::Cpu).unwrap();
+    let y = z
+        .scatter(0, &Tensor::scalar(1i64), &t(&[5.], &[1]))
+        .unwrap();
+    assert_eq!(vals(&y), vec![0., 5., 0.]);
+    check(
+        |x| x[0].scatter(0, &Tensor::scalar(1i64), &x[1]),
+        &[arange(&[3]), t(&[5.], &[1])],
+    );
+    check(
+        |x| x[0].scatter_add(0, &Tensor::scalar(0i64), &x[1]),
+        &[Tensor::scalar(1.0f64), Tensor::scalar(2.0f64)],
+    );
+    check(
+        |x| x[0].index_add(0, &ti(&[0], &[1]), &x[1]),
+        &[Tensor::scalar(1.0f64), Tensor::scalar(2.0f64)],
+    );
+    check(|x| Ok(x[0].sort(0, true)?.0), &[Tensor::scalar(1.0f64)]);
+}

@@ -90,13 +90,22 @@ fn embed_leading(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
     if t.shape() == shape {
         return Ok(t.clone());
     }
+    // A 0-d gradient (0-d index) for a src of shape [1, ..] takes the src's rank.
+    let t = if t.ndim() == 0 {
+        &t.reshape(&vec![1; shape.len()])?
+    } else {
+        t
+    };
     let z = Tensor::zeros(shape, t.dtype(), t.device())?;
     let mut dst = Layout::contiguous(shape);
     for (d, &n) in t.shape().iter().enumerate() {
         dst = dst.narrow("scatter", d, 0, n)?;
     }
-    z.storage_mut()
-        .copy_strided_from(&dst, &t.storage(), t.layout())?;
+    // An empty `t` writes nothing (and its narrowed layout may point past the end).
+    if t.numel() > 0 {
+        z.storage_mut()
+            .copy_strided_from(&dst, &t.storage(), t.layout())?;
+    }
     Ok(z)
 }
 

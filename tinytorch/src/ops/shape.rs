@@ -139,6 +139,10 @@ impl Tensor {
         let full = Layout::contiguous(&shape);
         for (t, slot) in tensors.iter().zip(&slots) {
             let Some((start, len)) = *slot else { continue };
+            // An empty part writes nothing (and its narrowed layout may point past the end).
+            if t.numel() == 0 {
+                continue;
+            }
             let part = t.detach().to_dtype(dtype)?;
             let dst = full.narrow(OP, d, start, len)?;
             out.storage_mut()
@@ -389,8 +393,10 @@ impl Tensor {
         for &(d, left, _) in plan {
             dst = dst.narrow("pad", d, left, self.shape()[d])?;
         }
-        out.storage_mut()
-            .copy_strided_from(&dst, &self.storage(), self.layout())?;
+        if self.numel() > 0 {
+            out.storage_mut()
+                .copy_strided_from(&dst, &self.storage(), self.layout())?;
+        }
         if !needs_grad(&[self]) {
             return Ok(out);
         }
