@@ -434,6 +434,7 @@ impl Tensor {
         sorted: bool,
     ) -> Result<(Tensor, Tensor)> {
         const OP: &str = "topk";
+        // A sorted result is also a valid answer for `sorted = false`.
         let _ = sorted;
         let d = normalize_dim(OP, dim, self.ndim())?;
         let size = self.shape().get(d).copied().unwrap_or(1);
