@@ -15,6 +15,7 @@ mod softmax;
 mod unary;
 mod view;
 
+pub use shape::PadMode;
 pub use view::SliceArg;
 
 use crate::backend::Storage;

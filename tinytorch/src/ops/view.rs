@@ -41,7 +41,7 @@ fn infer_shape(op: &'static str, shape: &[isize], n: usize, from: &[usize]) -> R
     }
     let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
     if let Some(i) = infer {
-        if known == 0 || n % known != 0 {
+        if known == 0 || !n.is_multiple_of(known) {
             return Err(Error::shape(
                 op,
                 format!("shape {shape:?} is invalid for input of shape {from:?} ({n} elements)"),

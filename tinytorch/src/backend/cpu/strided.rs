@@ -240,6 +240,10 @@ pub fn update2<T: Copy + Send + Sync, S: Copy + Sync>(
     f: impl Fn(T, S) -> T + Sync,
 ) {
     let walk = MultiStrided::new([dl, sl]);
+    if walk.numel() == 0 {
+        // An empty layout's offset may lie past the end of the buffer.
+        return;
+    }
     if walk.all_contiguous() {
         let [od, os] = walk.base();
         let n = walk.numel();
@@ -281,6 +285,9 @@ pub fn update2<T: Copy + Send + Sync, S: Copy + Sync>(
 /// Update every element of `dst[dl]` in place with `f`.
 pub fn update1<T: Copy + Send + Sync>(dst: &mut [T], dl: &Layout, f: impl Fn(T) -> T + Sync) {
     let walk = MultiStrided::new([dl]);
+    if walk.numel() == 0 {
+        return;
+    }
     if walk.all_contiguous() {
         let [od] = walk.base();
         let d = &mut dst[od..od + walk.numel()];
