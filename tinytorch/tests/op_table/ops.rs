@@ -6,6 +6,7 @@
 //! reported as pending by `op_table::every_fixture_op_is_in_the_table`, not failed.
 
 use super::fixture::Kwargs;
+use tinytorch::ops::PadMode;
 use tinytorch::{DType, Result, Tensor};
 
 /// Runs an op on the case's inputs; multi-output ops return every output in order.
@@ -73,6 +74,7 @@ pub fn table() -> Vec<OpInfo> {
     t.extend(compare());
     t.extend(reductions());
     t.extend(unary());
+    t.extend(index_shape());
     t
 }
 
@@ -296,6 +298,100 @@ fn unary() -> Vec<OpInfo> {
         )),
         op!("clamp_max", 1, FLOATS, grad, |x, k| one(
             x[0].clamp_max(k.f("value")?)
+        )),
+    ]
+}
+
+/// The inputs as the slice of references that `cat`/`stack` take.
+fn refs(x: &[Tensor]) -> Vec<&Tensor> {
+    x.iter().collect()
+}
+
+fn pair(r: Result<(Tensor, Tensor)>) -> Result<Vec<Tensor>> {
+    r.map(|(a, b)| vec![a, b])
+}
+
+const FI: &[DType] = &[F32, F64, I64];
+
+fn index_shape() -> Vec<OpInfo> {
+    vec![
+        op!("cat", 0, &[F32, F64, I64, Bool], grad, |x, k| one(
+            Tensor::cat(&refs(x), k.i("dim")?)
+        )),
+        op!("stack", 0, FI, grad, |x, k| one(Tensor::stack(
+            &refs(x),
+            k.i("dim")?
+        ))),
+        op!("hstack", 0, &[F32, F64], grad, |x, k| one(Tensor::hstack(
+            &refs(x)
+        ))),
+        op!("vstack", 0, &[F32, F64], grad, |x, k| one(Tensor::vstack(
+            &refs(x)
+        ))),
+        op!("index_select", 2, FI, grad, |x, k| one(
+            x[0].index_select(k.i("dim")?, &x[1])
+        )),
+        op!("gather", 2, FI, grad, |x, k| one(
+            x[0].gather(k.i("dim")?, &x[1])
+        )),
+        op!("scatter", 3, FI, grad, |x, k| one(x[0].scatter(
+            k.i("dim")?,
+            &x[1],
+            &x[2]
+        ))),
+        op!("scatter_value", 2, &[F32, F64], grad, |x, k| {
+            one(x[0].scatter_value(k.i("dim")?, &x[1], k.f("value")?))
+        }),
+        op!("scatter_add", 3, FI, grad_ordered, |x, k| one(
+            x[0].scatter_add(k.i("dim")?, &x[1], &x[2])
+        )),
+        op!("index_add", 3, FI, grad_ordered, |x, k| one(
+            x[0].index_add(k.i("dim")?, &x[1], &x[2])
+        )),
+        op!("masked_select", 2, FI, grad, |x, k| one(
+            x[0].masked_select(&x[1])
+        )),
+        op!("nonzero", 1, &[F32, I64, Bool], nograd, |x, k| one(
+            x[0].nonzero()
+        )),
+        op!("topk", 1, FI, grad, |x, k| {
+            pair(x[0].topk(k.u("k")?, k.i("dim")?, k.b("largest")?, k.b("sorted")?))
+        }),
+        op!("sort", 1, FI, grad, |x, k| pair(
+            x[0].sort(k.i("dim")?, k.b("descending")?)
+        )),
+        op!("argsort", 1, FI, nograd, |x, k| one(
+            x[0].argsort(k.i("dim")?, k.b("descending")?)
+        )),
+        op!("flip", 1, &[F32, F64, I64, Bool], grad, |x, k| one(
+            x[0].flip(&k.ints("dims")?)
+        )),
+        op!("roll", 1, FI, grad, |x, k| one(
+            x[0].roll(&k.ints("shifts")?, &k.ints("dims")?)
+        )),
+        op!("repeat", 1, FI, grad, |x, k| one(
+            x[0].repeat(&k.usizes("repeats")?)
+        )),
+        op!("repeat_interleave", 1, FI, grad, |x, k| {
+            one(x[0].repeat_interleave(k.u("repeats")?, k.opt_i("dim")?))
+        }),
+        op!("pad_constant", 1, &[F32, F64], grad, |x, k| {
+            one(x[0].pad(&k.usizes("pads")?, PadMode::Constant(k.f("value")?)))
+        }),
+        op!("pad_reflect", 1, &[F32, F64], grad, |x, k| one(
+            x[0].pad(&k.usizes("pads")?, PadMode::Reflect)
+        )),
+        op!("pad_replicate", 1, &[F32, F64], grad, |x, k| one(
+            x[0].pad(&k.usizes("pads")?, PadMode::Replicate)
+        )),
+        op!("tril", 1, FI, grad, |x, k| one(
+            x[0].tril(k.i("diagonal")? as i64)
+        )),
+        op!("triu", 1, FI, grad, |x, k| one(
+            x[0].triu(k.i("diagonal")? as i64)
+        )),
+        op!("one_hot", 1, &[I64], nograd, |x, k| one(
+            x[0].one_hot(k.i("num_classes")? as i64)
         )),
     ]
 }
