@@ -476,23 +476,25 @@ def index_shape():
         ("dim0", [(2, 3), (1, 3), (3, 3)], {"dim": 0}),
         ("neg", [(2, 3), (2, 1)], {"dim": -1}),
         ("with_empty", [(2, 3), (0, 3)], {"dim": 0}),
-    ], [F32, F64, I64, BOOL])
+    ], ALL)
     add_op("stack", lambda *xs, dim: torch.stack(xs, dim), [
         ("dim0", [(2, 3), (2, 3)], {"dim": 0}),
         ("last", [(2, 3), (2, 3), (2, 3)], {"dim": -1}),
         ("0d", [(), ()], {"dim": 0}),
-    ], [F32, F64, I64])
+    ], ALL)
     add_op("hstack", lambda *xs: torch.hstack(xs), [("2d", [(2, 3), (2, 1)], {}), ("1d", [(2,), (3,)], {})], [F32, F64])
     add_op("vstack", lambda *xs: torch.vstack(xs), [("2d", [(2, 3), (1, 3)], {}), ("1d", [(3,), (3,)], {})], [F32, F64])
     idx = lambda d: [d, I64]
     add_op("index_select", lambda x, i, dim: torch.index_select(x, dim, i), [
         ("dim0", [(4, 3), (5,)], {"dim": 0}),
         ("neg", [(2, 4), (3,)], {"dim": -1}),
-    ], [F32, F64, I64], ("any", "idx:2"), in_dtypes=idx)
+        ("empty_index", [(4, 3), (0,)], {"dim": 0}),
+    ], ALL, ("any", "idx:2"), in_dtypes=idx)
     add_op("gather", lambda x, i, dim: torch.gather(x, dim, i), [
         ("dim1", [(3, 4), (3, 2)], {"dim": 1}),
         ("dim0", [(3, 4), (2, 4)], {"dim": 0}),
-    ], [F32, F64, I64], ("any", "idx:3"), in_dtypes=idx)
+        ("empty_index", [(3, 4), (3, 0)], {"dim": 1}),
+    ], ALL, ("any", "idx:3"), in_dtypes=idx)
     trip = lambda d: [d, I64, d]
     add_op("scatter", lambda x, i, s, dim: torch.scatter(x, dim, i, s), [
         ("dim1", [(3, 5), (3, 2), (3, 2)], {"dim": 1}),
@@ -508,32 +510,35 @@ def index_shape():
         ("dim1", [(2, 4), (3,), (2, 3)], {"dim": 1}),
     ], [F32, F64, I64], ("any", "idx:4", "any"), in_dtypes=lambda d: [d, I64, d])
     add_op("masked_select", lambda x, m: torch.masked_select(x, m), [
-        ("same", [(3, 4), (3, 4)], {}), ("bcast", [(3, 4), (4,)], {}),
-    ], [F32, F64, I64], ("any", "mask"), in_dtypes=lambda d: [d, BOOL])
+        ("same", [(3, 4), (3, 4)], {}), ("bcast", [(3, 4), (4,)], {}), ("0d", [(), ()], {}),
+    ], ALL, ("any", "mask"), in_dtypes=lambda d: [d, BOOL])
     add_op("nonzero", torch.nonzero, [("2d", [(3, 4)], {}), ("1d", [(6,)], {}), ("empty", [(0, 3)], {})],
            [F32, I64, BOOL], ("mask",), grad=False)
     add_op("topk", lambda x, k, dim, largest, sorted: torch.topk(x, k, dim, largest, sorted), [
         ("largest", [(3, 5)], {"k": 2, "dim": -1, "largest": True, "sorted": True}),
         ("smallest", [(4, 3)], {"k": 3, "dim": 0, "largest": False, "sorted": True}),
-    ], [F32, F64, I64], ("distinct",))
+    ], [F32, F64, F16, BF16, I64], ("distinct",))
     add_op("sort", lambda x, dim, descending: torch.sort(x, dim=dim, descending=descending), [
         ("asc", [(3, 5)], {"dim": -1, "descending": False}),
         ("desc", [(4, 3)], {"dim": 0, "descending": True}),
-    ], [F32, F64, I64], ("distinct",))
+        ("0d", [()], {"dim": 0, "descending": False}),
+    ], [F32, F64, F16, BF16, I64], ("distinct",))
     add_op("argsort", lambda x, dim, descending: torch.argsort(x, dim=dim, descending=descending), [
         ("asc", [(3, 5)], {"dim": -1, "descending": False}),
         ("desc", [(4, 3)], {"dim": 0, "descending": True}),
     ], [F32, F64, I64], ("distinct",), grad=False)
     add_op("flip", lambda x, dims: torch.flip(x, dims), [
         ("one", [(3, 4)], {"dims": [0]}), ("both", [(2, 3, 4)], {"dims": [0, -1]}),
-    ], [F32, F64, I64, BOOL])
+        ("empty", [(0, 3)], {"dims": [1]}),
+    ], ALL)
     add_op("roll", lambda x, shifts, dims: torch.roll(x, shifts, dims), [
         ("one", [(3, 4)], {"shifts": [1], "dims": [1]}),
         ("two", [(3, 4)], {"shifts": [-1, 5], "dims": [0, 1]}),
-    ], [F32, F64, I64])
+    ], ALL)
     add_op("repeat", lambda x, repeats: x.repeat(repeats), [
         ("2d", [(2, 3)], {"repeats": [2, 1]}), ("newdim", [(2, 3)], {"repeats": [2, 1, 3]}),
-    ], [F32, F64, I64])
+        ("zero", [(2, 3)], {"repeats": [0, 2]}), ("0d", [()], {"repeats": [3]}),
+    ], ALL)
     add_op("repeat_interleave", lambda x, repeats, dim: torch.repeat_interleave(x, repeats, dim), [
         ("dim0", [(2, 3)], {"repeats": 2, "dim": 0}), ("flat", [(2, 3)], {"repeats": 3, "dim": None}),
     ], [F32, F64, I64])
@@ -549,10 +554,10 @@ def index_shape():
     ], [F32, F64])
     add_op("tril", lambda x, diagonal: torch.tril(x, diagonal), [
         ("0", [(4, 5)], {"diagonal": 0}), ("neg", [(4, 5)], {"diagonal": -1}), ("batch", [(2, 3, 3)], {"diagonal": 1}),
-    ], [F32, F64, I64])
+    ], ALL)
     add_op("triu", lambda x, diagonal: torch.triu(x, diagonal), [
         ("0", [(4, 5)], {"diagonal": 0}), ("neg", [(4, 5)], {"diagonal": -1}), ("batch", [(2, 3, 3)], {"diagonal": 1}),
-    ], [F32, F64, I64])
+    ], ALL)
     add_op("one_hot", lambda x, num_classes: F.one_hot(x, num_classes), [
         ("given", [(2, 3)], {"num_classes": 5}), ("infer", [(4,)], {"num_classes": -1}),
     ], [I64], ("idx:4",), grad=False)

@@ -312,13 +312,15 @@ fn pair(r: Result<(Tensor, Tensor)>) -> Result<Vec<Tensor>> {
 }
 
 const FI: &[DType] = &[F32, F64, I64];
+const SORTABLE: &[DType] = &[F32, F64, F16, BF16, I64];
 
 fn index_shape() -> Vec<OpInfo> {
     vec![
-        op!("cat", 0, &[F32, F64, I64, Bool], grad, |x, k| one(
-            Tensor::cat(&refs(x), k.i("dim")?)
-        )),
-        op!("stack", 0, FI, grad, |x, k| one(Tensor::stack(
+        op!("cat", 0, ALL, grad, |x, k| one(Tensor::cat(
+            &refs(x),
+            k.i("dim")?
+        ))),
+        op!("stack", 0, ALL, grad, |x, k| one(Tensor::stack(
             &refs(x),
             k.i("dim")?
         ))),
@@ -328,10 +330,10 @@ fn index_shape() -> Vec<OpInfo> {
         op!("vstack", 0, &[F32, F64], grad, |x, k| one(Tensor::vstack(
             &refs(x)
         ))),
-        op!("index_select", 2, FI, grad, |x, k| one(
+        op!("index_select", 2, ALL, grad, |x, k| one(
             x[0].index_select(k.i("dim")?, &x[1])
         )),
-        op!("gather", 2, FI, grad, |x, k| one(
+        op!("gather", 2, ALL, grad, |x, k| one(
             x[0].gather(k.i("dim")?, &x[1])
         )),
         op!("scatter", 3, FI, grad, |x, k| one(x[0].scatter(
@@ -348,28 +350,32 @@ fn index_shape() -> Vec<OpInfo> {
         op!("index_add", 3, FI, grad_ordered, |x, k| one(
             x[0].index_add(k.i("dim")?, &x[1], &x[2])
         )),
-        op!("masked_select", 2, FI, grad, |x, k| one(
+        op!("masked_select", 2, ALL, grad, |x, k| one(
             x[0].masked_select(&x[1])
         )),
         op!("nonzero", 1, &[F32, I64, Bool], nograd, |x, k| one(
             x[0].nonzero()
         )),
-        op!("topk", 1, FI, grad, |x, k| {
+        op!("topk", 1, SORTABLE, grad, |x, k| {
             pair(x[0].topk(k.u("k")?, k.i("dim")?, k.b("largest")?, k.b("sorted")?))
         }),
-        op!("sort", 1, FI, grad, |x, k| pair(
+        op!("sort", 1, SORTABLE, grad, |x, k| pair(
             x[0].sort(k.i("dim")?, k.b("descending")?)
         )),
         op!("argsort", 1, FI, nograd, |x, k| one(
             x[0].argsort(k.i("dim")?, k.b("descending")?)
         )),
-        op!("flip", 1, &[F32, F64, I64, Bool], grad, |x, k| one(
-            x[0].flip(&k.ints("dims")?)
-        )),
-        op!("roll", 1, FI, grad, |x, k| one(
+        op!(
+            "flip",
+            1,
+            ALL,
+            grad,
+            |x, k| one(x[0].flip(&k.ints("dims")?))
+        ),
+        op!("roll", 1, ALL, grad, |x, k| one(
             x[0].roll(&k.ints("shifts")?, &k.ints("dims")?)
         )),
-        op!("repeat", 1, FI, grad, |x, k| one(
+        op!("repeat", 1, ALL, grad, |x, k| one(
             x[0].repeat(&k.usizes("repeats")?)
         )),
         op!("repeat_interleave", 1, FI, grad, |x, k| {
@@ -384,10 +390,10 @@ fn index_shape() -> Vec<OpInfo> {
         op!("pad_replicate", 1, &[F32, F64], grad, |x, k| one(
             x[0].pad(&k.usizes("pads")?, PadMode::Replicate)
         )),
-        op!("tril", 1, FI, grad, |x, k| one(
+        op!("tril", 1, ALL, grad, |x, k| one(
             x[0].tril(k.i("diagonal")? as i64)
         )),
-        op!("triu", 1, FI, grad, |x, k| one(
+        op!("triu", 1, ALL, grad, |x, k| one(
             x[0].triu(k.i("diagonal")? as i64)
         )),
         op!("one_hot", 1, &[I64], nograd, |x, k| one(
