@@ -1,0 +1,138 @@
+//! Comparing TinyTorch results with PyTorch's (dtype-aware tolerances) and with themselves
+//! (bit equality for the non-contiguous reruns), and building non-contiguous copies.
+
+use super::fixture::Raw;
+use tinytorch::{DType, Result, Tensor};
+
+/// `(atol, rtol)` for results of `dtype`: a value passes when
+/// `|got - want| <= atol + rtol * |want|`. Integers and bools must be exact.
+pub fn tolerance(dtype: DType) -> (f64, f64) {
+    match dtype {
+        DType::F64 => (1e-10, 1e-10),
+        DType::F32 => (1e-5, 1e-5),
+        DType::F16 | DType::BF16 => (1e-2, 1e-2),
+        DType::Bool | DType::U8 | DType::I64 => (0.0, 0.0),
+    }
+}
+
+/// Equal as numbers, with NaN equal to NaN (PyTorch and TinyTorch agree on where NaNs go).
+fn close(got: f64, want: f64, atol: f64, rtol: f64) -> bool {
+    if got.is_nan() || want.is_nan() {
+        return got.is_nan() && want.is_nan();
+    }
+    if got == want {
+        return true;
+    }
+    (got - want).abs() <= atol + rtol * want.abs()
+}
+
+/// The worst element outside the tolerance, as a message; `None` when all are close.
+fn worst_mismatch(got: &[f64], want: &[f64], atol: f64, rtol: f64) -> Option<String> {
+    let mut worst: Option<(usize, f64)> = None;
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        if close(g, w, atol, rtol) {
+            continue;
+        }
+        let excess = if g.is_nan() || w.is_nan() {
+            f64::INFINITY
+        } else {
+            (g - w).abs() / (atol + rtol * w.abs())
+        };
+        if worst.is_none_or(|(_, e)| excess > e) {
+            worst = Some((i, excess));
+        }
+    }
+    let bad = got
+        .iter()
+        .zip(want)
+        .filter(|(g, w)| !close(**g, **w, atol, rtol))
+        .count();
+    worst.map(|(i, _)| {
+        format!(
+            "worst mismatch at element {i}: got {} want {} (|diff| {:e}, atol {atol:e}, rtol {rtol:e}; {bad} of {} elements off)",
+            got[i],
+            want[i],
+            (got[i] - want[i]).abs(),
+            got.len()
+        )
+    })
+}
+
+/// Check `got` against PyTorch's `want`: dtype, shape, then values within the dtype's
+/// tolerance times `scale`.
+pub fn against_torch(got: &Tensor, want: &Raw, scale: f64) -> std::result::Result<(), String> {
+    if got.dtype() != want.dtype {
+        return Err(format!(
+            "dtype {} but PyTorch gives {}",
+            got.dtype(),
+            want.dtype
+        ));
+    }
+    if got.shape() != want.shape.as_slice() {
+        return Err(format!(
+            "shape {:?} but PyTorch gives {:?}",
+            got.shape(),
+            want.shape
+        ));
+    }
+    let values = got.to_vec_f64().map_err(|e| format!("to_vec_f64: {e}"))?;
+    let (atol, rtol) = tolerance(want.dtype);
+    match worst_mismatch(&values, &want.values(), atol * scale, rtol * scale) {
+        Some(m) => Err(m),
+        None => Ok(()),
+    }
+}
+
+/// Check that two TinyTorch results agree: bit-for-bit unless `loose`, then within the
+/// dtype's tolerance.
+pub fn against_self(got: &Tensor, want: &Tensor, loose: bool) -> std::result::Result<(), String> {
+    if got.dtype() != want.dtype() || got.shape() != want.shape() {
+        return Err(format!(
+            "{} {:?} but the contiguous run gives {} {:?}",
+            got.dtype(),
+            got.shape(),
+            want.dtype(),
+            want.shape()
+        ));
+    }
+    let a = got.to_vec_f64().map_err(|e| format!("to_vec_f64: {e}"))?;
+    let b = want.to_vec_f64().map_err(|e| format!("to_vec_f64: {e}"))?;
+    let (atol, rtol) = if loose {
+        tolerance(want.dtype())
+    } else {
+        (0.0, 0.0)
+    };
+    match worst_mismatch(&a, &b, atol, rtol) {
+        Some(m) => Err(format!("differs from the contiguous run: {m}")),
+        None => Ok(()),
+    }
+}
+
+/// The values of `t` at odd positions of a buffer twice as long in the last dim, with junk at
+/// the even positions: offset 1, last stride 2 (0-d tensors: offset 1 only).
+pub fn strided_copy(t: &Tensor) -> Result<Tensor> {
+    let x = if t.ndim() == 0 {
+        t.reshape(&[1])?
+    } else {
+        t.clone()
+    };
+    let junk = Tensor::full(&[], 77.0, t.dtype(), t.device())?;
+    let pick_x = Tensor::from_vec(vec![false, true], &[2])?;
+    let pairs = Tensor::where_cond(&pick_x, &x.unsqueeze(-1)?, &junk)?;
+    let wide = pairs.flatten(-2, -1)?;
+    let out = wide.slice(-1, Some(1), None, 2)?;
+    let out = if t.ndim() == 0 {
+        out.select(0, 0)?
+    } else {
+        out
+    };
+    Ok(out.detach())
+}
+
+/// The values of `t` (at least 2-d) stored transposed in its last two dims: column-major.
+pub fn transposed_copy(t: &Tensor) -> Result<Tensor> {
+    Ok(t.transpose(-1, -2)?
+        .contiguous_copy()?
+        .transpose(-1, -2)?
+        .detach())
+}

@@ -1,0 +1,301 @@
+//! The op table: one record per TinyTorch op that the PyTorch fixtures exercise. The name is
+//! the `op` of the fixture cases (see `scripts/gen_fixtures.py`), `run` calls the TinyTorch
+//! method with the case's inputs and keyword arguments.
+//!
+//! Families land in `main` one at a time; fixture cases whose op has no record here are
+//! reported as pending by `op_table::every_fixture_op_is_in_the_table`, not failed.
+
+use super::fixture::Kwargs;
+use tinytorch::{DType, Result, Tensor};
+
+/// Runs an op on the case's inputs; multi-output ops return every output in order.
+pub type RunFn = fn(&[Tensor], &Kwargs) -> Result<Vec<Tensor>>;
+
+/// One op of the table.
+pub struct OpInfo {
+    /// The fixture op name.
+    pub name: &'static str,
+    /// Number of tensor inputs (0: any number, e.g. `cat`).
+    pub arity: usize,
+    /// The dtypes of the cases it must pass (a case's dtype is its name's last part).
+    pub dtypes: &'static [DType],
+    /// Whether gradients are compared with PyTorch's and gradchecked.
+    pub grad: bool,
+    /// Results may depend on the order of a floating-point accumulation (sums, products),
+    /// so non-contiguous inputs are held to the tolerance rather than to bit equality.
+    pub order_sensitive: bool,
+    pub run: RunFn,
+}
+
+use DType::{Bool, BF16, F16, F32, F64, I64, U8};
+
+pub const ALL: &[DType] = &[Bool, U8, I64, F16, BF16, F32, F64];
+pub const NO_BOOL: &[DType] = &[U8, I64, F16, BF16, F32, F64];
+pub const FLOATS: &[DType] = &[F16, BF16, F32, F64];
+
+fn one(t: Result<Tensor>) -> Result<Vec<Tensor>> {
+    t.map(|t| vec![t])
+}
+
+macro_rules! op {
+    ($name:expr, $arity:expr, $dtypes:expr, grad, |$x:ident, $k:ident| $body:expr) => {
+        op!(@make $name, $arity, $dtypes, true, false, |$x, $k| $body)
+    };
+    ($name:expr, $arity:expr, $dtypes:expr, grad_ordered, |$x:ident, $k:ident| $body:expr) => {
+        op!(@make $name, $arity, $dtypes, true, true, |$x, $k| $body)
+    };
+    ($name:expr, $arity:expr, $dtypes:expr, nograd, |$x:ident, $k:ident| $body:expr) => {
+        op!(@make $name, $arity, $dtypes, false, false, |$x, $k| $body)
+    };
+    (@make $name:expr, $arity:expr, $dtypes:expr, $grad:expr, $ordered:expr, |$x:ident, $k:ident| $body:expr) => {
+        OpInfo {
+            name: $name,
+            arity: $arity,
+            dtypes: $dtypes,
+            grad: $grad,
+            order_sensitive: $ordered,
+            run: {
+                #[allow(unused_variables)]
+                fn run($x: &[Tensor], $k: &Kwargs) -> Result<Vec<Tensor>> {
+                    $body
+                }
+                run
+            },
+        }
+    };
+}
+
+/// Every op of the table.
+pub fn table() -> Vec<OpInfo> {
+    let mut t = Vec::new();
+    t.extend(views());
+    t.extend(binary());
+    t.extend(compare());
+    t.extend(reductions());
+    t.extend(unary());
+    t
+}
+
+fn views() -> Vec<OpInfo> {
+    vec![
+        op!(
+            "view",
+            1,
+            &[F32, F64, F16, BF16, I64, U8, Bool],
+            grad,
+            |x, k| one(x[0].view(&k.ints("shape")?))
+        ),
+        op!("reshape", 1, &[F32, F64, I64], grad, |x, k| one(
+            x[0].reshape(&k.ints("shape")?)
+        )),
+        op!("permute", 1, &[F32, F64, I64, Bool], grad, |x, k| one(
+            x[0].permute(&k.ints("dims")?)
+        )),
+        op!("transpose", 1, &[F32, F64, U8], grad, |x, k| one(
+            x[0].transpose(k.i("d0")?, k.i("d1")?)
+        )),
+        op!("t", 1, &[F32, F64], grad, |x, k| one(x[0].t())),
+        op!("squeeze", 1, &[F32, F64], grad, |x, k| one(x[0].squeeze())),
+        op!("squeeze_dim", 1, &[F32, F64], grad, |x, k| one(
+            x[0].squeeze_dim(k.i("dim")?)
+        )),
+        op!("unsqueeze", 1, &[F32, F64, I64], grad, |x, k| one(
+            x[0].unsqueeze(k.i("dim")?)
+        )),
+        op!("flatten", 1, &[F32, F64], grad, |x, k| one(
+            x[0].flatten(k.i("start")?, k.i("end")?)
+        )),
+        op!("unflatten", 1, &[F32, F64], grad, |x, k| one(
+            x[0].unflatten(k.i("dim")?, &k.ints("sizes")?)
+        )),
+        op!("expand", 1, &[F32, F64, I64], grad, |x, k| one(
+            x[0].expand(&k.ints("shape")?)
+        )),
+        op!("broadcast_to", 1, &[F32, F64], grad, |x, k| one(
+            x[0].broadcast_to(&k.usizes("shape")?)
+        )),
+        op!("narrow", 1, &[F32, F64, I64], grad, |x, k| one(
+            x[0].narrow(k.i("dim")?, k.i("start")?, k.u("length")?)
+        )),
+        op!("slice", 1, &[F32, F64, Bool], grad, |x, k| {
+            one(x[0].slice(
+                k.i("dim")?,
+                k.opt_i("start")?,
+                k.opt_i("end")?,
+                k.u("step")?,
+            ))
+        }),
+        op!("select", 1, &[F32, F64, I64], grad, |x, k| one(
+            x[0].select(k.i("dim")?, k.i("index")?)
+        )),
+        op!("chunk", 1, &[F32, F64], grad, |x, k| x[0]
+            .chunk(k.u("chunks")?, k.i("dim")?)),
+        op!("split", 1, &[F32, F64], grad, |x, k| x[0]
+            .split(k.u("size")?, k.i("dim")?)),
+        op!("split_sizes", 1, &[F32, F64], grad, |x, k| x[0]
+            .split_sizes(&k.usizes("sizes")?, k.i("dim")?)),
+        op!("contiguous_copy", 1, ALL, grad, |x, k| one(
+            x[0].contiguous_copy()
+        )),
+        op!("to_dtype_bool", 1, ALL, grad, |x, k| one(
+            x[0].to_dtype(Bool)
+        )),
+        op!("to_dtype_u8", 1, ALL, grad, |x, k| one(x[0].to_dtype(U8))),
+        op!("to_dtype_i64", 1, ALL, grad, |x, k| one(x[0].to_dtype(I64))),
+        op!("to_dtype_f16", 1, ALL, grad, |x, k| one(x[0].to_dtype(F16))),
+        op!("to_dtype_bf16", 1, ALL, grad, |x, k| one(
+            x[0].to_dtype(BF16)
+        )),
+        op!("to_dtype_f32", 1, ALL, grad, |x, k| one(x[0].to_dtype(F32))),
+        op!("to_dtype_f64", 1, ALL, grad, |x, k| one(x[0].to_dtype(F64))),
+    ]
+}
+
+fn binary() -> Vec<OpInfo> {
+    vec![
+        op!("add", 2, ALL, grad, |x, k| one(x[0].add(&x[1]))),
+        op!("sub", 2, NO_BOOL, grad, |x, k| one(x[0].sub(&x[1]))),
+        op!("mul", 2, ALL, grad, |x, k| one(x[0].mul(&x[1]))),
+        op!("div", 2, ALL, grad, |x, k| one(x[0].div(&x[1]))),
+        op!("pow", 2, NO_BOOL, grad, |x, k| one(x[0].pow(&x[1]))),
+        op!("maximum", 2, ALL, grad, |x, k| one(x[0].maximum(&x[1]))),
+        op!("minimum", 2, ALL, grad, |x, k| one(x[0].minimum(&x[1]))),
+        op!("add_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].add_scalar(k.f("value")?)
+        )),
+        op!("sub_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].sub_scalar(k.f("value")?)
+        )),
+        op!("rsub_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].rsub_scalar(k.f("value")?)
+        )),
+        op!("mul_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].mul_scalar(k.f("value")?)
+        )),
+        op!("div_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].div_scalar(k.f("value")?)
+        )),
+        op!("rdiv_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].rdiv_scalar(k.f("value")?)
+        )),
+        op!("pow_scalar", 1, NO_BOOL, grad, |x, k| one(
+            x[0].pow_scalar(k.f("value")?)
+        )),
+        op!(
+            "rpow_scalar",
+            1,
+            &[F32, F64, F16, BF16, I64],
+            grad,
+            |x, k| one(x[0].rpow_scalar(k.f("value")?))
+        ),
+    ]
+}
+
+fn compare() -> Vec<OpInfo> {
+    vec![
+        op!("lt", 2, ALL, nograd, |x, k| one(x[0].lt(&x[1]))),
+        op!("le", 2, ALL, nograd, |x, k| one(x[0].le(&x[1]))),
+        op!("gt", 2, ALL, nograd, |x, k| one(x[0].gt(&x[1]))),
+        op!("ge", 2, ALL, nograd, |x, k| one(x[0].ge(&x[1]))),
+        op!("eq", 2, ALL, nograd, |x, k| one(x[0].eq(&x[1]))),
+        op!("ne", 2, ALL, nograd, |x, k| one(x[0].ne(&x[1]))),
+        op!("lt_scalar", 1, ALL, nograd, |x, k| one(
+            x[0].lt_scalar(k.f("value")?)
+        )),
+        op!("le_scalar", 1, ALL, nograd, |x, k| one(
+            x[0].le_scalar(k.f("value")?)
+        )),
+        op!("gt_scalar", 1, ALL, nograd, |x, k| one(
+            x[0].gt_scalar(k.f("value")?)
+        )),
+        op!("ge_scalar", 1, ALL, nograd, |x, k| one(
+            x[0].ge_scalar(k.f("value")?)
+        )),
+        op!("eq_scalar", 1, ALL, nograd, |x, k| one(
+            x[0].eq_scalar(k.f("value")?)
+        )),
+        op!("ne_scalar", 1, ALL, nograd, |x, k| one(
+            x[0].ne_scalar(k.f("value")?)
+        )),
+        op!("logical_and", 2, ALL, nograd, |x, k| one(
+            x[0].logical_and(&x[1])
+        )),
+        op!("logical_or", 2, ALL, nograd, |x, k| one(
+            x[0].logical_or(&x[1])
+        )),
+        op!("logical_xor", 2, ALL, nograd, |x, k| one(
+            x[0].logical_xor(&x[1])
+        )),
+        op!(
+            "logical_not",
+            1,
+            ALL,
+            nograd,
+            |x, k| one(x[0].logical_not())
+        ),
+        op!("where", 3, ALL, grad, |x, k| one(Tensor::where_cond(
+            &x[0], &x[1], &x[2]
+        ))),
+        op!("masked_fill", 2, ALL, grad, |x, k| one(
+            x[0].masked_fill(&x[1], k.f("value")?)
+        )),
+    ]
+}
+
+fn reductions() -> Vec<OpInfo> {
+    vec![
+        op!("sum", 1, ALL, grad_ordered, |x, k| one(
+            x[0].sum(&k.ints("dims")?, k.b("keepdim")?)
+        )),
+        op!("sum_all", 1, ALL, grad_ordered, |x, k| one(x[0].sum_all())),
+    ]
+}
+
+/// Float functions and integer-preserving ones both run on i64 (see `gen_fixtures.py`).
+const UNARY: &[DType] = &[F16, BF16, F32, F64, I64];
+
+fn unary() -> Vec<OpInfo> {
+    vec![
+        op!("neg", 1, UNARY, grad, |x, k| one(x[0].neg())),
+        op!("abs", 1, UNARY, grad, |x, k| one(x[0].abs())),
+        op!("sign", 1, UNARY, grad, |x, k| one(x[0].sign())),
+        op!("exp", 1, UNARY, grad, |x, k| one(x[0].exp())),
+        op!("log", 1, UNARY, grad, |x, k| one(x[0].log())),
+        op!("log2", 1, UNARY, grad, |x, k| one(x[0].log2())),
+        op!("log1p", 1, UNARY, grad, |x, k| one(x[0].log1p())),
+        op!("expm1", 1, UNARY, grad, |x, k| one(x[0].expm1())),
+        op!("sqrt", 1, UNARY, grad, |x, k| one(x[0].sqrt())),
+        op!("rsqrt", 1, UNARY, grad, |x, k| one(x[0].rsqrt())),
+        op!("square", 1, UNARY, grad, |x, k| one(x[0].square())),
+        op!("reciprocal", 1, UNARY, grad, |x, k| one(x[0].reciprocal())),
+        op!("sin", 1, UNARY, grad, |x, k| one(x[0].sin())),
+        op!("cos", 1, UNARY, grad, |x, k| one(x[0].cos())),
+        op!("tan", 1, UNARY, grad, |x, k| one(x[0].tan())),
+        op!("tanh", 1, UNARY, grad, |x, k| one(x[0].tanh())),
+        op!("sigmoid", 1, UNARY, grad, |x, k| one(x[0].sigmoid())),
+        op!("relu", 1, UNARY, grad, |x, k| one(x[0].relu())),
+        op!("leaky_relu", 1, FLOATS, grad, |x, k| one(
+            x[0].leaky_relu(k.f("slope")?)
+        )),
+        op!("elu", 1, FLOATS, grad, |x, k| one(x[0].elu(k.f("alpha")?))),
+        op!("gelu", 1, FLOATS, grad, |x, k| one(x[0].gelu())),
+        op!("gelu_tanh", 1, FLOATS, grad, |x, k| one(x[0].gelu_tanh())),
+        op!("silu", 1, FLOATS, grad, |x, k| one(x[0].silu())),
+        op!("softplus", 1, FLOATS, grad, |x, k| one(
+            x[0].softplus(k.f("beta")?, k.f("threshold")?)
+        )),
+        op!("erf", 1, UNARY, grad, |x, k| one(x[0].erf())),
+        op!("floor", 1, UNARY, grad, |x, k| one(x[0].floor())),
+        op!("ceil", 1, UNARY, grad, |x, k| one(x[0].ceil())),
+        op!("round", 1, UNARY, grad, |x, k| one(x[0].round())),
+        op!("clamp", 1, UNARY, grad, |x, k| one(
+            x[0].clamp(k.opt_f("min")?, k.opt_f("max")?)
+        )),
+        op!("clamp_min", 1, FLOATS, grad, |x, k| one(
+            x[0].clamp_min(k.f("value")?)
+        )),
+        op!("clamp_max", 1, FLOATS, grad, |x, k| one(
+            x[0].clamp_max(k.f("value")?)
+        )),
+    ]
+}
