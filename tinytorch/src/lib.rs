@@ -12,4 +12,4 @@ pub mod tensor;
 
 pub use autograd::{no_grad, set_grad_enabled};
 pub use error::{Error, Result};
-pub use tensor::{manual_seed, DType, Device, Layout, Tensor};
+pub use tensor::{manual_seed, DType, Device, Generator, Layout, Tensor};

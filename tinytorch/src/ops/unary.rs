@@ -379,7 +379,7 @@ impl Tensor {
     /// both. Integer tensors keep their dtype when the bounds are whole numbers (bool then
     /// becomes i64) and compute in f32 otherwise, as PyTorch promotes. If `min > max` every
     /// element becomes `max`; a NaN input or bound gives NaN. The gradient passes where
-    /// `min <= x <= max`.
+    /// `min < x < max` (strictly, as PyTorch 2.15 does: zero at the bounds).
     pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
         if min.is_none() && max.is_none() {
             return Err(Error::invalid(
@@ -402,13 +402,14 @@ impl Tensor {
             self.unary_op(op)?
         };
         self.unary_backward(out, "clamp", Saved::Input, move |g, x| {
-            let mut inside = x.eq(x)?; // false only at NaN, where PyTorch's mask is false too
-            if let Some(lo) = min {
-                inside = inside.logical_and(&x.ge_scalar(lo)?)?;
-            }
-            if let Some(hi) = max {
-                inside = inside.logical_and(&x.le_scalar(hi)?)?;
-            }
+            // PyTorch 2.15 passes the gradient only strictly inside the bounds (none at a
+            // bound, none at NaN); comparisons with NaN are false, so NaN drops out.
+            let inside = match (min, max) {
+                (Some(lo), Some(hi)) => x.gt_scalar(lo)?.logical_and(&x.lt_scalar(hi)?)?,
+                (Some(lo), None) => x.gt_scalar(lo)?,
+                (None, Some(hi)) => x.lt_scalar(hi)?,
+                (None, None) => unreachable!("checked above"),
+            };
             g.masked_fill(&inside.logical_not()?, 0.0)
         })
     }

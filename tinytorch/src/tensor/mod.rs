@@ -12,7 +12,7 @@ pub use create::IntoTensorData;
 pub use device::Device;
 pub use dtype::{DType, Element, FloatElement};
 pub use layout::Layout;
-pub use random::manual_seed;
+pub use random::{get_rng_state, manual_seed, set_rng_state, Generator, GeneratorState};
 
 use crate::autograd::Node;
 use crate::backend::cpu::CpuElement;

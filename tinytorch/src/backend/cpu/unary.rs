@@ -510,14 +510,15 @@ pub fn unary(s: &CpuStorage, layout: &Layout, op: UnaryOp) -> Result<CpuStorage>
 /// `x = op(x)` elementwise, in place.
 pub fn unary_inplace(s: &mut CpuStorage, layout: &Layout, op: UnaryOp) -> Result<()> {
     match s {
-        CpuStorage::F32(v) => Ok(float_kernel(op, UpdateSink { dst: v, layout })),
-        CpuStorage::F64(v) => Ok(float_kernel(op, UpdateSink { dst: v, layout })),
-        CpuStorage::F16(v) => Ok(float_kernel(op, UpdateSink { dst: v, layout })),
-        CpuStorage::BF16(v) => Ok(float_kernel(op, UpdateSink { dst: v, layout })),
-        CpuStorage::I64(v) => int_kernel(op, IntUpdateSink { dst: v, layout }),
-        CpuStorage::U8(v) => int_kernel(op, IntUpdateSink { dst: v, layout }),
-        CpuStorage::Bool(v) => bool_kernel(op, IntUpdateSink { dst: v, layout }),
+        CpuStorage::F32(v) => float_kernel(op, UpdateSink { dst: v, layout }),
+        CpuStorage::F64(v) => float_kernel(op, UpdateSink { dst: v, layout }),
+        CpuStorage::F16(v) => float_kernel(op, UpdateSink { dst: v, layout }),
+        CpuStorage::BF16(v) => float_kernel(op, UpdateSink { dst: v, layout }),
+        CpuStorage::I64(v) => int_kernel(op, IntUpdateSink { dst: v, layout })?,
+        CpuStorage::U8(v) => int_kernel(op, IntUpdateSink { dst: v, layout })?,
+        CpuStorage::Bool(v) => bool_kernel(op, IntUpdateSink { dst: v, layout })?,
     }
+    Ok(())
 }
 
 #[cfg(test)]
