@@ -75,6 +75,8 @@ pub fn table() -> Vec<OpInfo> {
     t.extend(reductions());
     t.extend(unary());
     t.extend(index_shape());
+    t.extend(matmul());
+    t.extend(inplace());
     t
 }
 
@@ -398,6 +400,49 @@ fn index_shape() -> Vec<OpInfo> {
         )),
         op!("one_hot", 1, &[I64], nograd, |x, k| one(
             x[0].one_hot(k.i("num_classes")? as i64)
+        )),
+    ]
+}
+
+const MATMUL: &[DType] = &[F32, F64, F16, BF16, I64];
+
+fn matmul() -> Vec<OpInfo> {
+    vec![
+        op!("matmul", 2, MATMUL, grad_ordered, |x, k| one(
+            x[0].matmul(&x[1])
+        )),
+        op!("mm", 2, MATMUL, grad_ordered, |x, k| one(x[0].mm(&x[1]))),
+        op!("bmm", 2, MATMUL, grad_ordered, |x, k| one(x[0].bmm(&x[1]))),
+        op!("outer", 2, MATMUL, grad_ordered, |x, k| one(
+            x[0].outer(&x[1])
+        )),
+        op!("dot", 2, MATMUL, grad_ordered, |x, k| one(x[0].dot(&x[1]))),
+    ]
+}
+
+/// In-place ops write into their first input (a fresh tensor per run, strided in the
+/// non-contiguous rerun) and return it.
+fn inplace() -> Vec<OpInfo> {
+    vec![
+        op!("add_", 2, FI, nograd, |x, k| one(x[0].add_(&x[1]))),
+        op!("sub_", 2, FI, nograd, |x, k| one(x[0].sub_(&x[1]))),
+        op!("mul_", 2, FI, nograd, |x, k| one(x[0].mul_(&x[1]))),
+        op!("div_", 2, &[F32, F64], nograd, |x, k| one(x[0].div_(&x[1]))),
+        op!("add_scalar_", 1, &[F32, F64], nograd, |x, k| one(
+            x[0].add_scalar_(k.f("value")?)
+        )),
+        op!("mul_scalar_", 1, &[F32, F64], nograd, |x, k| one(
+            x[0].mul_scalar_(k.f("value")?)
+        )),
+        op!("copy_", 2, &[F32, F64, I64, Bool], nograd, |x, k| one(
+            x[0].copy_(&x[1])
+        )),
+        op!("zero_", 1, &[F32, I64], nograd, |x, k| one(x[0].zero_())),
+        op!("fill_", 1, &[F32, F64], nograd, |x, k| one(
+            x[0].fill_(k.f("value")?)
+        )),
+        op!("clamp_", 1, &[F32, F64], nograd, |x, k| one(
+            x[0].clamp_(k.opt_f("min")?, k.opt_f("max")?)
         )),
     ]
 }
