@@ -378,3 +378,45 @@ fn gradcheck_f64() {
     }
     finish("f64 gradcheck", todo.len(), failures);
 }
+
+#[test]
+fn inplace_ops_write_only_through_their_view() {
+    let cases = load_cases();
+    let table = ops::table();
+    let todo: Vec<_> = runnable(&cases, &table)
+        .into_iter()
+        .filter(|(c, _)| c.op.ends_with('_'))
+        .collect();
+    let mut failures = Vec::new();
+    for (case, info) in &todo {
+        let mut inputs = case.input_tensors();
+        let (view, buffer) = compare::strided_copy_in_buffer(&inputs[0]).expect("strided copy");
+        inputs[0] = view;
+        let result = run_op(info, case, &inputs).and_then(|_| {
+            let err = |e: tinytorch::Error| e.to_string();
+            // The same layout over zeros: non-zero exactly at the junk positions.
+            let zeros = case.inputs[0].tensor().zeros_like().map_err(err)?;
+            let junk = compare::strided_copy_in_buffer(&zeros)
+                .map_err(err)?
+                .1
+                .to_vec_f64()
+                .map_err(err)?;
+            let after = buffer.to_vec_f64().map_err(err)?;
+            match after
+                .iter()
+                .zip(&junk)
+                .position(|(a, j)| *j != 0.0 && a != j)
+            {
+                Some(i) => Err(format!(
+                    "wrote outside the view: buffer element {i} is {} (was {})",
+                    after[i], junk[i]
+                )),
+                None => Ok(()),
+            }
+        });
+        if let Err(m) = result {
+            failures.push(format!("{}: {m}", label(case, info)));
+        }
+    }
+    finish("in-place through a strided view", todo.len(), failures);
+}

@@ -111,12 +111,20 @@ pub fn against_self(got: &Tensor, want: &Tensor, loose: bool) -> std::result::Re
 /// The values of `t` at odd positions of a buffer twice as long in the last dim, with junk at
 /// the even positions: offset 1, last stride 2 (0-d tensors: offset 1 only).
 pub fn strided_copy(t: &Tensor) -> Result<Tensor> {
+    Ok(strided_copy_in_buffer(t)?.0)
+}
+
+/// The junk value around the elements of [`strided_copy`].
+pub const JUNK: f64 = 77.0;
+
+/// [`strided_copy`] and the whole buffer it views (shape `[.., 2 * n]`, or `[2]` for 0-d).
+pub fn strided_copy_in_buffer(t: &Tensor) -> Result<(Tensor, Tensor)> {
     let x = if t.ndim() == 0 {
         t.reshape(&[1])?
     } else {
         t.clone()
     };
-    let junk = Tensor::full(&[], 77.0, t.dtype(), t.device())?;
+    let junk = Tensor::full(&[], JUNK, t.dtype(), t.device())?;
     let pick_x = Tensor::from_vec(vec![false, true], &[2])?;
     let pairs = Tensor::where_cond(&pick_x, &x.unsqueeze(-1)?, &junk)?;
     let wide = pairs.flatten(-2, -1)?;
@@ -126,7 +134,7 @@ pub fn strided_copy(t: &Tensor) -> Result<Tensor> {
     } else {
         out
     };
-    Ok(out.detach())
+    Ok((out.detach(), wide))
 }
 
 /// The values of `t` (at least 2-d) stored transposed in its last two dims: column-major.

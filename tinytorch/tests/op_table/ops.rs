@@ -2,6 +2,10 @@
 //! the `op` of the fixture cases (see `scripts/gen_fixtures.py`), `run` calls the TinyTorch
 //! method with the case's inputs and keyword arguments.
 //!
+//! To add an op: add its cases to `scripts/gen_fixtures.py` (inputs, domain, dtypes, variants
+//! with broadcasting, 0-d and empty shapes), regenerate the fixture file, and add a record
+//! below whose `dtypes` are exactly the dtypes of its cases (the consistency test checks this).
+//!
 //! Families land in `main` one at a time; fixture cases whose op has no record here are
 //! reported as pending by `op_table::every_fixture_op_is_in_the_table`, not failed.
 
