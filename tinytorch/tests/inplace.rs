@@ -199,7 +199,6 @@ fn modifying_a_saved_tensor_makes_backward_fail() {
 /// Needs the UnaryOp::Clamp kernel from backend/cpu/unary.rs (written by another helper);
 /// fails with NotImplemented until it lands.
 #[test]
-#[ignore = "needs the Clamp kernel in backend/cpu/unary.rs (another helper's family)"]
 fn clamp_in_place() {
     let x = t(&[-2., -0.5, 0.5, 2.], &[4]);
     x.clamp_(Some(-1.0), Some(1.0)).unwrap();
