@@ -16,7 +16,11 @@ pub enum Error {
 
     /// Tensors on different devices, or a device that is not available.
     #[error("{op}: expected all tensors on the same device, got {lhs} and {rhs}")]
-    Device { op: &'static str, lhs: Device, rhs: Device },
+    Device {
+        op: &'static str,
+        lhs: Device,
+        rhs: Device,
+    },
 
     /// A dimension or element index outside its range.
     #[error("{op}: index out of range: {msg}")]
@@ -45,22 +49,37 @@ pub type Result<T> = std::result::Result<T, Error>;
 impl Error {
     /// A shape error for operation `op`.
     pub fn shape(op: &'static str, msg: impl Into<String>) -> Self {
-        Error::Shape { op, msg: msg.into() }
+        Error::Shape {
+            op,
+            msg: msg.into(),
+        }
     }
     /// A dtype error for operation `op`.
     pub fn dtype(op: &'static str, msg: impl Into<String>) -> Self {
-        Error::DType { op, msg: msg.into() }
+        Error::DType {
+            op,
+            msg: msg.into(),
+        }
     }
     /// An index error for operation `op`.
     pub fn index(op: &'static str, msg: impl Into<String>) -> Self {
-        Error::Index { op, msg: msg.into() }
+        Error::Index {
+            op,
+            msg: msg.into(),
+        }
     }
     /// An invalid-argument error for operation `op`.
     pub fn invalid(op: &'static str, msg: impl Into<String>) -> Self {
-        Error::Invalid { op, msg: msg.into() }
+        Error::Invalid {
+            op,
+            msg: msg.into(),
+        }
     }
     /// A dtype the operation does not support.
     pub fn unsupported_dtype(op: &'static str, dtype: DType) -> Self {
-        Error::DType { op, msg: format!("dtype {dtype} is not supported") }
+        Error::DType {
+            op,
+            msg: format!("dtype {dtype} is not supported"),
+        }
     }
 }

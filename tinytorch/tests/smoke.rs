@@ -5,7 +5,10 @@ fn add_broadcast_and_views() {
     let a = Tensor::from_vec(vec![1.0f32, 2., 3., 4., 5., 6.], &[2, 3]).unwrap();
     let b = Tensor::from_vec(vec![10.0f32, 20., 30.], &[3]).unwrap();
     let c = (&a + &b).unwrap();
-    assert_eq!(c.to_vec::<f32>().unwrap(), vec![11., 22., 33., 14., 25., 36.]);
+    assert_eq!(
+        c.to_vec::<f32>().unwrap(),
+        vec![11., 22., 33., 14., 25., 36.]
+    );
     let t = a.t().unwrap();
     assert_eq!(t.to_vec::<f32>().unwrap(), vec![1., 4., 2., 5., 3., 6.]);
     let s = a.slice(1, Some(0), None, 2).unwrap();
@@ -18,10 +21,20 @@ fn add_broadcast_and_views() {
 
 #[test]
 fn mul_backward_same_shape() {
-    let a = Tensor::from_vec(vec![1.0f64, 2., 3.], &[3]).unwrap().requires_grad_(true).unwrap();
-    let b = Tensor::from_vec(vec![4.0f64, 5., 6.], &[3]).unwrap().requires_grad_(true).unwrap();
+    let a = Tensor::from_vec(vec![1.0f64, 2., 3.], &[3])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let b = Tensor::from_vec(vec![4.0f64, 5., 6.], &[3])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
     let c = (&a * &b).unwrap();
-    c.backward_with(Some(&Tensor::ones(&[3], DType::F64, Device::Cpu).unwrap()), false).unwrap();
+    c.backward_with(
+        Some(&Tensor::ones(&[3], DType::F64, Device::Cpu).unwrap()),
+        false,
+    )
+    .unwrap();
     assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), vec![4., 5., 6.]);
     assert_eq!(b.grad().unwrap().to_vec::<f64>().unwrap(), vec![1., 2., 3.]);
 }
@@ -32,13 +45,30 @@ fn broadcast_backward_and_gradcheck() {
     let a = Tensor::from_vec(vec![1.0f64, 2., 3., 4., 5., 6.], &[2, 3]).unwrap();
     let b = Tensor::from_vec(vec![0.5f64, 1.5, 2.5], &[3]).unwrap();
     gradcheck(|x| &x[0] * &x[1], &[a.clone(), b.clone()], 1e-6, 1e-7, 1e-6).unwrap();
-    gradcheck(|x| x[0].t()?.div(&x[1].unsqueeze(1)?), &[a.clone(), b.clone()], 1e-6, 1e-7, 1e-6).unwrap();
-    gradcheck(|x| x[0].slice(1, Some(1), None, 1)?.sum(&[0], false), &[a], 1e-6, 1e-7, 1e-6).unwrap();
+    gradcheck(
+        |x| x[0].t()?.div(&x[1].unsqueeze(1)?),
+        &[a.clone(), b.clone()],
+        1e-6,
+        1e-7,
+        1e-6,
+    )
+    .unwrap();
+    gradcheck(
+        |x| x[0].slice(1, Some(1), None, 1)?.sum(&[0], false),
+        &[a],
+        1e-6,
+        1e-7,
+        1e-6,
+    )
+    .unwrap();
 }
 
 #[test]
 fn deep_chain_does_not_overflow_the_stack() {
-    let x = Tensor::from_vec(vec![1.0f32], &[1]).unwrap().requires_grad_(true).unwrap();
+    let x = Tensor::from_vec(vec![1.0f32], &[1])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
     let mut y = x.clone();
     for _ in 0..100_000 {
         y = y.add_scalar(1.0).unwrap();

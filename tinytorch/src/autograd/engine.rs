@@ -31,7 +31,11 @@ fn topo_order(root: &Tensor) -> Vec<Tensor> {
     order
 }
 
-fn accumulate(map: &mut HashMap<TensorId, (Tensor, Tensor)>, target: &Tensor, grad: Tensor) -> Result<()> {
+fn accumulate(
+    map: &mut HashMap<TensorId, (Tensor, Tensor)>,
+    target: &Tensor,
+    grad: Tensor,
+) -> Result<()> {
     match map.remove(&target.id()) {
         Some((t, g)) => {
             map.insert(t.id(), (t, g.add(&grad)?));
@@ -48,7 +52,8 @@ fn accumulate(map: &mut HashMap<TensorId, (Tensor, Tensor)>, target: &Tensor, gr
 pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Result<()> {
     if !root.requires_grad() {
         return Err(Error::Autograd(
-            "backward: element 0 of tensors does not require grad and does not have a grad_fn".into(),
+            "backward: element 0 of tensors does not require grad and does not have a grad_fn"
+                .into(),
         ));
     }
     let grad = match grad {
@@ -56,7 +61,11 @@ pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Res
             if g.shape() != root.shape() {
                 return Err(Error::shape(
                     "backward",
-                    format!("gradient has shape {:?} but the tensor has shape {:?}", g.shape(), root.shape()),
+                    format!(
+                        "gradient has shape {:?} but the tensor has shape {:?}",
+                        g.shape(),
+                        root.shape()
+                    ),
                 ));
             }
             g.detach()
@@ -82,7 +91,9 @@ pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Res
         pending.insert(root.id(), (root.clone(), grad));
     }
     for t in &order {
-        let Some((_, g)) = pending.remove(&t.id()) else { continue };
+        let Some((_, g)) = pending.remove(&t.id()) else {
+            continue;
+        };
         let node = t.node().expect("topo_order returns non-leaf tensors");
         let needs: Vec<bool> = node.inputs.iter().map(|i| i.requires_grad()).collect();
         let grads = {
@@ -120,7 +131,11 @@ pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Res
                     input.shape()
                 )));
             }
-            let grad = if grad.dtype() != input.dtype() { grad.to_dtype(input.dtype())? } else { grad };
+            let grad = if grad.dtype() != input.dtype() {
+                grad.to_dtype(input.dtype())?
+            } else {
+                grad
+            };
             if input.is_leaf() {
                 accumulate(&mut leaves, input, grad)?;
             } else {

@@ -19,15 +19,23 @@ pub fn gradcheck(
 ) -> Result<f64> {
     for (i, x) in inputs.iter().enumerate() {
         if x.dtype() != DType::F64 {
-            return Err(Error::dtype("gradcheck", format!("input {i} has dtype {}; gradcheck needs f64", x.dtype())));
+            return Err(Error::dtype(
+                "gradcheck",
+                format!("input {i} has dtype {}; gradcheck needs f64", x.dtype()),
+            ));
         }
     }
-    let leaves: Vec<Tensor> =
-        inputs.iter().map(|x| x.contiguous_copy()?.requires_grad_(true)).collect::<Result<_>>()?;
+    let leaves: Vec<Tensor> = inputs
+        .iter()
+        .map(|x| x.contiguous_copy()?.requires_grad_(true))
+        .collect::<Result<_>>()?;
     let out = f(&leaves)?;
-    let weights: Vec<f64> = (0..out.numel()).map(|i| 0.5 + ((i * 7919) % 13) as f64 / 13.0).collect();
+    let weights: Vec<f64> = (0..out.numel())
+        .map(|i| 0.5 + ((i * 7919) % 13) as f64 / 13.0)
+        .collect();
     let w = Tensor::from_vec(weights, out.shape())?.to_dtype(out.dtype())?;
-    let scalar = |o: &Tensor| -> Result<f64> { o.mul(&w)?.sum_all()?.to_dtype(DType::F64)?.item::<f64>() };
+    let scalar =
+        |o: &Tensor| -> Result<f64> { o.mul(&w)?.sum_all()?.to_dtype(DType::F64)?.item::<f64>() };
     out.mul(&w)?.sum_all()?.backward()?;
 
     let mut worst = 0.0f64;

@@ -23,7 +23,10 @@ pub struct Node {
 impl Node {
     /// Frees the saved tensors; a second backward through this node then fails clearly.
     pub(crate) fn release(&self) {
-        self.backward.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.backward
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
     }
 }
 
@@ -56,7 +59,11 @@ pub struct SavedTensor {
 impl SavedTensor {
     /// Save `t` for the backward rule of `op`.
     pub fn new(op: &'static str, t: &Tensor) -> Self {
-        SavedTensor { tensor: t.detach(), version: t.version(), op }
+        SavedTensor {
+            tensor: t.detach(),
+            version: t.version(),
+            op,
+        }
     }
 
     /// The saved value, or an error if it was modified in place since it was saved.

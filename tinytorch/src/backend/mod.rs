@@ -39,7 +39,13 @@ pub trait BackendStorage: Sized {
     /// `self[lhs] op rhs[rhs_l]` elementwise.
     fn binary(&self, lhs: &Layout, rhs: &Self, rhs_l: &Layout, op: BinaryOp) -> Result<Self>;
     /// `self[lhs] = self[lhs] op rhs[rhs_l]`; `rhs` must not alias `self`.
-    fn binary_inplace(&mut self, lhs: &Layout, rhs: &Self, rhs_l: &Layout, op: BinaryOp) -> Result<()>;
+    fn binary_inplace(
+        &mut self,
+        lhs: &Layout,
+        rhs: &Self,
+        rhs_l: &Layout,
+        op: BinaryOp,
+    ) -> Result<()>;
     /// Elementwise predicate, bool output.
     fn cmp(&self, lhs: &Layout, rhs: &Self, rhs_l: &Layout, op: CmpOp) -> Result<Self>;
     /// `self` is a bool condition: picks `on_true` where true, `on_false` elsewhere.
@@ -64,7 +70,13 @@ pub trait BackendStorage: Sized {
     /// (batch stride 0 for broadcast batches).
     fn matmul(&self, lhs: &Layout, rhs: &Self, rhs_l: &Layout) -> Result<Self>;
     /// Pick slices along `dim` by the i64 indices in `index` (1-D).
-    fn index_select(&self, layout: &Layout, dim: usize, index: &Self, index_l: &Layout) -> Result<Self>;
+    fn index_select(
+        &self,
+        layout: &Layout,
+        dim: usize,
+        index: &Self,
+        index_l: &Layout,
+    ) -> Result<Self>;
     /// `out[i][j] = self[index[i][j]][j]` style gather along `dim`; output has index's shape.
     fn gather(&self, layout: &Layout, dim: usize, index: &Self, index_l: &Layout) -> Result<Self>;
     /// Scatter `src` into the elements of `self[layout]` at `index` along `dim`; with
@@ -236,16 +248,32 @@ dispatch_binary! {
 
 impl Storage {
     /// Device dispatch of `BackendStorage::index_select`.
-    pub fn index_select(&self, layout: &Layout, dim: usize, index: &Storage, index_l: &Layout) -> Result<Storage> {
+    pub fn index_select(
+        &self,
+        layout: &Layout,
+        dim: usize,
+        index: &Storage,
+        index_l: &Layout,
+    ) -> Result<Storage> {
         match (self, index) {
-            (Storage::Cpu(a), Storage::Cpu(i)) => Ok(Storage::Cpu(a.index_select(layout, dim, i, index_l)?)),
+            (Storage::Cpu(a), Storage::Cpu(i)) => {
+                Ok(Storage::Cpu(a.index_select(layout, dim, i, index_l)?))
+            }
         }
     }
 
     /// Device dispatch of `BackendStorage::gather`.
-    pub fn gather(&self, layout: &Layout, dim: usize, index: &Storage, index_l: &Layout) -> Result<Storage> {
+    pub fn gather(
+        &self,
+        layout: &Layout,
+        dim: usize,
+        index: &Storage,
+        index_l: &Layout,
+    ) -> Result<Storage> {
         match (self, index) {
-            (Storage::Cpu(a), Storage::Cpu(i)) => Ok(Storage::Cpu(a.gather(layout, dim, i, index_l)?)),
+            (Storage::Cpu(a), Storage::Cpu(i)) => {
+                Ok(Storage::Cpu(a.gather(layout, dim, i, index_l)?))
+            }
         }
     }
 
@@ -273,14 +301,25 @@ impl Storage {
     }
 
     /// Device dispatch of `BackendStorage::binary_inplace`.
-    pub fn binary_inplace(&mut self, lhs: &Layout, rhs: &Storage, rhs_l: &Layout, op: BinaryOp) -> Result<()> {
+    pub fn binary_inplace(
+        &mut self,
+        lhs: &Layout,
+        rhs: &Storage,
+        rhs_l: &Layout,
+        op: BinaryOp,
+    ) -> Result<()> {
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => a.binary_inplace(lhs, b, rhs_l, op),
         }
     }
 
     /// Device dispatch of `BackendStorage::copy_strided_from`.
-    pub fn copy_strided_from(&mut self, dst_l: &Layout, src: &Storage, src_l: &Layout) -> Result<()> {
+    pub fn copy_strided_from(
+        &mut self,
+        dst_l: &Layout,
+        src: &Storage,
+        src_l: &Layout,
+    ) -> Result<()> {
         match (self, src) {
             (Storage::Cpu(a), Storage::Cpu(b)) => a.copy_strided_from(dst_l, b, src_l),
         }
@@ -323,11 +362,16 @@ impl Storage {
         src_l: &Layout,
     ) -> Result<()> {
         match (self, index, src) {
-            (Storage::Cpu(a), Storage::Cpu(i), Storage::Cpu(s)) => a.index_add_inplace(layout, dim, i, index_l, s, src_l),
+            (Storage::Cpu(a), Storage::Cpu(i), Storage::Cpu(s)) => {
+                a.index_add_inplace(layout, dim, i, index_l, s, src_l)
+            }
         }
     }
 }
 
 fn no_cuda(op: &'static str) -> Error {
-    Error::NotImplemented { op, what: "CUDA devices (this build has no CUDA backend)".into() }
+    Error::NotImplemented {
+        op,
+        what: "CUDA devices (this build has no CUDA backend)".into(),
+    }
 }

@@ -32,7 +32,10 @@ pub enum UnaryOp {
     GeluTanh,
     Silu,
     /// `log(1 + exp(beta x)) / beta`, linear above `threshold`.
-    Softplus { beta: f64, threshold: f64 },
+    Softplus {
+        beta: f64,
+        threshold: f64,
+    },
     Erf,
     Floor,
     Ceil,
@@ -102,4 +105,6 @@ pub enum ArgReduceOp {
 pub enum ScanOp {
     CumSum,
     CumProd,
+    /// Suffix sums, `out[i] = sum_{j >= i} x[j]` (the backward of `CumSum`).
+    RevCumSum,
 }

@@ -10,7 +10,13 @@ use crate::tensor::layout::broadcast_shapes;
 use crate::tensor::{DType, Tensor};
 
 /// Broadcast `a` and `b`, cast both to `dtype`, and run the primitive `op`.
-pub(crate) fn broadcast_binary(op_name: &'static str, a: &Tensor, b: &Tensor, dtype: DType, op: BinaryOp) -> Result<Tensor> {
+pub(crate) fn broadcast_binary(
+    op_name: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    dtype: DType,
+    op: BinaryOp,
+) -> Result<Tensor> {
     same_device(op_name, &[a, b])?;
     let shape = broadcast_shapes(op_name, a.shape(), b.shape())?;
     let (a, b) = (a.to_dtype(dtype)?, b.to_dtype(dtype)?);
@@ -35,8 +41,16 @@ fn result_dtype(a: &Tensor, b: &Tensor, op: BinaryOp) -> DType {
 /// A 0-d tensor holding `value` with the dtype PyTorch gives `tensor op scalar`: the tensor's
 /// dtype, unless the tensor is integral and the scalar is not (then the default float).
 fn scalar_like(t: &Tensor, value: f64) -> Result<Tensor> {
-    let dtype = if !t.dtype().is_float() && value.fract() != 0.0 { DType::F32 } else { t.dtype() };
-    let dtype = if dtype == DType::Bool { DType::I64 } else { dtype };
+    let dtype = if !t.dtype().is_float() && value.fract() != 0.0 {
+        DType::F32
+    } else {
+        t.dtype()
+    };
+    let dtype = if dtype == DType::Bool {
+        DType::I64
+    } else {
+        dtype
+    };
     Tensor::from_f64_values(vec![value], &[], dtype, t.device())
 }
 
@@ -53,14 +67,26 @@ impl Tensor {
                 Ok(vec![Some(g.sum_to_shape(&sa)?), Some(g.sum_to_shape(&sb)?)])
             }),
             BinaryOp::Sub => out.record(name, &[self, rhs], move |g, need| {
-                let gb = if need[1] { Some(g.mul_scalar(-1.0)?.sum_to_shape(&sb)?) } else { None };
+                let gb = if need[1] {
+                    Some(g.mul_scalar(-1.0)?.sum_to_shape(&sb)?)
+                } else {
+                    None
+                };
                 Ok(vec![Some(g.sum_to_shape(&sa)?), gb])
             }),
             BinaryOp::Mul => {
                 let (a, b) = (self.save(name), rhs.save(name));
                 out.record(name, &[self, rhs], move |g, need| {
-                    let ga = if need[0] { Some(g.mul(b.get()?)?.sum_to_shape(&sa)?) } else { None };
-                    let gb = if need[1] { Some(g.mul(a.get()?)?.sum_to_shape(&sb)?) } else { None };
+                    let ga = if need[0] {
+                        Some(g.mul(b.get()?)?.sum_to_shape(&sa)?)
+                    } else {
+                        None
+                    };
+                    let gb = if need[1] {
+                        Some(g.mul(a.get()?)?.sum_to_shape(&sb)?)
+                    } else {
+                        None
+                    };
                     Ok(vec![ga, gb])
                 })
             }
@@ -68,10 +94,19 @@ impl Tensor {
                 let (a, b) = (self.save(name), rhs.save(name));
                 out.record(name, &[self, rhs], move |g, need| {
                     let b = b.get()?;
-                    let ga = if need[0] { Some(g.div(b)?.sum_to_shape(&sa)?) } else { None };
+                    let ga = if need[0] {
+                        Some(g.div(b)?.sum_to_shape(&sa)?)
+                    } else {
+                        None
+                    };
                     // d(a/b)/db = -a / b^2
                     let gb = if need[1] {
-                        Some(g.mul(a.get()?)?.div(&b.mul(b)?)?.mul_scalar(-1.0)?.sum_to_shape(&sb)?)
+                        Some(
+                            g.mul(a.get()?)?
+                                .div(&b.mul(b)?)?
+                                .mul_scalar(-1.0)?
+                                .sum_to_shape(&sb)?,
+                        )
                     } else {
                         None
                     };
@@ -84,7 +119,10 @@ impl Tensor {
                     let (a, b) = (a.get()?, b.get()?);
                     // d(a^b)/da = b * a^(b-1)
                     let ga = if need[0] {
-                        Some(g.mul(&b.mul(&a.pow(&b.add_scalar(-1.0)?)?)?)?.sum_to_shape(&sa)?)
+                        Some(
+                            g.mul(&b.mul(&a.pow(&b.add_scalar(-1.0)?)?)?)?
+                                .sum_to_shape(&sa)?,
+                        )
                     } else {
                         None
                     };
@@ -102,14 +140,23 @@ impl Tensor {
             }
             BinaryOp::Maximum | BinaryOp::Minimum => {
                 let (a, b) = (self.save(name), rhs.save(name));
-                let pick_a = if op == BinaryOp::Maximum { Tensor::gt } else { Tensor::lt };
+                let pick_a = if op == BinaryOp::Maximum {
+                    Tensor::gt
+                } else {
+                    Tensor::lt
+                };
                 out.record(name, &[self, rhs], move |g, _| {
                     // Ties split the gradient evenly, as PyTorch does.
                     let (a, b) = (a.get()?, b.get()?);
-                    let wa = pick_a(a, b)?.to_dtype(g.dtype())?.add(&a.eq(b)?.to_dtype(g.dtype())?.mul_scalar(0.5)?)?;
+                    let wa = pick_a(a, b)?
+                        .to_dtype(g.dtype())?
+                        .add(&a.eq(b)?.to_dtype(g.dtype())?.mul_scalar(0.5)?)?;
                     let ga = g.mul(&wa)?;
                     let gb = g.sub(&ga)?;
-                    Ok(vec![Some(ga.sum_to_shape(&sa)?), Some(gb.sum_to_shape(&sb)?)])
+                    Ok(vec![
+                        Some(ga.sum_to_shape(&sa)?),
+                        Some(gb.sum_to_shape(&sb)?),
+                    ])
                 })
             }
         })

@@ -17,7 +17,9 @@ impl Tensor {
             return Ok(out);
         }
         let src = self.dtype();
-        Ok(out.record("to_dtype", &[self], move |g, _| Ok(vec![Some(g.to_dtype(src)?)])))
+        Ok(out.record("to_dtype", &[self], move |g, _| {
+            Ok(vec![Some(g.to_dtype(src)?)])
+        }))
     }
 
     /// Move to `device` (`x.to(device)`); the same handle when already there.
@@ -25,7 +27,10 @@ impl Tensor {
         if self.device() == device {
             return Ok(self.clone());
         }
-        Err(Error::NotImplemented { op: "to_device", what: format!("moving a tensor to {device}") })
+        Err(Error::NotImplemented {
+            op: "to_device",
+            what: format!("moving a tensor to {device}"),
+        })
     }
 
     /// A contiguous tensor with the same values: `self` when already contiguous, otherwise a

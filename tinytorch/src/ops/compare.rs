@@ -15,7 +15,10 @@ impl Tensor {
             CmpOp::And | CmpOp::Or | CmpOp::Xor => DType::Bool,
             _ => DType::promote(self.dtype(), other.dtype()),
         };
-        let (a, b) = (self.detach().to_dtype(dtype)?, other.detach().to_dtype(dtype)?);
+        let (a, b) = (
+            self.detach().to_dtype(dtype)?,
+            other.detach().to_dtype(dtype)?,
+        );
         let la = a.layout().broadcast_as(name, &shape)?;
         let lb = b.layout().broadcast_as(name, &shape)?;
         let s = with_storages2(&a, &b, |sa, sb| sa.cmp(&la, sb, &lb, op))?;
@@ -23,7 +26,11 @@ impl Tensor {
     }
 
     fn compare_scalar(&self, value: f64, op: CmpOp, name: &'static str) -> Result<Tensor> {
-        let dtype = if !self.dtype().is_float() && value.fract() != 0.0 { DType::F64 } else { self.dtype() };
+        let dtype = if !self.dtype().is_float() && value.fract() != 0.0 {
+            DType::F64
+        } else {
+            self.dtype()
+        };
         let s = Tensor::from_f64_values(vec![value], &[], dtype, self.device())?;
         self.compare(&s, op, name)
     }
@@ -98,7 +105,10 @@ impl Tensor {
     pub fn where_cond(cond: &Tensor, on_true: &Tensor, on_false: &Tensor) -> Result<Tensor> {
         same_device("where", &[cond, on_true, on_false])?;
         if cond.dtype() != DType::Bool {
-            return Err(Error::dtype("where", format!("condition must be a bool tensor, got {}", cond.dtype())));
+            return Err(Error::dtype(
+                "where",
+                format!("condition must be a bool tensor, got {}", cond.dtype()),
+            ));
         }
         let shape = broadcast_shapes("where", cond.shape(), on_true.shape())?;
         let shape = broadcast_shapes("where", &shape, on_false.shape())?;
@@ -107,7 +117,9 @@ impl Tensor {
         let lc = cond.layout().broadcast_as("where", &shape)?;
         let lt = t.layout().broadcast_as("where", &shape)?;
         let lf = f.layout().broadcast_as("where", &shape)?;
-        let s = with_storages3(cond, &t, &f, |sc, st, sf| sc.where_cond(&lc, st, &lt, sf, &lf))?;
+        let s = with_storages3(cond, &t, &f, |sc, st, sf| {
+            sc.where_cond(&lc, st, &lt, sf, &lf)
+        })?;
         let out = Tensor::from_contiguous(s, &shape);
         if !needs_grad(&[&t, &f]) {
             return Ok(out);
@@ -130,7 +142,11 @@ impl Tensor {
         if shape != self.shape() {
             return Err(Error::shape(
                 "masked_fill",
-                format!("mask of shape {:?} does not broadcast to the tensor's shape {:?}", mask.shape(), self.shape()),
+                format!(
+                    "mask of shape {:?} does not broadcast to the tensor's shape {:?}",
+                    mask.shape(),
+                    self.shape()
+                ),
             ));
         }
         let fill = Tensor::from_f64_values(vec![value], &[], self.dtype(), self.device())?;

@@ -27,7 +27,11 @@ pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     let first = tensors[0].device();
     for t in &tensors[1..] {
         if t.device() != first {
-            return Err(Error::Device { op, lhs: first, rhs: t.device() });
+            return Err(Error::Device {
+                op,
+                lhs: first,
+                rhs: t.device(),
+            });
         }
     }
     Ok(())
@@ -35,7 +39,11 @@ pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
 
 /// Run `f` with read access to the storages of `a` and `b`, taking one lock when they share a
 /// buffer (a second read lock on the same RwLock from one thread can deadlock).
-pub(crate) fn with_storages2<R>(a: &Tensor, b: &Tensor, f: impl FnOnce(&Storage, &Storage) -> R) -> R {
+pub(crate) fn with_storages2<R>(
+    a: &Tensor,
+    b: &Tensor,
+    f: impl FnOnce(&Storage, &Storage) -> R,
+) -> R {
     if Arc::ptr_eq(&a.inner_storage(), &b.inner_storage()) {
         let s = a.storage();
         f(&s, &s)

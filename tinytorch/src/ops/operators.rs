@@ -66,10 +66,14 @@ macro_rules! tensor_binop {
     };
 }
 
-tensor_binop!(Add, add, add, add_scalar, |t: &Tensor, s: f64| t.add_scalar(s));
-tensor_binop!(Sub, sub, sub, sub_scalar, |t: &Tensor, s: f64| t.rsub_scalar(s));
-tensor_binop!(Mul, mul, mul, mul_scalar, |t: &Tensor, s: f64| t.mul_scalar(s));
-tensor_binop!(Div, div, div, div_scalar, |t: &Tensor, s: f64| t.rdiv_scalar(s));
+tensor_binop!(Add, add, add, add_scalar, |t: &Tensor, s: f64| t
+    .add_scalar(s));
+tensor_binop!(Sub, sub, sub, sub_scalar, |t: &Tensor, s: f64| t
+    .rsub_scalar(s));
+tensor_binop!(Mul, mul, mul, mul_scalar, |t: &Tensor, s: f64| t
+    .mul_scalar(s));
+tensor_binop!(Div, div, div, div_scalar, |t: &Tensor, s: f64| t
+    .rdiv_scalar(s));
 
 impl Neg for &Tensor {
     type Output = Result<Tensor>;

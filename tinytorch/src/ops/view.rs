@@ -25,10 +25,16 @@ fn infer_shape(op: &'static str, shape: &[isize], n: usize, from: &[usize]) -> R
     for (i, &d) in shape.iter().enumerate() {
         if d == -1 {
             if infer.replace(i).is_some() {
-                return Err(Error::invalid(op, format!("only one dimension can be inferred in {shape:?}")));
+                return Err(Error::invalid(
+                    op,
+                    format!("only one dimension can be inferred in {shape:?}"),
+                ));
             }
         } else if d < 0 {
-            return Err(Error::invalid(op, format!("invalid shape dimension {d} in {shape:?}")));
+            return Err(Error::invalid(
+                op,
+                format!("invalid shape dimension {d} in {shape:?}"),
+            ));
         } else {
             known *= d as usize;
         }
@@ -36,21 +42,32 @@ fn infer_shape(op: &'static str, shape: &[isize], n: usize, from: &[usize]) -> R
     let mut out: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
     if let Some(i) = infer {
         if known == 0 || n % known != 0 {
-            return Err(Error::shape(op, format!("shape {shape:?} is invalid for input of shape {from:?} ({n} elements)")));
+            return Err(Error::shape(
+                op,
+                format!("shape {shape:?} is invalid for input of shape {from:?} ({n} elements)"),
+            ));
         }
         out[i] = n / known;
     } else if known != n {
-        return Err(Error::shape(op, format!("shape {shape:?} is invalid for input of shape {from:?} ({n} elements)")));
+        return Err(Error::shape(
+            op,
+            format!("shape {shape:?} is invalid for input of shape {from:?} ({n} elements)"),
+        ));
     }
     Ok(out)
 }
 
 /// The gradient of a view that picks part of its input (narrow, slice, select): zeros of the
 /// input's shape with `g` written where the view looked.
-fn embed_grad(g: &Tensor, in_shape: &[usize], view_of: impl Fn(&Layout) -> Layout) -> Result<Tensor> {
+fn embed_grad(
+    g: &Tensor,
+    in_shape: &[usize],
+    view_of: impl Fn(&Layout) -> Layout,
+) -> Result<Tensor> {
     let z = Tensor::zeros(in_shape, g.dtype(), g.device())?;
     let dst = view_of(&Layout::contiguous(in_shape));
-    z.storage_mut().copy_strided_from(&dst, &g.storage(), g.layout())?;
+    z.storage_mut()
+        .copy_strided_from(&dst, &g.storage(), g.layout())?;
     Ok(z)
 }
 
@@ -116,7 +133,9 @@ impl Tensor {
         let a = normalize_dim("transpose", d0, self.ndim())?;
         let b = normalize_dim("transpose", d1, self.ndim())?;
         let layout = self.layout().transpose(a, b);
-        Ok(self.make_view("transpose", layout, move |g| g.transpose(a as isize, b as isize)))
+        Ok(self.make_view("transpose", layout, move |g| {
+            g.transpose(a as isize, b as isize)
+        }))
     }
 
     /// Transpose of a matrix; 0-d and 1-d tensors are returned as is (`x.t()`).
@@ -124,7 +143,10 @@ impl Tensor {
         match self.ndim() {
             0 | 1 => Ok(self.clone()),
             2 => self.transpose(0, 1),
-            n => Err(Error::shape("t", format!("t() expects a tensor with <= 2 dimensions, but self is {n}D"))),
+            n => Err(Error::shape(
+                "t",
+                format!("t() expects a tensor with <= 2 dimensions, but self is {n}D"),
+            )),
         }
     }
 
@@ -161,7 +183,10 @@ impl Tensor {
         let s = normalize_dim("flatten", start, self.ndim())?;
         let e = normalize_dim("flatten", end, self.ndim())?;
         if s > e {
-            return Err(Error::invalid("flatten", format!("start_dim {start} comes after end_dim {end}")));
+            return Err(Error::invalid(
+                "flatten",
+                format!("start_dim {start} comes after end_dim {end}"),
+            ));
         }
         let mut shape: Vec<isize> = self.shape()[..s].iter().map(|&d| d as isize).collect();
         shape.push(numel(&self.shape()[s..=e]) as isize);
@@ -185,7 +210,10 @@ impl Tensor {
         if n < self.ndim() {
             return Err(Error::shape(
                 "expand",
-                format!("the number of sizes provided ({n}) must be >= the number of dims ({})", self.ndim()),
+                format!(
+                    "the number of sizes provided ({n}) must be >= the number of dims ({})",
+                    self.ndim()
+                ),
             ));
         }
         let extra = n - self.ndim();
@@ -193,11 +221,17 @@ impl Tensor {
         for (i, &d) in shape.iter().enumerate() {
             if d == -1 {
                 if i < extra {
-                    return Err(Error::invalid("expand", format!("-1 is not allowed in a new leading dimension ({shape:?})")));
+                    return Err(Error::invalid(
+                        "expand",
+                        format!("-1 is not allowed in a new leading dimension ({shape:?})"),
+                    ));
                 }
                 target.push(self.shape()[i - extra]);
             } else if d < 0 {
-                return Err(Error::invalid("expand", format!("invalid size {d} in {shape:?}")));
+                return Err(Error::invalid(
+                    "expand",
+                    format!("invalid size {d} in {shape:?}"),
+                ));
             } else {
                 target.push(d as usize);
             }
@@ -224,19 +258,31 @@ impl Tensor {
         let size = self.shape()[d] as isize;
         let s = if start < 0 { start + size } else { start };
         if s < 0 {
-            return Err(Error::index("narrow", format!("start {start} out of range for dim {d} of size {size}")));
+            return Err(Error::index(
+                "narrow",
+                format!("start {start} out of range for dim {d} of size {size}"),
+            ));
         }
         let s = s as usize;
         let layout = self.layout().narrow("narrow", d, s, length)?;
         let in_shape = self.shape().to_vec();
         Ok(self.make_view("narrow", layout, move |g| {
-            embed_grad(g, &in_shape, |l| l.narrow("narrow", d, s, length).expect("checked in forward"))
+            embed_grad(g, &in_shape, |l| {
+                l.narrow("narrow", d, s, length)
+                    .expect("checked in forward")
+            })
         }))
     }
 
     /// Python-style slicing `x[.., start:end:step, ..]` on `dim`: out-of-range bounds are
     /// clamped, negative bounds count from the end, `step` must be positive.
-    pub fn slice(&self, dim: isize, start: Option<isize>, end: Option<isize>, step: usize) -> Result<Tensor> {
+    pub fn slice(
+        &self,
+        dim: isize,
+        start: Option<isize>,
+        end: Option<isize>,
+        step: usize,
+    ) -> Result<Tensor> {
         if step == 0 {
             return Err(Error::invalid("slice", "slice step must be positive"));
         }
@@ -245,12 +291,15 @@ impl Tensor {
         }
         let d = normalize_dim("slice", dim, self.ndim())?;
         let size = self.shape()[d] as isize;
-        let clamp = |v: isize| -> usize { (if v < 0 { v + size } else { v }).clamp(0, size) as usize };
+        let clamp =
+            |v: isize| -> usize { (if v < 0 { v + size } else { v }).clamp(0, size) as usize };
         let s = start.map_or(0, clamp);
         let e = end.map_or(size as usize, clamp);
         let layout = self.layout().slice_step(d, s, e.max(s), step);
         let in_shape = self.shape().to_vec();
-        Ok(self.make_view("slice", layout, move |g| embed_grad(g, &in_shape, |l| l.slice_step(d, s, e.max(s), step))))
+        Ok(self.make_view("slice", layout, move |g| {
+            embed_grad(g, &in_shape, |l| l.slice_step(d, s, e.max(s), step))
+        }))
     }
 
     /// Apply several [`SliceArg`]s, one per leading dimension (`x[a:b, c:d:e]`).
@@ -265,7 +314,10 @@ impl Tensor {
     /// Index `index` of `dim`, removing that dimension (`x.select(dim, index)`, `x[i]`).
     pub fn select(&self, dim: isize, index: isize) -> Result<Tensor> {
         if self.ndim() == 0 {
-            return Err(Error::index("select", "select() cannot be applied to a 0-dim tensor"));
+            return Err(Error::index(
+                "select",
+                "select() cannot be applied to a 0-dim tensor",
+            ));
         }
         let d = normalize_dim("select", dim, self.ndim())?;
         let size = self.shape()[d] as isize;
@@ -279,14 +331,19 @@ impl Tensor {
         let i = i as usize;
         let layout = self.layout().select(d, i);
         let in_shape = self.shape().to_vec();
-        Ok(self.make_view("select", layout, move |g| embed_grad(g, &in_shape, |l| l.select(d, i))))
+        Ok(self.make_view("select", layout, move |g| {
+            embed_grad(g, &in_shape, |l| l.select(d, i))
+        }))
     }
 
     /// Split into `chunks` views of equal size along `dim` (the last may be smaller), as
     /// `torch.chunk`.
     pub fn chunk(&self, chunks: usize, dim: isize) -> Result<Vec<Tensor>> {
         if chunks == 0 {
-            return Err(Error::invalid("chunk", "chunk expects `chunks` to be greater than 0"));
+            return Err(Error::invalid(
+                "chunk",
+                "chunk expects `chunks` to be greater than 0",
+            ));
         }
         let d = normalize_dim("chunk", dim, self.ndim())?;
         let size = self.shape().get(d).copied().unwrap_or(1);
@@ -299,12 +356,18 @@ impl Tensor {
         let d = normalize_dim("split", dim, self.ndim())?;
         let size = self.shape()[d];
         if split_size == 0 && size > 0 {
-            return Err(Error::invalid("split", "split_size must be positive for a non-empty dimension"));
+            return Err(Error::invalid(
+                "split",
+                "split_size must be positive for a non-empty dimension",
+            ));
         }
         if size == 0 {
             return Ok(vec![self.clone()]);
         }
-        let sizes: Vec<usize> = (0..size).step_by(split_size).map(|s| split_size.min(size - s)).collect();
+        let sizes: Vec<usize> = (0..size)
+            .step_by(split_size)
+            .map(|s| split_size.min(size - s))
+            .collect();
         self.split_sizes(&sizes, dim)
     }
 
@@ -315,7 +378,10 @@ impl Tensor {
         if total != self.shape()[d] {
             return Err(Error::shape(
                 "split",
-                format!("split sizes {sizes:?} sum to {total} but dim {d} has size {}", self.shape()[d]),
+                format!(
+                    "split sizes {sizes:?} sum to {total} but dim {d} has size {}",
+                    self.shape()[d]
+                ),
             ));
         }
         let mut start = 0;
@@ -334,17 +400,27 @@ impl Tensor {
             return Ok(self.clone());
         }
         let extra = self.ndim().checked_sub(shape.len()).ok_or_else(|| {
-            Error::shape("sum_to_shape", format!("cannot sum shape {:?} to {shape:?}", self.shape()))
+            Error::shape(
+                "sum_to_shape",
+                format!("cannot sum shape {:?} to {shape:?}", self.shape()),
+            )
         })?;
         let mut dims: Vec<isize> = (0..extra as isize).collect();
         for (i, &d) in shape.iter().enumerate() {
             if d == 1 && self.shape()[extra + i] != 1 {
                 dims.push((extra + i) as isize);
             } else if d != self.shape()[extra + i] {
-                return Err(Error::shape("sum_to_shape", format!("cannot sum shape {:?} to {shape:?}", self.shape())));
+                return Err(Error::shape(
+                    "sum_to_shape",
+                    format!("cannot sum shape {:?} to {shape:?}", self.shape()),
+                ));
             }
         }
-        let summed = if dims.is_empty() { self.clone() } else { self.sum(&dims, true)? };
+        let summed = if dims.is_empty() {
+            self.clone()
+        } else {
+            self.sum(&dims, true)?
+        };
         let target: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
         summed.reshape(&target)
     }

@@ -35,7 +35,11 @@ impl Tensor {
         if s.len() != numel(shape) {
             return Err(Error::shape(
                 "from_vec",
-                format!("{} elements cannot fill shape {shape:?} ({} elements)", s.len(), numel(shape)),
+                format!(
+                    "{} elements cannot fill shape {shape:?} ({} elements)",
+                    s.len(),
+                    numel(shape)
+                ),
             ));
         }
         Ok(Tensor::from_contiguous(Storage::Cpu(s), shape))
@@ -43,7 +47,10 @@ impl Tensor {
 
     /// A 1-D CPU tensor of `data`.
     pub fn from_slice<T: CpuElement>(data: &[T]) -> Tensor {
-        Tensor::from_contiguous(Storage::Cpu(CpuStorage::from_vec(data.to_vec())), &[data.len()])
+        Tensor::from_contiguous(
+            Storage::Cpu(CpuStorage::from_vec(data.to_vec())),
+            &[data.len()],
+        )
     }
 
     /// A 0-d CPU tensor holding `value`.
@@ -90,7 +97,10 @@ impl Tensor {
     /// exact; the element count is `ceil((end - start) / step)`.
     pub fn arange(start: f64, end: f64, step: f64, dtype: DType, device: Device) -> Result<Tensor> {
         if step == 0.0 || !step.is_finite() || !start.is_finite() || !end.is_finite() {
-            return Err(Error::invalid("arange", format!("invalid range start={start} end={end} step={step}")));
+            return Err(Error::invalid(
+                "arange",
+                format!("invalid range start={start} end={end} step={step}"),
+            ));
         }
         if (end - start) * step < 0.0 {
             return Err(Error::invalid(
@@ -104,7 +114,13 @@ impl Tensor {
     }
 
     /// `steps` values evenly spaced from `start` to `end` inclusive (`torch.linspace`).
-    pub fn linspace(start: f64, end: f64, steps: usize, dtype: DType, device: Device) -> Result<Tensor> {
+    pub fn linspace(
+        start: f64,
+        end: f64,
+        steps: usize,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
         let values: Vec<f64> = match steps {
             0 => vec![],
             1 => vec![start],
@@ -113,7 +129,13 @@ impl Tensor {
                 // PyTorch fills the second half backwards from `end` so that it lands exactly.
                 let half = steps / 2;
                 (0..steps)
-                    .map(|i| if i < half { start + step * i as f64 } else { end - step * (steps - 1 - i) as f64 })
+                    .map(|i| {
+                        if i < half {
+                            start + step * i as f64
+                        } else {
+                            end - step * (steps - 1 - i) as f64
+                        }
+                    })
                     .collect()
             }
         };
@@ -130,7 +152,12 @@ impl Tensor {
     }
 
     /// A tensor of `dtype` on `device` from f64 values (exact for integers up to 2^53).
-    pub(crate) fn from_f64_values(values: Vec<f64>, shape: &[usize], dtype: DType, device: Device) -> Result<Tensor> {
+    pub(crate) fn from_f64_values(
+        values: Vec<f64>,
+        shape: &[usize],
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
         let cpu = CpuStorage::F64(values);
         let cpu = if dtype == DType::F64 {
             cpu
@@ -138,6 +165,9 @@ impl Tensor {
             use crate::backend::BackendStorage;
             cpu.to_dtype(&Layout::contiguous(&[numel(shape)]), dtype)?
         };
-        Ok(Tensor::from_contiguous(Storage::from_cpu(cpu, device)?, shape))
+        Ok(Tensor::from_contiguous(
+            Storage::from_cpu(cpu, device)?,
+            shape,
+        ))
     }
 }

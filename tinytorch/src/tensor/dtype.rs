@@ -25,8 +25,15 @@ pub enum DType {
 
 impl DType {
     /// Every dtype, in promotion order.
-    pub const ALL: [DType; 7] =
-        [DType::Bool, DType::U8, DType::I64, DType::F16, DType::BF16, DType::F32, DType::F64];
+    pub const ALL: [DType; 7] = [
+        DType::Bool,
+        DType::U8,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
 
     /// True for f16, bf16, f32 and f64.
     pub fn is_float(self) -> bool {

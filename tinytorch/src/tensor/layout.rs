@@ -33,8 +33,16 @@ pub fn broadcast_shapes(op: &'static str, a: &[usize], b: &[usize]) -> Result<Ve
     let n = a.len().max(b.len());
     let mut out = vec![0; n];
     for i in 0..n {
-        let da = if i + a.len() >= n { a[i + a.len() - n] } else { 1 };
-        let db = if i + b.len() >= n { b[i + b.len() - n] } else { 1 };
+        let da = if i + a.len() >= n {
+            a[i + a.len() - n]
+        } else {
+            1
+        };
+        let db = if i + b.len() >= n {
+            b[i + b.len() - n]
+        } else {
+            1
+        };
         out[i] = if da == db || db == 1 {
             da
         } else if da == 1 {
@@ -75,7 +83,10 @@ pub fn normalize_dims(op: &'static str, dims: &[isize], ndim: usize) -> Result<V
             continue;
         }
         if out.contains(&d) {
-            return Err(Error::invalid(op, format!("dim {d} appears more than once in {dims:?}")));
+            return Err(Error::invalid(
+                op,
+                format!("dim {d} appears more than once in {dims:?}"),
+            ));
         }
         out.push(d);
     }
@@ -86,13 +97,21 @@ pub fn normalize_dims(op: &'static str, dims: &[isize], ndim: usize) -> Result<V
 impl Layout {
     /// A contiguous row-major layout of `shape` starting at offset 0.
     pub fn contiguous(shape: &[usize]) -> Self {
-        Layout { shape: shape.to_vec(), strides: contiguous_strides(shape), offset: 0 }
+        Layout {
+            shape: shape.to_vec(),
+            strides: contiguous_strides(shape),
+            offset: 0,
+        }
     }
 
     /// A layout from raw parts. The caller guarantees that every element is inside the storage.
     pub fn from_parts(shape: Vec<usize>, strides: Vec<usize>, offset: usize) -> Self {
         debug_assert_eq!(shape.len(), strides.len());
-        Layout { shape, strides, offset }
+        Layout {
+            shape,
+            strides,
+            offset,
+        }
     }
 
     /// The sizes of each dimension.
@@ -130,7 +149,8 @@ impl Layout {
 
     /// `Some((start, end))` of the storage range when the layout is contiguous.
     pub fn contiguous_range(&self) -> Option<(usize, usize)> {
-        self.is_contiguous().then(|| (self.offset, self.offset + self.numel()))
+        self.is_contiguous()
+            .then(|| (self.offset, self.offset + self.numel()))
     }
 
     /// One past the largest storage index this layout touches (0 when empty).
@@ -138,7 +158,14 @@ impl Layout {
         if self.numel() == 0 {
             return 0;
         }
-        self.offset + self.shape.iter().zip(&self.strides).map(|(&d, &s)| (d - 1) * s).sum::<usize>() + 1
+        self.offset
+            + self
+                .shape
+                .iter()
+                .zip(&self.strides)
+                .map(|(&d, &s)| (d - 1) * s)
+                .sum::<usize>()
+            + 1
     }
 
     /// Swap two dimensions.
@@ -155,7 +182,10 @@ impl Layout {
         if dims.len() != n {
             return Err(Error::shape(
                 op,
-                format!("permutation {dims:?} has {} dims but the tensor has {n}", dims.len()),
+                format!(
+                    "permutation {dims:?} has {} dims but the tensor has {n}",
+                    dims.len()
+                ),
             ));
         }
         let mut seen = vec![false; n];
@@ -170,7 +200,11 @@ impl Layout {
             shape.push(self.shape[d]);
             strides.push(self.strides[d]);
         }
-        Ok(Layout { shape, strides, offset: self.offset })
+        Ok(Layout {
+            shape,
+            strides,
+            offset: self.offset,
+        })
     }
 
     /// Elements `start..start+len` of dimension `dim`.
@@ -179,7 +213,11 @@ impl Layout {
         if start > size || start + len > size {
             return Err(Error::index(
                 op,
-                format!("range {start}..{} out of bounds for dim {dim} of size {size} (shape {:?})", start + len, self.shape),
+                format!(
+                    "range {start}..{} out of bounds for dim {dim} of size {size} (shape {:?})",
+                    start + len,
+                    self.shape
+                ),
             ));
         }
         let mut l = self.clone();
@@ -193,7 +231,11 @@ impl Layout {
     /// Every `step`-th element of `start..end` along `dim` (`step >= 1`, bounds already clamped).
     pub fn slice_step(&self, dim: usize, start: usize, end: usize, step: usize) -> Layout {
         let mut l = self.clone();
-        let len = if end > start { (end - start).div_ceil(step) } else { 0 };
+        let len = if end > start {
+            (end - start).div_ceil(step)
+        } else {
+            0
+        };
         l.shape[dim] = len;
         if len > 0 {
             l.offset += start * self.strides[dim];
@@ -215,7 +257,11 @@ impl Layout {
     pub fn unsqueeze(&self, dim: usize) -> Layout {
         let mut l = self.clone();
         // Any stride works for a size-1 dim; this one keeps contiguous layouts contiguous.
-        let stride = if dim < self.ndim() { self.strides[dim] * self.shape[dim] } else { 1 };
+        let stride = if dim < self.ndim() {
+            self.strides[dim] * self.shape[dim]
+        } else {
+            1
+        };
         l.shape.insert(dim, 1);
         l.strides.insert(dim, stride);
         l
@@ -232,7 +278,11 @@ impl Layout {
             shape.push(self.shape[i]);
             strides.push(self.strides[i]);
         }
-        Layout { shape, strides, offset: self.offset }
+        Layout {
+            shape,
+            strides,
+            offset: self.offset,
+        }
     }
 
     /// View this layout with `shape` by broadcasting (stride 0 on expanded dims).
@@ -241,7 +291,10 @@ impl Layout {
         if n < self.ndim() {
             return Err(Error::shape(
                 op,
-                format!("cannot expand shape {:?} to {shape:?}: the target has fewer dims", self.shape),
+                format!(
+                    "cannot expand shape {:?} to {shape:?}: the target has fewer dims",
+                    self.shape
+                ),
             ));
         }
         let extra = n - self.ndim();
@@ -258,11 +311,18 @@ impl Layout {
             } else {
                 return Err(Error::shape(
                     op,
-                    format!("cannot expand shape {:?} to {shape:?} (dim {i}: {d} vs {})", self.shape, shape[i]),
+                    format!(
+                        "cannot expand shape {:?} to {shape:?} (dim {i}: {d} vs {})",
+                        self.shape, shape[i]
+                    ),
                 ));
             }
         }
-        Ok(Layout { shape: shape.to_vec(), strides, offset: self.offset })
+        Ok(Layout {
+            shape: shape.to_vec(),
+            strides,
+            offset: self.offset,
+        })
     }
 
     /// Strides that view this layout with `new_shape` without copying, if they exist
@@ -290,7 +350,8 @@ impl Layout {
                 || (old_shape[tensor_d - 1] != 1
                     && old_strides[tensor_d - 1] != tensor_numel * chunk_base_stride);
             if boundary {
-                while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1) {
+                while view_d >= 0 && (view_numel < tensor_numel || new_shape[view_d as usize] == 1)
+                {
                     new_strides[view_d as usize] = view_numel * chunk_base_stride;
                     view_numel *= new_shape[view_d as usize];
                     view_d -= 1;
@@ -308,7 +369,11 @@ impl Layout {
         if view_d != -1 {
             return None;
         }
-        Some(Layout { shape: new_shape.to_vec(), strides: new_strides, offset: self.offset })
+        Some(Layout {
+            shape: new_shape.to_vec(),
+            strides: new_strides,
+            offset: self.offset,
+        })
     }
 
     /// Merge adjacent dimensions that are contiguous with each other and drop size-1 dims.
@@ -335,7 +400,10 @@ pub fn merge_dims(shape: &[usize], strides: &[&[usize]]) -> Option<(Vec<usize>, 
             continue;
         }
         let can_merge = !out_shape.is_empty()
-            && strides.iter().zip(&out_strides).all(|(s, o)| *o.last().unwrap() == s[i] * shape[i]);
+            && strides
+                .iter()
+                .zip(&out_strides)
+                .all(|(s, o)| *o.last().unwrap() == s[i] * shape[i]);
         if can_merge {
             *out_shape.last_mut().unwrap() *= shape[i];
             for (s, o) in strides.iter().zip(out_strides.iter_mut()) {
@@ -391,7 +459,10 @@ mod tests {
 
     #[test]
     fn broadcast_shapes_follows_numpy() {
-        assert_eq!(broadcast_shapes("t", &[2, 1, 3], &[4, 1]).unwrap(), vec![2, 4, 3]);
+        assert_eq!(
+            broadcast_shapes("t", &[2, 1, 3], &[4, 1]).unwrap(),
+            vec![2, 4, 3]
+        );
         assert_eq!(broadcast_shapes("t", &[], &[5]).unwrap(), vec![5]);
         assert!(broadcast_shapes("t", &[2, 3], &[4]).is_err());
     }

@@ -2,9 +2,9 @@
 //! state. Cloning a `Tensor` clones an `Arc`; views share the storage and differ in layout.
 
 mod create;
+mod device;
 mod display;
 pub mod dtype;
-mod device;
 pub mod layout;
 mod random;
 
@@ -42,7 +42,10 @@ pub struct StorageCell {
 
 impl StorageCell {
     fn new(storage: Storage) -> Arc<Self> {
-        Arc::new(StorageCell { data: RwLock::new(storage), version: AtomicU64::new(0) })
+        Arc::new(StorageCell {
+            data: RwLock::new(storage),
+            version: AtomicU64::new(0),
+        })
     }
     /// Number of in-place writes so far.
     pub fn version(&self) -> u64 {
@@ -81,7 +84,12 @@ impl Tensor {
         Tensor::from_storage(storage, Layout::contiguous(shape))
     }
 
-    fn from_cell(storage: Arc<StorageCell>, layout: Layout, dtype: DType, device: Device) -> Tensor {
+    fn from_cell(
+        storage: Arc<StorageCell>,
+        layout: Layout,
+        dtype: DType,
+        device: Device,
+    ) -> Tensor {
         Tensor {
             inner: Arc::new(TensorInner {
                 id: TensorId::next(),
@@ -99,7 +107,12 @@ impl Tensor {
     /// A new handle on the same storage with another layout, outside the autograd graph.
     /// View ops record their node on the result.
     pub(crate) fn view_with_layout(&self, layout: Layout) -> Tensor {
-        Tensor::from_cell(self.inner.storage.clone(), layout, self.dtype(), self.device())
+        Tensor::from_cell(
+            self.inner.storage.clone(),
+            layout,
+            self.dtype(),
+            self.device(),
+        )
     }
 
     /// Attach an autograd node to a freshly created tensor.
@@ -169,12 +182,20 @@ impl Tensor {
 
     /// Read access to the storage.
     pub(crate) fn storage(&self) -> RwLockReadGuard<'_, Storage> {
-        self.inner.storage.data.read().unwrap_or_else(|e| e.into_inner())
+        self.inner
+            .storage
+            .data
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
     }
     /// Write access to the storage; bumps the version counter.
     pub(crate) fn storage_mut(&self) -> RwLockWriteGuard<'_, Storage> {
         self.inner.storage.version.fetch_add(1, Ordering::AcqRel);
-        self.inner.storage.data.write().unwrap_or_else(|e| e.into_inner())
+        self.inner
+            .storage
+            .data
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
     }
 
     // ---- autograd state -------------------------------------------------------------
@@ -211,13 +232,19 @@ impl Tensor {
                 self.dtype()
             )));
         }
-        self.inner.requires_grad.store(requires_grad, Ordering::Relaxed);
+        self.inner
+            .requires_grad
+            .store(requires_grad, Ordering::Relaxed);
         Ok(self.clone())
     }
 
     /// The accumulated gradient of a leaf, if backward has reached it.
     pub fn grad(&self) -> Option<Tensor> {
-        self.inner.grad.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.inner
+            .grad
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
     /// Replace the gradient slot (`None` clears it, as `zero_grad(set_to_none=True)`).
     pub fn set_grad(&self, grad: Option<Tensor>) {
@@ -236,7 +263,11 @@ impl Tensor {
         if self.dtype() != T::DTYPE {
             return Err(Error::dtype(
                 "to_vec",
-                format!("tensor has dtype {} but {} was requested (cast with .to_dtype first)", self.dtype(), T::DTYPE),
+                format!(
+                    "tensor has dtype {} but {} was requested (cast with .to_dtype first)",
+                    self.dtype(),
+                    T::DTYPE
+                ),
             ));
         }
         let cpu = self.storage().to_cpu(self.layout())?;
@@ -253,7 +284,11 @@ impl Tensor {
         if self.numel() != 1 {
             return Err(Error::shape(
                 "item",
-                format!("a Tensor with {} elements (shape {:?}) cannot be converted to a scalar", self.numel(), self.shape()),
+                format!(
+                    "a Tensor with {} elements (shape {:?}) cannot be converted to a scalar",
+                    self.numel(),
+                    self.shape()
+                ),
             ));
         }
         Ok(self.to_vec::<T>()?[0])
@@ -264,7 +299,11 @@ impl Tensor {
         if self.numel() != 1 {
             return Err(Error::shape(
                 "item",
-                format!("a Tensor with {} elements (shape {:?}) cannot be converted to a scalar", self.numel(), self.shape()),
+                format!(
+                    "a Tensor with {} elements (shape {:?}) cannot be converted to a scalar",
+                    self.numel(),
+                    self.shape()
+                ),
             ));
         }
         Ok(self.to_vec_f64()?[0])
@@ -273,7 +312,13 @@ impl Tensor {
 
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Tensor(shape={:?}, dtype={}, device={}", self.shape(), self.dtype(), self.device())?;
+        write!(
+            f,
+            "Tensor(shape={:?}, dtype={}, device={}",
+            self.shape(),
+            self.dtype(),
+            self.device()
+        )?;
         if let Some(name) = self.grad_fn_name() {
             write!(f, ", grad_fn={name}")?;
         } else if self.requires_grad() {
@@ -290,7 +335,10 @@ impl Tensor {
 
     /// A detached copy in a new contiguous buffer (never shares storage with `self`).
     pub(crate) fn detached_copy(&self) -> Tensor {
-        let s = self.storage().to_contiguous(self.layout()).expect("copy of a valid layout");
+        let s = self
+            .storage()
+            .to_contiguous(self.layout())
+            .expect("copy of a valid layout");
         Tensor::from_contiguous(s, self.shape())
     }
 }

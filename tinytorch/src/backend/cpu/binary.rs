@@ -184,13 +184,22 @@ fn binary_typed<T: Arith>(a: &[T], al: &Layout, b: &[T], bl: &Layout, op: Binary
 
 fn same_dtype(op: &'static str, a: &CpuStorage, b: &CpuStorage) -> Result<()> {
     if a.dtype() != b.dtype() {
-        return Err(Error::dtype(op, format!("operands have dtypes {} and {}", a.dtype(), b.dtype())));
+        return Err(Error::dtype(
+            op,
+            format!("operands have dtypes {} and {}", a.dtype(), b.dtype()),
+        ));
     }
     Ok(())
 }
 
 /// `a op b` elementwise.
-pub fn binary(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout, op: BinaryOp) -> Result<CpuStorage> {
+pub fn binary(
+    a: &CpuStorage,
+    al: &Layout,
+    b: &CpuStorage,
+    bl: &Layout,
+    op: BinaryOp,
+) -> Result<CpuStorage> {
     same_dtype("binary", a, b)?;
     Ok(match (a, b) {
         (CpuStorage::F32(x), CpuStorage::F32(y)) => binary_typed(x, al, y, bl, op),
@@ -213,7 +222,13 @@ pub fn binary(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout, op: Bina
 }
 
 /// `a = a op b` elementwise, in place.
-pub fn binary_inplace(a: &mut CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout, op: BinaryOp) -> Result<()> {
+pub fn binary_inplace(
+    a: &mut CpuStorage,
+    al: &Layout,
+    b: &CpuStorage,
+    bl: &Layout,
+    op: BinaryOp,
+) -> Result<()> {
     same_dtype("binary_", a, b)?;
     fn go<T: Arith>(x: &mut [T], al: &Layout, y: &[T], bl: &Layout, op: BinaryOp) {
         update2(x, al, y, bl, arith_fn::<T>(op));
@@ -251,7 +266,13 @@ fn cmp_typed<T: CpuElement>(a: &[T], al: &Layout, b: &[T], bl: &Layout, op: CmpO
 }
 
 /// Elementwise predicate with bool output.
-pub fn cmp(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout, op: CmpOp) -> Result<CpuStorage> {
+pub fn cmp(
+    a: &CpuStorage,
+    al: &Layout,
+    b: &CpuStorage,
+    bl: &Layout,
+    op: CmpOp,
+) -> Result<CpuStorage> {
     same_dtype("compare", a, b)?;
     let out = match (a, b) {
         (CpuStorage::F32(x), CpuStorage::F32(y)) => cmp_typed(x, al, y, bl, op),
@@ -276,11 +297,26 @@ pub fn where_cond(
     fl: &Layout,
 ) -> Result<CpuStorage> {
     let CpuStorage::Bool(c) = cond else {
-        return Err(Error::dtype("where", format!("condition must be bool, got {}", cond.dtype())));
+        return Err(Error::dtype(
+            "where",
+            format!("condition must be bool, got {}", cond.dtype()),
+        ));
     };
     same_dtype("where", t, f)?;
-    fn go<T: CpuElement>(c: &[bool], cl: &Layout, t: &[T], tl: &Layout, f: &[T], fl: &Layout) -> CpuStorage {
-        CpuStorage::from_vec(map3((c, cl), (t, tl), (f, fl), |c, x, y| if c { x } else { y }))
+    fn go<T: CpuElement>(
+        c: &[bool],
+        cl: &Layout,
+        t: &[T],
+        tl: &Layout,
+        f: &[T],
+        fl: &Layout,
+    ) -> CpuStorage {
+        CpuStorage::from_vec(map3(
+            (c, cl),
+            (t, tl),
+            (f, fl),
+            |c, x, y| if c { x } else { y },
+        ))
     }
     Ok(match (t, f) {
         (CpuStorage::F32(x), CpuStorage::F32(y)) => go(c, cl, x, tl, y, fl),

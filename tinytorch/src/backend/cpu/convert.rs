@@ -28,10 +28,16 @@ pub fn to_dtype(s: &CpuStorage, layout: &Layout, dtype: DType) -> CpuStorage {
     }
     // f16/bf16 <-> f32 have dedicated conversions that skip the f64 detour.
     match (s, dtype) {
-        (CpuStorage::F16(v), DType::F32) => return CpuStorage::F32(map1(v, layout, |x| x.to_f32())),
-        (CpuStorage::BF16(v), DType::F32) => return CpuStorage::F32(map1(v, layout, |x| x.to_f32())),
+        (CpuStorage::F16(v), DType::F32) => {
+            return CpuStorage::F32(map1(v, layout, |x| x.to_f32()))
+        }
+        (CpuStorage::BF16(v), DType::F32) => {
+            return CpuStorage::F32(map1(v, layout, |x| x.to_f32()))
+        }
         (CpuStorage::F32(v), DType::F16) => return CpuStorage::F16(map1(v, layout, f16::from_f32)),
-        (CpuStorage::F32(v), DType::BF16) => return CpuStorage::BF16(map1(v, layout, bf16::from_f32)),
+        (CpuStorage::F32(v), DType::BF16) => {
+            return CpuStorage::BF16(map1(v, layout, bf16::from_f32))
+        }
         _ => {}
     }
     with_cpu_storage!(s, v => match dtype {
@@ -46,9 +52,17 @@ pub fn to_dtype(s: &CpuStorage, layout: &Layout, dtype: DType) -> CpuStorage {
 }
 
 /// Copy `src[src_l]` over `dst[dst_l]`.
-pub fn copy_strided_from(dst: &mut CpuStorage, dst_l: &Layout, src: &CpuStorage, src_l: &Layout) -> Result<()> {
+pub fn copy_strided_from(
+    dst: &mut CpuStorage,
+    dst_l: &Layout,
+    src: &CpuStorage,
+    src_l: &Layout,
+) -> Result<()> {
     if dst.dtype() != src.dtype() {
-        return Err(Error::dtype("copy_", format!("destination {} vs source {}", dst.dtype(), src.dtype())));
+        return Err(Error::dtype(
+            "copy_",
+            format!("destination {} vs source {}", dst.dtype(), src.dtype()),
+        ));
     }
     with_cpu_storage!(dst, d => {
         let s = CpuElement::slice(src).expect("dtype checked above");

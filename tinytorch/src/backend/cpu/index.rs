@@ -5,16 +5,31 @@ use crate::error::{Error, Result};
 use crate::tensor::Layout;
 
 fn todo(op: &'static str) -> Error {
-    Error::NotImplemented { op, what: "the CPU backend (not written yet)".into() }
+    Error::NotImplemented {
+        op,
+        what: "the CPU backend (not written yet)".into(),
+    }
 }
 
 /// Slices along `dim` picked by `index`.
-pub fn index_select(_s: &CpuStorage, _l: &Layout, _dim: usize, _i: &CpuStorage, _il: &Layout) -> Result<CpuStorage> {
+pub fn index_select(
+    _s: &CpuStorage,
+    _l: &Layout,
+    _dim: usize,
+    _i: &CpuStorage,
+    _il: &Layout,
+) -> Result<CpuStorage> {
     Err(todo("index_select"))
 }
 
 /// Gather along `dim`.
-pub fn gather(_s: &CpuStorage, _l: &Layout, _dim: usize, _i: &CpuStorage, _il: &Layout) -> Result<CpuStorage> {
+pub fn gather(
+    _s: &CpuStorage,
+    _l: &Layout,
+    _dim: usize,
+    _i: &CpuStorage,
+    _il: &Layout,
+) -> Result<CpuStorage> {
     Err(todo("gather"))
 }
 
@@ -47,6 +62,11 @@ pub fn index_add_inplace(
 }
 
 /// Stable sort along `dim`.
-pub fn sort(_s: &CpuStorage, _l: &Layout, _dim: usize, _descending: bool) -> Result<(CpuStorage, CpuStorage)> {
+pub fn sort(
+    _s: &CpuStorage,
+    _l: &Layout,
+    _dim: usize,
+    _descending: bool,
+) -> Result<(CpuStorage, CpuStorage)> {
     Err(todo("sort"))
 }

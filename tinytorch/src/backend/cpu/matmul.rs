@@ -6,5 +6,8 @@ use crate::tensor::Layout;
 
 /// `(b, m, k) x (b, k, n) -> (b, m, n)`.
 pub fn matmul(_a: &CpuStorage, _al: &Layout, _b: &CpuStorage, _bl: &Layout) -> Result<CpuStorage> {
-    Err(Error::NotImplemented { op: "matmul", what: "the CPU backend (not written yet)".into() })
+    Err(Error::NotImplemented {
+        op: "matmul",
+        what: "the CPU backend (not written yet)".into(),
+    })
 }

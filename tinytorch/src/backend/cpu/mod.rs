@@ -154,7 +154,13 @@ impl BackendStorage for CpuStorage {
         binary::binary(self, lhs, rhs, rhs_l, op)
     }
 
-    fn binary_inplace(&mut self, lhs: &Layout, rhs: &Self, rhs_l: &Layout, op: BinaryOp) -> Result<()> {
+    fn binary_inplace(
+        &mut self,
+        lhs: &Layout,
+        rhs: &Self,
+        rhs_l: &Layout,
+        op: BinaryOp,
+    ) -> Result<()> {
         binary::binary_inplace(self, lhs, rhs, rhs_l, op)
     }
 
@@ -193,7 +199,13 @@ impl BackendStorage for CpuStorage {
         matmul::matmul(self, lhs, rhs, rhs_l)
     }
 
-    fn index_select(&self, layout: &Layout, dim: usize, index: &Self, index_l: &Layout) -> Result<Self> {
+    fn index_select(
+        &self,
+        layout: &Layout,
+        dim: usize,
+        index: &Self,
+        index_l: &Layout,
+    ) -> Result<Self> {
         index::index_select(self, layout, dim, index, index_l)
     }
 

@@ -47,7 +47,12 @@ impl<const K: usize> MultiStrided<K> {
             Some((shape, strides)) => {
                 let numel = shape.iter().product();
                 let strides: [Vec<usize>; K] = strides.try_into().expect("K stride vectors");
-                MultiStrided { shape, strides, base, numel }
+                MultiStrided {
+                    shape,
+                    strides,
+                    base,
+                    numel,
+                }
             }
             None => MultiStrided {
                 shape: vec![0],
@@ -92,10 +97,20 @@ impl<const K: usize> MultiStrided<K> {
         let mut pos = start;
         while pos < end {
             let offs: [usize; K] = std::array::from_fn(|k| {
-                self.base[k] + idx.iter().zip(&self.strides[k]).map(|(i, s)| i * s).sum::<usize>()
+                self.base[k]
+                    + idx
+                        .iter()
+                        .zip(&self.strides[k])
+                        .map(|(i, s)| i * s)
+                        .sum::<usize>()
             });
             let len = (inner - idx[nd - 1]).min(end - pos);
-            f(Run { pos, len, offs, strides: inner_strides });
+            f(Run {
+                pos,
+                len,
+                offs,
+                strides: inner_strides,
+            });
             pos += len;
             idx[nd - 1] += len;
             // Carry into outer dims.
@@ -113,14 +128,18 @@ impl<const K: usize> MultiStrided<K> {
     pub fn fill_output<U: Send>(&self, out: &mut [U], f: impl Fn(&mut [U], Run<K>) + Sync) {
         debug_assert_eq!(out.len(), self.numel);
         if self.numel >= PAR_THRESHOLD && rayon::current_num_threads() > 1 {
-            out.par_chunks_mut(PAR_CHUNK).enumerate().for_each(|(c, chunk)| {
-                let start = c * PAR_CHUNK;
-                self.for_each_run(start, start + chunk.len(), |run| {
-                    f(&mut chunk[run.pos - start..run.pos - start + run.len], run)
+            out.par_chunks_mut(PAR_CHUNK)
+                .enumerate()
+                .for_each(|(c, chunk)| {
+                    let start = c * PAR_CHUNK;
+                    self.for_each_run(start, start + chunk.len(), |run| {
+                        f(&mut chunk[run.pos - start..run.pos - start + run.len], run)
+                    });
                 });
-            });
         } else {
-            self.for_each_run(0, self.numel, |run| f(&mut out[run.pos..run.pos + run.len], run));
+            self.for_each_run(0, self.numel, |run| {
+                f(&mut out[run.pos..run.pos + run.len], run)
+            });
         }
     }
 }
@@ -227,11 +246,13 @@ pub fn update2<T: Copy + Send + Sync, S: Copy + Sync>(
         let d = &mut dst[od..od + n];
         let s = &src[os..os + n];
         if n >= PAR_THRESHOLD {
-            d.par_chunks_mut(PAR_CHUNK).zip(s.par_chunks(PAR_CHUNK)).for_each(|(d, s)| {
-                for (x, &y) in d.iter_mut().zip(s) {
-                    *x = f(*x, y);
-                }
-            });
+            d.par_chunks_mut(PAR_CHUNK)
+                .zip(s.par_chunks(PAR_CHUNK))
+                .for_each(|(d, s)| {
+                    for (x, &y) in d.iter_mut().zip(s) {
+                        *x = f(*x, y);
+                    }
+                });
         } else {
             for (x, &y) in d.iter_mut().zip(s) {
                 *x = f(*x, y);
@@ -264,7 +285,8 @@ pub fn update1<T: Copy + Send + Sync>(dst: &mut [T], dl: &Layout, f: impl Fn(T) 
         let [od] = walk.base();
         let d = &mut dst[od..od + walk.numel()];
         if d.len() >= PAR_THRESHOLD {
-            d.par_chunks_mut(PAR_CHUNK).for_each(|d| d.iter_mut().for_each(|x| *x = f(*x)));
+            d.par_chunks_mut(PAR_CHUNK)
+                .for_each(|d| d.iter_mut().for_each(|x| *x = f(*x)));
         } else {
             d.iter_mut().for_each(|x| *x = f(*x));
         }
@@ -317,7 +339,10 @@ mod tests {
         let a2: Vec<f64> = (0..2 * n).map(|i| i as f64).collect();
         let l2 = Layout::from_parts(vec![n], vec![2], 1);
         let out2 = map1(&a2, &l2, |x| x);
-        assert!(out2.iter().enumerate().all(|(i, &v)| v == (2 * i + 1) as f64));
+        assert!(out2
+            .iter()
+            .enumerate()
+            .all(|(i, &v)| v == (2 * i + 1) as f64));
     }
 
     #[test]

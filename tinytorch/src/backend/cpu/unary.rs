@@ -8,10 +8,16 @@ use crate::tensor::Layout;
 
 /// `op(x)` elementwise.
 pub fn unary(s: &CpuStorage, _layout: &Layout, op: UnaryOp) -> Result<CpuStorage> {
-    Err(Error::NotImplemented { op: "unary", what: format!("{op:?} on {}", s.dtype()) })
+    Err(Error::NotImplemented {
+        op: "unary",
+        what: format!("{op:?} on {}", s.dtype()),
+    })
 }
 
 /// `x = op(x)` elementwise, in place.
 pub fn unary_inplace(s: &mut CpuStorage, _layout: &Layout, op: UnaryOp) -> Result<()> {
-    Err(Error::NotImplemented { op: "unary_", what: format!("{op:?} on {}", s.dtype()) })
+    Err(Error::NotImplemented {
+        op: "unary_",
+        what: format!("{op:?} on {}", s.dtype()),
+    })
 }
