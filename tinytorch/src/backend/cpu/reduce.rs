@@ -884,9 +884,11 @@ fn softmax_row<T: Copy, C: Real>(
         for &x in row {
             sum += (to(x) - max).exp().into();
         }
-        let shift = C::from_f64(max.into() + sum.ln());
+        // (x - max) - log(sum), in this order: folding max and log(sum) into one shift
+        // first would round it to the precision of the max (e.g. 1000.3 in f32).
+        let log_sum = C::from_f64(sum.ln());
         for (o, &x) in out.iter_mut().zip(row) {
-            *o = from(to(x) - shift);
+            *o = from((to(x) - max) - log_sum);
         }
     } else {
         for (o, &x) in out.iter_mut().zip(row) {
