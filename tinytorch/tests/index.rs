@@ -429,7 +429,10 @@ fn sort_topk_gradcheck() {
     let x = t(&[0.3, -1.2, 2.5, 0.7, 1.1, -0.4], &[2, 3]);
     check(|x| Ok(x[0].sort(1, false)?.0), std::slice::from_ref(&x));
     check(|x| Ok(x[0].t()?.sort(1, true)?.0), std::slice::from_ref(&x));
-    check(|x| Ok(x[0].topk(2, 1, true, false)?.0), std::slice::from_ref(&x));
+    check(
+        |x| Ok(x[0].topk(2, 1, true, false)?.0),
+        std::slice::from_ref(&x),
+    );
     check(|x| Ok(x[0].topk(1, 0, false, true)?.0), &[x]);
 }
 

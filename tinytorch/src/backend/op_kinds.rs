@@ -105,4 +105,6 @@ pub enum ArgReduceOp {
 pub enum ScanOp {
     CumSum,
     CumProd,
+    /// Suffix sums, `out[i] = sum_{j >= i} x[j]` (the backward of `CumSum`).
+    RevCumSum,
 }

@@ -1,1 +1,51 @@
-//! TODO(helper): this family is written in a later step.
+//! Softmax and log-softmax along one dim: one fused, numerically stable kernel forward (max,
+//! sum of exponentials, normalise) and a backward rule written with Tensor ops.
+
+use crate::autograd::needs_grad;
+use crate::error::Result;
+use crate::tensor::layout::normalize_dim;
+use crate::tensor::Tensor;
+
+impl Tensor {
+    /// The fused kernel on a float copy of `self` (integers become f32); no autograd.
+    fn softmax_raw(&self, name: &'static str, dim: isize, log: bool) -> Result<(Tensor, usize)> {
+        let x = self.to_dtype(self.dtype().to_float())?;
+        let d = normalize_dim(name, dim, x.ndim())?;
+        let s = x.storage().softmax(x.layout(), d, log)?;
+        Ok((Tensor::from_contiguous(s, x.shape()), d))
+    }
+
+    /// `exp(x) / sum(exp(x))` along `dim` (`torch.softmax(x, dim)`). Stable for any
+    /// finite input; a slice of all -inf gives NaN, as in PyTorch.
+    pub fn softmax(&self, dim: isize) -> Result<Tensor> {
+        let (out, d) = self.softmax_raw("softmax", dim, false)?;
+        if !needs_grad(&[self]) {
+            return Ok(out);
+        }
+        let y = out.save("softmax");
+        Ok(out.record("softmax", &[self], move |g, _| {
+            // dx = y * (g - sum(g * y))
+            let y = y.get()?;
+            let dot = g.mul(y)?.sum(&[d as isize], true)?;
+            Ok(vec![Some(y.mul(&g.sub(&dot)?)?)])
+        }))
+    }
+
+    /// `x - log(sum(exp(x)))` along `dim` (`torch.log_softmax(x, dim)`), stable for any
+    /// finite input.
+    pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
+        let (out, d) = self.softmax_raw("log_softmax", dim, true)?;
+        if !needs_grad(&[self]) {
+            return Ok(out);
+        }
+        let y = out.save("log_softmax");
+        Ok(out.record("log_softmax", &[self], move |g, _| {
+            // dx = g - exp(y) * sum(g). exp(y) is the softmax of x; it is computed as
+            // softmax(y), equal since softmax is shift-invariant and y = x - logsumexp(x),
+            // and it reuses the fused kernel.
+            let p = y.get()?.softmax(d as isize)?;
+            let total = g.sum(&[d as isize], true)?;
+            Ok(vec![Some(g.sub(&p.mul(&total)?)?)])
+        }))
+    }
+}
