@@ -250,12 +250,79 @@ fn compare() -> Vec<OpInfo> {
     ]
 }
 
+const RED: &[DType] = &[F16, BF16, F32, F64, I64, U8];
+
 fn reductions() -> Vec<OpInfo> {
     vec![
         op!("sum", 1, ALL, grad_ordered, |x, k| one(
             x[0].sum(&k.ints("dims")?, k.b("keepdim")?)
         )),
         op!("sum_all", 1, ALL, grad_ordered, |x, k| one(x[0].sum_all())),
+        op!("mean", 1, FLOATS, grad_ordered, |x, k| one(
+            x[0].mean(&k.ints("dims")?, k.b("keepdim")?)
+        )),
+        op!("mean_all", 1, FLOATS, grad_ordered, |x, k| one(
+            x[0].mean_all()
+        )),
+        op!("prod", 1, UNARY, grad_ordered, |x, k| one(
+            x[0].prod(&k.ints("dims")?, k.b("keepdim")?)
+        )),
+        op!("max_all", 1, RED, grad, |x, k| one(x[0].max_all())),
+        op!("min_all", 1, RED, grad, |x, k| one(x[0].min_all())),
+        op!("amax", 1, RED, grad, |x, k| one(
+            x[0].amax(&k.ints("dims")?, k.b("keepdim")?)
+        )),
+        op!("amin", 1, RED, grad, |x, k| one(
+            x[0].amin(&k.ints("dims")?, k.b("keepdim")?)
+        )),
+        op!("max_dim", 1, UNARY, grad, |x, k| pair(
+            x[0].max_dim(k.i("dim")?, k.b("keepdim")?)
+        )),
+        op!("min_dim", 1, UNARY, grad, |x, k| pair(
+            x[0].min_dim(k.i("dim")?, k.b("keepdim")?)
+        )),
+        op!("argmax", 1, UNARY, nograd, |x, k| one(
+            x[0].argmax(k.opt_i("dim")?, k.b("keepdim")?)
+        )),
+        op!("argmin", 1, UNARY, nograd, |x, k| one(
+            x[0].argmin(k.opt_i("dim")?, k.b("keepdim")?)
+        )),
+        op!("var", 1, FLOATS, grad_ordered, |x, k| {
+            one(x[0].var(&k.ints("dims")?, k.f("correction")?, k.b("keepdim")?))
+        }),
+        op!("std", 1, FLOATS, grad_ordered, |x, k| {
+            one(x[0].std(&k.ints("dims")?, k.f("correction")?, k.b("keepdim")?))
+        }),
+        op!("logsumexp", 1, FLOATS, grad_ordered, |x, k| one(
+            x[0].logsumexp(&k.ints("dims")?, k.b("keepdim")?)
+        )),
+        op!("norm", 1, FLOATS, grad_ordered, |x, k| {
+            one(x[0].norm(k.f("p")?, &k.ints("dims")?, k.b("keepdim")?))
+        }),
+        op!("all", 1, &[Bool, F32, I64], nograd, |x, k| one(x[0].all())),
+        op!("any", 1, &[Bool, F32, I64], nograd, |x, k| one(x[0].any())),
+        op!("all_dims", 1, &[Bool, F32], nograd, |x, k| one(
+            x[0].all_dims(&k.ints("dims")?, k.b("keepdim")?)
+        )),
+        op!("any_dims", 1, &[Bool, F32], nograd, |x, k| one(
+            x[0].any_dims(&k.ints("dims")?, k.b("keepdim")?)
+        )),
+        op!(
+            "cumsum",
+            1,
+            &[F16, BF16, F32, F64, I64, Bool],
+            grad_ordered,
+            |x, k| one(x[0].cumsum(k.i("dim")?))
+        ),
+        op!("cumprod", 1, UNARY, grad_ordered, |x, k| one(
+            x[0].cumprod(k.i("dim")?)
+        )),
+        op!("softmax", 1, FLOATS, grad_ordered, |x, k| one(
+            x[0].softmax(k.i("dim")?)
+        )),
+        op!("log_softmax", 1, FLOATS, grad_ordered, |x, k| one(
+            x[0].log_softmax(k.i("dim")?)
+        )),
     ]
 }
 
