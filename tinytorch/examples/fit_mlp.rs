@@ -23,7 +23,7 @@ fn main() -> Result<()> {
     let y = (x.mul_scalar(3.0)?.sin()? + &x.mul_scalar(0.3)?)?;
 
     let hidden = 64;
-    let params = vec![
+    let params = [
         param(&[1, hidden], 1)?,
         param(&[hidden], 1)?,
         param(&[hidden, hidden], hidden)?,
