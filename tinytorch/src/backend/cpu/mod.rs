@@ -3,6 +3,7 @@
 
 mod binary;
 mod convert;
+mod fast_math;
 mod index;
 mod matmul;
 mod reduce;

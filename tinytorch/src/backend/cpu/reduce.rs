@@ -13,6 +13,7 @@
 //! [`reduce_reference`] is the naive path (one output at a time, element by element) that the
 //! tests compare the fast paths against.
 
+use super::fast_math;
 use super::strided::{map1, offsets, PAR_THRESHOLD};
 use super::{CpuElement, CpuStorage};
 use crate::backend::{ArgReduceOp, BackendStorage, ReduceOp, ScanOp};
@@ -922,7 +923,9 @@ pub fn softmax(s: &CpuStorage, l: &Layout, dim: usize, log: bool) -> Result<CpuS
         }))
     }
     Ok(match s {
-        CpuStorage::F32(v) => go(v, l, dim, log, |x| x, |x| x),
+        CpuStorage::F32(v) => CpuStorage::F32(scan_typed(v, l, dim, |r, o: &mut [f32]| {
+            fast_math::softmax_row_f32(r, o, log)
+        })),
         CpuStorage::F64(v) => go(v, l, dim, log, |x| x, |x| x),
         CpuStorage::F16(v) => go(v, l, dim, log, |x: f16| x.to_f32(), f16::from_f32),
         CpuStorage::BF16(v) => go(v, l, dim, log, |x: bf16| x.to_f32(), bf16::from_f32),
