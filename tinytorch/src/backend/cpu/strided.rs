@@ -7,6 +7,7 @@
 use crate::tensor::layout::merge_dims;
 use crate::tensor::Layout;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Minimum number of elements before an elementwise kernel spreads over threads.
 pub const PAR_THRESHOLD: usize = 1 << 15;
@@ -123,12 +124,20 @@ impl<const K: usize> MultiStrided<K> {
         }
     }
 
-    /// Fill `out` (row-major, `numel` long) run by run, in parallel above the threshold.
-    /// `f(out_chunk, run)` writes `run.len` elements at the start of `out_chunk`.
-    pub fn fill_output<U: Send>(&self, out: &mut [U], f: impl Fn(&mut [U], Run<K>) + Sync) {
-        debug_assert_eq!(out.len(), self.numel);
-        if self.numel >= PAR_THRESHOLD && rayon::current_num_threads() > 1 {
-            out.par_chunks_mut(PAR_CHUNK)
+    /// Build the row-major output (`numel` long) run by run, in parallel above the threshold.
+    /// `f(out_chunk, run)` must write all `run.len` elements at the start of `out_chunk`.
+    /// The buffer is never zero-filled first: for large outputs that memset (and the page
+    /// faults it triggers) would cost as much as the kernel itself.
+    pub fn collect_output<U: Copy + Send>(
+        &self,
+        f: impl Fn(&mut [MaybeUninit<U>], Run<K>) + Sync,
+    ) -> Vec<U> {
+        let n = self.numel;
+        let mut out: Vec<U> = Vec::with_capacity(n);
+        let spare = &mut out.spare_capacity_mut()[..n];
+        if n >= PAR_THRESHOLD && rayon::current_num_threads() > 1 {
+            spare
+                .par_chunks_mut(PAR_CHUNK)
                 .enumerate()
                 .for_each(|(c, chunk)| {
                     let start = c * PAR_CHUNK;
@@ -137,39 +146,39 @@ impl<const K: usize> MultiStrided<K> {
                     });
                 });
         } else {
-            self.for_each_run(0, self.numel, |run| {
-                f(&mut out[run.pos..run.pos + run.len], run)
-            });
+            self.for_each_run(0, n, |run| f(&mut spare[run.pos..run.pos + run.len], run));
         }
+        // SAFETY: the runs of `for_each_run(0, n)` (or of the chunks, which partition 0..n)
+        // cover every index below n exactly once, and `f` writes every element of its run.
+        unsafe { out.set_len(n) };
+        out
     }
 }
 
 /// Apply `f` to every element of `src[layout]`, returning a row-major vector.
-pub fn map1<T: Copy + Sync, U: Copy + Send + Default>(
+pub fn map1<T: Copy + Sync, U: Copy + Send>(
     src: &[T],
     layout: &Layout,
     f: impl Fn(T) -> U + Sync,
 ) -> Vec<U> {
     let walk = MultiStrided::new([layout]);
-    let mut out = vec![U::default(); walk.numel()];
-    walk.fill_output(&mut out, |o, run| {
+    walk.collect_output(|o, run| {
         let [off] = run.offs;
         let [s] = run.strides;
         if s == 1 {
             for (o, &x) in o.iter_mut().zip(&src[off..off + run.len]) {
-                *o = f(x);
+                o.write(f(x));
             }
         } else {
             for (i, o) in o.iter_mut().enumerate() {
-                *o = f(src[off + i * s]);
+                o.write(f(src[off + i * s]));
             }
         }
-    });
-    out
+    })
 }
 
 /// Apply `f` elementwise to `a[al]` and `b[bl]` (same shape), returning a row-major vector.
-pub fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Send + Default>(
+pub fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Send>(
     a: &[A],
     al: &Layout,
     b: &[B],
@@ -177,8 +186,7 @@ pub fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Send + Default>(
     f: impl Fn(A, B) -> U + Sync,
 ) -> Vec<U> {
     let walk = MultiStrided::new([al, bl]);
-    let mut out = vec![U::default(); walk.numel()];
-    walk.fill_output(&mut out, |o, run| {
+    walk.collect_output(|o, run| {
         let [oa, ob] = run.offs;
         let n = run.len;
         // Specialised inner loops: the common layouts (both contiguous, one side a broadcast
@@ -186,48 +194,45 @@ pub fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Send + Default>(
         match run.strides {
             [1, 1] => {
                 for ((o, &x), &y) in o.iter_mut().zip(&a[oa..oa + n]).zip(&b[ob..ob + n]) {
-                    *o = f(x, y);
+                    o.write(f(x, y));
                 }
             }
             [1, 0] => {
                 let y = b[ob];
                 for (o, &x) in o.iter_mut().zip(&a[oa..oa + n]) {
-                    *o = f(x, y);
+                    o.write(f(x, y));
                 }
             }
             [0, 1] => {
                 let x = a[oa];
                 for (o, &y) in o.iter_mut().zip(&b[ob..ob + n]) {
-                    *o = f(x, y);
+                    o.write(f(x, y));
                 }
             }
             [sa, sb] => {
                 for (i, o) in o.iter_mut().enumerate() {
-                    *o = f(a[oa + i * sa], b[ob + i * sb]);
+                    o.write(f(a[oa + i * sa], b[ob + i * sb]));
                 }
             }
         }
-    });
-    out
+    })
 }
 
 /// Apply `f` elementwise to three operands of the same shape, returning a row-major vector.
-pub fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: Copy + Send + Default>(
+pub fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: Copy + Send>(
     a: (&[A], &Layout),
     b: (&[B], &Layout),
     c: (&[C], &Layout),
     f: impl Fn(A, B, C) -> U + Sync,
 ) -> Vec<U> {
     let walk = MultiStrided::new([a.1, b.1, c.1]);
-    let mut out = vec![U::default(); walk.numel()];
-    walk.fill_output(&mut out, |o, run| {
+    walk.collect_output(|o, run| {
         let [oa, ob, oc] = run.offs;
         let [sa, sb, sc] = run.strides;
         for (i, o) in o.iter_mut().enumerate() {
-            *o = f(a.0[oa + i * sa], b.0[ob + i * sb], c.0[oc + i * sc]);
+            o.write(f(a.0[oa + i * sa], b.0[ob + i * sb], c.0[oc + i * sc]));
         }
-    });
-    out
+    })
 }
 
 /// Update `dst[dl]` in place with `f(dst, src)` elementwise (same shape). Sequential when the
