@@ -3,6 +3,19 @@
 //! Layers, bottom to top: `backend` (kernels per device), `tensor` (the handle, layouts,
 //! dtypes, creation), `autograd` (graph and backward engine), `ops` (every differentiable
 //! operation). See docs/DESIGN.md.
+//!
+//! ```
+//! use tinytorch::{DType, Device, Tensor};
+//!
+//! # fn main() -> tinytorch::Result<()> {
+//! let x = Tensor::randn(&[64, 784], DType::F32, Device::Cpu)?;
+//! let w = Tensor::randn(&[784, 10], DType::F32, Device::Cpu)?.requires_grad_(true)?;
+//! let loss = x.matmul(&w)?.log_softmax(-1)?.mean_all()?;
+//! loss.backward()?;
+//! assert_eq!(w.grad().unwrap().shape(), &[784, 10]);
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod autograd;
 pub mod backend;
