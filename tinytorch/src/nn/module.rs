@@ -1,0 +1,121 @@
+//! The `Module` trait: forward, hierarchical parameter names equal to PyTorch's state_dict
+//! keys, train/eval mode, and state-dict save/load with clear errors.
+
+use crate::autograd::no_grad;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use std::collections::{BTreeMap, HashMap};
+
+/// A layer or model. Parameters are tensor handles that require grad; optimizers update them
+/// in place, so `load_state_dict` copies values into the existing handles.
+pub trait Module: Send {
+    /// The forward pass (`module(x)`).
+    fn forward(&self, x: &Tensor) -> Result<Tensor>;
+
+    /// Trainable parameters with their names relative to this module (`weight`, `0.bias`,
+    /// `layers.1.weight`, ...), in registration order.
+    fn named_parameters(&self) -> Vec<(String, Tensor)>;
+
+    /// Non-trainable state saved in the state dict (BatchNorm's running statistics).
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        Vec::new()
+    }
+
+    /// Switch training mode on or off, recursively (`module.train(mode)`).
+    fn set_training(&mut self, _training: bool) {}
+
+    /// True in training mode (the default).
+    fn is_training(&self) -> bool {
+        true
+    }
+
+    /// Training mode (`module.train()`).
+    fn train(&mut self) {
+        self.set_training(true)
+    }
+
+    /// Evaluation mode (`module.eval()`).
+    fn eval(&mut self) {
+        self.set_training(false)
+    }
+
+    /// The parameters, in the order of `named_parameters`.
+    fn parameters(&self) -> Vec<Tensor> {
+        self.named_parameters()
+            .into_iter()
+            .map(|(_, p)| p)
+            .collect()
+    }
+
+    /// Total number of trainable elements.
+    fn num_parameters(&self) -> usize {
+        self.named_parameters().iter().map(|(_, p)| p.numel()).sum()
+    }
+
+    /// Clear every parameter's gradient (`zero_grad(set_to_none=True)`).
+    fn zero_grad(&self) {
+        for (_, p) in self.named_parameters() {
+            p.set_grad(None);
+        }
+    }
+
+    /// Parameters and buffers by name (`module.state_dict()`), detached.
+    fn state_dict(&self) -> BTreeMap<String, Tensor> {
+        self.named_parameters()
+            .into_iter()
+            .chain(self.named_buffers())
+            .map(|(k, v)| (k, v.detach()))
+            .collect()
+    }
+
+    /// Copy values from `state` into the parameters and buffers. With `strict`, missing and
+    /// unexpected keys are errors; a shape mismatch is always an error. Nothing is written
+    /// unless every key checks out.
+    fn load_state_dict(&self, state: &HashMap<String, Tensor>, strict: bool) -> Result<()> {
+        let own: Vec<(String, Tensor)> = self
+            .named_parameters()
+            .into_iter()
+            .chain(self.named_buffers())
+            .collect();
+        let mut missing = Vec::new();
+        let mut bad_shapes = Vec::new();
+        for (name, t) in &own {
+            match state.get(name) {
+                None => missing.push(name.clone()),
+                Some(v) if v.shape() != t.shape() => bad_shapes.push(format!(
+                    "{name}: checkpoint {:?} vs model {:?}",
+                    v.shape(),
+                    t.shape()
+                )),
+                Some(_) => {}
+            }
+        }
+        let mut unexpected: Vec<&String> = state
+            .keys()
+            .filter(|k| !own.iter().any(|(n, _)| n == *k))
+            .collect();
+        unexpected.sort();
+        missing.sort();
+        if !bad_shapes.is_empty() || (strict && (!missing.is_empty() || !unexpected.is_empty())) {
+            return Err(Error::invalid(
+                "load_state_dict",
+                format!("missing keys {missing:?}, unexpected keys {unexpected:?}, size mismatches {bad_shapes:?}"),
+            ));
+        }
+        let _guard = no_grad();
+        for (name, t) in &own {
+            if let Some(v) = state.get(name) {
+                t.copy_(v)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Prefix every name with `prefix.` (how containers build hierarchical names).
+pub fn prefixed(prefix: &str, named: Vec<(String, Tensor)>) -> Vec<(String, Tensor)> {
+    named
+        .into_iter()
+        .map(|(n, t)| (format!("{prefix}.{n}"), t))
+        .collect()
+}
