@@ -279,33 +279,30 @@ impl Tensor {
         Ok(self.storage().to_cpu(self.layout())?.to_f64_vec())
     }
 
+    /// Error unless the tensor holds exactly one element (for `item`).
+    fn check_one_element(&self) -> Result<()> {
+        if self.numel() == 1 {
+            return Ok(());
+        }
+        Err(Error::shape(
+            "item",
+            format!(
+                "a Tensor with {} elements (shape {:?}) cannot be converted to a scalar",
+                self.numel(),
+                self.shape()
+            ),
+        ))
+    }
+
     /// The value of a one-element tensor.
     pub fn item<T: CpuElement>(&self) -> Result<T> {
-        if self.numel() != 1 {
-            return Err(Error::shape(
-                "item",
-                format!(
-                    "a Tensor with {} elements (shape {:?}) cannot be converted to a scalar",
-                    self.numel(),
-                    self.shape()
-                ),
-            ));
-        }
+        self.check_one_element()?;
         Ok(self.to_vec::<T>()?[0])
     }
 
     /// The value of a one-element tensor of any dtype, as f64.
     pub fn item_f64(&self) -> Result<f64> {
-        if self.numel() != 1 {
-            return Err(Error::shape(
-                "item",
-                format!(
-                    "a Tensor with {} elements (shape {:?}) cannot be converted to a scalar",
-                    self.numel(),
-                    self.shape()
-                ),
-            ));
-        }
+        self.check_one_element()?;
         Ok(self.to_vec_f64()?[0])
     }
 }
