@@ -853,7 +853,7 @@ fn clip_grad_value_clamps_and_rejects_negative() {
         a.grad().unwrap().to_vec::<f32>().unwrap(),
         vec![-1.0, 0.5, 1.0]
     );
-    assert!(clip_grad_value_(&[a.clone()], -1.0).is_err());
+    assert!(clip_grad_value_(std::slice::from_ref(&a), -1.0).is_err());
     assert!(clip_grad_norm_(&[a], 1.0, 0.0).is_err());
 }
 

@@ -310,10 +310,13 @@ impl Default for OneCycleOptions {
 pub struct OneCycleLR {
     state: SchedulerState,
     total_steps: i64,
-    /// (end_step, start_lr, end_lr, start_momentum, end_momentum) per phase and group.
-    phases: Vec<(f64, Vec<f64>, Vec<f64>, f64, f64)>,
+    phases: Vec<Phase>,
     cycle_momentum: bool,
 }
+
+/// One annealing phase: (end_step, start_lr per group, end_lr per group, start_momentum,
+/// end_momentum).
+type Phase = (f64, Vec<f64>, Vec<f64>, f64, f64);
 
 fn cos_anneal(start: f64, end: f64, pct: f64) -> f64 {
     end + (start - end) / 2.0 * ((PI * pct).cos() + 1.0)

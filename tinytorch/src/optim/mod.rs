@@ -270,7 +270,7 @@ impl OptimizerCore {
                     ),
                 ));
             }
-            shapes.extend(g.params.iter().map(|p| p.clone()));
+            shapes.extend(g.params.iter().cloned());
         }
         let mut state = BTreeMap::new();
         for (i, s) in &sd.state {
