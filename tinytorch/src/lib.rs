@@ -21,6 +21,7 @@ pub mod autograd;
 pub mod backend;
 pub mod error;
 pub mod nn;
+pub mod optim;
 pub mod ops;
 pub mod tensor;
 

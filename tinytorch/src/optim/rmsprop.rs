@@ -1,0 +1,120 @@
+//! RMSprop (`torch.optim.RMSprop`).
+
+use super::{
+    buffer, check_groups, effective_grad, next_step, Optimizer, OptimizerCore, ParamGroup,
+    ParamState, Params,
+};
+use crate::error::Result;
+use crate::tensor::Tensor;
+
+/// Hyperparameters of [`RMSprop`], with PyTorch's defaults.
+#[derive(Clone, Copy, Debug)]
+pub struct RMSpropOptions {
+    /// Learning rate (default 1e-2).
+    pub lr: f64,
+    /// Smoothing constant of the squared-gradient average (default 0.99).
+    pub alpha: f64,
+    /// Added to the denominator (default 1e-8).
+    pub eps: f64,
+    /// L2 penalty (default 0).
+    pub weight_decay: f64,
+    /// Momentum factor (default 0).
+    pub momentum: f64,
+    /// Normalise by the estimated variance instead of the raw second moment (default false).
+    pub centered: bool,
+    /// Maximize the objective (default false).
+    pub maximize: bool,
+}
+
+impl Default for RMSpropOptions {
+    fn default() -> Self {
+        RMSpropOptions {
+            lr: 1e-2,
+            alpha: 0.99,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            momentum: 0.0,
+            centered: false,
+            maximize: false,
+        }
+    }
+}
+
+/// RMSprop (`torch.optim.RMSprop`).
+pub struct RMSprop {
+    core: OptimizerCore,
+}
+
+impl RMSprop {
+    /// Build from a parameter list or param groups (`torch.optim.RMSprop(params, ...)`).
+    pub fn new(params: impl Into<Params>, o: RMSpropOptions) -> Result<Self> {
+        let core = OptimizerCore::new(
+            "RMSprop",
+            params.into(),
+            o.lr,
+            &[
+                ("alpha", o.alpha),
+                ("eps", o.eps),
+                ("weight_decay", o.weight_decay),
+                ("momentum", o.momentum),
+                ("centered", f64::from(u8::from(o.centered))),
+                ("maximize", f64::from(u8::from(o.maximize))),
+            ],
+        )?;
+        check_groups(
+            "RMSprop",
+            &core,
+            &["alpha", "eps", "weight_decay", "momentum"],
+        )?;
+        Ok(RMSprop { core })
+    }
+}
+
+fn rmsprop_update(
+    group: &ParamGroup,
+    p: &Tensor,
+    grad: &Tensor,
+    state: &mut ParamState,
+) -> Result<()> {
+    let alpha = group.get("alpha");
+    let momentum = group.get("momentum");
+    next_step(state);
+    let grad = effective_grad(grad, p, group.flag("maximize"), group.get("weight_decay"))?;
+    let square_avg = buffer(state, "square_avg", p, 0.0)?;
+    square_avg.mul_scalar_(alpha)?;
+    square_avg.add_(&grad.mul(&grad)?.mul_scalar(1.0 - alpha)?)?;
+    let avg = if group.flag("centered") {
+        let grad_avg = buffer(state, "grad_avg", p, 0.0)?;
+        grad_avg.mul_scalar_(alpha)?;
+        grad_avg.add_(&grad.mul_scalar(1.0 - alpha)?)?;
+        square_avg.sub(&grad_avg.mul(&grad_avg)?)?.sqrt()?
+    } else {
+        square_avg.sqrt()?
+    };
+    let avg = avg.add_scalar(group.get("eps"))?;
+    let lr = group.learning_rate();
+    if momentum > 0.0 {
+        let buf = buffer(state, "momentum_buffer", p, 0.0)?;
+        buf.mul_scalar_(momentum)?;
+        buf.add_(&grad.div(&avg)?)?;
+        p.sub_(&buf.mul_scalar(lr)?)?;
+    } else {
+        p.sub_(&grad.div(&avg)?.mul_scalar(lr)?)?;
+    }
+    Ok(())
+}
+
+impl Optimizer for RMSprop {
+    fn core(&self) -> &OptimizerCore {
+        &self.core
+    }
+    fn core_mut(&mut self) -> &mut OptimizerCore {
+        &mut self.core
+    }
+    fn name(&self) -> &'static str {
+        "RMSprop"
+    }
+    fn step(&mut self) -> Result<()> {
+        self.core.for_each_param(rmsprop_update)
+    }
+}
