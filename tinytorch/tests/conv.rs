@@ -3413,3 +3413,15 @@ fn modules() {
     assert_eq!(c1.num_parameters(), 45);
     assert!(Conv2d::new(3, 4, [3, 3], [1, 1], ConvPadding::Valid, [1, 1], 2, true).is_err());
 }
+
+#[test]
+fn empty_batch() {
+    let x = Tensor::zeros(&[0, 2, 5, 5], DType::F32, tinytorch::Device::Cpu).unwrap();
+    let w = Tensor::zeros(&[3, 2, 3, 3], DType::F32, tinytorch::Device::Cpu).unwrap();
+    let y = x
+        .conv2d(&w, None, [1, 1], ConvPadding::Same, [1, 1], 1)
+        .unwrap();
+    assert_eq!(y.shape(), &[0, 3, 5, 5]);
+    let p = x.max_pool2d([2, 2], None, [0, 0], [1, 1], false).unwrap();
+    assert_eq!(p.shape(), &[0, 2, 2, 2]);
+}
