@@ -21,8 +21,8 @@ pub mod autograd;
 pub mod backend;
 pub mod error;
 pub mod nn;
-pub mod optim;
 pub mod ops;
+pub mod optim;
 pub mod tensor;
 
 pub use autograd::{no_grad, set_grad_enabled};

@@ -5,16 +5,19 @@
 mod binary;
 mod cast;
 mod compare;
+mod conv;
 mod index;
 mod inplace;
 mod matmul;
 mod operators;
+mod pool;
 mod reduce;
 mod shape;
 mod softmax;
 mod unary;
 mod view;
 
+pub use conv::ConvPadding;
 pub use shape::PadMode;
 pub use view::SliceArg;
 

@@ -1,0 +1,247 @@
+//! Convolution layers (`torch.nn.Conv1d`, `Conv2d`, `ConvTranspose2d`).
+
+use crate::error::{Error, Result};
+use crate::nn::Module;
+use crate::ops::ConvPadding;
+use crate::tensor::{DType, Device, Tensor};
+
+/// `U(-bound, bound)` leaf parameter with `bound = 1/sqrt(fan_in)` (PyTorch's default conv
+/// init for both weight and bias).
+fn uniform_param(shape: &[usize], fan_in: usize) -> Result<Tensor> {
+    let bound = 1.0 / (fan_in.max(1) as f64).sqrt();
+    Tensor::rand(shape, DType::F32, Device::Cpu)?
+        .mul_scalar(2.0 * bound)?
+        .sub_scalar(bound)?
+        .requires_grad_(true)
+}
+
+fn check_channels(op: &'static str, cin: usize, cout: usize, groups: usize) -> Result<()> {
+    if groups == 0 || !cin.is_multiple_of(groups) || !cout.is_multiple_of(groups) {
+        return Err(Error::invalid(
+            op,
+            format!("groups={groups} must divide in_channels={cin} and out_channels={cout}"),
+        ));
+    }
+    Ok(())
+}
+
+/// 2-D convolution layer (`torch.nn.Conv2d`): weight `(Co, Ci/groups, kh, kw)`, bias `(Co,)`.
+pub struct Conv2d {
+    /// `(out_channels, in_channels/groups, kh, kw)`.
+    pub weight: Tensor,
+    /// `(out_channels,)`, if enabled.
+    pub bias: Option<Tensor>,
+    /// Stride `(sh, sw)`.
+    pub stride: [usize; 2],
+    /// Padding mode or amounts.
+    pub padding: ConvPadding,
+    /// Dilation `(dh, dw)`.
+    pub dilation: [usize; 2],
+    /// Number of channel groups.
+    pub groups: usize,
+}
+
+impl Conv2d {
+    /// `nn.Conv2d(in, out, kernel_size, stride, padding, dilation, groups, bias)`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        in_channels: usize,
+        out_channels: usize,
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: ConvPadding,
+        dilation: [usize; 2],
+        groups: usize,
+        bias: bool,
+    ) -> Result<Conv2d> {
+        check_channels("Conv2d", in_channels, out_channels, groups)?;
+        let fan_in = in_channels / groups * kernel[0] * kernel[1];
+        let weight = uniform_param(
+            &[out_channels, in_channels / groups, kernel[0], kernel[1]],
+            fan_in,
+        )?;
+        let bias = if bias {
+            Some(uniform_param(&[out_channels], fan_in)?)
+        } else {
+            None
+        };
+        Ok(Conv2d {
+            weight,
+            bias,
+            stride,
+            padding,
+            dilation,
+            groups,
+        })
+    }
+}
+
+impl Module for Conv2d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.conv2d(
+            &self.weight,
+            self.bias.as_ref(),
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.groups,
+        )
+    }
+
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        let mut v = vec![("weight".to_string(), self.weight.clone())];
+        if let Some(b) = &self.bias {
+            v.push(("bias".to_string(), b.clone()));
+        }
+        v
+    }
+}
+
+/// 1-D convolution layer (`torch.nn.Conv1d`): weight `(Co, Ci/groups, k)`, bias `(Co,)`.
+pub struct Conv1d {
+    /// `(out_channels, in_channels/groups, k)`.
+    pub weight: Tensor,
+    /// `(out_channels,)`, if enabled.
+    pub bias: Option<Tensor>,
+    /// Stride.
+    pub stride: usize,
+    /// Padding mode or amount (`Explicit(_, p)` uses `p`).
+    pub padding: ConvPadding,
+    /// Dilation.
+    pub dilation: usize,
+    /// Number of channel groups.
+    pub groups: usize,
+}
+
+impl Conv1d {
+    /// `nn.Conv1d(in, out, kernel_size, stride, padding, dilation, groups, bias)`; an explicit
+    /// padding `p` is given as `ConvPadding::Explicit(0, p)`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        in_channels: usize,
+        out_channels: usize,
+        kernel: usize,
+        stride: usize,
+        padding: ConvPadding,
+        dilation: usize,
+        groups: usize,
+        bias: bool,
+    ) -> Result<Conv1d> {
+        check_channels("Conv1d", in_channels, out_channels, groups)?;
+        let fan_in = in_channels / groups * kernel;
+        let weight = uniform_param(&[out_channels, in_channels / groups, kernel], fan_in)?;
+        let bias = if bias {
+            Some(uniform_param(&[out_channels], fan_in)?)
+        } else {
+            None
+        };
+        Ok(Conv1d {
+            weight,
+            bias,
+            stride,
+            padding,
+            dilation,
+            groups,
+        })
+    }
+}
+
+impl Module for Conv1d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.conv1d(
+            &self.weight,
+            self.bias.as_ref(),
+            self.stride,
+            self.padding,
+            self.dilation,
+            self.groups,
+        )
+    }
+
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        let mut v = vec![("weight".to_string(), self.weight.clone())];
+        if let Some(b) = &self.bias {
+            v.push(("bias".to_string(), b.clone()));
+        }
+        v
+    }
+}
+
+/// Transposed 2-D convolution layer (`torch.nn.ConvTranspose2d`): weight
+/// `(Ci, Co/groups, kh, kw)`, bias `(Co,)`.
+pub struct ConvTranspose2d {
+    /// `(in_channels, out_channels/groups, kh, kw)`.
+    pub weight: Tensor,
+    /// `(out_channels,)`, if enabled.
+    pub bias: Option<Tensor>,
+    /// Stride.
+    pub stride: [usize; 2],
+    /// Padding.
+    pub padding: [usize; 2],
+    /// Extra size on the bottom/right of the output.
+    pub output_padding: [usize; 2],
+    /// Number of channel groups.
+    pub groups: usize,
+    /// Dilation.
+    pub dilation: [usize; 2],
+}
+
+impl ConvTranspose2d {
+    /// `nn.ConvTranspose2d(in, out, kernel_size, stride, padding, output_padding, groups,
+    /// bias, dilation)`; PyTorch's fan_in here is `weight.size(1) * kh * kw`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        in_channels: usize,
+        out_channels: usize,
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+        output_padding: [usize; 2],
+        groups: usize,
+        bias: bool,
+        dilation: [usize; 2],
+    ) -> Result<ConvTranspose2d> {
+        check_channels("ConvTranspose2d", in_channels, out_channels, groups)?;
+        let fan_in = out_channels / groups * kernel[0] * kernel[1];
+        let weight = uniform_param(
+            &[in_channels, out_channels / groups, kernel[0], kernel[1]],
+            fan_in,
+        )?;
+        let bias = if bias {
+            Some(uniform_param(&[out_channels], fan_in)?)
+        } else {
+            None
+        };
+        Ok(ConvTranspose2d {
+            weight,
+            bias,
+            stride,
+            padding,
+            output_padding,
+            groups,
+            dilation,
+        })
+    }
+}
+
+impl Module for ConvTranspose2d {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        x.conv_transpose2d(
+            &self.weight,
+            self.bias.as_ref(),
+            self.stride,
+            self.padding,
+            self.output_padding,
+            self.groups,
+            self.dilation,
+        )
+    }
+
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        let mut v = vec![("weight".to_string(), self.weight.clone())];
+        if let Some(b) = &self.bias {
+            v.push(("bias".to_string(), b.clone()));
+        }
+        v
+    }
+}

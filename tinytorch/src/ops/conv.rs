@@ -1,0 +1,526 @@
+//! Convolutions (`torch.nn.functional.conv1d/conv2d/conv_transpose2d`) as im2col + matmul.
+//!
+//! The im2col step is built from differentiable views (`pad`, strided `slice`, `stack`), so the
+//! backward pass (col2im for the input, `grad_out @ cols^T` for the weight) comes from the
+//! autograd rules of those ops and of `matmul` rather than from hand-written kernels.
+
+use crate::error::{Error, Result};
+use crate::ops::PadMode;
+use crate::tensor::Tensor;
+
+/// The `padding` argument of a convolution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConvPadding {
+    /// Explicit zero padding `(ph, pw)` on both sides of each spatial dim.
+    Explicit(usize, usize),
+    /// `padding="same"`: the output has the input's size (stride must be 1); with an even
+    /// kernel the extra element goes on the right/bottom, as in PyTorch.
+    Same,
+    /// `padding="valid"`: no padding.
+    Valid,
+}
+
+/// Output length of a sliding window over `padded` elements (PyTorch's formula, floor mode).
+pub(crate) fn window_count(padded: usize, k: usize, stride: usize, dilation: usize) -> usize {
+    let span = dilation * (k - 1) + 1;
+    if padded < span {
+        0
+    } else {
+        (padded - span) / stride + 1
+    }
+}
+
+/// im2col on an already padded `(N, C, Hp, Wp)` tensor: `(N, C, kh*kw, OH, OW)`, where entry
+/// `[n, c, i*kw + j, oh, ow]` is `x[n, c, oh*sh + i*dh, ow*sw + j*dw]`.
+pub(crate) fn patches(
+    x: &Tensor,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    dilation: [usize; 2],
+    out: [usize; 2],
+) -> Result<Tensor> {
+    let mut taps = Vec::with_capacity(kernel[0] * kernel[1]);
+    for i in 0..kernel[0] {
+        let h0 = i * dilation[0];
+        let rows = x.slice(
+            2,
+            Some(h0 as isize),
+            Some((h0 + (out[0] - 1) * stride[0] + 1) as isize),
+            stride[0],
+        )?;
+        for j in 0..kernel[1] {
+            let w0 = j * dilation[1];
+            taps.push(rows.slice(
+                3,
+                Some(w0 as isize),
+                Some((w0 + (out[1] - 1) * stride[1] + 1) as isize),
+                stride[1],
+            )?);
+        }
+    }
+    let refs: Vec<&Tensor> = taps.iter().collect();
+    Tensor::stack(&refs, 2)
+}
+
+fn check_positive(op: &'static str, name: &str, v: [usize; 2]) -> Result<()> {
+    if v[0] == 0 || v[1] == 0 {
+        return Err(Error::invalid(
+            op,
+            format!("{name} must be positive, got {v:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn check_float_pair(op: &'static str, x: &Tensor, w: &Tensor) -> Result<()> {
+    if !x.dtype().is_float() {
+        return Err(Error::dtype(
+            op,
+            format!("expected a floating-point input, got {:?}", x.dtype()),
+        ));
+    }
+    if x.dtype() != w.dtype() {
+        return Err(Error::dtype(
+            op,
+            format!(
+                "input dtype {:?} and weight dtype {:?} differ",
+                x.dtype(),
+                w.dtype()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Add `bias` (shape `(C,)`) over dim 1 of an `(N, C, H, W)` tensor after checking its shape.
+fn add_bias(
+    op: &'static str,
+    out: Tensor,
+    bias: Option<&Tensor>,
+    channels: usize,
+) -> Result<Tensor> {
+    let Some(b) = bias else { return Ok(out) };
+    if b.shape() != [channels] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "bias must have shape [{channels}] (one per output channel), got {:?}",
+                b.shape()
+            ),
+        ));
+    }
+    if b.dtype() != out.dtype() {
+        return Err(Error::dtype(
+            op,
+            format!(
+                "bias dtype {:?} differs from input dtype {:?}",
+                b.dtype(),
+                out.dtype()
+            ),
+        ));
+    }
+    out.add(&b.reshape(&[1, channels as isize, 1, 1])?)
+}
+
+/// Run `f` on a batched view of `x`: an unbatched `(C, H, W)` input gets a batch dim of 1,
+/// which is removed again from the result (PyTorch accepts both forms).
+fn batched(
+    op: &'static str,
+    x: &Tensor,
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    match x.ndim() {
+        4 => f(x),
+        3 => f(&x.unsqueeze(0)?)?.squeeze_dim(0),
+        _ => Err(Error::shape(
+            op,
+            format!(
+                "expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, got shape {:?}",
+                x.shape()
+            ),
+        )),
+    }
+}
+
+impl Tensor {
+    /// 2-D convolution (`torch.nn.functional.conv2d`). `self` is `(N, Ci, H, W)` or
+    /// `(Ci, H, W)`, `weight` is `(Co, Ci/groups, kh, kw)`, `bias` is `(Co,)`. Output spatial
+    /// size: `(H + 2p - d*(k-1) - 1) / s + 1`.
+    pub fn conv2d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: [usize; 2],
+        padding: ConvPadding,
+        dilation: [usize; 2],
+        groups: usize,
+    ) -> Result<Tensor> {
+        const OP: &str = "conv2d";
+        batched(OP, self, |x| {
+            conv2d_4d(OP, x, weight, bias, stride, padding, dilation, groups)
+        })
+    }
+
+    /// 1-D convolution (`torch.nn.functional.conv1d`): `self` is `(N, Ci, L)` or `(Ci, L)`,
+    /// `weight` is `(Co, Ci/groups, k)`. Computed as a 2-D convolution with height 1.
+    pub fn conv1d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: usize,
+        padding: ConvPadding,
+        dilation: usize,
+        groups: usize,
+    ) -> Result<Tensor> {
+        const OP: &str = "conv1d";
+        if weight.ndim() != 3 {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "expected a 3-d weight (Co, Ci/groups, k), got shape {:?}",
+                    weight.shape()
+                ),
+            ));
+        }
+        let pad2 = match padding {
+            ConvPadding::Explicit(_, p) => ConvPadding::Explicit(0, p),
+            other => other,
+        };
+        let w2 = weight.unsqueeze(2)?;
+        let run = |x: &Tensor| -> Result<Tensor> {
+            conv2d_4d(
+                OP,
+                &x.unsqueeze(2)?,
+                &w2,
+                bias,
+                [1, stride],
+                pad2,
+                [1, dilation],
+                groups,
+            )?
+            .squeeze_dim(2)
+        };
+        match self.ndim() {
+            3 => run(self),
+            2 => run(&self.unsqueeze(0)?)?.squeeze_dim(0),
+            _ => Err(Error::shape(
+                OP,
+                format!(
+                    "expected a 2-d (C, L) or 3-d (N, C, L) input, got shape {:?}",
+                    self.shape()
+                ),
+            )),
+        }
+    }
+
+    /// Transposed 2-D convolution (`torch.nn.functional.conv_transpose2d`), the adjoint of
+    /// `conv2d`: `self` is `(N, Ci, H, W)` or `(Ci, H, W)`, `weight` is `(Ci, Co/groups, kh, kw)`.
+    /// Output size: `(H - 1)*s - 2p + d*(k-1) + output_padding + 1`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn conv_transpose2d(
+        &self,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        stride: [usize; 2],
+        padding: [usize; 2],
+        output_padding: [usize; 2],
+        groups: usize,
+        dilation: [usize; 2],
+    ) -> Result<Tensor> {
+        const OP: &str = "conv_transpose2d";
+        batched(OP, self, |x| {
+            conv_transpose2d_4d(
+                OP,
+                x,
+                weight,
+                bias,
+                stride,
+                padding,
+                output_padding,
+                groups,
+                dilation,
+            )
+        })
+    }
+}
+
+/// Check the shapes of a convolution and return `(N, Ci, Co, kernel)`.
+fn check_conv_shapes(
+    op: &'static str,
+    x: &Tensor,
+    w: &Tensor,
+    groups: usize,
+) -> Result<(usize, usize, usize, [usize; 2])> {
+    check_float_pair(op, x, w)?;
+    if w.ndim() != 4 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "expected a 4-d weight (Co, Ci/groups, kh, kw), got shape {:?}",
+                w.shape()
+            ),
+        ));
+    }
+    if groups == 0 {
+        return Err(Error::invalid(op, "groups must be positive"));
+    }
+    let (n, ci) = (x.shape()[0], x.shape()[1]);
+    let ws = w.shape();
+    if !ci.is_multiple_of(groups) || !ws[0].is_multiple_of(groups) {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "groups={groups} must divide both the input channels ({ci}) and the output \
+                 channels ({}) (input {:?}, weight {:?})",
+                ws[0],
+                x.shape(),
+                ws
+            ),
+        ));
+    }
+    if ws[1] * groups != ci {
+        return Err(Error::shape(
+            op,
+            format!(
+                "weight {:?} with groups={groups} expects {} input channels, but the input {:?} \
+                 has {ci}",
+                ws,
+                ws[1] * groups,
+                x.shape()
+            ),
+        ));
+    }
+    if ws[2] == 0 || ws[3] == 0 {
+        return Err(Error::shape(op, format!("empty kernel in weight {ws:?}")));
+    }
+    Ok((n, ci, ws[0], [ws[2], ws[3]]))
+}
+
+/// Resolve `padding` into `(top, bottom, left, right)`.
+fn resolve_padding(
+    op: &'static str,
+    padding: ConvPadding,
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    dilation: [usize; 2],
+) -> Result<[usize; 4]> {
+    Ok(match padding {
+        ConvPadding::Explicit(ph, pw) => [ph, ph, pw, pw],
+        ConvPadding::Valid => [0; 4],
+        ConvPadding::Same => {
+            if stride != [1, 1] {
+                return Err(Error::invalid(
+                    op,
+                    format!("padding='same' is not supported for strided convolutions (stride {stride:?})"),
+                ));
+            }
+            let th = dilation[0] * (kernel[0] - 1);
+            let tw = dilation[1] * (kernel[1] - 1);
+            [th / 2, th - th / 2, tw / 2, tw - tw / 2]
+        }
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn conv2d_4d(
+    op: &'static str,
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    stride: [usize; 2],
+    padding: ConvPadding,
+    dilation: [usize; 2],
+    groups: usize,
+) -> Result<Tensor> {
+    check_positive(op, "stride", stride)?;
+    check_positive(op, "dilation", dilation)?;
+    let (n, ci, co, k) = check_conv_shapes(op, x, w, groups)?;
+    let [pt, pb, pl, pr] = resolve_padding(op, padding, k, stride, dilation)?;
+    let (hp, wp) = (x.shape()[2] + pt + pb, x.shape()[3] + pl + pr);
+    let span = [dilation[0] * (k[0] - 1) + 1, dilation[1] * (k[1] - 1) + 1];
+    if hp < span[0] || wp < span[1] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "kernel size {k:?} (dilated {span:?}) is larger than the padded input \
+                 ({hp}, {wp}) (input {:?})",
+                x.shape()
+            ),
+        ));
+    }
+    let oh = window_count(hp, k[0], stride[0], dilation[0]);
+    let ow = window_count(wp, k[1], stride[1], dilation[1]);
+    let xp = if pt + pb + pl + pr > 0 {
+        x.pad(&[pl, pr, pt, pb], PadMode::Constant(0.0))?
+    } else {
+        x.clone()
+    };
+    let g = groups as isize;
+    let kk = ((ci / groups) * k[0] * k[1]) as isize;
+    // (N, C, kh*kw, OH, OW) -> (N, G, Ci/G*kh*kw, L): channel-major rows, as in the weight.
+    let cols = patches(&xp, k, stride, dilation, [oh, ow])?.reshape(&[
+        n as isize,
+        g,
+        kk,
+        (oh * ow) as isize,
+    ])?;
+    let wm = w.reshape(&[1, g, (co / groups) as isize, kk])?;
+    let out = wm
+        .matmul(&cols)?
+        .reshape(&[n as isize, co as isize, oh as isize, ow as isize])?;
+    add_bias(op, out, bias, co)
+}
+
+/// Insert `s - 1` zeros between neighbouring elements of `dim` (the "fractional stride" of a
+/// transposed convolution), built from `pad` so that it is differentiable.
+fn dilate_dim(x: &Tensor, dim: usize, s: usize) -> Result<Tensor> {
+    let len = x.shape()[dim];
+    if s == 1 || len == 0 {
+        return Ok(x.clone());
+    }
+    let d = dim as isize;
+    let spread = x.unsqueeze(d + 1)?;
+    let mut pads = vec![0usize; 2 * (spread.ndim() - dim - 1)];
+    let last = pads.len() - 1;
+    // pads are listed from the last dim; the new unit dim is `dim + 1`.
+    let idx = 2 * (spread.ndim() - 1 - (dim + 1)) + 1;
+    debug_assert!(idx <= last);
+    pads[idx] = s - 1;
+    let padded = spread.pad(&pads, PadMode::Constant(0.0))?;
+    let merged = padded.flatten(d, d + 1)?;
+    merged.narrow(d, 0, (len - 1) * s + 1)
+}
+
+/// Pad (or, for negative amounts, crop) `dim` by `before`/`after` elements.
+fn pad_or_crop(x: &Tensor, dim: usize, before: isize, after: isize) -> Result<Tensor> {
+    let mut t = x.clone();
+    let nd = t.ndim();
+    if before > 0 || after > 0 {
+        let mut pads = vec![0usize; 2 * (nd - dim)];
+        let base = 2 * (nd - 1 - dim);
+        pads[base] = before.max(0) as usize;
+        pads[base + 1] = after.max(0) as usize;
+        t = t.pad(&pads, PadMode::Constant(0.0))?;
+    }
+    let cut_front = (-before).max(0) as usize;
+    let cut_back = (-after).max(0) as usize;
+    if cut_front + cut_back > 0 {
+        let len = t.shape()[dim];
+        t = t.narrow(
+            dim as isize,
+            cut_front as isize,
+            len.saturating_sub(cut_front + cut_back),
+        )?;
+    }
+    Ok(t)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn conv_transpose2d_4d(
+    op: &'static str,
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    stride: [usize; 2],
+    padding: [usize; 2],
+    output_padding: [usize; 2],
+    groups: usize,
+    dilation: [usize; 2],
+) -> Result<Tensor> {
+    check_positive(op, "stride", stride)?;
+    check_positive(op, "dilation", dilation)?;
+    check_float_pair(op, x, w)?;
+    if w.ndim() != 4 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "expected a 4-d weight (Ci, Co/groups, kh, kw), got shape {:?}",
+                w.shape()
+            ),
+        ));
+    }
+    if groups == 0 {
+        return Err(Error::invalid(op, "groups must be positive"));
+    }
+    let ws = w.shape().to_vec();
+    let ci = x.shape()[1];
+    if ws[0] != ci {
+        return Err(Error::shape(
+            op,
+            format!(
+                "weight {ws:?} expects {} input channels, but the input {:?} has {ci}",
+                ws[0],
+                x.shape()
+            ),
+        ));
+    }
+    if !ci.is_multiple_of(groups) {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "groups={groups} must divide the input channels ({ci}) (input {:?})",
+                x.shape()
+            ),
+        ));
+    }
+    for a in 0..2 {
+        if output_padding[a] >= stride[a] && output_padding[a] >= dilation[a] {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "output_padding {output_padding:?} must be smaller than either stride {stride:?} \
+                     or dilation {dilation:?}"
+                ),
+            ));
+        }
+    }
+    let k = [ws[2], ws[3]];
+    let (cig, cog) = (ci / groups, ws[1]);
+    let co = cog * groups;
+    let out_size = |a: usize| -> isize {
+        (x.shape()[2 + a] as isize - 1) * stride[a] as isize - 2 * padding[a] as isize
+            + (dilation[a] * (k[a] - 1)) as isize
+            + output_padding[a] as isize
+            + 1
+    };
+    let (oh, ow) = (out_size(0), out_size(1));
+    if oh <= 0 || ow <= 0 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "output size ({oh}, {ow}) is too small (input {:?}, weight {ws:?})",
+                x.shape()
+            ),
+        ));
+    }
+    // The adjoint of a convolution: zero-stuff the input, pad by d*(k-1) - p, and correlate
+    // with the spatially flipped kernel whose in/out channel roles are swapped per group.
+    let mut t = dilate_dim(x, 2, stride[0])?;
+    t = dilate_dim(&t, 3, stride[1])?;
+    for a in 0..2 {
+        let full = (dilation[a] * (k[a] - 1)) as isize - padding[a] as isize;
+        t = pad_or_crop(&t, 2 + a, full, full + output_padding[a] as isize)?;
+    }
+    let wt = w
+        .reshape(&[
+            groups as isize,
+            cig as isize,
+            cog as isize,
+            k[0] as isize,
+            k[1] as isize,
+        ])?
+        .transpose(1, 2)?
+        .reshape(&[co as isize, cig as isize, k[0] as isize, k[1] as isize])?
+        .flip(&[2, 3])?;
+    let out = conv2d_4d(
+        op,
+        &t,
+        &wt,
+        None,
+        [1, 1],
+        ConvPadding::Valid,
+        dilation,
+        groups,
+    )?;
+    add_bias(op, out, bias, co)
+}

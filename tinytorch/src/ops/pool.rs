@@ -1,0 +1,220 @@
+//! 2-D pooling (`torch.nn.functional.max_pool2d/avg_pool2d/adaptive_avg_pool2d`), built on the
+//! same differentiable im2col as the convolutions: windows are gathered with strided slices,
+//! then reduced with `max_dim` (gradient to the argmax) or a mean.
+
+use crate::error::{Error, Result};
+use crate::ops::conv::patches;
+use crate::ops::PadMode;
+use crate::tensor::Tensor;
+
+/// Output length of a pooling window (PyTorch's `pooling_output_shape`), with ceil mode: the
+/// last window must start inside the input or its left padding.
+fn pool_out(len: usize, k: usize, s: usize, p: usize, d: usize, ceil: bool) -> isize {
+    let num = len as isize + 2 * p as isize - (d * (k - 1)) as isize - 1;
+    let s = s as isize;
+    let mut out = if ceil {
+        (num + s - 1).div_euclid(s) + 1
+    } else {
+        num.div_euclid(s) + 1
+    };
+    if ceil && (out - 1) * s >= len as isize + p as isize {
+        out -= 1;
+    }
+    out
+}
+
+struct Window {
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    dilation: [usize; 2],
+    out: [usize; 2],
+    /// (top, bottom, left, right) padding, including ceil-mode's extra tail.
+    pads: [usize; 4],
+}
+
+/// Check pooling arguments on a 4-d input and compute the window geometry.
+fn window(
+    op: &'static str,
+    x: &Tensor,
+    kernel: [usize; 2],
+    stride: Option<[usize; 2]>,
+    padding: [usize; 2],
+    dilation: [usize; 2],
+    ceil_mode: bool,
+) -> Result<Window> {
+    let stride = stride.unwrap_or(kernel);
+    for (name, v) in [
+        ("kernel_size", kernel),
+        ("stride", stride),
+        ("dilation", dilation),
+    ] {
+        if v[0] == 0 || v[1] == 0 {
+            return Err(Error::invalid(
+                op,
+                format!("{name} must be positive, got {v:?}"),
+            ));
+        }
+    }
+    if padding[0] > kernel[0] / 2 || padding[1] > kernel[1] / 2 {
+        return Err(Error::invalid(
+            op,
+            format!("padding {padding:?} should be at most half of kernel_size {kernel:?}"),
+        ));
+    }
+    let mut out = [0usize; 2];
+    let mut tail = [0usize; 2];
+    for a in 0..2 {
+        let len = x.shape()[2 + a];
+        let o = pool_out(
+            len,
+            kernel[a],
+            stride[a],
+            padding[a],
+            dilation[a],
+            ceil_mode,
+        );
+        if o <= 0 {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "kernel_size {kernel:?} (dilation {dilation:?}) is larger than the padded \
+                     input; output size would be {o} (input {:?})",
+                    x.shape()
+                ),
+            ));
+        }
+        out[a] = o as usize;
+        let need = (out[a] - 1) * stride[a] + dilation[a] * (kernel[a] - 1) + 1;
+        tail[a] = need.saturating_sub(len + 2 * padding[a]);
+    }
+    Ok(Window {
+        kernel,
+        stride,
+        dilation,
+        out,
+        pads: [
+            padding[0],
+            padding[0] + tail[0],
+            padding[1],
+            padding[1] + tail[1],
+        ],
+    })
+}
+
+/// The windows of `x` as `(N, C, kh*kw, OH, OW)`, padding filled with `fill`.
+fn windows(x: &Tensor, w: &Window, fill: f64) -> Result<Tensor> {
+    let [pt, pb, pl, pr] = w.pads;
+    let xp = if pt + pb + pl + pr > 0 {
+        x.pad(&[pl, pr, pt, pb], PadMode::Constant(fill))?
+    } else {
+        x.clone()
+    };
+    patches(&xp, w.kernel, w.stride, w.dilation, w.out)
+}
+
+/// Apply a 4-d pooling function to a `(N, C, H, W)` or unbatched `(C, H, W)` float input.
+fn pool_batched(
+    op: &'static str,
+    x: &Tensor,
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    if !x.dtype().is_float() {
+        return Err(Error::dtype(
+            op,
+            format!("expected a floating-point input, got {:?}", x.dtype()),
+        ));
+    }
+    match x.ndim() {
+        4 => f(x),
+        3 => f(&x.unsqueeze(0)?)?.squeeze_dim(0),
+        _ => Err(Error::shape(
+            op,
+            format!(
+                "expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, got shape {:?}",
+                x.shape()
+            ),
+        )),
+    }
+}
+
+impl Tensor {
+    /// 2-D max pooling (`torch.nn.functional.max_pool2d`); `stride` defaults to the kernel
+    /// size. Padding counts as `-inf`. The gradient goes to the first maximum of each window.
+    pub fn max_pool2d(
+        &self,
+        kernel: [usize; 2],
+        stride: Option<[usize; 2]>,
+        padding: [usize; 2],
+        dilation: [usize; 2],
+        ceil_mode: bool,
+    ) -> Result<Tensor> {
+        const OP: &str = "max_pool2d";
+        pool_batched(OP, self, |x| {
+            let w = window(OP, x, kernel, stride, padding, dilation, ceil_mode)?;
+            Ok(windows(x, &w, f64::NEG_INFINITY)?.max_dim(2, false)?.0)
+        })
+    }
+
+    /// 2-D average pooling (`torch.nn.functional.avg_pool2d`, `ceil_mode=False`); with
+    /// `count_include_pad` the zero padding counts in the divisor, otherwise only the input
+    /// elements of each window do.
+    pub fn avg_pool2d(
+        &self,
+        kernel: [usize; 2],
+        stride: Option<[usize; 2]>,
+        padding: [usize; 2],
+        count_include_pad: bool,
+    ) -> Result<Tensor> {
+        const OP: &str = "avg_pool2d";
+        pool_batched(OP, self, |x| {
+            let w = window(OP, x, kernel, stride, padding, [1, 1], false)?;
+            let sums = windows(x, &w, 0.0)?.sum(&[2], false)?;
+            if count_include_pad {
+                return sums.div_scalar((kernel[0] * kernel[1]) as f64);
+            }
+            // Count the real elements per window by pooling a ones plane the same way.
+            let ones = Tensor::ones(&[1, 1, x.shape()[2], x.shape()[3]], x.dtype(), x.device())?;
+            let counts = windows(&ones, &w, 0.0)?.sum(&[2], false)?;
+            sums.div(&counts)
+        })
+    }
+
+    /// Adaptive 2-D average pooling (`torch.nn.functional.adaptive_avg_pool2d`): output cell
+    /// `i` averages input rows `floor(i*H/oh) .. ceil((i+1)*H/oh)` (and likewise for columns).
+    pub fn adaptive_avg_pool2d(&self, output_size: [usize; 2]) -> Result<Tensor> {
+        const OP: &str = "adaptive_avg_pool2d";
+        pool_batched(OP, self, |x| {
+            let mut t = x.clone();
+            for a in 0..2 {
+                let (len, o) = (x.shape()[2 + a], output_size[a]);
+                if o == 0 || len == 0 {
+                    return Err(Error::invalid(
+                        OP,
+                        format!(
+                            "output_size {output_size:?} and input spatial size {:?} must be positive",
+                            &x.shape()[2..]
+                        ),
+                    ));
+                }
+                t = adaptive_mean_dim(&t, 2 + a, len, o)?;
+            }
+            Ok(t)
+        })
+    }
+}
+
+/// Adaptive averaging along one dim: `o` means over PyTorch's start/end ranges.
+fn adaptive_mean_dim(t: &Tensor, dim: usize, len: usize, o: usize) -> Result<Tensor> {
+    let d = dim as isize;
+    if len == o {
+        return Ok(t.clone());
+    }
+    let mut parts = Vec::with_capacity(o);
+    for i in 0..o {
+        let start = i * len / o;
+        let end = ((i + 1) * len).div_ceil(o);
+        parts.push(t.narrow(d, start as isize, end - start)?.mean(&[d], true)?);
+    }
+    let refs: Vec<&Tensor> = parts.iter().collect();
+    Tensor::cat(&refs, d)
+}
