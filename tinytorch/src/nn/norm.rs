@@ -129,7 +129,7 @@ pub fn group_norm(
         ));
     }
     let (n, c) = (x.shape()[0], x.shape()[1]);
-    if num_groups == 0 || c % num_groups != 0 {
+    if num_groups == 0 || !c.is_multiple_of(num_groups) {
         return Err(Error::invalid(
             OP,
             format!(
@@ -356,7 +356,7 @@ impl GroupNorm {
     /// `nn.GroupNorm(num_groups, num_channels, eps, affine)`; errors when `num_channels` is
     /// not divisible by `num_groups`.
     pub fn new(num_groups: usize, num_channels: usize, eps: f64, affine: bool) -> Result<Self> {
-        if num_groups == 0 || num_channels % num_groups != 0 {
+        if num_groups == 0 || !num_channels.is_multiple_of(num_groups) {
             return Err(Error::invalid(
                 "GroupNorm",
                 format!(
