@@ -1,4 +1,5 @@
 //! Neural-network building blocks: the `Module` trait, layers, initialisation and losses.
+//! Modules live at `nn::`; the functional forms at `nn::functional` (`torch.nn.functional`).
 
 mod activation;
 mod container;
@@ -8,7 +9,9 @@ mod embedding;
 mod flatten;
 pub mod init;
 mod linear;
+mod loss;
 mod module;
+mod norm;
 mod pool;
 
 pub use activation::{
@@ -20,12 +23,19 @@ pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use flatten::{Flatten, Identity};
 pub use linear::Linear;
+pub use loss::{CrossEntropyLoss, KlDivReduction, MSELoss, Reduction};
 pub use module::{prefixed, Module};
+pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
 
-/// Functional forms of the layers (`torch.nn.functional`).
+/// Functional forms of the layers and losses (`torch.nn.functional`).
 pub mod functional {
     pub use super::dropout::dropout;
     pub use super::embedding::embedding;
     pub use super::linear::linear;
+    pub use super::loss::{
+        binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
+        l1_loss, mse_loss, nll_loss, smooth_l1_loss,
+    };
+    pub use super::norm::{batch_norm, group_norm, layer_norm, rms_norm};
 }

@@ -1,0 +1,505 @@
+//! Normalisation layers (`torch.nn.functional.{layer_norm, rms_norm, group_norm, batch_norm}`
+//! and their modules). Forward and backward are composed from tensor ops, so autograd derives
+//! the gradients. A fused kernel (one pass for the statistics, one for normalise + affine, and
+//! a closed-form backward) would pay here: the composite form reads the input ~5 times and
+//! keeps several intermediates alive for backward.
+
+use super::Module;
+use crate::autograd::no_grad;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Device, Tensor};
+
+fn require_float(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(Error::dtype(
+            op,
+            format!("input must be a floating-point tensor, got {}", t.dtype()),
+        ))
+    }
+}
+
+/// Check that `p` (weight or bias) has `shape`.
+fn check_affine(op: &'static str, name: &str, p: Option<&Tensor>, shape: &[usize]) -> Result<()> {
+    match p {
+        Some(p) if p.shape() != shape => Err(Error::shape(
+            op,
+            format!("{name} must have shape {shape:?}, got {:?}", p.shape()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `x * weight + bias`, either optional.
+fn affine(x: Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Result<Tensor> {
+    let x = match weight {
+        Some(w) => x.mul(w)?,
+        None => x,
+    };
+    match bias {
+        Some(b) => x.add(b),
+        None => Ok(x),
+    }
+}
+
+/// The last `normalized_shape.len()` dims of `x`, checked against `normalized_shape`.
+fn trailing_dims(op: &'static str, x: &Tensor, normalized_shape: &[usize]) -> Result<Vec<isize>> {
+    let k = normalized_shape.len();
+    if k == 0 || x.ndim() < k || &x.shape()[x.ndim() - k..] != normalized_shape {
+        return Err(Error::shape(
+            op,
+            format!(
+                "normalized_shape {normalized_shape:?} must be a non-empty suffix of the input shape {:?}",
+                x.shape()
+            ),
+        ));
+    }
+    Ok((1..=k as isize).map(|i| -i).collect())
+}
+
+/// Shape `[1, C, 1, ...]` that broadcasts a per-channel vector against an `ndim`-dim input.
+fn channel_shape(channels: usize, ndim: usize) -> Vec<isize> {
+    let mut s = vec![1isize; ndim];
+    s[1] = channels as isize;
+    s
+}
+
+/// Layer normalisation over the trailing `normalized_shape` dims
+/// (`torch.nn.functional.layer_norm`): `(x - mean) / sqrt(var + eps) * weight + bias`, with
+/// the biased variance.
+pub fn layer_norm(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    const OP: &str = "layer_norm";
+    require_float(OP, x)?;
+    let dims = trailing_dims(OP, x, normalized_shape)?;
+    check_affine(OP, "weight", weight, normalized_shape)?;
+    check_affine(OP, "bias", bias, normalized_shape)?;
+    let mean = x.mean(&dims, true)?;
+    let var = x.var(&dims, 0.0, true)?;
+    let y = x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?;
+    affine(y, weight, bias)
+}
+
+/// Root-mean-square normalisation over the trailing `normalized_shape` dims
+/// (`torch.nn.functional.rms_norm`): `x / sqrt(mean(x^2) + eps) * weight`. `eps = None` uses
+/// the machine epsilon of the input's dtype, as PyTorch does.
+pub fn rms_norm(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    eps: Option<f64>,
+) -> Result<Tensor> {
+    const OP: &str = "rms_norm";
+    require_float(OP, x)?;
+    let dims = trailing_dims(OP, x, normalized_shape)?;
+    check_affine(OP, "weight", weight, normalized_shape)?;
+    let eps = eps.unwrap_or(match x.dtype() {
+        DType::F64 => f64::EPSILON,
+        DType::F16 => 0.000_976_562_5,
+        DType::BF16 => 0.007_812_5,
+        _ => f32::EPSILON as f64,
+    });
+    let ms = x.square()?.mean(&dims, true)?;
+    let y = x.mul(&ms.add_scalar(eps)?.rsqrt()?)?;
+    affine(y, weight, None)
+}
+
+/// Group normalisation (`torch.nn.functional.group_norm`): the `C` channels of an
+/// `(N, C, *)` input are split into `num_groups` groups, each normalised over its channels
+/// and spatial positions; `weight`/`bias` are per channel.
+pub fn group_norm(
+    x: &Tensor,
+    num_groups: usize,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    const OP: &str = "group_norm";
+    require_float(OP, x)?;
+    if x.ndim() < 2 {
+        return Err(Error::shape(
+            OP,
+            format!("input must be (N, C, *), got shape {:?}", x.shape()),
+        ));
+    }
+    let (n, c) = (x.shape()[0], x.shape()[1]);
+    if num_groups == 0 || !c.is_multiple_of(num_groups) {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "expected number of channels in input ({c}) to be divisible by num_groups ({num_groups})"
+            ),
+        ));
+    }
+    check_affine(OP, "weight", weight, &[c])?;
+    check_affine(OP, "bias", bias, &[c])?;
+    let shape: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
+    let grouped = x.reshape(&[n as isize, num_groups as isize, -1])?;
+    let mean = grouped.mean(&[-1], true)?;
+    let var = grouped.var(&[-1], 0.0, true)?;
+    let y = grouped
+        .sub(&mean)?
+        .mul(&var.add_scalar(eps)?.rsqrt()?)?
+        .reshape(&shape)?;
+    let cs = channel_shape(c, x.ndim());
+    let w = weight.map(|w| w.reshape(&cs)).transpose()?;
+    let b = bias.map(|b| b.reshape(&cs)).transpose()?;
+    affine(y, w.as_ref(), b.as_ref())
+}
+
+/// Batch normalisation of an `(N, C, *)` input over every dim but the channels
+/// (`torch.nn.functional.batch_norm`). In training it normalises with the batch statistics
+/// (biased variance) and, when running stats are given, updates them in place
+/// (`running = (1 - momentum) * running + momentum * stat`, with the unbiased variance); in
+/// evaluation it normalises with the running statistics.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm(
+    x: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<Tensor> {
+    const OP: &str = "batch_norm";
+    require_float(OP, x)?;
+    if x.ndim() < 2 {
+        return Err(Error::shape(
+            OP,
+            format!("input must be (N, C, *), got shape {:?}", x.shape()),
+        ));
+    }
+    let c = x.shape()[1];
+    for (name, t) in [
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("weight", weight),
+        ("bias", bias),
+    ] {
+        check_affine(OP, name, t, &[c])?;
+    }
+    let cs = channel_shape(c, x.ndim());
+    let dims: Vec<isize> = (0..x.ndim() as isize).filter(|&d| d != 1).collect();
+    let (mean, var) = if training {
+        let count = x.numel() / c.max(1);
+        if count <= 1 {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "expected more than 1 value per channel when training, got input shape {:?}",
+                    x.shape()
+                ),
+            ));
+        }
+        let mean = x.mean(&dims, true)?;
+        let var = x.var(&dims, 0.0, true)?;
+        update_running(running_mean, running_var, &mean, &var, count, momentum)?;
+        (mean, var)
+    } else {
+        let (Some(rm), Some(rv)) = (running_mean, running_var) else {
+            return Err(Error::invalid(
+                OP,
+                "running_mean and running_var are required in evaluation mode",
+            ));
+        };
+        (
+            rm.detach().to_dtype(x.dtype())?.reshape(&cs)?,
+            rv.detach().to_dtype(x.dtype())?.reshape(&cs)?,
+        )
+    };
+    let y = x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?;
+    let w = weight.map(|w| w.reshape(&cs)).transpose()?;
+    let b = bias.map(|b| b.reshape(&cs)).transpose()?;
+    affine(y, w.as_ref(), b.as_ref())
+}
+
+/// The in-place running-statistics update of training-mode batch norm.
+fn update_running(
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    mean: &Tensor,
+    var: &Tensor,
+    count: usize,
+    momentum: f64,
+) -> Result<()> {
+    let _guard = no_grad();
+    if let Some(rm) = running_mean {
+        let m = mean.detach().flatten(0, -1)?.to_dtype(rm.dtype())?;
+        rm.mul_scalar_(1.0 - momentum)?
+            .add_(&m.mul_scalar(momentum)?)?;
+    }
+    if let Some(rv) = running_var {
+        let unbiased = count as f64 / (count - 1) as f64;
+        let v = var.detach().flatten(0, -1)?.to_dtype(rv.dtype())?;
+        rv.mul_scalar_(1.0 - momentum)?
+            .add_(&v.mul_scalar(momentum * unbiased)?)?;
+    }
+    Ok(())
+}
+
+fn param(shape: &[usize], value: f64) -> Result<Tensor> {
+    Tensor::full(shape, value, DType::F32, Device::Cpu)?.requires_grad_(true)
+}
+
+/// Layer normalisation module (`torch.nn.LayerNorm`): parameters `weight` (ones) and `bias`
+/// (zeros) of `normalized_shape` when `elementwise_affine`.
+pub struct LayerNorm {
+    normalized_shape: Vec<usize>,
+    eps: f64,
+    /// Scale, shape `normalized_shape` (None without elementwise affine).
+    pub weight: Option<Tensor>,
+    /// Shift, shape `normalized_shape`.
+    pub bias: Option<Tensor>,
+}
+
+impl LayerNorm {
+    /// `nn.LayerNorm(normalized_shape, eps, elementwise_affine)`, f32 parameters on the CPU.
+    pub fn new(normalized_shape: &[usize], eps: f64, elementwise_affine: bool) -> Result<Self> {
+        let (weight, bias) = if elementwise_affine {
+            (
+                Some(param(normalized_shape, 1.0)?),
+                Some(param(normalized_shape, 0.0)?),
+            )
+        } else {
+            (None, None)
+        };
+        Ok(LayerNorm {
+            normalized_shape: normalized_shape.to_vec(),
+            eps,
+            weight,
+            bias,
+        })
+    }
+}
+
+/// `(name, tensor)` pairs for the optional parameters that exist.
+fn named(pairs: &[(&str, &Option<Tensor>)]) -> Vec<(String, Tensor)> {
+    pairs
+        .iter()
+        .filter_map(|(n, t)| t.as_ref().map(|t| (n.to_string(), t.clone())))
+        .collect()
+}
+
+impl Module for LayerNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        layer_norm(
+            x,
+            &self.normalized_shape,
+            self.weight.as_ref(),
+            self.bias.as_ref(),
+            self.eps,
+        )
+    }
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        named(&[("weight", &self.weight), ("bias", &self.bias)])
+    }
+}
+
+/// RMS normalisation module (`torch.nn.RMSNorm`): parameter `weight` (ones).
+pub struct RMSNorm {
+    normalized_shape: Vec<usize>,
+    eps: Option<f64>,
+    /// Scale, shape `normalized_shape` (None without elementwise affine).
+    pub weight: Option<Tensor>,
+}
+
+impl RMSNorm {
+    /// `nn.RMSNorm(normalized_shape, eps, elementwise_affine)`; `eps = None` uses the dtype's
+    /// machine epsilon.
+    pub fn new(
+        normalized_shape: &[usize],
+        eps: Option<f64>,
+        elementwise_affine: bool,
+    ) -> Result<Self> {
+        let weight = if elementwise_affine {
+            Some(param(normalized_shape, 1.0)?)
+        } else {
+            None
+        };
+        Ok(RMSNorm {
+            normalized_shape: normalized_shape.to_vec(),
+            eps,
+            weight,
+        })
+    }
+}
+
+impl Module for RMSNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        rms_norm(x, &self.normalized_shape, self.weight.as_ref(), self.eps)
+    }
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        named(&[("weight", &self.weight)])
+    }
+}
+
+/// Group normalisation module (`torch.nn.GroupNorm`): per-channel `weight` (ones) and
+/// `bias` (zeros) when `affine`.
+pub struct GroupNorm {
+    num_groups: usize,
+    eps: f64,
+    /// Per-channel scale.
+    pub weight: Option<Tensor>,
+    /// Per-channel shift.
+    pub bias: Option<Tensor>,
+}
+
+impl GroupNorm {
+    /// `nn.GroupNorm(num_groups, num_channels, eps, affine)`; errors when `num_channels` is
+    /// not divisible by `num_groups`.
+    pub fn new(num_groups: usize, num_channels: usize, eps: f64, affine: bool) -> Result<Self> {
+        if num_groups == 0 || !num_channels.is_multiple_of(num_groups) {
+            return Err(Error::invalid(
+                "GroupNorm",
+                format!(
+                    "num_channels ({num_channels}) must be divisible by num_groups ({num_groups})"
+                ),
+            ));
+        }
+        let (weight, bias) = if affine {
+            (
+                Some(param(&[num_channels], 1.0)?),
+                Some(param(&[num_channels], 0.0)?),
+            )
+        } else {
+            (None, None)
+        };
+        Ok(GroupNorm {
+            num_groups,
+            eps,
+            weight,
+            bias,
+        })
+    }
+}
+
+impl Module for GroupNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        group_norm(
+            x,
+            self.num_groups,
+            self.weight.as_ref(),
+            self.bias.as_ref(),
+            self.eps,
+        )
+    }
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        named(&[("weight", &self.weight), ("bias", &self.bias)])
+    }
+}
+
+/// Batch normalisation module (`torch.nn.BatchNorm1d/2d/3d`; the input rank is not checked
+/// beyond `(N, C, *)`). Parameters `weight`/`bias`; buffers `running_mean`, `running_var`,
+/// `num_batches_tracked` (i64), named as in PyTorch's state dict.
+pub struct BatchNorm {
+    eps: f64,
+    momentum: f64,
+    training: bool,
+    /// Per-channel scale (ones).
+    pub weight: Option<Tensor>,
+    /// Per-channel shift (zeros).
+    pub bias: Option<Tensor>,
+    /// Running mean (zeros), updated in training mode.
+    pub running_mean: Option<Tensor>,
+    /// Running (unbiased) variance (ones), updated in training mode.
+    pub running_var: Option<Tensor>,
+    /// Number of training batches seen (0-d i64).
+    pub num_batches_tracked: Option<Tensor>,
+}
+
+/// `nn.BatchNorm1d`: the same module as [`BatchNorm`] (inputs `(N, C)` or `(N, C, L)`).
+pub type BatchNorm1d = BatchNorm;
+/// `nn.BatchNorm2d`: the same module as [`BatchNorm`] (inputs `(N, C, H, W)`).
+pub type BatchNorm2d = BatchNorm;
+
+impl BatchNorm {
+    /// `nn.BatchNorm*d(num_features)` with PyTorch's defaults (eps 1e-5, momentum 0.1,
+    /// affine, tracking running stats), in training mode.
+    pub fn new(num_features: usize) -> Result<Self> {
+        Self::with_options(num_features, 1e-5, 0.1, true, true)
+    }
+
+    /// `nn.BatchNorm*d(num_features, eps, momentum, affine, track_running_stats)`.
+    pub fn with_options(
+        num_features: usize,
+        eps: f64,
+        momentum: f64,
+        affine: bool,
+        track_running_stats: bool,
+    ) -> Result<Self> {
+        let (weight, bias) = if affine {
+            (
+                Some(param(&[num_features], 1.0)?),
+                Some(param(&[num_features], 0.0)?),
+            )
+        } else {
+            (None, None)
+        };
+        let (running_mean, running_var, num_batches_tracked) = if track_running_stats {
+            (
+                Some(Tensor::zeros(&[num_features], DType::F32, Device::Cpu)?),
+                Some(Tensor::ones(&[num_features], DType::F32, Device::Cpu)?),
+                Some(Tensor::zeros(&[], DType::I64, Device::Cpu)?),
+            )
+        } else {
+            (None, None, None)
+        };
+        Ok(BatchNorm {
+            eps,
+            momentum,
+            training: true,
+            weight,
+            bias,
+            running_mean,
+            running_var,
+            num_batches_tracked,
+        })
+    }
+}
+
+impl Module for BatchNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        // Without running stats, evaluation also uses the batch statistics, as in PyTorch.
+        let use_batch_stats = self.training || self.running_mean.is_none();
+        if self.training {
+            if let Some(n) = &self.num_batches_tracked {
+                let _guard = no_grad();
+                n.add_scalar_(1.0)?;
+            }
+        }
+        batch_norm(
+            x,
+            self.running_mean.as_ref(),
+            self.running_var.as_ref(),
+            self.weight.as_ref(),
+            self.bias.as_ref(),
+            use_batch_stats,
+            self.momentum,
+            self.eps,
+        )
+    }
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        named(&[("weight", &self.weight), ("bias", &self.bias)])
+    }
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        named(&[
+            ("running_mean", &self.running_mean),
+            ("running_var", &self.running_var),
+            ("num_batches_tracked", &self.num_batches_tracked),
+        ])
+    }
+    fn set_training(&mut self, training: bool) {
+        self.training = training;
+    }
+    fn is_training(&self) -> bool {
+        self.training
+    }
+}

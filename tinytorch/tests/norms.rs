@@ -1,0 +1,298 @@
+//! Normalisation layers against values computed with PyTorch 2.x (hard-coded below), f64
+//! gradient checks, running-statistics updates, eval mode, state-dict names and errors.
+
+use tinytorch::autograd::gradcheck::gradcheck;
+use tinytorch::nn::functional::{batch_norm, group_norm, layer_norm, rms_norm};
+use tinytorch::nn::{BatchNorm1d, GroupNorm, LayerNorm, Module};
+use tinytorch::{no_grad, Tensor};
+
+fn t64(v: &[f64], shape: &[usize]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), shape).unwrap()
+}
+
+fn assert_close(t: &Tensor, expected: &[f64], tol: f64) {
+    let got = t.to_vec_f64().unwrap();
+    assert_eq!(
+        got.len(),
+        expected.len(),
+        "got {got:?}, expected {expected:?}"
+    );
+    for (g, e) in got.iter().zip(expected) {
+        assert!(
+            (g - e).abs() <= tol * (1.0 + e.abs()),
+            "got {got:?}, expected {expected:?}"
+        );
+    }
+}
+
+/// sin(arange(24) * 0.7 + 0.3).reshape(2, 3, 4)
+fn x234() -> Tensor {
+    let v: Vec<f64> = (0..24).map(|i| (i as f64 * 0.7 + 0.3).sin()).collect();
+    t64(&v, &[2, 3, 4])
+}
+
+/// sin(arange(24) * 1.3).reshape(2, 4, 3)
+fn x243() -> Tensor {
+    let v: Vec<f64> = (0..24).map(|i| (i as f64 * 1.3).sin()).collect();
+    t64(&v, &[2, 4, 3])
+}
+
+#[test]
+fn layer_norm_forward_and_gradients_match_pytorch() {
+    let x = x234().requires_grad_(true).unwrap();
+    let w = t64(&[1.0, 2.0, 0.5, -1.0], &[4])
+        .requires_grad_(true)
+        .unwrap();
+    let b = t64(&[0.1, 0.0, -0.2, 0.3], &[4])
+        .requires_grad_(true)
+        .unwrap();
+    let y = layer_norm(&x, &[4], Some(&w), Some(&b), 1e-5).unwrap();
+    assert_close(
+        &y.select(0, 0).unwrap(),
+        &[
+            -1.46276437,
+            1.08247249,
+            0.36002874,
+            0.39852935,
+            1.73059186,
+            -0.02030036,
+            -0.66416477,
+            0.99211213,
+            -1.426617,
+            -0.49562542,
+            0.1788099,
+            -0.71680991,
+        ],
+        1e-6,
+    );
+    let gw: Vec<f64> = (0..24).map(|i| (i as f64).cos()).collect();
+    y.mul(&t64(&gw, &[2, 3, 4]))
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert_close(
+        &x.grad().unwrap().select(0, 0).unwrap(),
+        &[
+            -0.87424104,
+            2.08887337,
+            -2.14776047,
+            0.93312814,
+            -0.39623933,
+            1.64424189,
+            0.85142461,
+            -2.09942717,
+            1.09429858,
+            -2.24365584,
+            0.20867555,
+            0.9406817,
+        ],
+        1e-6,
+    );
+    assert_close(
+        &w.grad().unwrap(),
+        &[0.52704088, 0.67622095, -1.34794766, 2.55509004],
+        1e-6,
+    );
+    assert_close(
+        &b.grad().unwrap(),
+        &[0.49513289, -0.00261159, -0.49795498, -0.53548086],
+        1e-6,
+    );
+    let (w0, b0) = (w.detach(), b.detach());
+    gradcheck(
+        |xs| layer_norm(&xs[0], &[4], Some(&xs[1]), Some(&xs[2]), 1e-5),
+        &[x234(), w0, b0],
+        1e-6,
+        1e-7,
+        1e-5,
+    )
+    .unwrap();
+    let m = LayerNorm::new(&[4], 1e-5, true).unwrap();
+    let names: Vec<String> = m.named_parameters().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["weight", "bias"]);
+    let msg = layer_norm(&x234(), &[3], None, None, 1e-5)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("[3]") && msg.contains("[2, 3, 4]"), "{msg}");
+}
+
+#[test]
+fn rms_norm_matches_pytorch() {
+    let y = rms_norm(&x234(), &[3, 4], None, None).unwrap();
+    assert_close(
+        &y.select(0, 0).unwrap(),
+        &[
+            0.40830649,
+            1.16262122,
+            1.37013703,
+            0.93325598,
+            0.05745006,
+            -0.84537552,
+            -1.35060778,
+            -1.2206281,
+            -0.51656795,
+            0.43044217,
+            1.17500862,
+            1.36695015,
+        ],
+        1e-6,
+    );
+    let w = t64(&[1.0, 2.0, 0.5, -1.0], &[4]);
+    gradcheck(
+        |xs| rms_norm(&xs[0], &[4], Some(&xs[1]), Some(1e-6)),
+        &[x234(), w],
+        1e-6,
+        1e-7,
+        1e-5,
+    )
+    .unwrap();
+}
+
+#[test]
+fn group_norm_matches_pytorch() {
+    let w = t64(&[1.0, 2.0, 0.5, 1.5], &[4]);
+    let b = t64(&[0.1, 0.0, -0.2, 0.3], &[4]);
+    assert_close(
+        &group_norm(&x243(), 2, Some(&w), Some(&b), 1e-5).unwrap(),
+        &[
+            0.06819819,
+            1.56347508,
+            0.86816782,
+            -2.19819363,
+            -2.80554353,
+            0.60405497,
+            0.34566359,
+            -0.11238133,
+            -0.8855758,
+            -1.62356431,
+            0.76726104,
+            1.9131839,
+            0.26766941,
+            -1.34449927,
+            -0.84028154,
+            1.88328488,
+            2.88849927,
+            -0.33756135,
+            -0.73781225,
+            -0.35520227,
+            0.44157413,
+            2.35571297,
+            0.03546343,
+            -1.33685523,
+        ],
+        1e-6,
+    );
+    gradcheck(
+        |xs| group_norm(&xs[0], 2, Some(&xs[1]), Some(&xs[2]), 1e-5),
+        &[x243(), w.clone(), b.clone()],
+        1e-6,
+        1e-7,
+        1e-5,
+    )
+    .unwrap();
+    let msg = group_norm(&x243(), 3, None, None, 1e-5)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("divisible by num_groups (3)"), "{msg}");
+    assert!(GroupNorm::new(3, 4, 1e-5, true).is_err());
+}
+
+#[test]
+fn batch_norm_running_stats_and_eval_match_pytorch() {
+    let mut bn = BatchNorm1d::new(4).unwrap();
+    {
+        let _g = no_grad();
+        bn.weight
+            .as_ref()
+            .unwrap()
+            .copy_(&Tensor::from_vec(vec![1.0f32, 2.0, 0.5, 1.5], &[4]).unwrap())
+            .unwrap();
+        bn.bias
+            .as_ref()
+            .unwrap()
+            .copy_(&Tensor::from_vec(vec![0.1f32, 0.0, -0.2, 0.3], &[4]).unwrap())
+            .unwrap();
+    }
+    let x = x243().to_dtype(tinytorch::DType::F32).unwrap();
+    let y1 = bn.forward(&x).unwrap();
+    bn.forward(&x.mul_scalar(2.0).unwrap().add_scalar(1.0).unwrap())
+        .unwrap();
+    assert_close(
+        &y1.select(0, 0).unwrap(),
+        &[
+            0.08617012,
+            1.59886026,
+            0.89545584,
+            -2.1496973,
+            -2.75120115,
+            0.62557715,
+            0.46937597,
+            0.02531534,
+            -0.7242732,
+            -1.24447942,
+            1.0736382,
+            2.18471217,
+        ],
+        1e-5,
+    );
+    assert_close(
+        bn.running_mean.as_ref().unwrap(),
+        &[0.10255472, 0.10336389, 0.09256136, 0.10743601],
+        1e-5,
+    );
+    assert_close(
+        bn.running_var.as_ref().unwrap(),
+        &[1.04857361, 1.05893219, 1.15413904, 1.15405428],
+        1e-5,
+    );
+    assert_eq!(
+        bn.num_batches_tracked
+            .as_ref()
+            .unwrap()
+            .item::<i64>()
+            .unwrap(),
+        2
+    );
+    bn.eval();
+    assert_close(
+        &bn.forward(&x).unwrap().select(0, 0).unwrap(),
+        &[
+            -0.00015073,
+            0.94082063,
+            0.50326675,
+            -1.5375942,
+            -1.91792309,
+            0.21720265,
+            0.22165632,
+            -0.09456661,
+            -0.62836099,
+            -0.91396356,
+            0.73666382,
+            1.52780974,
+        ],
+        1e-5,
+    );
+    let keys: Vec<String> = bn.state_dict().into_keys().collect();
+    let mut expected = vec![
+        "weight",
+        "bias",
+        "running_mean",
+        "running_var",
+        "num_batches_tracked",
+    ];
+    expected.sort();
+    assert_eq!(keys, expected);
+    let w = t64(&[1.0, 2.0, 0.5, 1.5], &[4]);
+    gradcheck(
+        |xs| batch_norm(&xs[0], None, None, Some(&xs[1]), None, true, 0.1, 1e-5),
+        &[x243(), w],
+        1e-6,
+        1e-7,
+        1e-5,
+    )
+    .unwrap();
+    let one = t64(&[1.0, 2.0, 3.0, 4.0], &[1, 4]);
+    assert!(batch_norm(&one, None, None, None, None, true, 0.1, 1e-5).is_err());
+}
