@@ -77,3 +77,36 @@ fn deep_chain_does_not_overflow_the_stack() {
     assert_eq!(x.grad().unwrap().to_vec::<f32>().unwrap(), vec![1.0]);
     drop(y);
 }
+
+#[test]
+fn clamp_with_tensor_bounds_broadcasts_and_differentiates() {
+    use tinytorch::autograd::gradcheck::gradcheck;
+    let x = Tensor::from_vec(vec![-2.0f64, 0.5, 3.0, 0.2, -0.7, 0.9], &[2, 3]).unwrap();
+    let lo = Tensor::from_vec(vec![-1.0f64, 0.0, -1.0], &[3]).unwrap();
+    let hi = Tensor::from_vec(vec![1.0f64, 1.0, 0.5], &[3]).unwrap();
+    // torch.clamp(x, lo, hi) -> [[-1.0, 0.5, 0.5], [0.2, 0.0, 0.5]]
+    let y = x.clamp_tensor(Some(&lo), Some(&hi)).unwrap();
+    assert_eq!(
+        y.to_vec::<f64>().unwrap(),
+        vec![-1.0, 0.5, 0.5, 0.2, 0.0, 0.5]
+    );
+    // min > max gives max, as in PyTorch.
+    let z = x
+        .clamp_tensor(Some(&hi.add_scalar(1.0).unwrap()), Some(&hi))
+        .unwrap();
+    assert_eq!(
+        z.to_vec::<f64>().unwrap(),
+        vec![1.0, 1.0, 0.5, 1.0, 1.0, 0.5]
+    );
+    gradcheck(
+        |t| t[0].clamp_tensor(Some(&t[1]), Some(&t[2])),
+        &[x.clone(), lo, hi],
+        1e-6,
+        1e-7,
+        1e-6,
+    )
+    .unwrap();
+    assert!(x.clamp_tensor(None, None).is_err());
+    let bad = Tensor::from_vec(vec![0.0f64; 4], &[4]).unwrap();
+    assert!(x.clamp_tensor(Some(&bad), None).is_err());
+}

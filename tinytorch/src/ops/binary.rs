@@ -232,3 +232,25 @@ impl Tensor {
         self.minimum(&scalar_like(self, value)?)
     }
 }
+
+impl Tensor {
+    /// Clamp to tensor bounds that broadcast against `self` (`torch.clamp(x, min, max)` with
+    /// tensor arguments): `max` wins where `min > max`, as in PyTorch. Gradients reach `self`
+    /// where it lies inside the bounds and each bound where it is the one selected.
+    pub fn clamp_tensor(&self, min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+        if min.is_none() && max.is_none() {
+            return Err(crate::error::Error::invalid(
+                "clamp",
+                "at least one of 'min' or 'max' must not be None",
+            ));
+        }
+        let mut out = self.clone();
+        if let Some(lo) = min {
+            out = Tensor::where_cond(&out.lt(lo)?, lo, &out)?;
+        }
+        if let Some(hi) = max {
+            out = Tensor::where_cond(&out.gt(hi)?, hi, &out)?;
+        }
+        Ok(out)
+    }
+}
