@@ -9,10 +9,18 @@ use crate::tensor::{DType, Device, Tensor};
 /// init for both weight and bias).
 fn uniform_param(shape: &[usize], fan_in: usize) -> Result<Tensor> {
     let bound = 1.0 / (fan_in.max(1) as f64).sqrt();
-    Tensor::rand(shape, DType::F32, Device::Cpu)?
-        .mul_scalar(2.0 * bound)?
-        .sub_scalar(bound)?
-        .requires_grad_(true)
+    let t = Tensor::zeros(shape, DType::F32, Device::Cpu)?;
+    super::init::uniform_(&t, -bound, bound)?;
+    t.requires_grad_(true)
+}
+
+/// `weight` and, when present, `bias`, under PyTorch's parameter names.
+fn weight_and_bias(weight: &Tensor, bias: &Option<Tensor>) -> Vec<(String, Tensor)> {
+    let mut v = vec![("weight".to_string(), weight.clone())];
+    if let Some(b) = bias {
+        v.push(("bias".to_string(), b.clone()));
+    }
+    v
 }
 
 fn check_channels(op: &'static str, cin: usize, cout: usize, groups: usize) -> Result<()> {
@@ -60,11 +68,9 @@ impl Conv2d {
             &[out_channels, in_channels / groups, kernel[0], kernel[1]],
             fan_in,
         )?;
-        let bias = if bias {
-            Some(uniform_param(&[out_channels], fan_in)?)
-        } else {
-            None
-        };
+        let bias = bias
+            .then(|| uniform_param(&[out_channels], fan_in))
+            .transpose()?;
         Ok(Conv2d {
             weight,
             bias,
@@ -89,11 +95,7 @@ impl Module for Conv2d {
     }
 
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let mut v = vec![("weight".to_string(), self.weight.clone())];
-        if let Some(b) = &self.bias {
-            v.push(("bias".to_string(), b.clone()));
-        }
-        v
+        weight_and_bias(&self.weight, &self.bias)
     }
 }
 
@@ -130,11 +132,9 @@ impl Conv1d {
         check_channels("Conv1d", in_channels, out_channels, groups)?;
         let fan_in = in_channels / groups * kernel;
         let weight = uniform_param(&[out_channels, in_channels / groups, kernel], fan_in)?;
-        let bias = if bias {
-            Some(uniform_param(&[out_channels], fan_in)?)
-        } else {
-            None
-        };
+        let bias = bias
+            .then(|| uniform_param(&[out_channels], fan_in))
+            .transpose()?;
         Ok(Conv1d {
             weight,
             bias,
@@ -159,11 +159,7 @@ impl Module for Conv1d {
     }
 
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let mut v = vec![("weight".to_string(), self.weight.clone())];
-        if let Some(b) = &self.bias {
-            v.push(("bias".to_string(), b.clone()));
-        }
-        v
+        weight_and_bias(&self.weight, &self.bias)
     }
 }
 
@@ -207,11 +203,9 @@ impl ConvTranspose2d {
             &[in_channels, out_channels / groups, kernel[0], kernel[1]],
             fan_in,
         )?;
-        let bias = if bias {
-            Some(uniform_param(&[out_channels], fan_in)?)
-        } else {
-            None
-        };
+        let bias = bias
+            .then(|| uniform_param(&[out_channels], fan_in))
+            .transpose()?;
         Ok(ConvTranspose2d {
             weight,
             bias,
@@ -238,10 +232,6 @@ impl Module for ConvTranspose2d {
     }
 
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let mut v = vec![("weight".to_string(), self.weight.clone())];
-        if let Some(b) = &self.bias {
-            v.push(("bias".to_string(), b.clone()));
-        }
-        v
+        weight_and_bias(&self.weight, &self.bias)
     }
 }
