@@ -22,8 +22,10 @@ pub mod backend;
 pub mod error;
 pub mod nn;
 pub mod ops;
+pub mod models;
 pub mod optim;
 pub mod tensor;
+pub mod train;
 
 pub use autograd::{no_grad, set_grad_enabled};
 pub use error::{Error, Result};

@@ -1,0 +1,150 @@
+//! One training step, one epoch, and evaluation of a classifier with cross-entropy.
+
+use super::Progress;
+use crate::autograd::no_grad;
+use crate::error::Result;
+use crate::nn::functional::cross_entropy;
+use crate::nn::{Module, Reduction};
+use crate::optim::Optimizer;
+use crate::tensor::Tensor;
+use std::time::Instant;
+
+/// Running sums over the batches of an epoch. Losses are summed per sample so the mean does
+/// not depend on how the last batch is cut.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct EpochTotals {
+    /// Sum over samples of the per-sample loss.
+    pub loss_sum: f64,
+    /// Correctly classified samples.
+    pub correct: u64,
+    /// Samples seen.
+    pub samples: u64,
+    /// Optimizer steps taken.
+    pub steps: u64,
+    /// Seconds spent in steps after the first of the epoch (the first one pays for warm-up).
+    pub timed_s: f64,
+    /// Samples in those timed steps.
+    pub timed_samples: u64,
+}
+
+impl EpochTotals {
+    /// Mean loss per sample (NaN before any sample).
+    pub fn mean_loss(&self) -> f64 {
+        self.loss_sum / self.samples as f64
+    }
+    /// Fraction of samples classified correctly.
+    pub fn accuracy(&self) -> f64 {
+        self.correct as f64 / self.samples as f64
+    }
+    /// Training throughput, leaving out each epoch's first step.
+    pub fn samples_per_s(&self) -> f64 {
+        self.timed_samples as f64 / self.timed_s
+    }
+    /// Add another part of an epoch (used when an epoch is resumed from a checkpoint).
+    pub fn merge(&mut self, other: &EpochTotals) {
+        self.loss_sum += other.loss_sum;
+        self.correct += other.correct;
+        self.samples += other.samples;
+        self.steps += other.steps;
+        self.timed_s += other.timed_s;
+        self.timed_samples += other.timed_samples;
+    }
+}
+
+/// How many optimizer steps may still be taken (`--max-steps`); `None` is unlimited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StepLimit(pub Option<u64>);
+
+impl StepLimit {
+    /// True when no step is left.
+    pub fn exhausted(&self) -> bool {
+        self.0 == Some(0)
+    }
+    fn take_one(&mut self) {
+        if let Some(n) = &mut self.0 {
+            *n = n.saturating_sub(1);
+        }
+    }
+}
+
+/// Number of rows whose arg-max equals the target class.
+fn count_correct(logits: &Tensor, target: &Tensor) -> Result<u64> {
+    let hits = logits.argmax(Some(-1), false)?.eq(target)?;
+    Ok(hits.to_dtype(crate::DType::I64)?.sum_all()?.item::<i64>()? as u64)
+}
+
+/// One optimizer step on a batch: zero the gradients, forward, mean cross-entropy, backward,
+/// `opt.step()`. Returns the batch's mean loss and its number of correct predictions.
+pub fn train_step(
+    model: &dyn Module,
+    opt: &mut dyn Optimizer,
+    x: &Tensor,
+    y: &Tensor,
+) -> Result<(f64, u64)> {
+    opt.zero_grad();
+    let logits = model.forward(x)?;
+    let loss = cross_entropy(&logits, y, None, -100, Reduction::Mean, 0.0)?;
+    loss.backward()?;
+    opt.step()?;
+    let correct = {
+        let _guard = no_grad();
+        count_correct(&logits.detach(), y)?
+    };
+    Ok((loss.item_f64()?, correct))
+}
+
+/// Train `model` (in training mode) on `batches` until they run out or `limit` is exhausted,
+/// updating `progress` after every step. Returns the sums of this call.
+pub fn train_epoch<I>(
+    model: &mut dyn Module,
+    opt: &mut dyn Optimizer,
+    batches: I,
+    limit: &mut StepLimit,
+    progress: &Progress,
+) -> Result<EpochTotals>
+where
+    I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
+{
+    model.train();
+    let mut totals = EpochTotals::default();
+    for batch in batches {
+        if limit.exhausted() {
+            break;
+        }
+        let (x, y) = batch?;
+        let started = Instant::now();
+        let (loss, correct) = train_step(model, opt, &x, &y)?;
+        let n = y.shape()[0] as u64;
+        if totals.steps > 0 {
+            totals.timed_s += started.elapsed().as_secs_f64();
+            totals.timed_samples += n;
+        }
+        totals.loss_sum += loss * n as f64;
+        totals.correct += correct;
+        totals.samples += n;
+        totals.steps += 1;
+        limit.take_one();
+        progress.step(loss, &totals);
+    }
+    Ok(totals)
+}
+
+/// Mean cross-entropy and accuracy of `model` in evaluation mode over `batches`, without
+/// recording a graph. The model is left in evaluation mode.
+pub fn evaluate<I>(model: &mut dyn Module, batches: I) -> Result<(f64, f64)>
+where
+    I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
+{
+    model.eval();
+    let _guard = no_grad();
+    let mut totals = EpochTotals::default();
+    for batch in batches {
+        let (x, y) = batch?;
+        let logits = model.forward(&x)?;
+        let loss = cross_entropy(&logits, &y, None, -100, Reduction::Sum, 0.0)?;
+        totals.loss_sum += loss.item_f64()?;
+        totals.correct += count_correct(&logits, &y)?;
+        totals.samples += y.shape()[0] as u64;
+    }
+    Ok((totals.mean_loss(), totals.accuracy()))
+}

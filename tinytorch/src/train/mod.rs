@@ -1,0 +1,15 @@
+//! A small, explicit training loop for classifiers: one optimizer step ([`train_step`]), an
+//! epoch over a stream of batches with a progress bar ([`train_epoch`]), evaluation
+//! ([`evaluate`]), per-epoch metrics as CSV and JSON lines ([`MetricsLog`]) and a PNG of the
+//! loss and accuracy curves ([`plot_curves`]). The `tinytorch train` command is built from
+//! these pieces; a program that needs something else calls them in its own loop.
+
+mod epoch;
+mod metrics;
+mod plot;
+mod progress;
+
+pub use epoch::{evaluate, train_epoch, train_step, EpochTotals, StepLimit};
+pub use metrics::{EpochMetrics, MetricsLog};
+pub use plot::plot_curves;
+pub use progress::Progress;
