@@ -1,7 +1,8 @@
-//! The `tinytorch` command: benchmarks now; training and evaluation arrive with the training
-//! issue. Every error is printed as one line and exits non-zero.
+//! The `tinytorch` command: `train` and `eval` image classifiers, `bench` the op suite. Every
+//! error is printed as one line and exits non-zero.
 
 mod bench;
+mod train;
 
 use clap::{Parser, Subcommand};
 
@@ -19,6 +20,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Train a model on an image classification data set (Fashion-MNIST by default).
+    Train(train::TrainArgs),
+    /// Evaluate a checkpoint written by `train` on the test set.
+    Eval(train::EvalArgs),
     /// Time TinyTorch on a benchmark suite (scripts/bench_vs_torch.py adds PyTorch beside it).
     Bench(bench::BenchArgs),
 }
@@ -26,6 +31,8 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Train(args) => train::train(&args),
+        Command::Eval(args) => train::eval_checkpoint(&args),
         Command::Bench(args) => bench::run(&args),
     };
     if let Err(e) = result {

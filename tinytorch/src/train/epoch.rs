@@ -21,9 +21,10 @@ pub struct EpochTotals {
     pub samples: u64,
     /// Optimizer steps taken.
     pub steps: u64,
-    /// Seconds spent in steps after the first of the epoch (the first one pays for warm-up).
+    /// Wall-clock seconds from the end of the first step to the end of the last, waiting for
+    /// data included (the first step pays for warm-up and is left out).
     pub timed_s: f64,
-    /// Samples in those timed steps.
+    /// Samples in the steps after the first.
     pub timed_samples: u64,
 }
 
@@ -107,17 +108,20 @@ where
 {
     model.train();
     let mut totals = EpochTotals::default();
+    let mut first_step_end: Option<Instant> = None;
     for batch in batches {
         if limit.exhausted() {
             break;
         }
         let (x, y) = batch?;
-        let started = Instant::now();
         let (loss, correct) = train_step(model, opt, &x, &y)?;
         let n = y.shape()[0] as u64;
-        if totals.steps > 0 {
-            totals.timed_s += started.elapsed().as_secs_f64();
-            totals.timed_samples += n;
+        match first_step_end {
+            None => first_step_end = Some(Instant::now()),
+            Some(t) => {
+                totals.timed_s = t.elapsed().as_secs_f64();
+                totals.timed_samples += n;
+            }
         }
         totals.loss_sum += loss * n as f64;
         totals.correct += correct;

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs the system packages TinyTorch's main job and tests use, when they are missing:
+#   dataset-fashion-mnist  Fashion-MNIST as IDX files in /usr/share/datasets/fashion-mnist
+#   fonts-dejavu-core      the font the training-curve PNGs are labelled with
+# Uses apt-get (as root, or through sudo); does nothing when everything is present.
+set -euo pipefail
+
+need=()
+[ -e /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ] || need+=(dataset-fashion-mnist)
+[ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
+[ ${#need[@]} -eq 0 ] && exit 0
+
+if ! command -v apt-get >/dev/null; then
+    echo "install_deps: missing ${need[*]} and no apt-get here; install them by hand" >&2
+    exit 1
+fi
+as_root=()
+[ "$(id -u)" -eq 0 ] || as_root=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+echo "install_deps: installing ${need[*]}" >&2
+"${as_root[@]}" apt-get install -y -q "${need[@]}" >/dev/null 2>&1 || {
+    "${as_root[@]}" apt-get update -q >/dev/null
+    "${as_root[@]}" apt-get install -y -q "${need[@]}" >/dev/null
+}

@@ -1,0 +1,108 @@
+//! `tinytorch train`: train a model on an image classification data set with a progress
+//! bar, per-epoch metrics (CSV, JSON lines), a curves PNG and atomic checkpoints that resume
+//! bit-identically, even in the middle of an epoch.
+
+mod config;
+mod data;
+mod run;
+
+pub use config::{DatasetKind, OptimizerKind, RunConfig};
+pub use data::{load_split, Split};
+pub use run::{eval_checkpoint, train};
+
+use clap::Args;
+use std::path::PathBuf;
+use tinytorch::models::ModelKind;
+use tinytorch::Result;
+
+/// Arguments of `tinytorch train`.
+#[derive(Args, Debug)]
+pub struct TrainArgs {
+    /// Data set.
+    #[arg(long, value_enum, default_value = "fashion-mnist")]
+    pub dataset: DatasetKind,
+    /// Model: mlp, seed-cnn, lenet5 or resnet20.
+    #[arg(long, default_value = "seed-cnn")]
+    pub model: ModelKind,
+    /// Epochs to train (a resumed run continues up to this many in total).
+    #[arg(long, default_value_t = 10)]
+    pub epochs: usize,
+    /// Samples per batch (the last partial batch is dropped).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub batch_size: u64,
+    /// Optimizer.
+    #[arg(long, value_enum, default_value = "sgd")]
+    pub optimizer: OptimizerKind,
+    /// Learning rate.
+    #[arg(long, default_value_t = 0.05)]
+    pub lr: f64,
+    /// Momentum (SGD, RMSprop).
+    #[arg(long, default_value_t = 0.0)]
+    pub momentum: f64,
+    /// Weight decay (default: the optimizer's own, 0.01 for AdamW and 0 otherwise).
+    #[arg(long)]
+    pub weight_decay: Option<f64>,
+    /// Seed of the initialisation and of the shuffling.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Directory of the data set's files (default: /usr/share/datasets/fashion-mnist for
+    /// fashion-mnist).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Resume from this checkpoint (model, optimizer, generators, position in the epoch).
+    #[arg(long, value_name = "CKPT")]
+    pub resume: Option<PathBuf>,
+    /// Directory for checkpoint.safetensors, metrics.csv, metrics.jsonl and curves.png.
+    #[arg(long, default_value = "runs/latest")]
+    pub out: PathBuf,
+    /// Stop after this many optimizer steps in total.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u64>,
+    /// Skip the test-set evaluation after each epoch.
+    #[arg(long)]
+    pub no_eval: bool,
+    /// Print the final metrics as one JSON object on the last line of stdout (no progress bar).
+    #[arg(long)]
+    pub json: bool,
+    /// Initial weights: a safetensors state dict with PyTorch's key names.
+    #[arg(long, value_name = "FILE")]
+    pub init: Option<PathBuf>,
+    /// Keep the training set in file order.
+    #[arg(long)]
+    pub no_shuffle: bool,
+    /// Threads that build batches ahead of the model (0: build them in the training thread).
+    #[arg(long, default_value_t = 1)]
+    pub workers: usize,
+}
+
+/// Arguments of `tinytorch eval`.
+#[derive(Args, Debug)]
+pub struct EvalArgs {
+    /// The checkpoint to evaluate.
+    #[arg(long, value_name = "CKPT")]
+    pub checkpoint: PathBuf,
+    /// Directory of the data set's files (default: the one recorded in the checkpoint).
+    #[arg(long)]
+    pub data: Option<PathBuf>,
+    /// Print the metrics as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl TrainArgs {
+    /// The run configuration these flags describe.
+    pub fn config(&self) -> Result<RunConfig> {
+        Ok(RunConfig {
+            model: self.model,
+            dataset: self.dataset,
+            data: self.data.clone(),
+            batch_size: self.batch_size as usize,
+            optimizer: self.optimizer,
+            lr: self.lr,
+            momentum: self.momentum,
+            weight_decay: self.weight_decay,
+            seed: self.seed,
+            shuffle: !self.no_shuffle,
+        })
+    }
+}

@@ -1,0 +1,351 @@
+//! The training run: build everything from the configuration (or a checkpoint), train epoch
+//! by epoch, evaluate, log, plot, checkpoint; and the evaluation of a checkpoint.
+
+use super::data::{load_split, LoadedSplit, Split};
+use super::{EvalArgs, RunConfig, TrainArgs};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Instant;
+use tinytorch::data::{DataLoader, DataLoaderOptions};
+use tinytorch::io::{load_checkpoint, load_module, save_checkpoint, Checkpoint};
+use tinytorch::nn::Module;
+use tinytorch::optim::Optimizer;
+use tinytorch::tensor::{get_rng_state, set_rng_state, GeneratorState};
+use tinytorch::train::{
+    evaluate, plot_curves, train_epoch, EpochMetrics, EpochTotals, MetricsLog, Progress,
+    StepLimit,
+};
+use tinytorch::{manual_seed, Error, Result};
+
+/// Where a run stands: what a checkpoint records beyond the model and optimizer.
+#[derive(Clone, Debug, Default)]
+struct Position {
+    /// Completed epochs.
+    epoch: usize,
+    /// Optimizer steps taken since the start of training.
+    step: u64,
+    /// Batches of the current epoch already trained on.
+    batch_in_epoch: u64,
+    /// Sums over those batches.
+    partial: EpochTotals,
+    /// The shuffle generator's state when the current epoch began (it draws the epoch's order).
+    loader_epoch_start: Option<GeneratorState>,
+}
+
+const CONFIG_KEY: &str = "config";
+
+fn totals_to_extra(t: &EpochTotals, extra: &mut BTreeMap<String, String>) {
+    // `f64::to_string` prints the shortest string that parses back to the same bits.
+    extra.insert("partial.loss_sum".into(), t.loss_sum.to_string());
+    extra.insert("partial.correct".into(), t.correct.to_string());
+    extra.insert("partial.samples".into(), t.samples.to_string());
+    extra.insert("partial.steps".into(), t.steps.to_string());
+    extra.insert("partial.timed_s".into(), t.timed_s.to_string());
+    extra.insert("partial.timed_samples".into(), t.timed_samples.to_string());
+}
+
+fn extra_num<T: std::str::FromStr>(extra: &BTreeMap<String, String>, key: &str) -> Result<T> {
+    extra
+        .get(key)
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| Error::invalid("resume", format!("checkpoint lacks a valid '{key}'")))
+}
+
+fn totals_from_extra(extra: &BTreeMap<String, String>) -> Result<EpochTotals> {
+    Ok(EpochTotals {
+        loss_sum: extra_num(extra, "partial.loss_sum")?,
+        correct: extra_num(extra, "partial.correct")?,
+        samples: extra_num(extra, "partial.samples")?,
+        steps: extra_num(extra, "partial.steps")?,
+        timed_s: extra_num(extra, "partial.timed_s")?,
+        timed_samples: extra_num(extra, "partial.timed_samples")?,
+    })
+}
+
+fn save(
+    path: &Path,
+    config: &RunConfig,
+    model: &dyn Module,
+    opt: &dyn Optimizer,
+    pos: &Position,
+) -> Result<()> {
+    let mut extra = BTreeMap::from([
+        (CONFIG_KEY.to_string(), config.to_json().to_string()),
+        ("batch_in_epoch".to_string(), pos.batch_in_epoch.to_string()),
+    ]);
+    totals_to_extra(&pos.partial, &mut extra);
+    let mut rng = BTreeMap::from([("global".to_string(), get_rng_state())]);
+    if let Some(s) = pos.loader_epoch_start {
+        rng.insert("loader_epoch_start".to_string(), s);
+    }
+    let ckpt = Checkpoint {
+        model: model.state_dict(),
+        optimizer: Some(opt.state_dict()),
+        rng,
+        epoch: pos.epoch as u64,
+        step: pos.step,
+        extra,
+        ..Default::default()
+    };
+    save_checkpoint(path, &ckpt)
+}
+
+fn config_of(ckpt: &Checkpoint, path: &Path) -> Result<RunConfig> {
+    let text = ckpt.extra.get(CONFIG_KEY).ok_or_else(|| {
+        Error::invalid(
+            "checkpoint",
+            format!("'{}' has no run configuration; was it written by `tinytorch train`?", path.display()),
+        )
+    })?;
+    RunConfig::from_json(text)
+}
+
+fn percent(v: f64) -> String {
+    format!("{:.2}%", v * 100.0)
+}
+
+/// Everything a run needs, built from the configuration.
+struct Session {
+    model: Box<dyn Module>,
+    opt: Box<dyn Optimizer>,
+    loader: DataLoader,
+    test: Option<LoadedSplit>,
+}
+
+fn build(config: &RunConfig, eval: bool, workers: usize) -> Result<Session> {
+    manual_seed(config.seed);
+    let train = load_split(config, Split::Train)?;
+    let test = if eval {
+        Some(load_split(config, Split::Test)?)
+    } else {
+        None
+    };
+    let model = config.model.build(train.shape, train.classes)?;
+    let opt = config.build_optimizer(model.parameters())?;
+    let loader = DataLoader::new(
+        train.dataset,
+        DataLoaderOptions {
+            batch_size: config.batch_size,
+            shuffle: config.shuffle,
+            drop_last: true,
+            seed: config.seed,
+            num_workers: workers,
+            ..Default::default()
+        },
+    )?;
+    Ok(Session {
+        model,
+        opt,
+        loader,
+        test,
+    })
+}
+
+/// Run `tinytorch train`.
+pub fn train(args: &TrainArgs) -> Result<()> {
+    let started = Instant::now();
+    let resumed = args
+        .resume
+        .as_ref()
+        .map(|p| load_checkpoint(p).map(|c| (c, p)))
+        .transpose()?;
+    let mut config = match &resumed {
+        Some((ckpt, path)) => config_of(ckpt, path)?,
+        None => args.config()?,
+    };
+    if resumed.is_some() && args.data.is_some() {
+        config.data = args.data.clone();
+    }
+    let Session {
+        mut model,
+        mut opt,
+        mut loader,
+        test,
+    } = build(&config, !args.no_eval, args.workers)?;
+    let mut pos = Position::default();
+    match &resumed {
+        Some((ckpt, _)) => {
+            let weights = ckpt.model.clone().into_iter().collect();
+            model.load_state_dict(&weights, true)?;
+            let state = ckpt.optimizer.as_ref().ok_or_else(|| {
+                Error::invalid("resume", "the checkpoint has no optimizer state")
+            })?;
+            opt.load_state_dict(state)?;
+            if let Some(g) = ckpt.rng.get("global") {
+                set_rng_state(g);
+            }
+            pos = Position {
+                epoch: ckpt.epoch as usize,
+                step: ckpt.step,
+                batch_in_epoch: extra_num(&ckpt.extra, "batch_in_epoch")?,
+                partial: totals_from_extra(&ckpt.extra)?,
+                loader_epoch_start: ckpt.rng.get("loader_epoch_start").copied(),
+            };
+        }
+        None => {
+            if let Some(init) = &args.init {
+                load_module(init, model.as_ref(), true)?;
+            }
+        }
+    }
+
+    std::fs::create_dir_all(&args.out)?;
+    let ckpt_path = args.out.join("checkpoint.safetensors");
+    let jsonl = args.out.join("metrics.jsonl");
+    let mut history = if resumed.is_some() && jsonl.exists() {
+        MetricsLog::read_jsonl(&jsonl)?
+            .into_iter()
+            .filter(|m| m.epoch <= pos.epoch)
+            .collect()
+    } else {
+        let _ = std::fs::remove_file(&jsonl);
+        let _ = std::fs::remove_file(args.out.join("metrics.csv"));
+        Vec::new()
+    };
+    let mut log = MetricsLog::open(&args.out)?;
+    let visible = !args.json && std::io::stderr().is_terminal();
+    let mut limit = StepLimit(args.max_steps.map(|m| m.saturating_sub(pos.step)));
+    let batches_per_epoch = loader.len() as u64;
+    // Run-level throughput leaves out only the first step of this invocation.
+    let (mut run_s, mut run_samples, mut first_epoch) = (0.0, 0u64, true);
+
+    while pos.epoch < args.epochs && !limit.exhausted() {
+        let epoch = pos.epoch + 1;
+        match pos.loader_epoch_start {
+            Some(s) => loader.set_generator_state(&s),
+            None => pos.loader_epoch_start = Some(loader.generator_state()),
+        }
+        let lr = opt.lrs()[0];
+        let bar = Progress::new(epoch, args.epochs, batches_per_epoch, visible);
+        bar.set_position(pos.batch_in_epoch);
+        let batches = loader.iter()?.skip(pos.batch_in_epoch as usize);
+        let t0 = Instant::now();
+        let done = train_epoch(model.as_mut(), opt.as_mut(), batches, &mut limit, &bar)?;
+        let wall = t0.elapsed().as_secs_f64();
+        run_s += if first_epoch { done.timed_s } else { wall };
+        run_samples += if first_epoch {
+            done.timed_samples
+        } else {
+            done.samples
+        };
+        first_epoch = false;
+        pos.partial.merge(&done);
+        pos.step += done.steps;
+        pos.batch_in_epoch += done.steps;
+        if pos.batch_in_epoch < batches_per_epoch {
+            // Stopped by --max-steps inside the epoch: keep the position for --resume.
+            bar.finish(&format!("epoch {epoch}: stopped after step {}", pos.step));
+            save(&ckpt_path, &config, model.as_ref(), opt.as_ref(), &pos)?;
+            break;
+        }
+        let (test_loss, test_acc) = match &test {
+            Some(t) => {
+                let (l, a) = evaluate(model.as_mut(), t.batches(1000)?)?;
+                (Some(l), Some(a))
+            }
+            None => (None, None),
+        };
+        let m = EpochMetrics {
+            epoch,
+            steps: pos.step,
+            train_loss: pos.partial.mean_loss(),
+            train_acc: pos.partial.accuracy(),
+            test_loss,
+            test_acc,
+            lr,
+            train_s: wall,
+            samples_per_s: pos.partial.samples_per_s(),
+        };
+        let test_part = match (test_loss, test_acc) {
+            (Some(l), Some(a)) => format!(" | test loss {l:.4} acc {}", percent(a)),
+            _ => String::new(),
+        };
+        let line = format!(
+            "epoch {epoch}/{}: train loss {:.4} acc {}{test_part} | {:.1} s, {:.0} samples/s",
+            args.epochs,
+            m.train_loss,
+            percent(m.train_acc),
+            m.train_s,
+            m.samples_per_s
+        );
+        bar.finish("");
+        println!("{line}");
+        log.write(&m)?;
+        history.push(m);
+        pos.epoch = epoch;
+        pos.batch_in_epoch = 0;
+        pos.partial = EpochTotals::default();
+        pos.loader_epoch_start = None;
+        save(&ckpt_path, &config, model.as_ref(), opt.as_ref(), &pos)?;
+        if let Err(e) = plot_curves(&args.out.join("curves.png"), &history) {
+            eprintln!("warning: no curves.png: {e}");
+        }
+    }
+
+    // The final figures: the last completed epoch, or the partial one a step limit cut short
+    // (evaluated now).
+    let last = history.last().filter(|_| pos.batch_in_epoch == 0);
+    let (train_loss, train_acc, mut test_loss, mut test_acc) = match last {
+        Some(m) => (m.train_loss, m.train_acc, m.test_loss, m.test_acc),
+        None => (
+            pos.partial.mean_loss(),
+            pos.partial.accuracy(),
+            None,
+            None,
+        ),
+    };
+    if last.is_none() {
+        if let Some(t) = &test {
+            let (l, a) = evaluate(model.as_mut(), t.batches(1000)?)?;
+            (test_loss, test_acc) = (Some(l), Some(a));
+        }
+    }
+    if let Some(a) = test_acc {
+        println!("test accuracy: {}", percent(a));
+    }
+    if args.json {
+        let summary = json!({
+            "train_loss": train_loss,
+            "train_acc": train_acc,
+            "test_loss": test_loss,
+            "test_acc": test_acc,
+            "epochs": pos.epoch,
+            "steps": pos.step,
+            "wall_s": started.elapsed().as_secs_f64(),
+            "samples_per_s": if run_s > 0.0 { run_samples as f64 / run_s } else { 0.0 },
+        });
+        println!("{summary}");
+    }
+    Ok(())
+}
+
+/// Run `tinytorch eval`: the test loss and accuracy of a checkpoint's model.
+pub fn eval_checkpoint(args: &EvalArgs) -> Result<()> {
+    let ckpt = load_checkpoint(&args.checkpoint)?;
+    let mut config = config_of(&ckpt, &args.checkpoint)?;
+    if args.data.is_some() {
+        config.data = args.data.clone();
+    }
+    let test = load_split(&config, Split::Test)?;
+    let mut model = config.model.build(test.shape, test.classes)?;
+    let weights = ckpt.model.clone().into_iter().collect();
+    model.load_state_dict(&weights, true)?;
+    let (loss, acc) = evaluate(model.as_mut(), test.batches(1000)?)?;
+    if args.json {
+        println!(
+            "{}",
+            json!({"test_loss": loss, "test_acc": acc, "epochs": ckpt.epoch, "steps": ckpt.step})
+        );
+    } else {
+        println!(
+            "{} after {} epochs ({} steps): test loss {loss:.4}, test accuracy {}",
+            config.model,
+            ckpt.epoch,
+            ckpt.step,
+            percent(acc)
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,190 @@
+//! `tinytorch train` and `tinytorch eval` end to end, through the binary: outputs, the final
+//! JSON line, bit-identical resume from the middle of an epoch, one-line errors, and a short
+//! Fashion-MNIST run that must clear an accuracy floor.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use tinytorch::io::load_checkpoint;
+
+fn tinytorch(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tinytorch"))
+        .args(args)
+        .output()
+        .expect("run tinytorch")
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("tinytorch-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// An IDX file: magic (two zero bytes, type 0x08 = u8, number of dims), big-endian dims, data.
+fn write_idx(path: &Path, dims: &[u32], data: &[u8]) {
+    let mut bytes = vec![0, 0, 0x08, dims.len() as u8];
+    for d in dims {
+        bytes.extend_from_slice(&d.to_be_bytes());
+    }
+    bytes.extend_from_slice(data);
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// A learnable MNIST-format data set: the label says which of ten 7x7 cells is bright.
+fn synthetic_mnist(dir: &Path) {
+    for (split, n) in [("train", 256u32), ("t10k", 64)] {
+        let mut images = Vec::new();
+        let mut labels = Vec::new();
+        for i in 0..n {
+            let label = (i * 7 + i / 10) % 10;
+            labels.push(label as u8);
+            let (cy, cx) = ((label / 4) * 7, (label % 4) * 7);
+            for y in 0..28u32 {
+                for x in 0..28u32 {
+                    let inside = (cy..cy + 7).contains(&y) && (cx..cx + 7).contains(&x);
+                    let noise = ((i * 31 + y * 28 + x) * 2654435761u32 >> 24) as u8 / 4;
+                    images.push(if inside { 200 + noise / 2 } else { noise });
+                }
+            }
+        }
+        write_idx(&dir.join(format!("{split}-images-idx3-ubyte")), &[n, 28, 28], &images);
+        write_idx(&dir.join(format!("{split}-labels-idx1-ubyte")), &[n], &labels);
+    }
+}
+
+fn last_json(out: &Output) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "failed:\n{stdout}\n{stderr}");
+    let last = stdout.lines().last().expect("some output");
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {last}"))
+}
+
+fn train_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "train", "--dataset", "mnist", "--data", data, "--model", "mlp", "--batch-size", "16",
+        "--lr", "0.1", "--optimizer", "sgd", "--momentum", "0.9", "--seed", "3", "--out", out,
+        "--json",
+    ]
+}
+
+#[test]
+fn train_writes_outputs_and_a_final_json_line() {
+    let dir = temp_dir("outputs");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    synthetic_mnist(&data);
+    let out = dir.join("run");
+    let mut args = train_args(data.to_str().unwrap(), out.to_str().unwrap());
+    args.extend(["--epochs", "3"]);
+    let summary = last_json(&tinytorch(&args));
+    for key in [
+        "train_loss", "train_acc", "test_loss", "test_acc", "epochs", "steps", "wall_s",
+        "samples_per_s",
+    ] {
+        assert!(summary.get(key).is_some(), "missing {key} in {summary}");
+    }
+    assert_eq!(summary["epochs"], 3);
+    assert_eq!(summary["steps"], 3 * 16);
+    assert!(summary["test_acc"].as_f64().unwrap() > 0.9, "{summary}");
+    assert!(summary["samples_per_s"].as_f64().unwrap() > 0.0);
+    let csv = std::fs::read_to_string(out.join("metrics.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+    assert!(out.join("metrics.jsonl").exists());
+    assert!(out.join("checkpoint.safetensors").exists());
+
+    // eval reproduces the final test accuracy from the checkpoint alone.
+    let ckpt = out.join("checkpoint.safetensors");
+    let eval = last_json(&tinytorch(&["eval", "--checkpoint", ckpt.to_str().unwrap(), "--json"]));
+    assert_eq!(eval["test_acc"], summary["test_acc"]);
+    assert_eq!(eval["steps"], 48);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn resuming_mid_epoch_reproduces_the_uninterrupted_run_bit_for_bit() {
+    let dir = temp_dir("resume");
+    let data = dir.join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    synthetic_mnist(&data);
+    let (full, cut) = (dir.join("full"), dir.join("cut"));
+    let data_s = data.to_str().unwrap();
+
+    let mut args = train_args(data_s, full.to_str().unwrap());
+    args.extend(["--epochs", "2"]);
+    let whole = last_json(&tinytorch(&args));
+
+    // Stop after 21 steps (5 into the second epoch), then resume to the end.
+    let mut args = train_args(data_s, cut.to_str().unwrap());
+    args.extend(["--epochs", "2", "--max-steps", "21"]);
+    let part = last_json(&tinytorch(&args));
+    assert_eq!(part["steps"], 21);
+    assert_eq!(part["epochs"], 1);
+    let ckpt = cut.join("checkpoint.safetensors");
+    let resumed = last_json(&tinytorch(&[
+        "train", "--resume", ckpt.to_str().unwrap(), "--epochs", "2", "--out",
+        cut.to_str().unwrap(), "--json",
+    ]));
+    assert_eq!(resumed["steps"], 32);
+    for key in ["train_loss", "train_acc", "test_loss", "test_acc"] {
+        assert_eq!(resumed[key], whole[key], "{key}");
+    }
+    let a = load_checkpoint(full.join("checkpoint.safetensors")).unwrap();
+    let b = load_checkpoint(&ckpt).unwrap();
+    assert_eq!(a.model.len(), b.model.len());
+    for (name, t) in &a.model {
+        let (x, y) = (t.to_vec_f64().unwrap(), b.model[name].to_vec_f64().unwrap());
+        assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()), "{name} differs");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn one_line_error(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "should fail");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains(needle), "expected '{needle}' in: {stderr}");
+}
+
+#[test]
+fn errors_are_one_clear_line() {
+    let dir = temp_dir("errors");
+    let missing = dir.join("nothing-here");
+    let out = tinytorch(&["train", "--dataset", "mnist", "--data", missing.to_str().unwrap()]);
+    one_line_error(&out, "train-images-idx3-ubyte");
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim().lines().count(), 1);
+
+    one_line_error(&tinytorch(&["train", "--model", "vgg"]), "unknown model 'vgg'");
+    one_line_error(&tinytorch(&["train", "--batch-size", "0"]), "batch-size");
+
+    let bad = dir.join("bad.safetensors");
+    std::fs::write(&bad, b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all").unwrap();
+    let out = tinytorch(&["eval", "--checkpoint", bad.to_str().unwrap()]);
+    one_line_error(&out, "bad.safetensors");
+    assert_eq!(String::from_utf8_lossy(&out.stderr).trim().lines().count(), 1);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A short real run: one epoch of the MLP on Fashion-MNIST must reach 76% test accuracy
+/// (PyTorch 2.15 reaches 80.2% with this configuration). CI installs the data set
+/// (scripts/install_deps.sh); elsewhere the test is skipped when it is missing.
+#[test]
+fn mlp_learns_fashion_mnist() {
+    let dir = Path::new("/usr/share/datasets/fashion-mnist");
+    if !dir.join("train-images-idx3-ubyte.gz").exists() {
+        assert!(
+            std::env::var("CI").is_err(),
+            "CI must install dataset-fashion-mnist (scripts/install_deps.sh)"
+        );
+        eprintln!("skipped: {} is missing", dir.display());
+        return;
+    }
+    let out_dir = temp_dir("fmnist");
+    let summary = last_json(&tinytorch(&[
+        "train", "--model", "mlp", "--epochs", "1", "--lr", "0.05", "--batch-size", "64",
+        "--seed", "0", "--out", out_dir.to_str().unwrap(), "--json",
+    ]));
+    let acc = summary["test_acc"].as_f64().unwrap();
+    assert!(acc > 0.76, "test accuracy {acc} after one epoch");
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}
