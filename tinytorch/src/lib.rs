@@ -20,6 +20,7 @@
 pub mod autograd;
 pub mod backend;
 pub mod error;
+pub mod io;
 pub mod nn;
 pub mod ops;
 pub mod models;

@@ -1,0 +1,158 @@
+//! Crash-safe file replacement: write a sibling temp file, `fsync` it, rename it over the
+//! target, then `fsync` the directory. A crash at any point leaves either the old file or the
+//! new one whole, never a torn mix, because `rename` within one directory is atomic on POSIX
+//! file systems (and `MoveFileEx` replaces atomically on Windows).
+
+use crate::error::{Error, Result};
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Replace `path` with `bytes` atomically; `op` names the caller in error messages.
+pub(crate) fn write_atomic(op: &'static str, path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(op, path, bytes, |f, b| f.write_all(b))
+}
+
+/// [`write_atomic`] with the step that fills the temp file given by the caller, so tests
+/// can make it fail (or panic, as a crash would) halfway through.
+pub(crate) fn write_atomic_with(
+    op: &'static str,
+    path: &Path,
+    bytes: &[u8],
+    fill: impl FnOnce(&mut File, &[u8]) -> io::Result<()>,
+) -> Result<()> {
+    let tmp = temp_path(path);
+    let written = write_and_rename(&tmp, path, bytes, fill);
+    if let Err(e) = written {
+        // Best effort: the temp file is garbage now; the target was never touched.
+        let _ = fs::remove_file(&tmp);
+        return Err(io_error(op, path, "cannot write", e));
+    }
+    sync_parent_dir(path);
+    Ok(())
+}
+
+fn write_and_rename(
+    tmp: &Path,
+    path: &Path,
+    bytes: &[u8],
+    fill: impl FnOnce(&mut File, &[u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut file = File::create(tmp)?;
+    fill(&mut file, bytes)?;
+    // The data must be on disk before the rename makes it visible under the real name,
+    // otherwise a power loss could leave a renamed but empty file.
+    file.sync_all()?;
+    drop(file);
+    fs::rename(tmp, path)
+}
+
+/// `<path>.tmp-<pid>-<n>` in the same directory (a rename across file systems is not atomic);
+/// the counter keeps two saves from one process apart.
+pub(crate) fn temp_path(path: &Path) -> PathBuf {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let mut name = path.as_os_str().to_owned();
+    name.push(format!(".tmp-{}-{n}", std::process::id()));
+    PathBuf::from(name)
+}
+
+/// Make the rename itself durable. Not every platform or file system lets a directory be
+/// opened and synced, so failures are ignored: the data is already safe under one name.
+fn sync_parent_dir(path: &Path) {
+    let parent = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if let Ok(dir) = File::open(parent) {
+        let _ = dir.sync_all();
+    }
+}
+
+/// An I/O error that names the operation, the file and what was being done.
+pub(crate) fn io_error(op: &'static str, path: &Path, doing: &str, e: io::Error) -> Error {
+    Error::Io(io::Error::new(
+        e.kind(),
+        format!("{op}: {doing} '{}': {e}", path.display()),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch_dir(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("tinytorch-atomic-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn replaces_the_file() {
+        let dir = scratch_dir("replace");
+        let path = dir.join("a.bin");
+        write_atomic("test", &path, b"old").unwrap();
+        write_atomic("test", &path, b"new contents").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"new contents");
+        assert_eq!(leftovers(&dir), vec!["a.bin".to_string()]);
+    }
+
+    #[test]
+    fn failure_halfway_keeps_the_old_file_and_cleans_up() {
+        let dir = scratch_dir("fail");
+        let path = dir.join("a.bin");
+        write_atomic("test", &path, b"old").unwrap();
+        let err = write_atomic_with("test", &path, b"0123456789", |f, b| {
+            f.write_all(&b[..b.len() / 2])?;
+            Err(io::Error::other("disk full"))
+        })
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("a.bin") && msg.contains("disk full"), "{msg}");
+        assert_eq!(fs::read(&path).unwrap(), b"old");
+        assert_eq!(leftovers(&dir), vec!["a.bin".to_string()]);
+    }
+
+    #[test]
+    fn crash_halfway_keeps_the_old_file() {
+        let dir = scratch_dir("crash");
+        let path = dir.join("a.bin");
+        write_atomic("test", &path, b"old").unwrap();
+        // A panic skips the cleanup, like a killed process: the half-written temp file stays
+        // behind, but the target is untouched.
+        let crashed = std::panic::catch_unwind(|| {
+            let _ = write_atomic_with("test", &path, b"0123456789", |f, b| {
+                f.write_all(&b[..b.len() / 2])?;
+                panic!("simulated crash");
+            });
+        });
+        assert!(crashed.is_err());
+        assert_eq!(fs::read(&path).unwrap(), b"old");
+        let names = leftovers(&dir);
+        assert_eq!(names.len(), 2, "{names:?}");
+        assert!(names[1].starts_with("a.bin.tmp-"), "{names:?}");
+        // The next save still works.
+        write_atomic("test", &path, b"newer").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"newer");
+    }
+
+    #[test]
+    fn missing_directory_is_an_error_naming_the_file() {
+        let dir = scratch_dir("missing");
+        let path = dir.join("no/such/dir/a.bin");
+        let msg = write_atomic("save", &path, b"x").unwrap_err().to_string();
+        assert!(msg.contains("save") && msg.contains("a.bin"), "{msg}");
+    }
+}

@@ -1,0 +1,339 @@
+//! The safetensors format (`safetensors.torch.save_file` / `load_file`): an 8-byte
+//! little-endian header length, a JSON header mapping each tensor name to its dtype, shape
+//! and byte range, an optional `__metadata__` map of strings, then the raw little-endian data.
+//!
+//! Reading and writing are done here rather than through the `safetensors` crate so that the
+//! bytes written are deterministic (the crate keeps metadata in a `HashMap`, whose order
+//! varies between runs) and every error can name the file and the tensor at fault. The
+//! integration tests check both directions against the crate and against PyTorch.
+
+use super::atomic::{io_error, write_atomic};
+use crate::error::{Error, Result};
+use crate::nn::Module;
+use crate::tensor::{DType, Tensor};
+use half::{bf16, f16};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// The header key that holds the string metadata.
+const METADATA_KEY: &str = "__metadata__";
+
+/// Headers beyond this size are rejected as corrupt (the limit of the reference reader).
+const MAX_HEADER_LEN: u64 = 100_000_000;
+
+/// The safetensors name of a dtype.
+pub fn dtype_to_safetensors(dtype: DType) -> &'static str {
+    match dtype {
+        DType::Bool => "BOOL",
+        DType::U8 => "U8",
+        DType::I64 => "I64",
+        DType::F16 => "F16",
+        DType::BF16 => "BF16",
+        DType::F32 => "F32",
+        DType::F64 => "F64",
+    }
+}
+
+/// The dtype of a safetensors dtype name, `None` for names TinyTorch has no dtype for
+/// (`I32`, `F8_E4M3`, ...).
+pub fn dtype_from_safetensors(name: &str) -> Option<DType> {
+    DType::ALL
+        .into_iter()
+        .find(|d| dtype_to_safetensors(*d) == name)
+}
+
+// ---- writing -------------------------------------------------------------------------------
+
+/// The elements of `t` in row-major order as little-endian bytes (copies non-contiguous
+/// views and device tensors to a contiguous host buffer).
+fn tensor_bytes(t: &Tensor) -> Result<Vec<u8>> {
+    fn le<T, const N: usize>(v: Vec<T>, f: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+        v.into_iter().flat_map(f).collect()
+    }
+    Ok(match t.dtype() {
+        DType::Bool => le(t.to_vec::<bool>()?, |x| [u8::from(x)]),
+        DType::U8 => t.to_vec::<u8>()?,
+        DType::I64 => le(t.to_vec::<i64>()?, i64::to_le_bytes),
+        DType::F16 => le(t.to_vec::<f16>()?, |x| x.to_bits().to_le_bytes()),
+        DType::BF16 => le(t.to_vec::<bf16>()?, |x| x.to_bits().to_le_bytes()),
+        DType::F32 => le(t.to_vec::<f32>()?, f32::to_le_bytes),
+        DType::F64 => le(t.to_vec::<f64>()?, f64::to_le_bytes),
+    })
+}
+
+/// Serialise `tensors` and `metadata` to the bytes of a safetensors file (the in-memory form
+/// of [`save_safetensors_with_metadata`], like `safetensors.torch.save`).
+///
+/// Tensors are laid out by decreasing element size, then by name (as the reference writer
+/// does), so every tensor's data is aligned to its element size in a file that is loaded at
+/// an 8-byte aligned address; the header is padded with spaces to a multiple of 8 bytes.
+pub fn serialize_safetensors(
+    tensors: &BTreeMap<String, Tensor>,
+    metadata: &BTreeMap<String, String>,
+) -> Result<Vec<u8>> {
+    let op = "save_safetensors";
+    if tensors.contains_key(METADATA_KEY) {
+        return Err(Error::invalid(
+            op,
+            format!("'{METADATA_KEY}' is reserved and cannot name a tensor"),
+        ));
+    }
+    let mut order: Vec<(&String, &Tensor)> = tensors.iter().collect();
+    order.sort_by(|(an, a), (bn, b)| {
+        let (sa, sb) = (a.dtype().size_in_bytes(), b.dtype().size_in_bytes());
+        sb.cmp(&sa).then_with(|| an.cmp(bn))
+    });
+
+    let mut header = Map::new();
+    if !metadata.is_empty() {
+        let meta: Map<String, Value> = metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        header.insert(METADATA_KEY.into(), Value::Object(meta));
+    }
+    let mut data = Vec::new();
+    for (name, t) in order {
+        let start = data.len();
+        data.extend(tensor_bytes(t)?);
+        let info = serde_json::json!({
+            "dtype": dtype_to_safetensors(t.dtype()),
+            "shape": t.shape(),
+            "data_offsets": [start, data.len()],
+        });
+        header.insert(name.clone(), info);
+    }
+
+    let mut header = serde_json::to_vec(&Value::Object(header))
+        .map_err(|e| Error::invalid(op, format!("cannot encode the header: {e}")))?;
+    header.resize(header.len().next_multiple_of(8), b' ');
+    let mut bytes = Vec::with_capacity(8 + header.len() + data.len());
+    bytes.extend((header.len() as u64).to_le_bytes());
+    bytes.extend(header);
+    bytes.extend(data);
+    Ok(bytes)
+}
+
+/// Write `tensors` to a safetensors file at `path`, atomically: a crash mid-save leaves the
+/// previous file whole (`safetensors.torch.save_file(tensors, path)`). Non-contiguous tensors
+/// are saved contiguous; a tensor on another device is copied to the host.
+pub fn save_safetensors(path: impl AsRef<Path>, tensors: &BTreeMap<String, Tensor>) -> Result<()> {
+    save_safetensors_with_metadata(path, tensors, &BTreeMap::new())
+}
+
+/// [`save_safetensors`] with a `__metadata__` map of strings
+/// (`save_file(tensors, path, metadata=...)`).
+pub fn save_safetensors_with_metadata(
+    path: impl AsRef<Path>,
+    tensors: &BTreeMap<String, Tensor>,
+    metadata: &BTreeMap<String, String>,
+) -> Result<()> {
+    let bytes = serialize_safetensors(tensors, metadata)?;
+    write_atomic("save_safetensors", path.as_ref(), &bytes)
+}
+
+// ---- reading -------------------------------------------------------------------------------
+
+/// Tensors and string metadata read from a safetensors file.
+type Contents = (BTreeMap<String, Tensor>, BTreeMap<String, String>);
+
+/// Parse the bytes of a safetensors file into CPU tensors and metadata (the in-memory form
+/// of [`load_safetensors_with_metadata`], like `safetensors.torch.load`).
+pub fn deserialize_safetensors(bytes: &[u8]) -> Result<Contents> {
+    parse(bytes).map_err(|problem| Error::invalid("load_safetensors", problem))
+}
+
+/// Read every tensor of the safetensors file at `path` onto the CPU
+/// (`safetensors.torch.load_file(path)`). A missing, truncated or corrupt file, or a dtype
+/// TinyTorch does not have, is an `Err` that names the file and the problem.
+pub fn load_safetensors(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>> {
+    Ok(load_safetensors_with_metadata(path)?.0)
+}
+
+/// [`load_safetensors`] that also returns the `__metadata__` map (empty when absent).
+pub fn load_safetensors_with_metadata(path: impl AsRef<Path>) -> Result<Contents> {
+    let path = path.as_ref();
+    let op = "load_safetensors";
+    let bytes = std::fs::read(path).map_err(|e| io_error(op, path, "cannot read", e))?;
+    parse(&bytes).map_err(|problem| Error::invalid(op, format!("'{}': {problem}", path.display())))
+}
+
+/// Split the file into header and data, and decode every tensor. Errors are plain
+/// descriptions of the problem; the caller adds the file name.
+fn parse(bytes: &[u8]) -> std::result::Result<Contents, String> {
+    let len_bytes: [u8; 8] = bytes
+        .get(..8)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| {
+            format!(
+                "truncated file: {} bytes, too short for the 8-byte header length",
+                bytes.len()
+            )
+        })?;
+    let header_len = u64::from_le_bytes(len_bytes);
+    if header_len > MAX_HEADER_LEN {
+        return Err(format!(
+            "corrupt header: header length {header_len} is implausible (not a safetensors file?)"
+        ));
+    }
+    let header_end = 8 + header_len as usize;
+    let header = bytes.get(8..header_end).ok_or_else(|| {
+        format!(
+            "truncated file: the header needs {header_len} bytes, the file has {} after the length",
+            bytes.len() - 8
+        )
+    })?;
+    let header: Map<String, Value> = serde_json::from_slice(header)
+        .map_err(|e| format!("corrupt header: not a JSON object ({e})"))?;
+    let data = &bytes[header_end..];
+
+    let mut metadata = BTreeMap::new();
+    let mut tensors = BTreeMap::new();
+    let mut end_of_data = 0;
+    for (name, entry) in &header {
+        if name == METADATA_KEY {
+            metadata = parse_metadata(entry)?;
+            continue;
+        }
+        let (tensor, end) = parse_tensor(name, entry, data)?;
+        end_of_data = end_of_data.max(end);
+        tensors.insert(name.clone(), tensor);
+    }
+    if end_of_data != data.len() {
+        return Err(format!(
+            "corrupt file: the tensors cover {end_of_data} data bytes, the file has {}",
+            data.len()
+        ));
+    }
+    Ok((tensors, metadata))
+}
+
+fn parse_metadata(entry: &Value) -> std::result::Result<BTreeMap<String, String>, String> {
+    let bad = || format!("corrupt header: '{METADATA_KEY}' must map strings to strings");
+    let map = entry.as_object().ok_or_else(bad)?;
+    map.iter()
+        .map(|(k, v)| Ok((k.clone(), v.as_str().ok_or_else(bad)?.to_string())))
+        .collect()
+}
+
+/// Decode one header entry and its data; returns the tensor and the end of its byte range.
+fn parse_tensor(
+    name: &str,
+    entry: &Value,
+    data: &[u8],
+) -> std::result::Result<(Tensor, usize), String> {
+    let corrupt = |what: &str| format!("corrupt header: tensor '{name}': {what}");
+    let dtype_name = entry
+        .get("dtype")
+        .and_then(Value::as_str)
+        .ok_or_else(|| corrupt("missing or non-string 'dtype'"))?;
+    let dtype = dtype_from_safetensors(dtype_name).ok_or_else(|| {
+        format!(
+            "tensor '{name}' has dtype {dtype_name}, which TinyTorch does not support \
+             (supported: BOOL, U8, I64, F16, BF16, F32, F64)"
+        )
+    })?;
+    let shape = usize_list(entry.get("shape")).ok_or_else(|| corrupt("bad 'shape'"))?;
+    let offsets = usize_list(entry.get("data_offsets"))
+        .filter(|o| o.len() == 2 && o[0] <= o[1])
+        .ok_or_else(|| corrupt("bad 'data_offsets'"))?;
+    let (start, end) = (offsets[0], offsets[1]);
+    let numel = shape
+        .iter()
+        .try_fold(1usize, |n, &d| n.checked_mul(d))
+        .ok_or_else(|| corrupt("shape overflows"))?;
+    if numel.checked_mul(dtype.size_in_bytes()) != Some(end - start) {
+        return Err(corrupt(&format!(
+            "shape {shape:?} of {dtype_name} needs {} bytes, the offsets give {}",
+            numel.saturating_mul(dtype.size_in_bytes()),
+            end - start
+        )));
+    }
+    let raw = data.get(start..end).ok_or_else(|| {
+        format!(
+            "truncated file: tensor '{name}' needs data bytes {start}..{end}, the file has {}",
+            data.len()
+        )
+    })?;
+    let tensor = tensor_from_bytes(raw, dtype, &shape).map_err(|e| corrupt(&e.to_string()))?;
+    Ok((tensor, end))
+}
+
+fn usize_list(v: Option<&Value>) -> Option<Vec<usize>> {
+    v?.as_array()?
+        .iter()
+        .map(|x| x.as_u64().and_then(|x| usize::try_from(x).ok()))
+        .collect()
+}
+
+/// A CPU tensor from little-endian element bytes (length already checked).
+fn tensor_from_bytes(raw: &[u8], dtype: DType, shape: &[usize]) -> Result<Tensor> {
+    fn le<T, const N: usize>(raw: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+        raw.chunks_exact(N)
+            .map(|c| f(c.try_into().expect("chunks_exact gives N bytes")))
+            .collect()
+    }
+    match dtype {
+        // Any non-zero byte is true, as numpy and PyTorch read bool buffers.
+        DType::Bool => Tensor::from_vec(le(raw, |[b]: [u8; 1]| b != 0), shape),
+        DType::U8 => Tensor::from_vec(raw.to_vec(), shape),
+        DType::I64 => Tensor::from_vec(le(raw, i64::from_le_bytes), shape),
+        DType::F16 => Tensor::from_vec(le(raw, |b| f16::from_bits(u16::from_le_bytes(b))), shape),
+        DType::BF16 => Tensor::from_vec(le(raw, |b| bf16::from_bits(u16::from_le_bytes(b))), shape),
+        DType::F32 => Tensor::from_vec(le(raw, f32::from_le_bytes), shape),
+        DType::F64 => Tensor::from_vec(le(raw, f64::from_le_bytes), shape),
+    }
+}
+
+// ---- modules -------------------------------------------------------------------------------
+
+/// Save `module.state_dict()` (parameters and buffers under PyTorch's names) to a
+/// safetensors file (`save_file(model.state_dict(), path)`).
+pub fn save_module(path: impl AsRef<Path>, module: &dyn Module) -> Result<()> {
+    save_safetensors(path, &module.state_dict())
+}
+
+/// Load a safetensors state dict into `module` (`model.load_state_dict(load_file(path),
+/// strict)`); values are copied into the existing parameters and cast to their dtypes. With
+/// `strict`, missing and unexpected keys are errors; nothing is written unless all keys fit.
+pub fn load_module(path: impl AsRef<Path>, module: &dyn Module, strict: bool) -> Result<()> {
+    let state: HashMap<String, Tensor> = load_safetensors(path)?.into_iter().collect();
+    module.load_state_dict(&state, strict)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtype_names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(dtype_from_safetensors(dtype_to_safetensors(d)), Some(d));
+        }
+        assert_eq!(dtype_from_safetensors("I32"), None);
+    }
+
+    #[test]
+    fn layout_is_aligned_and_deterministic() {
+        let mut m = BTreeMap::new();
+        m.insert("a_u8".to_string(), Tensor::from_slice(&[1u8, 2, 3]));
+        m.insert("b_f64".to_string(), Tensor::from_slice(&[1.5f64]));
+        m.insert("c_f32".to_string(), Tensor::from_slice(&[2.5f32, 3.5]));
+        let meta = BTreeMap::from([
+            ("z".to_string(), "1".to_string()),
+            ("a".to_string(), "2".to_string()),
+        ]);
+        let bytes = serialize_safetensors(&m, &meta).unwrap();
+        assert_eq!(bytes, serialize_safetensors(&m, &meta).unwrap());
+        let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+        assert_eq!(n % 8, 0);
+        let header: Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+        assert_eq!(header["b_f64"]["data_offsets"], serde_json::json!([0, 8]));
+        assert_eq!(header["c_f32"]["data_offsets"], serde_json::json!([8, 16]));
+        assert_eq!(header["a_u8"]["data_offsets"], serde_json::json!([16, 19]));
+        let (back, meta_back) = deserialize_safetensors(&bytes).unwrap();
+        assert_eq!(meta_back, meta);
+        assert_eq!(back["c_f32"].to_vec::<f32>().unwrap(), vec![2.5, 3.5]);
+    }
+}
