@@ -42,7 +42,7 @@ fn synthetic_mnist(dir: &Path) {
             for y in 0..28u32 {
                 for x in 0..28u32 {
                     let inside = (cy..cy + 7).contains(&y) && (cx..cx + 7).contains(&x);
-                    let noise = ((i * 31 + y * 28 + x) * 2654435761u32 >> 24) as u8 / 4;
+                    let noise = ((i * 31 + y * 28 + x).wrapping_mul(2654435761) >> 24) as u8 / 4;
                     images.push(if inside { 200 + noise / 2 } else { noise });
                 }
             }
@@ -151,8 +151,12 @@ fn errors_are_one_clear_line() {
     let dir = temp_dir("errors");
     let missing = dir.join("nothing-here");
     let out = tinytorch(&["train", "--dataset", "mnist", "--data", missing.to_str().unwrap()]);
-    one_line_error(&out, "train-images-idx3-ubyte");
+    one_line_error(&out, "nothing-here does not exist");
     assert_eq!(String::from_utf8_lossy(&out.stderr).trim().lines().count(), 1);
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = tinytorch(&["train", "--dataset", "mnist", "--data", empty.to_str().unwrap()]);
+    one_line_error(&out, "train-images-idx3-ubyte");
 
     one_line_error(&tinytorch(&["train", "--model", "vgg"]), "unknown model 'vgg'");
     one_line_error(&tinytorch(&["train", "--batch-size", "0"]), "batch-size");

@@ -7,7 +7,6 @@ mod data;
 mod run;
 
 pub use config::{DatasetKind, OptimizerKind, RunConfig};
-pub use data::{load_split, Split};
 pub use run::{eval_checkpoint, train};
 
 use clap::Args;

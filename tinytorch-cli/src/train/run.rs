@@ -126,14 +126,12 @@ fn build(config: &RunConfig, eval: bool, workers: usize) -> Result<Session> {
     let opt = config.build_optimizer(model.parameters())?;
     let loader = DataLoader::new(
         train.dataset,
-        DataLoaderOptions {
-            batch_size: config.batch_size,
-            shuffle: config.shuffle,
-            drop_last: true,
-            seed: config.seed,
-            num_workers: workers,
-            ..Default::default()
-        },
+        DataLoaderOptions::default()
+            .batch_size(config.batch_size)
+            .shuffle(config.shuffle)
+            .drop_last(true)
+            .seed(config.seed)
+            .num_workers(workers),
     )?;
     Ok(Session {
         model,
@@ -220,7 +218,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         let lr = opt.lrs()[0];
         let bar = Progress::new(epoch, args.epochs, batches_per_epoch, visible);
         bar.set_position(pos.batch_in_epoch);
-        let batches = loader.iter()?.skip(pos.batch_in_epoch as usize);
+        let batches = loader.iter_from(pos.batch_in_epoch as usize)?;
         let t0 = Instant::now();
         let done = train_epoch(model.as_mut(), opt.as_mut(), batches, &mut limit, &bar)?;
         let wall = t0.elapsed().as_secs_f64();

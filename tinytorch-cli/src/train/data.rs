@@ -1,0 +1,77 @@
+//! The data sets of `tinytorch train`, loaded whole into memory as scaled float images
+//! (pixels / 255, no other transform) and integer labels.
+
+use super::{DatasetKind, RunConfig};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tinytorch::data::cifar10::load_cifar10_dir;
+use tinytorch::data::mnist::{load_mnist_dir, FASHION_MNIST_DIR};
+use tinytorch::data::transforms::to_float_scaled;
+use tinytorch::data::{DataLoader, DataLoaderIter, DataLoaderOptions, Dataset, TensorDataset};
+use tinytorch::models::ImageShape;
+use tinytorch::{Error, Result};
+
+/// Which half of a data set.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Split {
+    /// The training images.
+    Train,
+    /// The test images.
+    Test,
+}
+
+/// One split in memory, with what a model needs to know about it.
+pub struct LoadedSplit {
+    /// `(image, label)` pairs: f32 `[C, H, W]` in [0, 1] and an i64 class.
+    pub dataset: Arc<dyn Dataset>,
+    /// The image shape.
+    pub shape: ImageShape,
+    /// Number of classes.
+    pub classes: usize,
+}
+
+impl LoadedSplit {
+    /// The split in file order, in batches of `batch_size` (the last one may be smaller).
+    pub fn batches(&self, batch_size: usize) -> Result<DataLoaderIter> {
+        DataLoader::new(
+            self.dataset.clone(),
+            DataLoaderOptions::default().batch_size(batch_size),
+        )?
+        .iter()
+    }
+}
+
+fn data_dir(config: &RunConfig) -> Result<PathBuf> {
+    match (&config.data, config.dataset) {
+        (Some(dir), _) => Ok(dir.clone()),
+        (None, DatasetKind::FashionMnist) => Ok(PathBuf::from(FASHION_MNIST_DIR)),
+        (None, kind) => Err(Error::invalid(
+            "train",
+            format!("--dataset {} needs --data DIR", kind.name()),
+        )),
+    }
+}
+
+/// Load `split` of the configured data set.
+pub fn load_split(config: &RunConfig, split: Split) -> Result<LoadedSplit> {
+    let dir = data_dir(config)?;
+    let train = split == Split::Train;
+    let set = match config.dataset {
+        DatasetKind::FashionMnist | DatasetKind::Mnist => load_mnist_dir(&dir, train)?,
+        DatasetKind::Cifar10 => {
+            let (images, labels) = load_cifar10_dir(&dir, train)?;
+            TensorDataset::new(to_float_scaled(&images)?, labels)?
+        }
+    };
+    let dims = set.inputs().shape().to_vec();
+    let shape = ImageShape {
+        channels: dims[1],
+        height: dims[2],
+        width: dims[3],
+    };
+    Ok(LoadedSplit {
+        dataset: Arc::new(set),
+        shape,
+        classes: 10,
+    })
+}
