@@ -474,12 +474,7 @@ fn normalize_errors() {
 fn to_float_scaled_matches_to_tensor() {
     let u = Tensor::from_slice(&[0u8, 1, 128, 255]);
     // PyTorch: u.float().div(255).
-    let expected = [
-        0.0f32,
-        0.003_921_569,
-        0.501_960_8,
-        1.0,
-    ];
+    let expected = [0.0f32, 0.003_921_569, 0.501_960_8, 1.0];
     let out = to_float_scaled(&u).unwrap();
     assert_eq!(out.dtype(), DType::F32);
     assert_eq!(out.to_vec::<f32>().unwrap(), expected);
