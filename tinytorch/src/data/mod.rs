@@ -7,6 +7,25 @@
 //! saved and restored) and can build batches on background threads. [`transforms`] has
 //! `Normalize`, `RandomCrop`, `RandomHorizontalFlip` and `ToTensor`'s scaling; [`idx`],
 //! [`mnist`] and [`cifar10`] read the files of MNIST, Fashion-MNIST and CIFAR-10.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use tinytorch::data::{DataLoader, DataLoaderOptions, TensorDataset};
+//! use tinytorch::{DType, Device, Tensor};
+//!
+//! # fn main() -> tinytorch::Result<()> {
+//! let x = Tensor::randn(&[10, 3], DType::F32, Device::Cpu)?;
+//! let y = Tensor::arange(0.0, 10.0, 1.0, DType::I64, Device::Cpu)?;
+//! let opts = DataLoaderOptions::default().batch_size(4).shuffle(true).seed(0);
+//! let mut loader = DataLoader::new(Arc::new(TensorDataset::new(x, y)?), opts)?;
+//! assert_eq!(loader.len(), 3);
+//! for batch in loader.iter()? {
+//!     let (inputs, targets) = batch?;
+//!     assert_eq!(inputs.shape()[0], targets.shape()[0]);
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod cifar10;
 pub mod idx;
