@@ -19,6 +19,7 @@
 
 pub mod autograd;
 pub mod backend;
+pub mod data;
 pub mod error;
 pub mod io;
 pub mod nn;
