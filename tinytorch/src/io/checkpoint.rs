@@ -53,6 +53,11 @@ pub struct Checkpoint {
 /// previous checkpoint whole). The model tensors load in PyTorch with
 /// `safetensors.torch.load_file`, under the `model.` prefix.
 pub fn save_checkpoint(path: impl AsRef<Path>, ckpt: &Checkpoint) -> Result<()> {
+    write_atomic("save_checkpoint", path.as_ref(), &checkpoint_bytes(ckpt)?)
+}
+
+/// The bytes of the safetensors file [`save_checkpoint`] writes.
+fn checkpoint_bytes(ckpt: &Checkpoint) -> Result<Vec<u8>> {
     let mut tensors = BTreeMap::new();
     for (k, t) in &ckpt.model {
         tensors.insert(format!("{MODEL_PREFIX}{k}"), t.clone());
@@ -80,8 +85,7 @@ pub fn save_checkpoint(path: impl AsRef<Path>, ckpt: &Checkpoint) -> Result<()> 
         ("version".to_string(), CHECKPOINT_VERSION.to_string()),
         ("checkpoint".to_string(), body.to_string()),
     ]);
-    let bytes = serialize_safetensors(&tensors, &metadata)?;
-    write_atomic("save_checkpoint", path.as_ref(), &bytes)
+    serialize_safetensors(&tensors, &metadata)
 }
 
 /// Read a checkpoint written by [`save_checkpoint`]. A file that is not a safetensors file,
@@ -375,6 +379,49 @@ fn rng_from_json(v: &Value, name: &str) -> std::result::Result<GeneratorState, P
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::atomic::write_atomic_with;
+    use std::io::Write;
+
+    #[test]
+    fn crash_during_save_leaves_the_previous_checkpoint_loadable() {
+        let dir = std::env::temp_dir().join(format!("tinytorch-ckpt-crash-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ckpt.safetensors");
+        let mut old = Checkpoint {
+            epoch: 1,
+            ..Default::default()
+        };
+        old.model
+            .insert("w".into(), Tensor::from_slice(&[1.0f32, 2.0]));
+        save_checkpoint(&path, &old).unwrap();
+
+        let mut new = old.clone();
+        new.epoch = 2;
+        new.model
+            .insert("w".into(), Tensor::from_slice(&[3.0f32, 4.0]));
+        let bytes = checkpoint_bytes(&new).unwrap();
+        // Fail cleanly halfway (disk full) ...
+        let failed = write_atomic_with("save_checkpoint", &path, &bytes, |f, b| {
+            f.write_all(&b[..b.len() / 2])?;
+            Err(std::io::Error::other("disk full"))
+        });
+        assert!(failed.is_err());
+        // ... and crash halfway (no cleanup runs).
+        let crashed = std::panic::catch_unwind(|| {
+            let _ = write_atomic_with("save_checkpoint", &path, &bytes, |f, b| {
+                f.write_all(&b[..b.len() / 2])?;
+                panic!("simulated crash");
+            });
+        });
+        assert!(crashed.is_err());
+
+        let back = load_checkpoint(&path).unwrap();
+        assert_eq!(back.epoch, 1);
+        assert_eq!(back.model["w"].to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+        save_checkpoint(&path, &new).unwrap();
+        assert_eq!(load_checkpoint(&path).unwrap().epoch, 2);
+    }
 
     #[test]
     fn floats_round_trip_exactly_through_json() {
