@@ -19,12 +19,26 @@ use tinytorch::{DType, Device, Generator, Tensor};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/io");
 
-/// A fresh scratch directory for one test.
-fn scratch(name: &str) -> PathBuf {
+/// A fresh scratch directory for one test, removed when the test ends.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn join(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch(name: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("tinytorch-io-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
 }
 
 fn map(items: Vec<(&str, Tensor)>) -> BTreeMap<String, Tensor> {
@@ -367,7 +381,7 @@ fn load_module_reports_key_and_shape_problems() {
 
 // ---- errors ----------------------------------------------------------------------------------
 
-fn write_bytes(dir: &Path, name: &str, bytes: &[u8]) -> PathBuf {
+fn write_bytes(dir: &Scratch, name: &str, bytes: &[u8]) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, bytes).unwrap();
     p

@@ -109,6 +109,7 @@ mod tests {
         write_atomic("test", &path, bytes(b"new contents")).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"new contents");
         assert_eq!(leftovers(&dir), vec!["a.bin".to_string()]);
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -125,6 +126,7 @@ mod tests {
         assert!(msg.contains("a.bin") && msg.contains("disk full"), "{msg}");
         assert_eq!(fs::read(&path).unwrap(), b"old");
         assert_eq!(leftovers(&dir), vec!["a.bin".to_string()]);
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -149,6 +151,7 @@ mod tests {
         // The next save still works.
         write_atomic("test", &path, bytes(b"newer")).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"newer");
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -161,6 +164,7 @@ mod tests {
         .unwrap_err();
         assert!(matches!(err, Error::Invalid { op: "encode", .. }), "{err}");
         assert!(leftovers(&dir).is_empty());
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
@@ -171,5 +175,6 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("save") && msg.contains("a.bin"), "{msg}");
+        let _ = fs::remove_dir_all(&dir);
     }
 }

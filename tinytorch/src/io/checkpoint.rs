@@ -424,6 +424,7 @@ mod tests {
         assert_eq!(back.model["w"].to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
         save_checkpoint(&path, &new).unwrap();
         assert_eq!(load_checkpoint(&path).unwrap().epoch, 2);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
