@@ -12,7 +12,7 @@ use tinytorch::io::{
 };
 use tinytorch::nn::{BatchNorm2d, Conv2d, Flatten, Linear, Module, ReLU, Sequential};
 use tinytorch::ops::ConvPadding;
-use tinytorch::optim::lr_scheduler::{LrScheduler, StepLR};
+use tinytorch::optim::lr_scheduler::{LrScheduler, PlateauOptions, ReduceLROnPlateau, StepLR};
 use tinytorch::optim::{Adam, AdamOptions, Optimizer, SgdOptions, StateValue, SGD};
 use tinytorch::tensor::get_rng_state;
 use tinytorch::{DType, Device, Generator, Tensor};
@@ -564,7 +564,7 @@ fn snapshot(
     Checkpoint {
         model,
         optimizer: Some(opt.state_dict()),
-        scheduler: Some(sched.sched().clone()),
+        scheduler: Some(sched.state_dict()),
         scheduler_extra: BTreeMap::from([("best".to_string(), f64::INFINITY)]),
         rng: BTreeMap::from([
             ("global".to_string(), get_rng_state()),
@@ -600,7 +600,9 @@ fn resume_is_bit_identical(make_opt: impl Fn(Vec<Tensor>) -> Box<dyn Optimizer>,
     opt2.load_state_dict(ckpt.optimizer.as_ref().unwrap())
         .unwrap();
     let mut sched2 = StepLR::new(opt2.as_mut(), 2, 0.5).unwrap();
-    *sched2.sched_mut() = ckpt.scheduler.clone().unwrap();
+    sched2
+        .load_state_dict(ckpt.scheduler.as_ref().unwrap())
+        .unwrap();
     let mut gen2 = Generator::new(12345);
     gen2.set_state(&ckpt.rng["loader"]);
     train(&resumed, opt2.as_mut(), &mut sched2, &mut gen2, 3);
@@ -784,4 +786,77 @@ fn checkpoint_errors_name_the_file_and_the_problem() {
     std::fs::write(&partial, &bytes[..bytes.len() / 2]).unwrap();
     let msg = err_text(load_checkpoint(&partial));
     assert!(msg.contains("truncated"), "{msg}");
+}
+
+#[test]
+fn plateau_scheduler_state_travels_in_scheduler_extra() {
+    let dir = scratch("plateau");
+    let path = dir.join("ckpt.safetensors");
+    let w = Tensor::from_slice(&[1.0f32, 2.0])
+        .requires_grad_(true)
+        .unwrap();
+    let make = |w: &Tensor| {
+        let opt = SGD::new(
+            vec![w.clone()],
+            SgdOptions {
+                lr: 1.0,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let opts = PlateauOptions {
+            patience: 1,
+            factor: 0.5,
+            cooldown: 1,
+            ..Default::default()
+        };
+        let plateau = ReduceLROnPlateau::new(&opt, opts).unwrap();
+        (opt, plateau)
+    };
+    let (mut opt, mut plateau) = make(&w);
+    for m in [1.0, 1.0, 1.0] {
+        plateau.step(&mut opt, m).unwrap();
+    }
+    let ckpt = Checkpoint {
+        optimizer: Some(opt.state_dict()),
+        scheduler_extra: plateau.state_dict(),
+        ..Default::default()
+    };
+    save_checkpoint(&path, &ckpt).unwrap();
+    let metrics = [0.9, 0.95, 0.95, 0.95, 0.95];
+    let mut want = Vec::new();
+    for m in metrics {
+        plateau.step(&mut opt, m).unwrap();
+        want.push(opt.lrs()[0]);
+    }
+
+    let back = load_checkpoint(&path).unwrap();
+    let (mut opt2, mut plateau2) = make(&w);
+    opt2.load_state_dict(back.optimizer.as_ref().unwrap())
+        .unwrap();
+    plateau2.load_state_dict(&back.scheduler_extra).unwrap();
+    // Restored after the first reduction (1.0 -> 0.5), before stepping again.
+    assert_eq!(plateau2.get_last_lr(), vec![0.5]);
+    assert!(want.iter().any(|&lr| lr < 0.5), "{want:?}");
+    let mut got = Vec::new();
+    for m in metrics {
+        plateau2.step(&mut opt2, m).unwrap();
+        got.push(opt2.lrs()[0]);
+    }
+    assert_eq!(got, want);
+    // A state map without the plateau's entries is refused.
+    let msg = err_text(plateau2.load_state_dict(&BTreeMap::new()));
+    assert!(msg.contains("missing"), "{msg}");
+}
+
+#[test]
+fn scheduler_state_for_other_group_count_is_refused() {
+    let w = Tensor::from_slice(&[1.0f32]).requires_grad_(true).unwrap();
+    let mut opt = SGD::new(vec![w], SgdOptions::default()).unwrap();
+    let mut sched = StepLR::new(&mut opt, 2, 0.5).unwrap();
+    let mut state = sched.state_dict();
+    state.base_lrs.push(0.1);
+    state.last_lr.push(0.1);
+    let msg = err_text(sched.load_state_dict(&state));
+    assert!(msg.contains("2 param groups"), "{msg}");
 }
