@@ -472,6 +472,14 @@ fn corrupt_headers_are_errors() {
         ),
         (
             raw_file(
+                r#"{"x": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]},
+                    "y": {"dtype": "U8", "shape": [2], "data_offsets": [1, 3]}}"#,
+                &[0; 3],
+            ),
+            "overlap",
+        ),
+        (
+            raw_file(
                 r#"{"__metadata__": {"a": 1}, "x": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]}}"#,
                 &[0],
             ),

@@ -224,23 +224,43 @@ fn parse(bytes: &[u8]) -> std::result::Result<Contents, String> {
 
     let mut metadata = BTreeMap::new();
     let mut tensors = BTreeMap::new();
-    let mut end_of_data = 0;
+    let mut ranges = Vec::new();
     for (name, entry) in &header {
         if name == METADATA_KEY {
             metadata = parse_metadata(entry)?;
             continue;
         }
-        let (tensor, end) = parse_tensor(name, entry, data)?;
-        end_of_data = end_of_data.max(end);
+        let (tensor, range) = parse_tensor(name, entry, data)?;
+        ranges.push((range, name));
         tensors.insert(name.clone(), tensor);
     }
-    if end_of_data != data.len() {
+    check_coverage(ranges, data.len())?;
+    Ok((tensors, metadata))
+}
+
+/// The tensors' byte ranges must tile the data exactly, as the reference reader requires:
+/// a gap or an overlap means the header does not describe this file.
+fn check_coverage(
+    mut ranges: Vec<((usize, usize), &String)>,
+    data_len: usize,
+) -> std::result::Result<(), String> {
+    ranges.sort();
+    let mut expected_start = 0;
+    for ((start, end), name) in ranges {
+        if start != expected_start {
+            return Err(format!(
+                "corrupt header: tensor '{name}' starts at data byte {start}, expected \
+                 {expected_start} (the byte ranges have a gap or overlap)"
+            ));
+        }
+        expected_start = end;
+    }
+    if expected_start != data_len {
         return Err(format!(
-            "corrupt file: the tensors cover {end_of_data} data bytes, the file has {}",
-            data.len()
+            "corrupt file: the tensors cover {expected_start} data bytes, the file has {data_len}"
         ));
     }
-    Ok((tensors, metadata))
+    Ok(())
 }
 
 fn parse_metadata(entry: &Value) -> std::result::Result<BTreeMap<String, String>, String> {
@@ -251,12 +271,12 @@ fn parse_metadata(entry: &Value) -> std::result::Result<BTreeMap<String, String>
         .collect()
 }
 
-/// Decode one header entry and its data; returns the tensor and the end of its byte range.
+/// Decode one header entry and its data; returns the tensor and its byte range.
 fn parse_tensor(
     name: &str,
     entry: &Value,
     data: &[u8],
-) -> std::result::Result<(Tensor, usize), String> {
+) -> std::result::Result<(Tensor, (usize, usize)), String> {
     let corrupt = |what: &str| format!("corrupt header: tensor '{name}': {what}");
     let dtype_name = entry
         .get("dtype")
@@ -291,7 +311,7 @@ fn parse_tensor(
         )
     })?;
     let tensor = tensor_from_bytes(raw, dtype, &shape).map_err(|e| corrupt(&e.to_string()))?;
-    Ok((tensor, end))
+    Ok((tensor, (start, end)))
 }
 
 fn usize_list(v: Option<&Value>) -> Option<Vec<usize>> {
