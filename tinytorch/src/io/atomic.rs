@@ -5,29 +5,26 @@
 
 use crate::error::{Error, Result};
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Replace `path` with `bytes` atomically; `op` names the caller in error messages.
-pub(crate) fn write_atomic(op: &'static str, path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_with(op, path, bytes, |f, b| f.write_all(b))
-}
-
-/// [`write_atomic`] with the step that fills the temp file given by the caller, so tests
-/// can make it fail (or panic, as a crash would) halfway through.
-pub(crate) fn write_atomic_with(
+/// Replace `path` with what `fill` writes, atomically; `op` names the caller in error
+/// messages. `fill` streams into a buffered temp file, so a large state dict never has to be
+/// assembled in memory. If `fill` fails, the temp file is removed and `path` is untouched.
+pub(crate) fn write_atomic(
     op: &'static str,
     path: &Path,
-    bytes: &[u8],
-    fill: impl FnOnce(&mut File, &[u8]) -> io::Result<()>,
+    fill: impl FnOnce(&mut dyn Write) -> Result<()>,
 ) -> Result<()> {
     let tmp = temp_path(path);
-    let written = write_and_rename(&tmp, path, bytes, fill);
-    if let Err(e) = written {
+    if let Err(e) = write_and_rename(&tmp, path, fill) {
         // Best effort: the temp file is garbage now; the target was never touched.
         let _ = fs::remove_file(&tmp);
-        return Err(io_error(op, path, "cannot write", e));
+        return Err(match e {
+            Error::Io(e) => io_error(op, path, "cannot write", e),
+            other => other,
+        });
     }
     sync_parent_dir(path);
     Ok(())
@@ -36,16 +33,17 @@ pub(crate) fn write_atomic_with(
 fn write_and_rename(
     tmp: &Path,
     path: &Path,
-    bytes: &[u8],
-    fill: impl FnOnce(&mut File, &[u8]) -> io::Result<()>,
-) -> io::Result<()> {
-    let mut file = File::create(tmp)?;
-    fill(&mut file, bytes)?;
+    fill: impl FnOnce(&mut dyn Write) -> Result<()>,
+) -> Result<()> {
+    let mut writer = BufWriter::with_capacity(1 << 20, File::create(tmp)?);
+    fill(&mut writer)?;
+    let file = writer.into_inner().map_err(|e| e.into_error())?;
     // The data must be on disk before the rename makes it visible under the real name,
     // otherwise a power loss could leave a renamed but empty file.
     file.sync_all()?;
     drop(file);
-    fs::rename(tmp, path)
+    fs::rename(tmp, path)?;
+    Ok(())
 }
 
 /// `<path>.tmp-<pid>-<n>` in the same directory (a rename across file systems is not atomic);
@@ -90,6 +88,10 @@ mod tests {
         dir
     }
 
+    fn bytes(b: &'static [u8]) -> impl FnOnce(&mut dyn Write) -> Result<()> {
+        move |w| Ok(w.write_all(b)?)
+    }
+
     fn leftovers(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)
             .unwrap()
@@ -103,38 +105,41 @@ mod tests {
     fn replaces_the_file() {
         let dir = scratch_dir("replace");
         let path = dir.join("a.bin");
-        write_atomic("test", &path, b"old").unwrap();
-        write_atomic("test", &path, b"new contents").unwrap();
+        write_atomic("test", &path, bytes(b"old")).unwrap();
+        write_atomic("test", &path, bytes(b"new contents")).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"new contents");
         assert_eq!(leftovers(&dir), vec!["a.bin".to_string()]);
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn failure_halfway_keeps_the_old_file_and_cleans_up() {
         let dir = scratch_dir("fail");
         let path = dir.join("a.bin");
-        write_atomic("test", &path, b"old").unwrap();
-        let err = write_atomic_with("test", &path, b"0123456789", |f, b| {
-            f.write_all(&b[..b.len() / 2])?;
-            Err(io::Error::other("disk full"))
+        write_atomic("test", &path, bytes(b"old")).unwrap();
+        let err = write_atomic("test", &path, |w| {
+            w.write_all(b"01234")?;
+            Err(io::Error::other("disk full").into())
         })
         .unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("a.bin") && msg.contains("disk full"), "{msg}");
         assert_eq!(fs::read(&path).unwrap(), b"old");
         assert_eq!(leftovers(&dir), vec!["a.bin".to_string()]);
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn crash_halfway_keeps_the_old_file() {
         let dir = scratch_dir("crash");
         let path = dir.join("a.bin");
-        write_atomic("test", &path, b"old").unwrap();
+        write_atomic("test", &path, bytes(b"old")).unwrap();
         // A panic skips the cleanup, like a killed process: the half-written temp file stays
         // behind, but the target is untouched.
         let crashed = std::panic::catch_unwind(|| {
-            let _ = write_atomic_with("test", &path, b"0123456789", |f, b| {
-                f.write_all(&b[..b.len() / 2])?;
+            let _ = write_atomic("test", &path, |w| {
+                w.write_all(b"01234")?;
+                w.flush()?;
                 panic!("simulated crash");
             });
         });
@@ -144,15 +149,32 @@ mod tests {
         assert_eq!(names.len(), 2, "{names:?}");
         assert!(names[1].starts_with("a.bin.tmp-"), "{names:?}");
         // The next save still works.
-        write_atomic("test", &path, b"newer").unwrap();
+        write_atomic("test", &path, bytes(b"newer")).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"newer");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn other_errors_pass_through_unchanged() {
+        let dir = scratch_dir("other");
+        let path = dir.join("a.bin");
+        let err = write_atomic("test", &path, |_| {
+            Err(Error::invalid("encode", "bad value"))
+        })
+        .unwrap_err();
+        assert!(matches!(err, Error::Invalid { op: "encode", .. }), "{err}");
+        assert!(leftovers(&dir).is_empty());
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
     fn missing_directory_is_an_error_naming_the_file() {
         let dir = scratch_dir("missing");
         let path = dir.join("no/such/dir/a.bin");
-        let msg = write_atomic("save", &path, b"x").unwrap_err().to_string();
+        let msg = write_atomic("save", &path, bytes(b"x"))
+            .unwrap_err()
+            .to_string();
         assert!(msg.contains("save") && msg.contains("a.bin"), "{msg}");
+        let _ = fs::remove_dir_all(&dir);
     }
 }

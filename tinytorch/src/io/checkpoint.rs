@@ -7,8 +7,7 @@
 //! representation that parses back to the same bits (infinities and NaN as the strings
 //! `"inf"`, `"-inf"`, `"nan"`); 128-bit generator positions are decimal strings.
 
-use super::atomic::write_atomic;
-use super::safetensors::{load_safetensors_with_metadata, serialize_safetensors};
+use super::safetensors::{load_safetensors_with_metadata, write_file};
 use crate::error::{Error, Result};
 use crate::optim::lr_scheduler::SchedulerState;
 use crate::optim::{GroupState, OptimizerState, ParamState, StateValue};
@@ -53,6 +52,12 @@ pub struct Checkpoint {
 /// previous checkpoint whole). The model tensors load in PyTorch with
 /// `safetensors.torch.load_file`, under the `model.` prefix.
 pub fn save_checkpoint(path: impl AsRef<Path>, ckpt: &Checkpoint) -> Result<()> {
+    let (tensors, metadata) = checkpoint_parts(ckpt);
+    write_file("save_checkpoint", path.as_ref(), &tensors, &metadata)
+}
+
+/// Tensors and string metadata of the safetensors file [`save_checkpoint`] writes.
+fn checkpoint_parts(ckpt: &Checkpoint) -> (BTreeMap<String, Tensor>, BTreeMap<String, String>) {
     let mut tensors = BTreeMap::new();
     for (k, t) in &ckpt.model {
         tensors.insert(format!("{MODEL_PREFIX}{k}"), t.clone());
@@ -80,8 +85,7 @@ pub fn save_checkpoint(path: impl AsRef<Path>, ckpt: &Checkpoint) -> Result<()> 
         ("version".to_string(), CHECKPOINT_VERSION.to_string()),
         ("checkpoint".to_string(), body.to_string()),
     ]);
-    let bytes = serialize_safetensors(&tensors, &metadata)?;
-    write_atomic("save_checkpoint", path.as_ref(), &bytes)
+    (tensors, metadata)
 }
 
 /// Read a checkpoint written by [`save_checkpoint`]. A file that is not a safetensors file,
@@ -375,6 +379,53 @@ fn rng_from_json(v: &Value, name: &str) -> std::result::Result<GeneratorState, P
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::atomic::write_atomic;
+    use crate::io::safetensors::serialize_safetensors;
+
+    #[test]
+    fn crash_during_save_leaves_the_previous_checkpoint_loadable() {
+        let dir = std::env::temp_dir().join(format!("tinytorch-ckpt-crash-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("ckpt.safetensors");
+        let mut old = Checkpoint {
+            epoch: 1,
+            ..Default::default()
+        };
+        old.model
+            .insert("w".into(), Tensor::from_slice(&[1.0f32, 2.0]));
+        save_checkpoint(&path, &old).unwrap();
+
+        let mut new = old.clone();
+        new.epoch = 2;
+        new.model
+            .insert("w".into(), Tensor::from_slice(&[3.0f32, 4.0]));
+        let (tensors, metadata) = checkpoint_parts(&new);
+        let bytes = serialize_safetensors(&tensors, &metadata).unwrap();
+        let half = &bytes[..bytes.len() / 2];
+        // Fail cleanly halfway (disk full) ...
+        let failed = write_atomic("save_checkpoint", &path, |w| {
+            w.write_all(half)?;
+            Err(std::io::Error::other("disk full").into())
+        });
+        assert!(failed.is_err());
+        // ... and crash halfway (no cleanup runs).
+        let crashed = std::panic::catch_unwind(|| {
+            let _ = write_atomic("save_checkpoint", &path, |w| {
+                w.write_all(half)?;
+                w.flush()?;
+                panic!("simulated crash");
+            });
+        });
+        assert!(crashed.is_err());
+
+        let back = load_checkpoint(&path).unwrap();
+        assert_eq!(back.epoch, 1);
+        assert_eq!(back.model["w"].to_vec::<f32>().unwrap(), vec![1.0, 2.0]);
+        save_checkpoint(&path, &new).unwrap();
+        assert_eq!(load_checkpoint(&path).unwrap().epoch, 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn floats_round_trip_exactly_through_json() {

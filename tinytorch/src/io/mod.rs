@@ -4,6 +4,35 @@
 //!
 //! Every write is atomic (temp file, `fsync`, rename, directory `fsync`), so a crash during a
 //! save leaves the previous file whole.
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use tinytorch::io::{load_checkpoint, save_checkpoint, Checkpoint};
+//! use tinytorch::nn::{Linear, Module};
+//! use tinytorch::optim::{Optimizer, SgdOptions, SGD};
+//!
+//! # fn main() -> tinytorch::Result<()> {
+//! let model = Linear::new(4, 2, true)?;
+//! let opts = SgdOptions { lr: 0.1, momentum: 0.9, ..Default::default() };
+//! let mut opt = SGD::new(model.parameters(), opts)?;
+//! let path = std::env::temp_dir().join(format!("doc-ckpt-{}.safetensors", std::process::id()));
+//! let ckpt = Checkpoint {
+//!     model: model.state_dict(),
+//!     optimizer: Some(opt.state_dict()),
+//!     epoch: 1,
+//!     ..Default::default()
+//! };
+//! save_checkpoint(&path, &ckpt)?;
+//!
+//! let ckpt = load_checkpoint(&path)?;
+//! let state: HashMap<_, _> = ckpt.model.into_iter().collect();
+//! model.load_state_dict(&state, true)?;
+//! opt.load_state_dict(ckpt.optimizer.as_ref().expect("saved above"))?;
+//! assert_eq!(ckpt.epoch, 1);
+//! # std::fs::remove_file(&path)?;
+//! # Ok(())
+//! # }
+//! ```
 
 mod atomic;
 mod checkpoint;

@@ -14,6 +14,7 @@ use crate::tensor::{DType, Tensor};
 use half::{bf16, f16};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
 use std::path::Path;
 
 /// The header key that holds the string metadata.
@@ -62,17 +63,20 @@ fn tensor_bytes(t: &Tensor) -> Result<Vec<u8>> {
     })
 }
 
-/// Serialise `tensors` and `metadata` to the bytes of a safetensors file (the in-memory form
-/// of [`save_safetensors_with_metadata`], like `safetensors.torch.save`).
-///
-/// Tensors are laid out by decreasing element size, then by name (as the reference writer
-/// does), so every tensor's data is aligned to its element size in a file that is loaded at
-/// an 8-byte aligned address; the header is padded with spaces to a multiple of 8 bytes.
-pub fn serialize_safetensors(
-    tensors: &BTreeMap<String, Tensor>,
+/// A safetensors file ready to be written: the padded header and the tensors in file order.
+struct Prepared<'a> {
+    header: Vec<u8>,
+    order: Vec<&'a Tensor>,
+}
+
+/// Build the header. Tensors are laid out by decreasing element size, then by name (as the
+/// reference writer does), so every tensor's data is aligned to its element size in a file
+/// loaded at an 8-byte aligned address; the header is padded with spaces to a multiple of 8.
+fn prepare<'a>(
+    op: &'static str,
+    tensors: &'a BTreeMap<String, Tensor>,
     metadata: &BTreeMap<String, String>,
-) -> Result<Vec<u8>> {
-    let op = "save_safetensors";
+) -> Result<Prepared<'a>> {
     if tensors.contains_key(METADATA_KEY) {
         return Err(Error::invalid(
             op,
@@ -93,26 +97,57 @@ pub fn serialize_safetensors(
             .collect();
         header.insert(METADATA_KEY.into(), Value::Object(meta));
     }
-    let mut data = Vec::new();
-    for (name, t) in order {
-        let start = data.len();
-        data.extend(tensor_bytes(t)?);
+    let mut offset = 0;
+    for (name, t) in &order {
+        let len = t.numel() * t.dtype().size_in_bytes();
         let info = serde_json::json!({
             "dtype": dtype_to_safetensors(t.dtype()),
             "shape": t.shape(),
-            "data_offsets": [start, data.len()],
+            "data_offsets": [offset, offset + len],
         });
-        header.insert(name.clone(), info);
+        offset += len;
+        header.insert((*name).clone(), info);
     }
-
     let mut header = serde_json::to_vec(&Value::Object(header))
         .map_err(|e| Error::invalid(op, format!("cannot encode the header: {e}")))?;
     header.resize(header.len().next_multiple_of(8), b' ');
-    let mut bytes = Vec::with_capacity(8 + header.len() + data.len());
-    bytes.extend((header.len() as u64).to_le_bytes());
-    bytes.extend(header);
-    bytes.extend(data);
+    Ok(Prepared {
+        header,
+        order: order.into_iter().map(|(_, t)| t).collect(),
+    })
+}
+
+/// Stream the file: one tensor's bytes in memory at a time.
+fn write_prepared(p: &Prepared, w: &mut dyn Write) -> Result<()> {
+    w.write_all(&(p.header.len() as u64).to_le_bytes())?;
+    w.write_all(&p.header)?;
+    for t in &p.order {
+        w.write_all(&tensor_bytes(t)?)?;
+    }
+    Ok(())
+}
+
+/// Serialise `tensors` and `metadata` to the bytes of a safetensors file (the in-memory form
+/// of [`save_safetensors_with_metadata`], like `safetensors.torch.save`).
+pub fn serialize_safetensors(
+    tensors: &BTreeMap<String, Tensor>,
+    metadata: &BTreeMap<String, String>,
+) -> Result<Vec<u8>> {
+    let prepared = prepare("serialize_safetensors", tensors, metadata)?;
+    let mut bytes = Vec::new();
+    write_prepared(&prepared, &mut bytes)?;
     Ok(bytes)
+}
+
+/// Write a safetensors file atomically, streaming the tensors; `op` names the caller.
+pub(crate) fn write_file(
+    op: &'static str,
+    path: &Path,
+    tensors: &BTreeMap<String, Tensor>,
+    metadata: &BTreeMap<String, String>,
+) -> Result<()> {
+    let prepared = prepare(op, tensors, metadata)?;
+    write_atomic(op, path, |w| write_prepared(&prepared, w))
 }
 
 /// Write `tensors` to a safetensors file at `path`, atomically: a crash mid-save leaves the
@@ -129,8 +164,7 @@ pub fn save_safetensors_with_metadata(
     tensors: &BTreeMap<String, Tensor>,
     metadata: &BTreeMap<String, String>,
 ) -> Result<()> {
-    let bytes = serialize_safetensors(tensors, metadata)?;
-    write_atomic("save_safetensors", path.as_ref(), &bytes)
+    write_file("save_safetensors", path.as_ref(), tensors, metadata)
 }
 
 // ---- reading -------------------------------------------------------------------------------
@@ -190,23 +224,43 @@ fn parse(bytes: &[u8]) -> std::result::Result<Contents, String> {
 
     let mut metadata = BTreeMap::new();
     let mut tensors = BTreeMap::new();
-    let mut end_of_data = 0;
+    let mut ranges = Vec::new();
     for (name, entry) in &header {
         if name == METADATA_KEY {
             metadata = parse_metadata(entry)?;
             continue;
         }
-        let (tensor, end) = parse_tensor(name, entry, data)?;
-        end_of_data = end_of_data.max(end);
+        let (tensor, range) = parse_tensor(name, entry, data)?;
+        ranges.push((range, name));
         tensors.insert(name.clone(), tensor);
     }
-    if end_of_data != data.len() {
+    check_coverage(ranges, data.len())?;
+    Ok((tensors, metadata))
+}
+
+/// The tensors' byte ranges must tile the data exactly, as the reference reader requires:
+/// a gap or an overlap means the header does not describe this file.
+fn check_coverage(
+    mut ranges: Vec<((usize, usize), &String)>,
+    data_len: usize,
+) -> std::result::Result<(), String> {
+    ranges.sort();
+    let mut expected_start = 0;
+    for ((start, end), name) in ranges {
+        if start != expected_start {
+            return Err(format!(
+                "corrupt header: tensor '{name}' starts at data byte {start}, expected \
+                 {expected_start} (the byte ranges have a gap or overlap)"
+            ));
+        }
+        expected_start = end;
+    }
+    if expected_start != data_len {
         return Err(format!(
-            "corrupt file: the tensors cover {end_of_data} data bytes, the file has {}",
-            data.len()
+            "corrupt file: the tensors cover {expected_start} data bytes, the file has {data_len}"
         ));
     }
-    Ok((tensors, metadata))
+    Ok(())
 }
 
 fn parse_metadata(entry: &Value) -> std::result::Result<BTreeMap<String, String>, String> {
@@ -217,12 +271,12 @@ fn parse_metadata(entry: &Value) -> std::result::Result<BTreeMap<String, String>
         .collect()
 }
 
-/// Decode one header entry and its data; returns the tensor and the end of its byte range.
+/// Decode one header entry and its data; returns the tensor and its byte range.
 fn parse_tensor(
     name: &str,
     entry: &Value,
     data: &[u8],
-) -> std::result::Result<(Tensor, usize), String> {
+) -> std::result::Result<(Tensor, (usize, usize)), String> {
     let corrupt = |what: &str| format!("corrupt header: tensor '{name}': {what}");
     let dtype_name = entry
         .get("dtype")
@@ -257,7 +311,7 @@ fn parse_tensor(
         )
     })?;
     let tensor = tensor_from_bytes(raw, dtype, &shape).map_err(|e| corrupt(&e.to_string()))?;
-    Ok((tensor, end))
+    Ok((tensor, (start, end)))
 }
 
 fn usize_list(v: Option<&Value>) -> Option<Vec<usize>> {

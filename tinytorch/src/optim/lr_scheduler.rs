@@ -5,6 +5,7 @@
 
 use super::Optimizer;
 use crate::error::{Error, Result};
+use std::collections::BTreeMap;
 use std::f64::consts::PI;
 
 /// Epoch bookkeeping shared by the epoch-based schedulers (`LRScheduler`'s attributes).
@@ -39,6 +40,27 @@ pub trait LrScheduler {
     /// The epoch counter (`last_epoch`).
     fn last_epoch(&self) -> i64 {
         self.sched().last_epoch
+    }
+    /// A copy of the bookkeeping, for checkpoints (`scheduler.state_dict()`; the schedule's
+    /// hyperparameters come from its constructor).
+    fn state_dict(&self) -> SchedulerState {
+        self.sched().clone()
+    }
+    /// Restore bookkeeping saved by [`LrScheduler::state_dict`] from a scheduler with as many
+    /// param groups (`scheduler.load_state_dict`).
+    fn load_state_dict(&mut self, state: &SchedulerState) -> Result<()> {
+        let groups = self.sched().base_lrs.len();
+        if state.base_lrs.len() != groups || state.last_lr.len() != groups {
+            return Err(Error::invalid(
+                "LrScheduler::load_state_dict",
+                format!(
+                    "state for {} param groups, the scheduler has {groups}",
+                    state.base_lrs.len()
+                ),
+            ));
+        }
+        *self.sched_mut() = state.clone();
+        Ok(())
     }
 }
 
@@ -588,5 +610,42 @@ impl ReduceLROnPlateau {
     /// The lrs after the last step (`get_last_lr()`).
     pub fn get_last_lr(&self) -> Vec<f64> {
         self.last_lr.clone()
+    }
+
+    /// The changing state as named scalars, for checkpoints (`scheduler.state_dict()`; the
+    /// options come from the constructor): `best`, `num_bad_epochs`, `cooldown_counter`,
+    /// `last_epoch` and `last_lr.<group>`.
+    pub fn state_dict(&self) -> BTreeMap<String, f64> {
+        let mut m = BTreeMap::from([
+            ("best".to_string(), self.best),
+            ("num_bad_epochs".to_string(), self.num_bad_epochs as f64),
+            ("cooldown_counter".to_string(), self.cooldown_counter as f64),
+            ("last_epoch".to_string(), self.last_epoch as f64),
+        ]);
+        for (i, lr) in self.last_lr.iter().enumerate() {
+            m.insert(format!("last_lr.{i}"), *lr);
+        }
+        m
+    }
+
+    /// Restore the state saved by [`ReduceLROnPlateau::state_dict`].
+    pub fn load_state_dict(&mut self, state: &BTreeMap<String, f64>) -> Result<()> {
+        let get = |k: &str| {
+            state.get(k).copied().ok_or_else(|| {
+                Error::invalid(
+                    "ReduceLROnPlateau::load_state_dict",
+                    format!("missing '{k}'"),
+                )
+            })
+        };
+        let last_lr = (0..self.last_lr.len())
+            .map(|i| get(&format!("last_lr.{i}")))
+            .collect::<Result<Vec<f64>>>()?;
+        self.best = get("best")?;
+        self.num_bad_epochs = get("num_bad_epochs")? as usize;
+        self.cooldown_counter = get("cooldown_counter")? as usize;
+        self.last_epoch = get("last_epoch")? as i64;
+        self.last_lr = last_lr;
+        Ok(())
     }
 }
