@@ -591,3 +591,58 @@ fn unbatched_and_batch_of_one_agree() {
     assert_eq!(out.to_vec_f64().unwrap(), out_b.to_vec_f64().unwrap());
     assert_eq!(h.to_vec_f64().unwrap(), h_b.to_vec_f64().unwrap());
 }
+
+#[test]
+fn empty_batch() {
+    // PyTorch: nn.LSTM(3, 4, 2)(torch.zeros(5, 0, 3)) gives output (5, 0, 4), h_n (2, 0, 4).
+    let m = LSTM::new(3, 4, RNNOptions::default().num_layers(2)).unwrap();
+    let x = Tensor::zeros(&[5, 0, 3], DType::F32, Device::Cpu)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let (out, (h, c)) = m.forward(&x, None).unwrap();
+    assert_eq!(out.shape(), [5, 0, 4]);
+    assert_eq!(h.shape(), [2, 0, 4]);
+    assert_eq!(c.shape(), [2, 0, 4]);
+    out.sum_all().unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().shape(), [5, 0, 3]);
+}
+
+/// An LSTM has to remember the first element of a sequence to the end: the loss of an
+/// LSTM + Linear head trained with Adam must fall well below its start.
+#[test]
+fn lstm_learns_to_remember_the_first_step() -> Result<()> {
+    use tinytorch::nn::functional::mse_loss;
+    use tinytorch::nn::{Linear, Reduction};
+    use tinytorch::optim::{Adam, AdamOptions, Optimizer};
+    manual_seed(0);
+    let lstm = LSTM::new(1, 8, RNNOptions::default().batch_first(true))?;
+    let head = Linear::new(8, 1, true)?;
+    let mut params = lstm.parameters();
+    params.extend(head.parameters());
+    let mut opt = Adam::new(
+        params,
+        AdamOptions {
+            lr: 0.03,
+            ..Default::default()
+        },
+    )?;
+    let mut losses = Vec::new();
+    for _ in 0..150 {
+        let x = Tensor::rand(&[32, 6, 1], DType::F32, Device::Cpu)?
+            .mul_scalar(2.0)?
+            .add_scalar(-1.0)?;
+        let target = x.select(1, 0)?;
+        let (out, _) = lstm.forward(&x, None)?;
+        let pred = head.forward(&out.select(1, -1)?)?;
+        let loss = mse_loss(&pred, &target, Reduction::Mean)?;
+        opt.zero_grad();
+        loss.backward()?;
+        opt.step()?;
+        losses.push(loss.item::<f32>()?);
+    }
+    let first: f32 = losses[..10].iter().sum::<f32>() / 10.0;
+    let last: f32 = losses[losses.len() - 10..].iter().sum::<f32>() / 10.0;
+    assert!(last < 0.2 * first, "loss fell from {first} only to {last}");
+    Ok(())
+}
