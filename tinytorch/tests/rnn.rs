@@ -646,3 +646,57 @@ fn lstm_learns_to_remember_the_first_step() -> Result<()> {
     assert!(last < 0.2 * first, "loss fell from {first} only to {last}");
     Ok(())
 }
+
+/// A long sequence (past the step-splitting threshold) through `GRU` agrees with a naive loop
+/// of `GRUCell` steps on the same weights, in values and in gradients.
+#[test]
+fn long_sequence_matches_a_loop_of_cells() {
+    manual_seed(5);
+    let len = 21;
+    let m = GRU::new(3, 4, RNNOptions::default().dtype(DType::F64)).unwrap();
+    let mut cell = GRUCell::new_with(3, 4, true, DType::F64, Device::Cpu).unwrap();
+    cell.weights = m.weights()[0].clone();
+    let x = det(&[len, 2, 3], 0.45).requires_grad_(true).unwrap();
+    let (out, _) = m.forward(&x, None).unwrap();
+    let weight = det(&[len, 2, 4], 0.13);
+    out.mul(&weight)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    let gx = x.grad().unwrap().to_vec_f64().unwrap();
+    let gw = m.weights()[0]
+        .weight_ih
+        .grad()
+        .unwrap()
+        .to_vec_f64()
+        .unwrap();
+    m.zero_grad();
+
+    let x2 = x.detach().requires_grad_(true).unwrap();
+    let mut h: Option<Tensor> = None;
+    let mut steps = Vec::new();
+    for t in 0..len {
+        let next = cell
+            .forward(&x2.select(0, t as isize).unwrap(), h.as_ref())
+            .unwrap();
+        steps.push(next.clone());
+        h = Some(next);
+    }
+    let out2 = Tensor::stack(&steps.iter().collect::<Vec<_>>(), 0).unwrap();
+    let close = |a: &[f64], b: &[f64]| a.iter().zip(b).all(|(x, y)| (x - y).abs() < 1e-12);
+    assert!(close(
+        &out.to_vec_f64().unwrap(),
+        &out2.to_vec_f64().unwrap()
+    ));
+    out2.mul(&weight)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert!(close(&gx, &x2.grad().unwrap().to_vec_f64().unwrap()));
+    let gw2 = cell.weights.weight_ih.grad().unwrap().to_vec_f64().unwrap();
+    assert!(close(&gw, &gw2));
+}

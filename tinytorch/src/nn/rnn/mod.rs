@@ -458,15 +458,16 @@ impl Stack {
         let w = &self.weights[idx];
         let gi = linear(x, &w.weight_ih, w.bias_ih.as_ref())?;
         let len = x.shape()[0];
+        let gi_steps = unbind_steps(&gi)?;
         let mut outs = Vec::with_capacity(len);
         for step in 0..len {
             let t = if reverse { len - 1 - step } else { step };
-            let gi_t = gi.select(0, t as isize)?;
+            let gi_t = &gi_steps[t];
             h = match (self.kind, c.as_ref()) {
-                (Kind::Rnn(nl), _) => rnn_step(&gi_t, &h, w, nl)?,
-                (Kind::Gru, _) => gru_step(&gi_t, &h, w)?,
+                (Kind::Rnn(nl), _) => rnn_step(gi_t, &h, w, nl)?,
+                (Kind::Gru, _) => gru_step(gi_t, &h, w)?,
                 (Kind::Lstm, Some(c_prev)) => {
-                    let (h_next, c_next) = lstm_step(&gi_t, &h, c_prev, w)?;
+                    let (h_next, c_next) = lstm_step(gi_t, &h, c_prev, w)?;
                     c = Some(c_next);
                     h_next
                 }
@@ -480,6 +481,26 @@ impl Stack {
         let out = Tensor::stack(&outs.iter().collect::<Vec<_>>(), 0)?;
         Ok((out, h, c))
     }
+}
+
+/// Up to this many steps are selected directly from one block in [`unbind_steps`].
+const UNBIND_LEAF: usize = 8;
+
+/// The time steps `x[0], x[1], ...` of `x` `(L, ...)` as separate tensors.
+///
+/// The backward of a view writes its gradient into zeros the size of the viewed tensor, so
+/// selecting all `L` steps straight from `x` would cost `O(L^2)` in the backward pass. Halving
+/// the sequence recursively (each half a `narrow` view) keeps it at `O(L log L)`: the engine
+/// sums the gradients of a block's children before passing them on.
+fn unbind_steps(x: &Tensor) -> Result<Vec<Tensor>> {
+    let len = x.shape()[0];
+    if len <= UNBIND_LEAF {
+        return (0..len).map(|t| x.select(0, t as isize)).collect();
+    }
+    let half = len / 2;
+    let mut steps = unbind_steps(&x.narrow(0, 0, half)?)?;
+    steps.extend(unbind_steps(&x.narrow(0, half as isize, len - half)?)?);
+    Ok(steps)
 }
 
 /// The accessors and `Module` impl shared by the three multi-layer modules.
