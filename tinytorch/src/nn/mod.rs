@@ -13,6 +13,7 @@ mod loss;
 mod module;
 mod norm;
 mod pool;
+mod rnn;
 
 pub use activation::{
     LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Softplus, Tanh, ELU, GELU,
@@ -27,6 +28,9 @@ pub use loss::{CrossEntropyLoss, KlDivReduction, MSELoss, Reduction};
 pub use module::{prefixed, Module};
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
+pub use rnn::{
+    GRUCell, LSTMCell, Nonlinearity, RNNCell, RNNOptions, RecurrentWeights, GRU, LSTM, RNN,
+};
 
 /// Functional forms of the layers and losses (`torch.nn.functional`).
 pub mod functional {
