@@ -395,6 +395,7 @@ fn conv2d_4d(
     let saved_w = x.requires_grad().then(|| w.save(op));
     let saved_cols = w.requires_grad().then(|| cols.save(op));
     let w_shape = w.shape().to_vec();
+    let has_bias = bias.is_some();
     Ok(out.record(op, &inputs, move |g, need| {
         let gm = shapes.grad_matrix(g)?;
         let gx = match (&saved_w, need[0]) {
@@ -412,11 +413,14 @@ fn conv2d_4d(
             }
             _ => None,
         };
-        let gb = match need.get(2) {
-            Some(true) => Some(g.sum(&[0, 2, 3], false)?),
-            _ => None,
-        };
-        Ok(vec![gx, gw, gb])
+        let mut grads = vec![gx, gw];
+        if has_bias {
+            grads.push(match need[2] {
+                true => Some(g.sum(&[0, 2, 3], false)?),
+                false => None,
+            });
+        }
+        Ok(grads)
     }))
 }
 

@@ -201,8 +201,8 @@ impl Tensor {
                 return x.mean(&[2, 3], true);
             }
             let mut t = x.clone();
-            for a in 0..2 {
-                t = adaptive_mean_dim(&t, 2 + a, x.shape()[2 + a], output_size[a])?;
+            for (a, &o) in output_size.iter().enumerate() {
+                t = adaptive_mean_dim(&t, 2 + a, x.shape()[2 + a], o)?;
             }
             Ok(t)
         })
