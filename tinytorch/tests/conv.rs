@@ -3425,3 +3425,215 @@ fn empty_batch() {
     let p = x.max_pool2d([2, 2], None, [0, 0], [1, 1], false).unwrap();
     assert_eq!(p.shape(), &[0, 2, 2, 2]);
 }
+
+/// `sum(t * det(t.shape, a))`: a checksum that weights every element differently.
+fn checksum(t: &Tensor, a: f64) -> f64 {
+    t.mul(&det(t.shape(), a).to_dtype(t.dtype()).unwrap())
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .item_f64()
+        .unwrap()
+}
+
+/// Forward and backward of the im2col + gemm path with every option at once, against
+/// checksums from PyTorch 2.x (`F.conv2d(x, w, b, stride=(2,1), padding=(2,1),
+/// dilation=(2,1), groups=2)`, loss `sum(y * det(y.shape, 0.29))`).
+#[test]
+fn conv2d_groups_stride_dilation_padding_checksums() {
+    let x = det(&[3, 4, 7, 6], 0.37).requires_grad_(true).unwrap();
+    let w = det(&[6, 2, 3, 2], 0.53).requires_grad_(true).unwrap();
+    let b = det(&[6], 0.71).requires_grad_(true).unwrap();
+    let y = x
+        .conv2d(&w, Some(&b), [2, 1], ConvPadding::Explicit(2, 1), [2, 1], 2)
+        .unwrap();
+    assert_eq!(y.shape(), &[3, 6, 4, 7]);
+    y.mul(&det(y.shape(), 0.29))
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    let close = |name: &str, got: f64, want: f64| {
+        assert!((got - want).abs() < 1e-9, "{name}: {got} vs {want}");
+    };
+    close("y", checksum(&y, 0.17), -39.77900849042235);
+    close(
+        "grad x",
+        checksum(&x.grad().unwrap(), 0.23),
+        11.407947856393863,
+    );
+    close(
+        "grad w",
+        checksum(&w.grad().unwrap(), 0.31),
+        -8.101709670012774,
+    );
+    assert_close(
+        "grad b",
+        &b.grad().unwrap().to_vec_f64().unwrap(),
+        &[
+            -2.6274133926740846,
+            5.655665322280573,
+            -0.34624437287514986,
+            -5.47361560584468,
+            3.224183328673976,
+            3.778391923655607,
+        ],
+    );
+}
+
+/// Depthwise, "same" with an even kernel (asymmetric padding), no bias; checksums from
+/// PyTorch 2.x (`F.conv2d(x, w, None, padding='same', groups=3)`).
+#[test]
+fn depthwise_same_even_kernel_checksums() {
+    let x = det(&[2, 3, 6, 5], 0.41).requires_grad_(true).unwrap();
+    let w = det(&[3, 1, 4, 2], 0.59).requires_grad_(true).unwrap();
+    let y = x
+        .conv2d(&w, None, [1, 1], ConvPadding::Same, [1, 1], 3)
+        .unwrap();
+    assert_eq!(y.shape(), &[2, 3, 6, 5]);
+    y.mul(&det(y.shape(), 0.29))
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    assert!((checksum(&y, 0.17) - 6.522839133779382).abs() < 1e-9);
+    assert!((checksum(&x.grad().unwrap(), 0.23) - 158.3306892411408).abs() < 1e-9);
+    assert!((checksum(&w.grad().unwrap(), 0.31) - -25.75363605921524).abs() < 1e-9);
+}
+
+/// The hand-written conv2d backward, in f64 against finite differences: batch 2, groups,
+/// stride, dilation, asymmetric padding, a non-contiguous input and a non-contiguous weight.
+#[test]
+fn gradcheck_conv2d_backward_node() {
+    let x = det(&[2, 4, 6, 5], 0.37);
+    let w = det(&[6, 2, 2, 3], 0.53);
+    let b = det(&[6], 0.71);
+    gc(
+        |t| {
+            t[0].conv2d(
+                &t[1],
+                Some(&t[2]),
+                [2, 1],
+                ConvPadding::Explicit(1, 2),
+                [2, 2],
+                2,
+            )
+        },
+        &[x.clone(), w.clone(), b],
+    );
+    // Channels-last input and a transposed weight view.
+    gc(
+        |t| {
+            let xs = t[0].permute(&[0, 3, 1, 2])?;
+            let ws = t[1].transpose(2, 3)?;
+            xs.conv2d(&ws, None, [1, 2], ConvPadding::Explicit(1, 0), [1, 1], 1)
+        },
+        &[det(&[2, 5, 4, 3], 0.37), det(&[2, 3, 3, 2], 0.53)],
+    );
+    // Only the weight, then only the input, requires a gradient.
+    gc(
+        |t| {
+            x.detach()
+                .conv2d(&t[0], None, [1, 1], ConvPadding::Valid, [1, 1], 2)
+        },
+        std::slice::from_ref(&w),
+    );
+    gc(
+        |t| t[0].conv2d(&w.detach(), None, [1, 1], ConvPadding::Valid, [1, 1], 2),
+        std::slice::from_ref(&x),
+    );
+}
+
+/// f16 and bf16 convolutions (columns in the input dtype, col2im accumulating in f32) agree
+/// with f32 in value and gradient.
+#[test]
+fn half_precision_conv2d_matches_f32() {
+    let x = det(&[2, 4, 6, 6], 0.37);
+    let w = det(&[4, 2, 3, 3], 0.53).mul_scalar(0.25).unwrap();
+    let run = |dt: DType| -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+        let x = x.to_dtype(dt).unwrap().requires_grad_(true).unwrap();
+        let w = w.to_dtype(dt).unwrap().requires_grad_(true).unwrap();
+        let y = x
+            .conv2d(&w, None, [1, 1], ConvPadding::Explicit(1, 1), [1, 1], 2)
+            .unwrap();
+        assert_eq!(y.dtype(), dt);
+        y.sum_all().unwrap().backward().unwrap();
+        (
+            y.to_vec_f64().unwrap(),
+            x.grad().unwrap().to_vec_f64().unwrap(),
+            w.grad().unwrap().to_vec_f64().unwrap(),
+        )
+    };
+    let want = run(DType::F32);
+    for (dt, tol) in [(DType::F16, 2e-2), (DType::BF16, 1e-1)] {
+        let got = run(dt);
+        for (name, g, e) in [
+            ("y", &got.0, &want.0),
+            ("grad x", &got.1, &want.1),
+            ("grad w", &got.2, &want.2),
+        ] {
+            for (p, q) in g.iter().zip(e) {
+                assert!(
+                    (p - q).abs() <= tol * (1.0 + q.abs()),
+                    "{dt:?} {name}: {p} vs {q}"
+                );
+            }
+        }
+    }
+}
+
+/// Zero input channels (an empty reduction: the output is the bias) and an empty batch with
+/// gradients.
+#[test]
+fn empty_channels_and_empty_batch_backward() {
+    let x = Tensor::zeros(&[2, 0, 4, 4], DType::F64, tinytorch::Device::Cpu).unwrap();
+    let w = Tensor::zeros(&[3, 0, 3, 3], DType::F64, tinytorch::Device::Cpu).unwrap();
+    let b = det(&[3], 0.71);
+    let y = x
+        .conv2d(&w, Some(&b), [1, 1], ConvPadding::Valid, [1, 1], 1)
+        .unwrap();
+    assert_eq!(y.shape(), &[2, 3, 2, 2]);
+    assert_close(
+        "bias only",
+        &y.select(0, 1)
+            .unwrap()
+            .select(0, 1)
+            .unwrap()
+            .to_vec_f64()
+            .unwrap()[..4],
+        &[b.to_vec_f64().unwrap()[1]; 4],
+    );
+    let x = Tensor::zeros(&[0, 2, 5, 5], DType::F64, tinytorch::Device::Cpu)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let w = det(&[3, 2, 3, 3], 0.53).requires_grad_(true).unwrap();
+    let y = x
+        .conv2d(&w, None, [1, 1], ConvPadding::Same, [1, 1], 1)
+        .unwrap();
+    y.sum_all().unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().shape(), &[0, 2, 5, 5]);
+    assert_eq!(w.grad().unwrap().to_vec_f64().unwrap(), vec![0.0; 54]);
+}
+
+/// Global adaptive average pooling takes the one-reduction path; values and gradient.
+#[test]
+fn global_adaptive_avg_pool() {
+    let x = det(&[2, 3, 4, 5], 0.37);
+    let y = x.adaptive_avg_pool2d([1, 1]).unwrap();
+    assert_eq!(y.shape(), &[2, 3, 1, 1]);
+    let want = x.mean(&[2, 3], true).unwrap();
+    assert_close(
+        "global",
+        &y.to_vec_f64().unwrap(),
+        &want.to_vec_f64().unwrap(),
+    );
+    gc(
+        |t| t[0].adaptive_avg_pool2d([1, 1]),
+        std::slice::from_ref(&x),
+    );
+    let u = x.select(0, 0).unwrap().adaptive_avg_pool2d([1, 1]).unwrap();
+    assert_eq!(u.shape(), &[3, 1, 1]);
+}

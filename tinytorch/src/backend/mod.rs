@@ -108,6 +108,55 @@ pub trait BackendStorage: Sized {
     fn fill(&mut self, layout: &Layout, value: f64) -> Result<()>;
     /// Stable sort along `dim`: (values, i64 indices).
     fn sort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<(Self, Self)>;
+    /// im2col of a 2-D convolution: `self[layout]` is the `(N, C, H, W)` input (any strides);
+    /// the output is the contiguous `(C*kh*kw, N*OH*OW)` column matrix of `geom`, zero where
+    /// a window reaches into the padding. Any dtype (it only moves elements).
+    fn im2col(&self, layout: &Layout, geom: &ConvGeometry) -> Result<Self>;
+    /// col2im, the adjoint of `im2col`: `self[layout]` is a `(C*kh*kw, N*OH*OW)` column
+    /// matrix; the output is the contiguous `(N, C, H, W)` input-shaped sum of every column
+    /// entry into the input element it was taken from. Float dtypes only.
+    fn col2im(&self, layout: &Layout, geom: &ConvGeometry) -> Result<Self>;
+}
+
+/// Geometry of a 2-D sliding-window op (a convolution's im2col/col2im): sizes, and the
+/// `(top, left)` zero padding. The bottom/right padding is implied by `output`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConvGeometry {
+    /// Number of images `N`.
+    pub batch: usize,
+    /// Input channels `C`.
+    pub channels: usize,
+    /// Input spatial size `(H, W)`.
+    pub input: [usize; 2],
+    /// Kernel size `(kh, kw)`.
+    pub kernel: [usize; 2],
+    /// Window step `(sh, sw)`, positive.
+    pub stride: [usize; 2],
+    /// Spacing of kernel taps `(dh, dw)`, positive.
+    pub dilation: [usize; 2],
+    /// Zero padding before the input `(top, left)`.
+    pub padding: [usize; 2],
+    /// Output spatial size `(OH, OW)`.
+    pub output: [usize; 2],
+}
+
+impl ConvGeometry {
+    /// Rows of the column matrix: `C * kh * kw`.
+    pub fn rows(&self) -> usize {
+        self.channels * self.kernel[0] * self.kernel[1]
+    }
+
+    /// Columns of the column matrix: `N * OH * OW`.
+    pub fn cols(&self) -> usize {
+        self.batch * self.output[0] * self.output[1]
+    }
+
+    /// The `(channel, kernel row, kernel column)` of column-matrix row `r`.
+    pub fn tap(&self, r: usize) -> (usize, usize, usize) {
+        let taps = self.kernel[0] * self.kernel[1];
+        let t = r % taps;
+        (r / taps, t / self.kernel[1], t % self.kernel[1])
+    }
 }
 
 /// A buffer on some device. The enum is the runtime dispatch point: an op calls one method
@@ -237,6 +286,8 @@ dispatch_unary! {
     fn arg_reduce(&self, layout: &Layout, op: ArgReduceOp, dim: usize) -> Storage;
     fn scan(&self, layout: &Layout, op: ScanOp, dim: usize) -> Storage;
     fn softmax(&self, layout: &Layout, dim: usize, log: bool) -> Storage;
+    fn im2col(&self, layout: &Layout, geom: &ConvGeometry) -> Storage;
+    fn col2im(&self, layout: &Layout, geom: &ConvGeometry) -> Storage;
     fn sort(&self, layout: &Layout, dim: usize, descending: bool) -> (Storage, Storage);
 }
 

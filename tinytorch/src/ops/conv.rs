@@ -1,11 +1,18 @@
-//! Convolutions (`torch.nn.functional.conv1d/conv2d/conv_transpose2d`) as im2col + matmul.
+//! Convolutions (`torch.nn.functional.conv1d/conv2d/conv_transpose2d`) as im2col + gemm.
 //!
-//! The im2col step is built from differentiable views (`pad`, strided `slice`, `stack`), so the
-//! backward pass (col2im for the input, `grad_out @ cols^T` for the weight) comes from the
-//! autograd rules of those ops and of `matmul` rather than from hand-written kernels.
+//! `conv2d` gathers the input windows of the whole batch into one `(Ci*kh*kw, N*OH*OW)`
+//! column matrix with the `im2col` backend primitive, multiplies it by the weight with one
+//! batched gemm over the groups, and records a hand-written backward node:
+//! `grad_input = col2im(W^T @ grad_out)`, `grad_weight = grad_out @ cols^T` (the batch sum
+//! happens inside the gemm, since the batch is part of the column dim), `grad_bias =
+//! sum(grad_out)`. `conv1d` is a `conv2d` of height 1; `conv_transpose2d` is a `conv2d` of the
+//! zero-stuffed, padded input with the flipped kernel, built from differentiable views.
+//! Pooling still uses the view-based [`patches`].
 
+use crate::autograd::needs_grad;
+use crate::backend::ConvGeometry;
 use crate::error::{Error, Result};
-use crate::ops::PadMode;
+use crate::ops::{same_device, PadMode};
 use crate::tensor::Tensor;
 
 /// The `padding` argument of a convolution.
@@ -100,6 +107,12 @@ fn add_bias(
     channels: usize,
 ) -> Result<Tensor> {
     let Some(b) = bias else { return Ok(out) };
+    check_bias(op, b, channels, &out)?;
+    out.add(&b.reshape(&[1, channels as isize, 1, 1])?)
+}
+
+/// `bias` must be `(C,)` with the input's dtype.
+fn check_bias(op: &'static str, b: &Tensor, channels: usize, out: &Tensor) -> Result<()> {
     if b.shape() != [channels] {
         return Err(Error::shape(
             op,
@@ -119,7 +132,7 @@ fn add_bias(
             ),
         ));
     }
-    out.add(&b.reshape(&[1, channels as isize, 1, 1])?)
+    Ok(())
 }
 
 /// Run `f` on a batched view of `x`: an unbatched `(C, H, W)` input gets a batch dim of 1,
@@ -335,6 +348,10 @@ fn conv2d_4d(
     check_positive(op, "stride", stride)?;
     check_positive(op, "dilation", dilation)?;
     let (n, ci, co, k) = check_conv_shapes(op, x, w, groups)?;
+    same_device(op, &[x, w])?;
+    if let Some(b) = bias {
+        check_bias(op, b, co, x)?;
+    }
     let [pt, pb, pl, pr] = resolve_padding(op, padding, k, stride, dilation)?;
     let (hp, wp) = (x.shape()[2] + pt + pb, x.shape()[3] + pl + pr);
     let span = [dilation[0] * (k[0] - 1) + 1, dilation[1] * (k[1] - 1) + 1];
@@ -348,27 +365,156 @@ fn conv2d_4d(
             ),
         ));
     }
-    let oh = window_count(hp, k[0], stride[0], dilation[0]);
-    let ow = window_count(wp, k[1], stride[1], dilation[1]);
-    let xp = if pt + pb + pl + pr > 0 {
-        x.pad(&[pl, pr, pt, pb], PadMode::Constant(0.0))?
-    } else {
-        x.clone()
+    let geom = ConvGeometry {
+        batch: n,
+        channels: ci,
+        input: [x.shape()[2], x.shape()[3]],
+        kernel: k,
+        stride,
+        dilation,
+        padding: [pt, pl],
+        output: [
+            window_count(hp, k[0], stride[0], dilation[0]),
+            window_count(wp, k[1], stride[1], dilation[1]),
+        ],
     };
-    let g = groups as isize;
-    let kk = ((ci / groups) * k[0] * k[1]) as isize;
-    // (N, C, kh*kw, OH, OW) -> (N, G, Ci/G*kh*kw, L): channel-major rows, as in the weight.
-    let cols = patches(&xp, k, stride, dilation, [oh, ow])?.reshape(&[
-        n as isize,
-        g,
-        kk,
-        (oh * ow) as isize,
-    ])?;
-    let wm = w.reshape(&[1, g, (co / groups) as isize, kk])?;
-    let out = wm
-        .matmul(&cols)?
-        .reshape(&[n as isize, co as isize, oh as isize, ow as isize])?;
-    add_bias(op, out, bias, co)
+    let shapes = GemmShapes::new(&geom, co, groups);
+    let cols = im2col(x, &geom)?;
+    let out = conv_forward(
+        &cols,
+        &w.detach(),
+        bias.map(|b| b.detach()).as_ref(),
+        &shapes,
+    )?;
+    let mut inputs = vec![x, w];
+    inputs.extend(bias);
+    if !needs_grad(&inputs) {
+        return Ok(out);
+    }
+    // grad_input needs the weight only, grad_weight the columns only.
+    let saved_w = x.requires_grad().then(|| w.save(op));
+    let saved_cols = w.requires_grad().then(|| cols.save(op));
+    let w_shape = w.shape().to_vec();
+    let has_bias = bias.is_some();
+    Ok(out.record(op, &inputs, move |g, need| {
+        let gm = shapes.grad_matrix(g)?;
+        let gx = match (&saved_w, need[0]) {
+            (Some(w), true) => {
+                let wt = w.get()?.reshape(&shapes.weight_matrix())?.transpose(1, 2)?;
+                let gcols = wt.matmul(&gm)?.reshape(&[geom.rows() as isize, -1])?;
+                Some(col2im(&gcols, &geom)?)
+            }
+            _ => None,
+        };
+        let gw = match (&saved_cols, need[1]) {
+            (Some(c), true) => {
+                let ct = c.get()?.reshape(&shapes.cols_matrix())?.transpose(1, 2)?;
+                Some(gm.matmul(&ct)?.reshape(&to_isize(&w_shape))?)
+            }
+            _ => None,
+        };
+        let mut grads = vec![gx, gw];
+        if has_bias {
+            grads.push(match need[2] {
+                true => Some(g.sum(&[0, 2, 3], false)?),
+                false => None,
+            });
+        }
+        Ok(grads)
+    }))
+}
+
+fn to_isize(v: &[usize]) -> Vec<isize> {
+    v.iter().map(|&d| d as isize).collect()
+}
+
+/// The matrix shapes of a grouped convolution as one batched gemm over the groups:
+/// `W (G, Co/G, Kg) @ cols (G, Kg, N*L) -> (G, Co/G, N*L)`, with `Kg = Ci/G*kh*kw` and
+/// `L = OH*OW`.
+#[derive(Clone, Copy, Debug)]
+struct GemmShapes {
+    n: usize,
+    groups: usize,
+    co: usize,
+    kg: usize,
+    out: [usize; 2],
+}
+
+impl GemmShapes {
+    fn new(g: &ConvGeometry, co: usize, groups: usize) -> Self {
+        GemmShapes {
+            n: g.batch,
+            groups,
+            co,
+            kg: g.rows() / groups,
+            out: g.output,
+        }
+    }
+
+    fn l(&self) -> usize {
+        self.out[0] * self.out[1]
+    }
+
+    fn weight_matrix(&self) -> [isize; 3] {
+        [
+            self.groups as isize,
+            (self.co / self.groups) as isize,
+            self.kg as isize,
+        ]
+    }
+
+    fn cols_matrix(&self) -> [isize; 3] {
+        [
+            self.groups as isize,
+            self.kg as isize,
+            (self.n * self.l()) as isize,
+        ]
+    }
+
+    /// `grad_out (N, Co, OH, OW)` as the contiguous `(G, Co/G, N*L)` matrix the gemms need.
+    fn grad_matrix(&self, g: &Tensor) -> Result<Tensor> {
+        let (n, co, l) = (self.n as isize, self.co as isize, self.l() as isize);
+        g.reshape(&[n, co, l])?
+            .permute(&[1, 0, 2])?
+            .contiguous()?
+            .reshape(&[self.groups as isize, co / self.groups as isize, n * l])
+    }
+}
+
+/// The forward gemm on detached operands: `(N, Co, OH, OW)` plus bias, outside the graph.
+fn conv_forward(
+    cols: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    s: &GemmShapes,
+) -> Result<Tensor> {
+    let (n, co, l) = (s.n as isize, s.co as isize, s.l() as isize);
+    let y = w
+        .reshape(&s.weight_matrix())?
+        .matmul(&cols.reshape(&s.cols_matrix())?)?
+        .reshape(&[co, n, l])?
+        .permute(&[1, 0, 2])?;
+    // The bias add (or the copy) also makes the (N, Co, L) order contiguous.
+    let y = match bias {
+        Some(b) => y.add(&b.reshape(&[1, co, 1])?)?,
+        None => y.contiguous()?,
+    };
+    y.reshape(&[n, co, s.out[0] as isize, s.out[1] as isize])
+}
+
+/// The `(C*kh*kw, N*OH*OW)` column matrix of `x`, outside the graph.
+fn im2col(x: &Tensor, geom: &ConvGeometry) -> Result<Tensor> {
+    let s = x.storage().im2col(x.layout(), geom)?;
+    Ok(Tensor::from_contiguous(s, &[geom.rows(), geom.cols()]))
+}
+
+/// The `(N, C, H, W)` adjoint of [`im2col`] applied to `cols`, outside the graph.
+fn col2im(cols: &Tensor, geom: &ConvGeometry) -> Result<Tensor> {
+    let s = cols.storage().col2im(cols.layout(), geom)?;
+    Ok(Tensor::from_contiguous(
+        s,
+        &[geom.batch, geom.channels, geom.input[0], geom.input[1]],
+    ))
 }
 
 /// Insert `s - 1` zeros between neighbouring elements of `dim` (the "fractional stride" of a

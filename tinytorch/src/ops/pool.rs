@@ -184,7 +184,6 @@ impl Tensor {
     pub fn adaptive_avg_pool2d(&self, output_size: [usize; 2]) -> Result<Tensor> {
         const OP: &str = "adaptive_avg_pool2d";
         pool_batched(OP, self, |x| {
-            let mut t = x.clone();
             for a in 0..2 {
                 let (len, o) = (x.shape()[2 + a], output_size[a]);
                 if o == 0 || len == 0 {
@@ -196,7 +195,14 @@ impl Tensor {
                         ),
                     ));
                 }
-                t = adaptive_mean_dim(&t, 2 + a, len, o)?;
+            }
+            if output_size == [1, 1] {
+                // Global pooling (the usual head of a CNN): one reduction over both dims.
+                return x.mean(&[2, 3], true);
+            }
+            let mut t = x.clone();
+            for (a, &o) in output_size.iter().enumerate() {
+                t = adaptive_mean_dim(&t, 2 + a, x.shape()[2 + a], o)?;
             }
             Ok(t)
         })

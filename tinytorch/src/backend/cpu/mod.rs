@@ -2,6 +2,7 @@
 //! family of primitives. All kernels walk their operands with `strided::MultiStrided`.
 
 mod binary;
+mod conv;
 mod convert;
 mod fast_math;
 mod index;
@@ -10,7 +11,9 @@ mod reduce;
 pub mod strided;
 mod unary;
 
-use crate::backend::{ArgReduceOp, BackendStorage, BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
+use crate::backend::{
+    ArgReduceOp, BackendStorage, BinaryOp, CmpOp, ConvGeometry, ReduceOp, ScanOp, UnaryOp,
+};
 use crate::error::Result;
 use crate::tensor::{DType, Device, Element, Layout};
 use half::{bf16, f16};
@@ -250,5 +253,13 @@ impl BackendStorage for CpuStorage {
 
     fn sort(&self, layout: &Layout, dim: usize, descending: bool) -> Result<(Self, Self)> {
         index::sort(self, layout, dim, descending)
+    }
+
+    fn im2col(&self, layout: &Layout, geom: &ConvGeometry) -> Result<Self> {
+        conv::im2col(self, layout, geom)
+    }
+
+    fn col2im(&self, layout: &Layout, geom: &ConvGeometry) -> Result<Self> {
+        conv::col2im(self, layout, geom)
     }
 }
