@@ -47,8 +47,16 @@ fn synthetic_mnist(dir: &Path) {
                 }
             }
         }
-        write_idx(&dir.join(format!("{split}-images-idx3-ubyte")), &[n, 28, 28], &images);
-        write_idx(&dir.join(format!("{split}-labels-idx1-ubyte")), &[n], &labels);
+        write_idx(
+            &dir.join(format!("{split}-images-idx3-ubyte")),
+            &[n, 28, 28],
+            &images,
+        );
+        write_idx(
+            &dir.join(format!("{split}-labels-idx1-ubyte")),
+            &[n],
+            &labels,
+        );
     }
 }
 
@@ -62,8 +70,25 @@ fn last_json(out: &Output) -> serde_json::Value {
 
 fn train_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
     vec![
-        "train", "--dataset", "mnist", "--data", data, "--model", "mlp", "--batch-size", "16",
-        "--lr", "0.1", "--optimizer", "sgd", "--momentum", "0.9", "--seed", "3", "--out", out,
+        "train",
+        "--dataset",
+        "mnist",
+        "--data",
+        data,
+        "--model",
+        "mlp",
+        "--batch-size",
+        "16",
+        "--lr",
+        "0.1",
+        "--optimizer",
+        "sgd",
+        "--momentum",
+        "0.9",
+        "--seed",
+        "3",
+        "--out",
+        out,
         "--json",
     ]
 }
@@ -79,7 +104,13 @@ fn train_writes_outputs_and_a_final_json_line() {
     args.extend(["--epochs", "3"]);
     let summary = last_json(&tinytorch(&args));
     for key in [
-        "train_loss", "train_acc", "test_loss", "test_acc", "epochs", "steps", "wall_s",
+        "train_loss",
+        "train_acc",
+        "test_loss",
+        "test_acc",
+        "epochs",
+        "steps",
+        "wall_s",
         "samples_per_s",
     ] {
         assert!(summary.get(key).is_some(), "missing {key} in {summary}");
@@ -95,7 +126,12 @@ fn train_writes_outputs_and_a_final_json_line() {
 
     // eval reproduces the final test accuracy from the checkpoint alone.
     let ckpt = out.join("checkpoint.safetensors");
-    let eval = last_json(&tinytorch(&["eval", "--checkpoint", ckpt.to_str().unwrap(), "--json"]));
+    let eval = last_json(&tinytorch(&[
+        "eval",
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--json",
+    ]));
     assert_eq!(eval["test_acc"], summary["test_acc"]);
     assert_eq!(eval["steps"], 48);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -122,8 +158,14 @@ fn resuming_mid_epoch_reproduces_the_uninterrupted_run_bit_for_bit() {
     assert_eq!(part["epochs"], 1);
     let ckpt = cut.join("checkpoint.safetensors");
     let resumed = last_json(&tinytorch(&[
-        "train", "--resume", ckpt.to_str().unwrap(), "--epochs", "2", "--out",
-        cut.to_str().unwrap(), "--json",
+        "train",
+        "--resume",
+        ckpt.to_str().unwrap(),
+        "--epochs",
+        "2",
+        "--out",
+        cut.to_str().unwrap(),
+        "--json",
     ]));
     assert_eq!(resumed["steps"], 32);
     for key in ["train_loss", "train_acc", "test_loss", "test_acc"] {
@@ -134,7 +176,10 @@ fn resuming_mid_epoch_reproduces_the_uninterrupted_run_bit_for_bit() {
     assert_eq!(a.model.len(), b.model.len());
     for (name, t) in &a.model {
         let (x, y) = (t.to_vec_f64().unwrap(), b.model[name].to_vec_f64().unwrap());
-        assert!(x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()), "{name} differs");
+        assert!(
+            x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits()),
+            "{name} differs"
+        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -150,22 +195,43 @@ fn one_line_error(out: &Output, needle: &str) {
 fn errors_are_one_clear_line() {
     let dir = temp_dir("errors");
     let missing = dir.join("nothing-here");
-    let out = tinytorch(&["train", "--dataset", "mnist", "--data", missing.to_str().unwrap()]);
+    let out = tinytorch(&[
+        "train",
+        "--dataset",
+        "mnist",
+        "--data",
+        missing.to_str().unwrap(),
+    ]);
     one_line_error(&out, "nothing-here does not exist");
-    assert_eq!(String::from_utf8_lossy(&out.stderr).trim().lines().count(), 1);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim().lines().count(),
+        1
+    );
     let empty = dir.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    let out = tinytorch(&["train", "--dataset", "mnist", "--data", empty.to_str().unwrap()]);
+    let out = tinytorch(&[
+        "train",
+        "--dataset",
+        "mnist",
+        "--data",
+        empty.to_str().unwrap(),
+    ]);
     one_line_error(&out, "train-images-idx3-ubyte");
 
-    one_line_error(&tinytorch(&["train", "--model", "vgg"]), "unknown model 'vgg'");
+    one_line_error(
+        &tinytorch(&["train", "--model", "vgg"]),
+        "unknown model 'vgg'",
+    );
     one_line_error(&tinytorch(&["train", "--batch-size", "0"]), "batch-size");
 
     let bad = dir.join("bad.safetensors");
     std::fs::write(&bad, b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all").unwrap();
     let out = tinytorch(&["eval", "--checkpoint", bad.to_str().unwrap()]);
     one_line_error(&out, "bad.safetensors");
-    assert_eq!(String::from_utf8_lossy(&out.stderr).trim().lines().count(), 1);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr).trim().lines().count(),
+        1
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -185,8 +251,20 @@ fn mlp_learns_fashion_mnist() {
     }
     let out_dir = temp_dir("fmnist");
     let summary = last_json(&tinytorch(&[
-        "train", "--model", "mlp", "--epochs", "1", "--lr", "0.05", "--batch-size", "64",
-        "--seed", "0", "--out", out_dir.to_str().unwrap(), "--json",
+        "train",
+        "--model",
+        "mlp",
+        "--epochs",
+        "1",
+        "--lr",
+        "0.05",
+        "--batch-size",
+        "64",
+        "--seed",
+        "0",
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--json",
     ]));
     let acc = summary["test_acc"].as_f64().unwrap();
     assert!(acc > 0.76, "test accuracy {acc} after one epoch");

@@ -46,7 +46,10 @@ fn max_diff(a: &Tensor, b: &Tensor) -> Result<f64> {
 
 #[test]
 fn small_cnn_matches_pytorch_end_to_end() -> Result<()> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden.safetensors");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/golden.safetensors"
+    );
     let fx = load_safetensors(path)?;
     let model = golden_cnn()?;
     model.load_state_dict(&section(&fx, "golden.param."), true)?;
@@ -83,7 +86,10 @@ fn small_cnn_matches_pytorch_end_to_end() -> Result<()> {
         loss.backward()?;
         opt.step()?;
         let got = loss.item::<f32>()?;
-        assert!((got - want).abs() < 1e-5, "step {step}: loss {got} vs {want}");
+        assert!(
+            (got - want).abs() < 1e-5,
+            "step {step}: loss {got} vs {want}"
+        );
     }
     let fin = section(&fx, "golden.final.");
     for (name, t) in model.state_dict() {

@@ -9,7 +9,10 @@ use tinytorch::nn::Module;
 use tinytorch::{DType, Result, Tensor};
 
 fn fixture() -> BTreeMap<String, Tensor> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/golden.safetensors");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/golden.safetensors"
+    );
     load_safetensors(path).expect("golden fixture")
 }
 
@@ -90,7 +93,10 @@ fn model_names_parse_and_bad_ones_are_clear_errors() {
         assert_eq!(kind.name().parse::<ModelKind>().unwrap(), kind);
     }
     let err = "vgg".parse::<ModelKind>().unwrap_err().to_string();
-    assert!(err.contains("unknown model 'vgg'") && err.contains("resnet20"), "{err}");
+    assert!(
+        err.contains("unknown model 'vgg'") && err.contains("resnet20"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -11,7 +11,11 @@ use tinytorch::{manual_seed, DType, Device, Result, Tensor};
 /// Two Gaussian blobs in 4-d, labelled by which blob they come from: linearly separable.
 fn blobs(n: usize) -> Result<Vec<Result<(Tensor, Tensor)>>> {
     let y = Tensor::randint(0, 2, &[n], Device::Cpu)?;
-    let shift = y.to_dtype(DType::F32)?.mul_scalar(4.0)?.sub_scalar(2.0)?.unsqueeze(1)?;
+    let shift = y
+        .to_dtype(DType::F32)?
+        .mul_scalar(4.0)?
+        .sub_scalar(2.0)?
+        .unsqueeze(1)?;
     let x = Tensor::randn(&[n, 4], DType::F32, Device::Cpu)?.add(&shift)?;
     let batches = (0..n / 16)
         .map(|b| {
@@ -52,7 +56,13 @@ fn an_epoch_learns_and_evaluate_agrees() -> Result<()> {
     )?;
     let (loss0, _) = evaluate(&mut m, cloned(&data))?;
     let mut limit = StepLimit(None);
-    let totals = train_epoch(&mut m, &mut opt, cloned(&data), &mut limit, &Progress::hidden())?;
+    let totals = train_epoch(
+        &mut m,
+        &mut opt,
+        cloned(&data),
+        &mut limit,
+        &Progress::hidden(),
+    )?;
     assert_eq!(totals.steps, 32);
     assert_eq!(totals.samples, 512);
     assert_eq!(totals.timed_samples, 31 * 16, "the first step is not timed");
@@ -70,10 +80,22 @@ fn the_step_limit_stops_mid_epoch() -> Result<()> {
     let mut m = model()?;
     let mut opt = SGD::new(m.parameters(), SgdOptions::default())?;
     let mut limit = StepLimit(Some(5));
-    let totals = train_epoch(&mut m, &mut opt, cloned(&data), &mut limit, &Progress::hidden())?;
+    let totals = train_epoch(
+        &mut m,
+        &mut opt,
+        cloned(&data),
+        &mut limit,
+        &Progress::hidden(),
+    )?;
     assert_eq!(totals.steps, 5);
     assert!(limit.exhausted());
-    let again = train_epoch(&mut m, &mut opt, cloned(&data), &mut limit, &Progress::hidden())?;
+    let again = train_epoch(
+        &mut m,
+        &mut opt,
+        cloned(&data),
+        &mut limit,
+        &Progress::hidden(),
+    )?;
     assert_eq!(again.steps, 0);
     Ok(())
 }

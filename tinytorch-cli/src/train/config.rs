@@ -147,7 +147,8 @@ impl RunConfig {
 
     /// Parse what [`RunConfig::to_json`] wrote.
     pub fn from_json(text: &str) -> Result<RunConfig> {
-        let bad = |what: &str| Error::invalid("checkpoint", format!("bad run configuration: {what}"));
+        let bad =
+            |what: &str| Error::invalid("checkpoint", format!("bad run configuration: {what}"));
         let v: Value = serde_json::from_str(text).map_err(|e| bad(&e.to_string()))?;
         let s = |k: &str| v[k].as_str().ok_or_else(|| bad(&format!("missing '{k}'")));
         let f = |k: &str| v[k].as_f64().ok_or_else(|| bad(&format!("missing '{k}'")));

@@ -14,8 +14,7 @@ use tinytorch::nn::Module;
 use tinytorch::optim::Optimizer;
 use tinytorch::tensor::{get_rng_state, set_rng_state, GeneratorState};
 use tinytorch::train::{
-    evaluate, plot_curves, train_epoch, EpochMetrics, EpochTotals, MetricsLog, Progress,
-    StepLimit,
+    evaluate, plot_curves, train_epoch, EpochMetrics, EpochTotals, MetricsLog, Progress, StepLimit,
 };
 use tinytorch::{manual_seed, Error, Result};
 
@@ -96,7 +95,10 @@ fn config_of(ckpt: &Checkpoint, path: &Path) -> Result<RunConfig> {
     let text = ckpt.extra.get(CONFIG_KEY).ok_or_else(|| {
         Error::invalid(
             "checkpoint",
-            format!("'{}' has no run configuration; was it written by `tinytorch train`?", path.display()),
+            format!(
+                "'{}' has no run configuration; was it written by `tinytorch train`?",
+                path.display()
+            ),
         )
     })?;
     RunConfig::from_json(text)
@@ -167,9 +169,10 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         Some((ckpt, _)) => {
             let weights = ckpt.model.clone().into_iter().collect();
             model.load_state_dict(&weights, true)?;
-            let state = ckpt.optimizer.as_ref().ok_or_else(|| {
-                Error::invalid("resume", "the checkpoint has no optimizer state")
-            })?;
+            let state = ckpt
+                .optimizer
+                .as_ref()
+                .ok_or_else(|| Error::invalid("resume", "the checkpoint has no optimizer state"))?;
             opt.load_state_dict(state)?;
             if let Some(g) = ckpt.rng.get("global") {
                 set_rng_state(g);
@@ -287,12 +290,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     let last = history.last().filter(|_| pos.batch_in_epoch == 0);
     let (train_loss, train_acc, mut test_loss, mut test_acc) = match last {
         Some(m) => (m.train_loss, m.train_acc, m.test_loss, m.test_acc),
-        None => (
-            pos.partial.mean_loss(),
-            pos.partial.accuracy(),
-            None,
-            None,
-        ),
+        None => (pos.partial.mean_loss(), pos.partial.accuracy(), None, None),
     };
     if last.is_none() {
         if let Some(t) = &test {

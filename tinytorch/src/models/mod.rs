@@ -146,5 +146,14 @@ pub(crate) fn conv(
     padding: ConvPadding,
     bias: bool,
 ) -> Result<Conv2d> {
-    Conv2d::new(cin, cout, [k, k], [stride, stride], padding, [1, 1], 1, bias)
+    Conv2d::new(
+        cin,
+        cout,
+        [k, k],
+        [stride, stride],
+        padding,
+        [1, 1],
+        1,
+        bias,
+    )
 }

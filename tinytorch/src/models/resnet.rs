@@ -120,7 +120,14 @@ impl ResNet {
         let linear = Linear::new(64, num_classes, true)?;
         kaiming_normal_(&linear.weight, 0.0, FanMode::FanIn, "leaky_relu")?;
         Ok(ResNet {
-            conv1: kaiming(conv(in_channels, 16, 3, 1, ConvPadding::Explicit(1, 1), false)?)?,
+            conv1: kaiming(conv(
+                in_channels,
+                16,
+                3,
+                1,
+                ConvPadding::Explicit(1, 1),
+                false,
+            )?)?,
             bn1: BatchNorm2d::new(16)?,
             stages,
             linear,

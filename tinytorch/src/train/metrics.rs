@@ -105,10 +105,17 @@ impl MetricsLog {
             )
         };
         let mut out = Vec::new();
-        for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        for (i, line) in text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty())
+        {
             let v: serde_json::Value =
                 serde_json::from_str(line).map_err(|e| bad(i + 1, &e.to_string()))?;
-            let num = |k: &str| v[k].as_f64().ok_or_else(|| bad(i + 1, &format!("missing '{k}'")));
+            let num = |k: &str| {
+                v[k].as_f64()
+                    .ok_or_else(|| bad(i + 1, &format!("missing '{k}'")))
+            };
             out.push(EpochMetrics {
                 epoch: num("epoch")? as usize,
                 steps: num("steps")? as u64,

@@ -41,17 +41,22 @@ fn plot_err(e: impl std::fmt::Display) -> Error {
     Error::invalid("plot_curves", e.to_string())
 }
 
+/// One curve of a panel: its label, colour and (epoch, value) points.
+type Series<'a> = (&'a str, RGBColor, Vec<(f64, f64)>);
+
 /// One panel: `series` (label, colour, points) against the epoch.
 fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     title: &str,
     epochs: usize,
-    series: &[(&str, RGBColor, Vec<(f64, f64)>)],
+    series: &[Series<'_>],
 ) -> Result<()>
 where
     DB::ErrorType: 'static,
 {
-    let values = series.iter().flat_map(|(_, _, pts)| pts.iter().map(|p| p.1));
+    let values = series
+        .iter()
+        .flat_map(|(_, _, pts)| pts.iter().map(|p| p.1));
     let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
         (lo.min(v), hi.max(v))
     });
