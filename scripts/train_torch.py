@@ -67,8 +67,10 @@ def main():
     p.add_argument("--no-shuffle", action="store_true")
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--log", help="also append the per-epoch JSON lines to this file")
+    p.add_argument("--threads", type=int, default=2,
+                   help="torch intra-op threads (2 for timings; 1 when runs share the machine)")
     a = p.parse_args()
-    torch.set_num_threads(2)
+    torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
     model = MODELS[a.model]()
     if a.export_init:

@@ -2,16 +2,17 @@
 //! little-endian header length, a JSON header mapping each tensor name to its dtype, shape
 //! and byte range, an optional `__metadata__` map of strings, then the raw little-endian data.
 //!
-//! Reading and writing are done here rather than through the `safetensors` crate so that the
-//! bytes written are deterministic (the crate keeps metadata in a `HashMap`, whose order
-//! varies between runs) and every error can name the file and the tensor at fault. The
-//! integration tests check both directions against the crate and against PyTorch.
+//! Reading goes through the `safetensors` crate, which validates the file. Writing builds the
+//! header here so that the bytes written are deterministic (the crate keeps metadata in a
+//! `HashMap`, whose order varies between runs) and tensors stream into the atomic temp file
+//! one at a time. The integration tests check both directions against PyTorch.
 
 use super::atomic::{io_error, write_atomic};
 use crate::error::{Error, Result};
 use crate::nn::Module;
 use crate::tensor::{DType, Tensor};
 use half::{bf16, f16};
+use safetensors::{SafeTensorError, SafeTensors};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -19,9 +20,6 @@ use std::path::Path;
 
 /// The header key that holds the string metadata.
 const METADATA_KEY: &str = "__metadata__";
-
-/// Headers beyond this size are rejected as corrupt (the limit of the reference reader).
-const MAX_HEADER_LEN: u64 = 100_000_000;
 
 /// The safetensors name of a dtype.
 pub fn dtype_to_safetensors(dtype: DType) -> &'static str {
@@ -193,132 +191,64 @@ pub fn load_safetensors_with_metadata(path: impl AsRef<Path>) -> Result<Contents
     parse(&bytes).map_err(|problem| Error::invalid(op, format!("'{}': {problem}", path.display())))
 }
 
-/// Split the file into header and data, and decode every tensor. Errors are plain
-/// descriptions of the problem; the caller adds the file name.
+/// Decode every tensor and the metadata. The `safetensors` crate validates the file (header
+/// length, JSON, that the byte ranges tile the data exactly and match each shape and dtype);
+/// its errors are turned into plain descriptions here, and the caller adds the file name.
 fn parse(bytes: &[u8]) -> std::result::Result<Contents, String> {
-    let len_bytes: [u8; 8] = bytes
-        .get(..8)
-        .and_then(|b| b.try_into().ok())
-        .ok_or_else(|| {
+    let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| describe(e, bytes.len()))?;
+    let file = SafeTensors::deserialize(bytes).map_err(|e| describe(e, bytes.len()))?;
+    let metadata = header
+        .metadata()
+        .as_ref()
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+        .unwrap_or_default();
+    let mut tensors = BTreeMap::new();
+    for (name, view) in file.iter() {
+        let dtype = dtype_from_crate(view.dtype()).ok_or_else(|| {
             format!(
-                "truncated file: {} bytes, too short for the 8-byte header length",
-                bytes.len()
+                "tensor '{name}' has dtype {:?}, which TinyTorch does not support \
+                 (supported: BOOL, U8, I64, F16, BF16, F32, F64)",
+                view.dtype()
             )
         })?;
-    let header_len = u64::from_le_bytes(len_bytes);
-    if header_len > MAX_HEADER_LEN {
-        return Err(format!(
-            "corrupt header: header length {header_len} is implausible (not a safetensors file?)"
-        ));
+        let tensor = tensor_from_bytes(view.data(), dtype, view.shape())
+            .map_err(|e| format!("corrupt tensor '{name}': {e}"))?;
+        tensors.insert(name.to_string(), tensor);
     }
-    let header_end = 8 + header_len as usize;
-    let header = bytes.get(8..header_end).ok_or_else(|| {
-        format!(
-            "truncated file: the header needs {header_len} bytes, the file has {} after the length",
-            bytes.len() - 8
-        )
-    })?;
-    let header: Map<String, Value> = serde_json::from_slice(header)
-        .map_err(|e| format!("corrupt header: not a JSON object ({e})"))?;
-    let data = &bytes[header_end..];
-
-    let mut metadata = BTreeMap::new();
-    let mut tensors = BTreeMap::new();
-    let mut ranges = Vec::new();
-    for (name, entry) in &header {
-        if name == METADATA_KEY {
-            metadata = parse_metadata(entry)?;
-            continue;
-        }
-        let (tensor, range) = parse_tensor(name, entry, data)?;
-        ranges.push((range, name));
-        tensors.insert(name.clone(), tensor);
-    }
-    check_coverage(ranges, data.len())?;
     Ok((tensors, metadata))
 }
 
-/// The tensors' byte ranges must tile the data exactly, as the reference reader requires:
-/// a gap or an overlap means the header does not describe this file.
-fn check_coverage(
-    mut ranges: Vec<((usize, usize), &String)>,
-    data_len: usize,
-) -> std::result::Result<(), String> {
-    ranges.sort();
-    let mut expected_start = 0;
-    for ((start, end), name) in ranges {
-        if start != expected_start {
-            return Err(format!(
-                "corrupt header: tensor '{name}' starts at data byte {start}, expected \
-                 {expected_start} (the byte ranges have a gap or overlap)"
-            ));
+/// The TinyTorch dtype of a dtype the crate read, `None` for ones TinyTorch lacks.
+fn dtype_from_crate(dtype: safetensors::Dtype) -> Option<DType> {
+    dtype_from_safetensors(&format!("{dtype:?}"))
+}
+
+/// Say what the crate's error means for the user: a truncated file or a corrupt header.
+fn describe(e: SafeTensorError, file_len: usize) -> String {
+    use SafeTensorError::*;
+    match e {
+        HeaderTooSmall => {
+            format!("truncated file: {file_len} bytes, too short for the 8-byte header length")
         }
-        expected_start = end;
+        InvalidHeaderLength => format!(
+            "truncated file: the header length runs past the end of the {file_len}-byte file"
+        ),
+        MetadataIncompleteBuffer => format!(
+            "truncated or corrupt file: the tensors' byte ranges do not cover the data of the \
+             {file_len}-byte file exactly"
+        ),
+        InvalidOffset(name) => format!(
+            "corrupt header: tensor '{name}' has data_offsets that leave a gap, overlap or \
+             run backwards"
+        ),
+        TensorInvalidInfo => "corrupt header: a tensor's shape and dtype do not match its \
+                              data_offsets"
+            .to_string(),
+        HeaderTooLarge => "corrupt header: the header length is implausible (not a safetensors \
+                           file?)"
+            .to_string(),
+        other => format!("corrupt header: {other}"),
     }
-    if expected_start != data_len {
-        return Err(format!(
-            "corrupt file: the tensors cover {expected_start} data bytes, the file has {data_len}"
-        ));
-    }
-    Ok(())
-}
-
-fn parse_metadata(entry: &Value) -> std::result::Result<BTreeMap<String, String>, String> {
-    let bad = || format!("corrupt header: '{METADATA_KEY}' must map strings to strings");
-    let map = entry.as_object().ok_or_else(bad)?;
-    map.iter()
-        .map(|(k, v)| Ok((k.clone(), v.as_str().ok_or_else(bad)?.to_string())))
-        .collect()
-}
-
-/// Decode one header entry and its data; returns the tensor and its byte range.
-fn parse_tensor(
-    name: &str,
-    entry: &Value,
-    data: &[u8],
-) -> std::result::Result<(Tensor, (usize, usize)), String> {
-    let corrupt = |what: &str| format!("corrupt header: tensor '{name}': {what}");
-    let dtype_name = entry
-        .get("dtype")
-        .and_then(Value::as_str)
-        .ok_or_else(|| corrupt("missing or non-string 'dtype'"))?;
-    let dtype = dtype_from_safetensors(dtype_name).ok_or_else(|| {
-        format!(
-            "tensor '{name}' has dtype {dtype_name}, which TinyTorch does not support \
-             (supported: BOOL, U8, I64, F16, BF16, F32, F64)"
-        )
-    })?;
-    let shape = usize_list(entry.get("shape")).ok_or_else(|| corrupt("bad 'shape'"))?;
-    let offsets = usize_list(entry.get("data_offsets"))
-        .filter(|o| o.len() == 2 && o[0] <= o[1])
-        .ok_or_else(|| corrupt("bad 'data_offsets'"))?;
-    let (start, end) = (offsets[0], offsets[1]);
-    let numel = shape
-        .iter()
-        .try_fold(1usize, |n, &d| n.checked_mul(d))
-        .ok_or_else(|| corrupt("shape overflows"))?;
-    if numel.checked_mul(dtype.size_in_bytes()) != Some(end - start) {
-        return Err(corrupt(&format!(
-            "shape {shape:?} of {dtype_name} needs {} bytes, the offsets give {}",
-            numel.saturating_mul(dtype.size_in_bytes()),
-            end - start
-        )));
-    }
-    let raw = data.get(start..end).ok_or_else(|| {
-        format!(
-            "truncated file: tensor '{name}' needs data bytes {start}..{end}, the file has {}",
-            data.len()
-        )
-    })?;
-    let tensor = tensor_from_bytes(raw, dtype, &shape).map_err(|e| corrupt(&e.to_string()))?;
-    Ok((tensor, (start, end)))
-}
-
-fn usize_list(v: Option<&Value>) -> Option<Vec<usize>> {
-    v?.as_array()?
-        .iter()
-        .map(|x| x.as_u64().and_then(|x| usize::try_from(x).ok()))
-        .collect()
 }
 
 /// A CPU tensor from little-endian element bytes (length already checked).
