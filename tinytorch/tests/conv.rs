@@ -3637,3 +3637,80 @@ fn global_adaptive_avg_pool() {
     let u = x.select(0, 0).unwrap().adaptive_avg_pool2d([1, 1]).unwrap();
     assert_eq!(u.shape(), &[3, 1, 1]);
 }
+
+/// A batch large enough to be split into chunks (16 channels, 5x5, 28x28 in f32: columns of
+/// 1.25 MB per image, so chunks of 3, 3 and 1 images) gives the same output and gradients as
+/// convolving each image on its own, where the batch is a single chunk.
+#[test]
+fn chunked_batch_matches_image_by_image() {
+    let x = det(&[7, 16, 28, 28], 0.013)
+        .to_dtype(DType::F32)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let w = det(&[8, 16, 5, 5], 0.071)
+        .to_dtype(DType::F32)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let b = det(&[8], 0.5)
+        .to_dtype(DType::F32)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let pad = ConvPadding::Explicit(2, 2);
+    let upstream = det(&[7, 8, 28, 28], 0.29).to_dtype(DType::F32).unwrap();
+    let loss = |y: &Tensor, up: &Tensor| y.mul(up).unwrap().sum_all().unwrap();
+
+    let y = x.conv2d(&w, Some(&b), [1, 1], pad, [1, 1], 1).unwrap();
+    loss(&y, &upstream).backward().unwrap();
+    let (gx, gw) = (x.grad().unwrap(), w.grad().unwrap());
+
+    let mut gw_sum = vec![0.0; w.numel()];
+    for i in 0..7 {
+        let xi = x
+            .detach()
+            .narrow(0, i, 1)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let wi = w.detach().requires_grad_(true).unwrap();
+        let yi = xi
+            .conv2d(&wi, Some(&b.detach()), [1, 1], pad, [1, 1], 1)
+            .unwrap();
+        let close = |name: &str, got: &[f64], want: &[f64]| {
+            for (k, (p, q)) in got.iter().zip(want).enumerate() {
+                assert!(
+                    (p - q).abs() <= 1e-4 * (1.0 + q.abs()),
+                    "{name}[{k}]: {p} vs {q}"
+                );
+            }
+        };
+        close(
+            "output",
+            &y.narrow(0, i, 1).unwrap().to_vec_f64().unwrap(),
+            &yi.to_vec_f64().unwrap(),
+        );
+        loss(&yi, &upstream.narrow(0, i, 1).unwrap())
+            .backward()
+            .unwrap();
+        close(
+            "grad_input",
+            &gx.narrow(0, i, 1).unwrap().to_vec_f64().unwrap(),
+            &xi.grad().unwrap().to_vec_f64().unwrap(),
+        );
+        for (acc, g) in gw_sum
+            .iter_mut()
+            .zip(wi.grad().unwrap().to_vec_f64().unwrap())
+        {
+            *acc += g;
+        }
+    }
+    let got = gw.to_vec_f64().unwrap();
+    for (k, (p, q)) in got.iter().zip(&gw_sum).enumerate() {
+        assert!(
+            (p - q).abs() <= 1e-3 * (1.0 + q.abs()),
+            "grad_weight[{k}]: {p} vs {q}"
+        );
+    }
+}

@@ -141,6 +141,11 @@ pub struct ConvGeometry {
 }
 
 impl ConvGeometry {
+    /// The same convolution over `batch` images (a chunk of the batch).
+    pub fn with_batch(&self, batch: usize) -> ConvGeometry {
+        ConvGeometry { batch, ..*self }
+    }
+
     /// Rows of the column matrix: `C * kh * kw`.
     pub fn rows(&self) -> usize {
         self.channels * self.kernel[0] * self.kernel[1]

@@ -1,11 +1,11 @@
 //! Convolutions (`torch.nn.functional.conv1d/conv2d/conv_transpose2d`) as im2col + gemm.
 //!
-//! `conv2d` gathers the input windows of the whole batch into one `(Ci*kh*kw, N*OH*OW)`
-//! column matrix with the `im2col` backend primitive, multiplies it by the weight with one
-//! batched gemm over the groups, and records a hand-written backward node:
-//! `grad_input = col2im(W^T @ grad_out)`, `grad_weight = grad_out @ cols^T` (the batch sum
-//! happens inside the gemm, since the batch is part of the column dim), `grad_bias =
-//! sum(grad_out)`. `conv1d` is a `conv2d` of height 1; `conv_transpose2d` is a `conv2d` of the
+//! `conv2d` splits the batch into chunks whose column matrix fits in a few megabytes; for each
+//! chunk it gathers the input windows into a `(Ci*kh*kw, n*OH*OW)` column matrix with the
+//! `im2col` backend primitive and multiplies it by the weight with one batched gemm over the
+//! groups. Its hand-written backward node runs chunk by chunk too:
+//! `grad_input = col2im(W^T @ grad_out)`, `grad_weight = sum of grad_out @ cols^T` (the
+//! columns rebuilt from the saved input), `grad_bias = sum(grad_out)`. `conv1d` is a `conv2d` of height 1; `conv_transpose2d` is a `conv2d` of the
 //! zero-stuffed, padded input with the flipped kernel, built from differentiable views.
 //! Pooling still uses the view-based [`patches`].
 
@@ -378,41 +378,67 @@ fn conv2d_4d(
             window_count(wp, k[1], stride[1], dilation[1]),
         ],
     };
-    let shapes = GemmShapes::new(&geom, co, groups);
-    let cols = im2col(x, &geom)?;
-    let out = conv_forward(
-        &cols,
-        &w.detach(),
-        bias.map(|b| b.detach()).as_ref(),
-        &shapes,
-    )?;
+    let chunks = BatchChunks::new(&geom, x.dtype().size_in_bytes());
+    let (xd, wd, bd) = (x.detach(), w.detach(), bias.map(|b| b.detach()));
+    let mut outs = Vec::new();
+    for (start, len) in chunks.iter() {
+        let (xc, gc) = (xd.narrow(0, start as isize, len)?, geom.with_batch(len));
+        let cols = im2col(&xc, &gc)?;
+        outs.push(conv_forward(
+            &cols,
+            &wd,
+            bd.as_ref(),
+            &GemmShapes::new(&gc, co, groups),
+        )?);
+    }
+    let out = cat_chunks(outs)?;
     let mut inputs = vec![x, w];
     inputs.extend(bias);
     if !needs_grad(&inputs) {
         return Ok(out);
     }
-    // grad_input needs the weight only, grad_weight the columns only.
+    // grad_input needs the weight only, grad_weight the input only: its columns are rebuilt
+    // chunk by chunk rather than kept, so the backward holds no (C*kh*kw, N*L) matrix.
     let saved_w = x.requires_grad().then(|| w.save(op));
-    let saved_cols = w.requires_grad().then(|| cols.save(op));
+    let saved_x = w.requires_grad().then(|| x.save(op));
     let w_shape = w.shape().to_vec();
     let has_bias = bias.is_some();
     Ok(out.record(op, &inputs, move |g, need| {
-        let gm = shapes.grad_matrix(g)?;
-        let gx = match (&saved_w, need[0]) {
+        let wt = match (&saved_w, need[0]) {
             (Some(w), true) => {
-                let wt = w.get()?.reshape(&shapes.weight_matrix())?.transpose(1, 2)?;
-                let gcols = wt.matmul(&gm)?.reshape(&[geom.rows() as isize, -1])?;
-                Some(col2im(&gcols, &geom)?)
+                let shapes = GemmShapes::new(&geom, co, groups);
+                Some(w.get()?.reshape(&shapes.weight_matrix())?.transpose(1, 2)?)
             }
             _ => None,
         };
-        let gw = match (&saved_cols, need[1]) {
-            (Some(c), true) => {
-                let ct = c.get()?.reshape(&shapes.cols_matrix())?.transpose(1, 2)?;
-                Some(gm.matmul(&ct)?.reshape(&to_isize(&w_shape))?)
-            }
+        let x = match (&saved_x, need[1]) {
+            (Some(x), true) => Some(x.get()?),
             _ => None,
         };
+        let (mut gx_chunks, mut gw) = (Vec::new(), None::<Tensor>);
+        for (start, len) in chunks.iter() {
+            let gc = geom.with_batch(len);
+            let shapes = GemmShapes::new(&gc, co, groups);
+            let gm = shapes.grad_matrix(&g.narrow(0, start as isize, len)?)?;
+            if let Some(wt) = &wt {
+                let gcols = wt.matmul(&gm)?.reshape(&[gc.rows() as isize, -1])?;
+                gx_chunks.push(col2im(&gcols, &gc)?);
+            }
+            if let Some(x) = &x {
+                let cols = im2col(&x.narrow(0, start as isize, len)?, &gc)?;
+                let ct = cols.reshape(&shapes.cols_matrix())?.transpose(1, 2)?;
+                let part = gm.matmul(&ct)?;
+                gw = Some(match gw {
+                    Some(acc) => acc.add(&part)?,
+                    None => part,
+                });
+            }
+        }
+        let gx = match wt {
+            Some(_) => Some(cat_chunks(gx_chunks)?),
+            None => None,
+        };
+        let gw = gw.map(|t| t.reshape(&to_isize(&w_shape))).transpose()?;
         let mut grads = vec![gx, gw];
         if has_bias {
             grads.push(match need[2] {
@@ -422,6 +448,42 @@ fn conv2d_4d(
         }
         Ok(grads)
     }))
+}
+
+/// The batch split into runs of images whose column matrix fits in about `TARGET_BYTES`: one
+/// gemm per chunk on cache-sized operands beats one gemm over a column matrix of hundreds of
+/// megabytes (measured: seed-cnn's 48->96 5x5 layer, batch 64, 2 cores, 585 ms of gemm as one
+/// batch against 212 ms image by image), and the fresh buffers stay small enough to be reused.
+#[derive(Clone, Copy, Debug)]
+struct BatchChunks {
+    batch: usize,
+    per_chunk: usize,
+}
+
+impl BatchChunks {
+    const TARGET_BYTES: usize = 4 << 20;
+
+    fn new(g: &ConvGeometry, elem_bytes: usize) -> Self {
+        let per_image = (g.rows() * g.output[0] * g.output[1] * elem_bytes).max(1);
+        BatchChunks {
+            batch: g.batch,
+            per_chunk: (Self::TARGET_BYTES / per_image).clamp(1, g.batch.max(1)),
+        }
+    }
+
+    /// `(start, len)` of each chunk; an empty batch is one empty chunk, so shapes still flow.
+    fn iter(self) -> impl Iterator<Item = (usize, usize)> {
+        let starts = (0..self.batch.max(1)).step_by(self.per_chunk);
+        starts.map(move |s| (s, self.per_chunk.min(self.batch - s)))
+    }
+}
+
+/// The chunks' results as one batch (no copy when there is a single chunk).
+fn cat_chunks(mut parts: Vec<Tensor>) -> Result<Tensor> {
+    if parts.len() == 1 {
+        return Ok(parts.pop().expect("one part"));
+    }
+    Tensor::cat(&parts.iter().collect::<Vec<_>>(), 0)
 }
 
 fn to_isize(v: &[usize]) -> Vec<isize> {
