@@ -67,6 +67,8 @@ def main():
     p.add_argument("--no-shuffle", action="store_true")
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--log", help="also append the per-epoch JSON lines to this file")
+    p.add_argument("--checkpoint", help="save model and generator state here after each epoch")
+    p.add_argument("--resume", help="continue from a --checkpoint file (plain SGD has no state)")
     p.add_argument("--threads", type=int, default=2,
                    help="torch intra-op threads (2 for timings; 1 when runs share the machine)")
     a = p.parse_args()
@@ -84,8 +86,13 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=a.lr)
     gen = torch.Generator().manual_seed(a.seed)
     n_batches = len(xtr) // a.batch_size
-    steps = 0
-    for epoch in range(1, a.epochs + 1):
+    steps, first_epoch = 0, 1
+    if a.resume:
+        state = torch.load(a.resume)
+        model.load_state_dict(state["model"])
+        gen.set_state(state["generator"])
+        steps, first_epoch = state["steps"], state["epoch"] + 1
+    for epoch in range(first_epoch, a.epochs + 1):
         model.train()
         order = torch.arange(len(xtr)) if a.no_shuffle else torch.randperm(len(xtr), generator=gen)
         loss_sum, correct, seen = 0.0, 0, 0
@@ -122,6 +129,11 @@ def main():
         if a.log:
             with open(a.log, "a") as f:
                 f.write(json.dumps(row) + "\n")
+        if a.checkpoint:
+            state = {"model": model.state_dict(), "generator": gen.get_state(),
+                     "epoch": epoch, "steps": steps}
+            torch.save(state, a.checkpoint + ".tmp")
+            os.replace(a.checkpoint + ".tmp", a.checkpoint)
 
 
 if __name__ == "__main__":
