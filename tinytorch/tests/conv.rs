@@ -3666,6 +3666,14 @@ fn chunked_batch_matches_image_by_image() {
     loss(&y, &upstream).backward().unwrap();
     let (gx, gw) = (x.grad().unwrap(), w.grad().unwrap());
 
+    let close = |name: &str, got: &[f64], want: &[f64], rtol: f64| {
+        for (k, (p, q)) in got.iter().zip(want).enumerate() {
+            assert!(
+                (p - q).abs() <= rtol * (1.0 + q.abs()),
+                "{name}[{k}]: {p} vs {q}"
+            );
+        }
+    };
     let mut gw_sum = vec![0.0; w.numel()];
     for i in 0..7 {
         let xi = x
@@ -3678,18 +3686,11 @@ fn chunked_batch_matches_image_by_image() {
         let yi = xi
             .conv2d(&wi, Some(&b.detach()), [1, 1], pad, [1, 1], 1)
             .unwrap();
-        let close = |name: &str, got: &[f64], want: &[f64]| {
-            for (k, (p, q)) in got.iter().zip(want).enumerate() {
-                assert!(
-                    (p - q).abs() <= 1e-4 * (1.0 + q.abs()),
-                    "{name}[{k}]: {p} vs {q}"
-                );
-            }
-        };
         close(
             "output",
             &y.narrow(0, i, 1).unwrap().to_vec_f64().unwrap(),
             &yi.to_vec_f64().unwrap(),
+            1e-4,
         );
         loss(&yi, &upstream.narrow(0, i, 1).unwrap())
             .backward()
@@ -3698,6 +3699,7 @@ fn chunked_batch_matches_image_by_image() {
             "grad_input",
             &gx.narrow(0, i, 1).unwrap().to_vec_f64().unwrap(),
             &xi.grad().unwrap().to_vec_f64().unwrap(),
+            1e-4,
         );
         for (acc, g) in gw_sum
             .iter_mut()
@@ -3706,11 +3708,5 @@ fn chunked_batch_matches_image_by_image() {
             *acc += g;
         }
     }
-    let got = gw.to_vec_f64().unwrap();
-    for (k, (p, q)) in got.iter().zip(&gw_sum).enumerate() {
-        assert!(
-            (p - q).abs() <= 1e-3 * (1.0 + q.abs()),
-            "grad_weight[{k}]: {p} vs {q}"
-        );
-    }
+    close("grad_weight", &gw.to_vec_f64().unwrap(), &gw_sum, 1e-3);
 }

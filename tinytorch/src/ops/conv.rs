@@ -434,10 +434,7 @@ fn conv2d_4d(
                 });
             }
         }
-        let gx = match wt {
-            Some(_) => Some(cat_chunks(gx_chunks)?),
-            None => None,
-        };
+        let gx = wt.map(|_| cat_chunks(gx_chunks)).transpose()?;
         let gw = gw.map(|t| t.reshape(&to_isize(&w_shape))).transpose()?;
         let mut grads = vec![gx, gw];
         if has_bias {
