@@ -195,6 +195,8 @@ pub fn load_safetensors_with_metadata(path: impl AsRef<Path>) -> Result<Contents
 /// length, JSON, that the byte ranges tile the data exactly and match each shape and dtype);
 /// its errors are turned into plain descriptions here, and the caller adds the file name.
 fn parse(bytes: &[u8]) -> std::result::Result<Contents, String> {
+    // The crate keeps the metadata of a deserialised file private, so the header (small next
+    // to the data) is read once more through `read_metadata` to get it.
     let (_, header) = SafeTensors::read_metadata(bytes).map_err(|e| describe(e, bytes.len()))?;
     let file = SafeTensors::deserialize(bytes).map_err(|e| describe(e, bytes.len()))?;
     let metadata = header
