@@ -38,6 +38,10 @@ pub enum Error {
     #[error("{op}: not implemented for {what}")]
     NotImplemented { op: &'static str, what: String },
 
+    /// A failure reported by CUDA (driver, NVRTC, cuBLAS) or a missing CUDA library.
+    #[error("{op}: CUDA error: {msg}")]
+    Cuda { op: &'static str, msg: String },
+
     /// File and stream errors.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),

@@ -420,3 +420,58 @@ fn inplace_ops_write_only_through_their_view() {
     }
     finish("in-place through a strided view", todo.len(), failures);
 }
+
+/// The whole table on `cuda:0`: every case's forward outputs and input gradients against
+/// PyTorch's values, as on the CPU. Skipped (with a message) where no GPU is present.
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_forward_and_backward_match_pytorch() {
+    use tinytorch::Device;
+    if !tinytorch::backend::cuda::is_available() {
+        println!("skipped: no CUDA device (the table runs on cuda:0 where one exists)");
+        return;
+    }
+    let cases = load_cases();
+    let table = ops::table();
+    let todo = runnable(&cases, &table);
+    let mut failures = Vec::new();
+    for (case, info) in &todo {
+        let with_grad = info.grad && case.has_grad();
+        let result = case
+            .input_tensors()
+            .iter()
+            .map(|x| x.to_device(Device::Cuda(0)))
+            .collect::<tinytorch::Result<Vec<_>>>()
+            .map_err(|e| format!("to cuda: {e}"))
+            .and_then(|inputs| grad_leaves(case, inputs))
+            .and_then(|inputs| {
+                let outs = run_op(info, case, &inputs)?;
+                for (i, (got, want)) in outs.iter().zip(&case.outputs).enumerate() {
+                    if got.device() != Device::Cuda(0) {
+                        return Err(format!("output {i} is on {}", got.device()));
+                    }
+                    compare::against_torch(got, want, 1.0)
+                        .map_err(|m| format!("output {i}: {m}"))?;
+                }
+                if with_grad {
+                    let grads = run_backward(case, &inputs, &outs)?;
+                    for (i, (got, want)) in grads.iter().zip(&case.grads).enumerate() {
+                        if let (Some(got), Some(want)) = (got, want) {
+                            let scale = if matches!(case.dtype, DType::F16 | DType::BF16) {
+                                4.0
+                            } else {
+                                1.0
+                            };
+                            compare::against_torch(got, want, scale)
+                                .map_err(|m| format!("grad of input {i}: {m}"))?;
+                        }
+                    }
+                }
+                Ok(())
+            });
+        if let Err(m) = result {
+            failures.push(format!("{}: {m}", label(case, info)));
+        }
+    }
+    finish("CUDA forward/backward vs PyTorch", todo.len(), failures);
+}

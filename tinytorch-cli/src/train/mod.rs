@@ -72,6 +72,9 @@ pub struct TrainArgs {
     /// Threads that build batches ahead of the model (0: build them in the training thread).
     #[arg(long, default_value_t = 1)]
     pub workers: usize,
+    /// Where to train: cpu, cuda or cuda:N (CUDA needs a build with `--features cuda`).
+    #[arg(long, default_value = "cpu")]
+    pub device: tinytorch::Device,
 }
 
 /// Arguments of `tinytorch eval`.

@@ -16,7 +16,7 @@ use tinytorch::tensor::{get_rng_state, set_rng_state, GeneratorState};
 use tinytorch::train::{
     evaluate, plot_curves, train_epoch, EpochMetrics, EpochTotals, MetricsLog, Progress, StepLimit,
 };
-use tinytorch::{manual_seed, Error, Result};
+use tinytorch::{manual_seed, Device, Error, Result, Tensor};
 
 /// Where a run stands: what a checkpoint records beyond the model and optimizer.
 #[derive(Clone, Debug, Default)]
@@ -164,6 +164,13 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         mut loader,
         test,
     } = build(&config, !args.no_eval, args.workers)?;
+    let device = args.device;
+    if device.is_cuda() && resumed.is_some() {
+        return Err(Error::NotImplemented {
+            op: "train --resume",
+            what: "resuming on CUDA (resume on the CPU)".into(),
+        });
+    }
     let mut pos = Position::default();
     match &resumed {
         Some((ckpt, _)) => {
@@ -191,6 +198,8 @@ pub fn train(args: &TrainArgs) -> Result<()> {
             }
         }
     }
+
+    model.to_device(device)?;
 
     std::fs::create_dir_all(&args.out)?;
     let ckpt_path = args.out.join("checkpoint.safetensors");
@@ -221,7 +230,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         let lr = opt.lrs()[0];
         let bar = Progress::new(epoch, args.epochs, batches_per_epoch, visible);
         bar.set_position(pos.batch_in_epoch);
-        let batches = loader.iter_from(pos.batch_in_epoch as usize)?;
+        let batches = on_device(loader.iter_from(pos.batch_in_epoch as usize)?, device);
         let t0 = Instant::now();
         let done = train_epoch(model.as_mut(), opt.as_mut(), batches, &mut limit, &bar)?;
         let wall = t0.elapsed().as_secs_f64();
@@ -243,7 +252,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         }
         let (test_loss, test_acc) = match &test {
             Some(t) => {
-                let (l, a) = evaluate(model.as_mut(), t.batches(1000)?)?;
+                let (l, a) = evaluate(model.as_mut(), on_device(t.batches(1000)?, device))?;
                 (Some(l), Some(a))
             }
             None => (None, None),
@@ -294,7 +303,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     };
     if last.is_none() {
         if let Some(t) = &test {
-            let (l, a) = evaluate(model.as_mut(), t.batches(1000)?)?;
+            let (l, a) = evaluate(model.as_mut(), on_device(t.batches(1000)?, device))?;
             (test_loss, test_acc) = (Some(l), Some(a));
         }
     }
@@ -315,6 +324,17 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         println!("{summary}");
     }
     Ok(())
+}
+
+/// The batches of `batches`, copied to `device`.
+fn on_device<I>(batches: I, device: Device) -> impl Iterator<Item = Result<(Tensor, Tensor)>>
+where
+    I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
+{
+    batches.into_iter().map(move |b| {
+        let (x, y) = b?;
+        Ok((x.to_device(device)?, y.to_device(device)?))
+    })
 }
 
 /// Run `tinytorch eval`: the test loss and accuracy of a checkpoint's model.

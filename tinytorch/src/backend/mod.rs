@@ -3,9 +3,13 @@
 //! over devices that `Tensor` holds; each device's storage implements `BackendStorage`.
 
 pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod op_kinds;
 
 pub use cpu::CpuStorage;
+#[cfg(feature = "cuda")]
+pub use cuda::CudaStorage;
 pub use op_kinds::{ArgReduceOp, BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
 
 use crate::error::{Error, Result};
@@ -166,10 +170,13 @@ impl ConvGeometry {
 
 /// A buffer on some device. The enum is the runtime dispatch point: an op calls one method
 /// here and the match sends it to that device's kernels.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Storage {
     /// Host memory.
     Cpu(CpuStorage),
+    /// Memory of one NVIDIA GPU.
+    #[cfg(feature = "cuda")]
+    Cuda(CudaStorage),
 }
 
 impl Storage {
@@ -177,6 +184,9 @@ impl Storage {
     pub fn zeros(device: Device, dtype: DType, n: usize) -> Result<Storage> {
         match device {
             Device::Cpu => Ok(Storage::Cpu(CpuStorage::zeros(dtype, n))),
+            #[cfg(feature = "cuda")]
+            Device::Cuda(i) => Ok(Storage::Cuda(CudaStorage::zeros(i, dtype, n)?)),
+            #[cfg(not(feature = "cuda"))]
             Device::Cuda(_) => Err(no_cuda("zeros")),
         }
     }
@@ -185,6 +195,9 @@ impl Storage {
     pub fn from_cpu(cpu: CpuStorage, device: Device) -> Result<Storage> {
         match device {
             Device::Cpu => Ok(Storage::Cpu(cpu)),
+            #[cfg(feature = "cuda")]
+            Device::Cuda(i) => Ok(Storage::Cuda(CudaStorage::from_cpu(&cpu, i)?)),
+            #[cfg(not(feature = "cuda"))]
             Device::Cuda(_) => Err(no_cuda("to")),
         }
     }
@@ -193,6 +206,8 @@ impl Storage {
     pub fn to_cpu(&self, layout: &Layout) -> Result<CpuStorage> {
         match self {
             Storage::Cpu(s) => s.to_contiguous(layout),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(s) => s.to_cpu(layout),
         }
     }
 
@@ -200,6 +215,8 @@ impl Storage {
     pub fn as_cpu(&self) -> Option<&CpuStorage> {
         match self {
             Storage::Cpu(s) => Some(s),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(_) => None,
         }
     }
 
@@ -207,6 +224,8 @@ impl Storage {
     pub fn dtype(&self) -> DType {
         match self {
             Storage::Cpu(s) => s.dtype(),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(s) => s.dtype(),
         }
     }
 
@@ -214,6 +233,8 @@ impl Storage {
     pub fn device(&self) -> Device {
         match self {
             Storage::Cpu(s) => s.device(),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(s) => s.device(),
         }
     }
 
@@ -221,6 +242,8 @@ impl Storage {
     pub fn len(&self) -> usize {
         match self {
             Storage::Cpu(s) => s.len(),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(s) => s.len(),
         }
     }
 
@@ -239,6 +262,8 @@ macro_rules! dispatch_unary {
                 pub fn $name(&self $(, $arg: $ty)*) -> Result<$ret> {
                     match self {
                         Storage::Cpu(s) => Ok(wrap_cpu(s.$name($($arg),*)?)),
+                        #[cfg(feature = "cuda")]
+                        Storage::Cuda(s) => Ok(wrap_cuda(s.$name($($arg),*)?)),
                     }
                 }
             )*
@@ -255,6 +280,10 @@ macro_rules! dispatch_binary {
                 pub fn $name(&self, $l: &Layout, $other: &Storage $(, $arg: $ty)*) -> Result<Storage> {
                     match (self, $other) {
                         (Storage::Cpu(a), Storage::Cpu(b)) => Ok(Storage::Cpu(a.$name($l, b $(, $arg)*)?)),
+                        #[cfg(feature = "cuda")]
+                        (Storage::Cuda(a), Storage::Cuda(b)) => Ok(Storage::Cuda(a.$name($l, b $(, $arg)*)?)),
+                        #[allow(unreachable_patterns)]
+                        (a, b) => Err(mismatch(stringify!($name), a, b)),
                     }
                 }
             )*
@@ -281,6 +310,40 @@ impl WrapCpu for (CpuStorage, CpuStorage) {
 }
 fn wrap_cpu<T: WrapCpu>(t: T) -> T::Out {
     t.wrap()
+}
+
+/// Wraps a CUDA kernel's result back into `Storage`.
+#[cfg(feature = "cuda")]
+trait WrapCuda {
+    type Out;
+    fn wrap(self) -> Self::Out;
+}
+#[cfg(feature = "cuda")]
+impl WrapCuda for CudaStorage {
+    type Out = Storage;
+    fn wrap(self) -> Storage {
+        Storage::Cuda(self)
+    }
+}
+#[cfg(feature = "cuda")]
+impl WrapCuda for (CudaStorage, CudaStorage) {
+    type Out = (Storage, Storage);
+    fn wrap(self) -> (Storage, Storage) {
+        (Storage::Cuda(self.0), Storage::Cuda(self.1))
+    }
+}
+#[cfg(feature = "cuda")]
+fn wrap_cuda<T: WrapCuda>(t: T) -> T::Out {
+    t.wrap()
+}
+
+/// The error for operands on different devices.
+fn mismatch(op: &'static str, a: &Storage, b: &Storage) -> Error {
+    Error::Device {
+        op,
+        lhs: a.device(),
+        rhs: b.device(),
+    }
 }
 
 dispatch_unary! {
@@ -315,6 +378,12 @@ impl Storage {
             (Storage::Cpu(a), Storage::Cpu(i)) => {
                 Ok(Storage::Cpu(a.index_select(layout, dim, i, index_l)?))
             }
+            #[cfg(feature = "cuda")]
+            (Storage::Cuda(a), Storage::Cuda(i)) => {
+                Ok(Storage::Cuda(a.index_select(layout, dim, i, index_l)?))
+            }
+            #[allow(unreachable_patterns)]
+            (a, i) => Err(mismatch("index_select", a, i)),
         }
     }
 
@@ -330,6 +399,12 @@ impl Storage {
             (Storage::Cpu(a), Storage::Cpu(i)) => {
                 Ok(Storage::Cpu(a.gather(layout, dim, i, index_l)?))
             }
+            #[cfg(feature = "cuda")]
+            (Storage::Cuda(a), Storage::Cuda(i)) => {
+                Ok(Storage::Cuda(a.gather(layout, dim, i, index_l)?))
+            }
+            #[allow(unreachable_patterns)]
+            (a, i) => Err(mismatch("gather", a, i)),
         }
     }
 
@@ -346,6 +421,16 @@ impl Storage {
             (Storage::Cpu(c), Storage::Cpu(t), Storage::Cpu(f)) => {
                 Ok(Storage::Cpu(c.where_cond(layout, t, true_l, f, false_l)?))
             }
+            #[cfg(feature = "cuda")]
+            (Storage::Cuda(c), Storage::Cuda(t), Storage::Cuda(f)) => {
+                Ok(Storage::Cuda(c.where_cond(layout, t, true_l, f, false_l)?))
+            }
+            #[allow(unreachable_patterns)]
+            (c, t, f) => Err(mismatch(
+                "where",
+                c,
+                if c.device() != t.device() { t } else { f },
+            )),
         }
     }
 
@@ -353,6 +438,8 @@ impl Storage {
     pub fn unary_inplace(&mut self, layout: &Layout, op: UnaryOp) -> Result<()> {
         match self {
             Storage::Cpu(s) => s.unary_inplace(layout, op),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(s) => s.unary_inplace(layout, op),
         }
     }
 
@@ -366,6 +453,10 @@ impl Storage {
     ) -> Result<()> {
         match (self, rhs) {
             (Storage::Cpu(a), Storage::Cpu(b)) => a.binary_inplace(lhs, b, rhs_l, op),
+            #[cfg(feature = "cuda")]
+            (Storage::Cuda(a), Storage::Cuda(b)) => a.binary_inplace(lhs, b, rhs_l, op),
+            #[allow(unreachable_patterns)]
+            (a, b) => Err(mismatch("binary_", a, b)),
         }
     }
 
@@ -378,6 +469,10 @@ impl Storage {
     ) -> Result<()> {
         match (self, src) {
             (Storage::Cpu(a), Storage::Cpu(b)) => a.copy_strided_from(dst_l, b, src_l),
+            #[cfg(feature = "cuda")]
+            (Storage::Cuda(a), Storage::Cuda(b)) => a.copy_strided_from(dst_l, b, src_l),
+            #[allow(unreachable_patterns)]
+            (a, b) => Err(mismatch("copy_", a, b)),
         }
     }
 
@@ -385,6 +480,8 @@ impl Storage {
     pub fn fill(&mut self, layout: &Layout, value: f64) -> Result<()> {
         match self {
             Storage::Cpu(s) => s.fill(layout, value),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(s) => s.fill(layout, value),
         }
     }
 
@@ -404,6 +501,16 @@ impl Storage {
             (Storage::Cpu(a), Storage::Cpu(i), Storage::Cpu(s)) => {
                 a.scatter_inplace(layout, dim, i, index_l, s, src_l, accumulate)
             }
+            #[cfg(feature = "cuda")]
+            (Storage::Cuda(a), Storage::Cuda(i), Storage::Cuda(s)) => {
+                a.scatter_inplace(layout, dim, i, index_l, s, src_l, accumulate)
+            }
+            #[allow(unreachable_patterns)]
+            (a, i, s) => Err(mismatch(
+                "scatter_",
+                a,
+                if a.device() != i.device() { i } else { s },
+            )),
         }
     }
 
@@ -421,10 +528,21 @@ impl Storage {
             (Storage::Cpu(a), Storage::Cpu(i), Storage::Cpu(s)) => {
                 a.index_add_inplace(layout, dim, i, index_l, s, src_l)
             }
+            #[cfg(feature = "cuda")]
+            (Storage::Cuda(a), Storage::Cuda(i), Storage::Cuda(s)) => {
+                a.index_add_inplace(layout, dim, i, index_l, s, src_l)
+            }
+            #[allow(unreachable_patterns)]
+            (a, i, s) => Err(mismatch(
+                "index_add_",
+                a,
+                if a.device() != i.device() { i } else { s },
+            )),
         }
     }
 }
 
+#[cfg(not(feature = "cuda"))]
 fn no_cuda(op: &'static str) -> Error {
     Error::NotImplemented {
         op,

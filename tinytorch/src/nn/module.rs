@@ -59,6 +59,19 @@ pub trait Module: Send {
         }
     }
 
+    /// Move every parameter and buffer (with its gradient) to `device`, in place
+    /// (`module.to(device)`); an optimizer built over the parameters keeps working.
+    fn to_device(&self, device: crate::tensor::Device) -> Result<()> {
+        for (_, t) in self
+            .named_parameters()
+            .into_iter()
+            .chain(self.named_buffers())
+        {
+            t.move_to_(device)?;
+        }
+        Ok(())
+    }
+
     /// Parameters and buffers by name (`module.state_dict()`), detached.
     fn state_dict(&self) -> BTreeMap<String, Tensor> {
         self.named_parameters()

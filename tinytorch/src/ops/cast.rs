@@ -1,7 +1,8 @@
 //! Dtype casts and contiguous copies.
 
 use crate::autograd::needs_grad;
-use crate::error::{Error, Result};
+use crate::backend::Storage;
+use crate::error::Result;
 use crate::tensor::{DType, Device, Tensor};
 
 impl Tensor {
@@ -22,15 +23,31 @@ impl Tensor {
         }))
     }
 
-    /// Move to `device` (`x.to(device)`); the same handle when already there.
+    /// Move to `device` (`x.to(device)`); the same handle when already there. Gradients
+    /// flow back to the source device.
     pub fn to_device(&self, device: Device) -> Result<Tensor> {
         if self.device() == device {
             return Ok(self.clone());
         }
-        Err(Error::NotImplemented {
-            op: "to_device",
-            what: format!("moving a tensor to {device}"),
-        })
+        let host = self.storage().to_cpu(self.layout())?;
+        let out = Tensor::from_contiguous(Storage::from_cpu(host, device)?, self.shape());
+        if !needs_grad(&[self]) {
+            return Ok(out);
+        }
+        let src = self.device();
+        Ok(out.record("to_device", &[self], move |g, _| {
+            Ok(vec![Some(g.to_device(src)?)])
+        }))
+    }
+
+    /// Move to `cuda:0` (`x.cuda()`).
+    pub fn cuda(&self) -> Result<Tensor> {
+        self.to_device(Device::Cuda(0))
+    }
+
+    /// Move to the host (`x.cpu()`).
+    pub fn cpu(&self) -> Result<Tensor> {
+        self.to_device(Device::Cpu)
     }
 
     /// A contiguous tensor with the same values: `self` when already contiguous, otherwise a

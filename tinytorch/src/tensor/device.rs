@@ -32,3 +32,22 @@ impl fmt::Display for Device {
         }
     }
 }
+
+impl std::str::FromStr for Device {
+    type Err = crate::Error;
+
+    /// `cpu`, `cuda` (ordinal 0) or `cuda:N`, as PyTorch spells devices.
+    fn from_str(s: &str) -> crate::Result<Device> {
+        let bad =
+            || crate::Error::invalid("device", format!("expected cpu, cuda or cuda:N, got {s:?}"));
+        match s {
+            "cpu" => Ok(Device::Cpu),
+            "cuda" => Ok(Device::Cuda(0)),
+            _ => s
+                .strip_prefix("cuda:")
+                .and_then(|n| n.parse().ok())
+                .map(Device::Cuda)
+                .ok_or_else(bad),
+        }
+    }
+}

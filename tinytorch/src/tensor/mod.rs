@@ -18,7 +18,7 @@ use crate::autograd::Node;
 use crate::backend::cpu::CpuElement;
 use crate::backend::Storage;
 use crate::error::{Error, Result};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// A unique id per tensor handle created (views and detached copies get their own).
@@ -38,11 +38,30 @@ impl TensorId {
 pub struct StorageCell {
     data: RwLock<Storage>,
     version: AtomicU64,
+    /// The storage's device, readable without the lock (`Tensor::move_to_` changes it).
+    device: AtomicUsize,
+}
+
+/// `Device` as one word for `StorageCell::device`: `usize::MAX` is the CPU.
+fn encode_device(d: Device) -> usize {
+    match d {
+        Device::Cpu => usize::MAX,
+        Device::Cuda(i) => i,
+    }
+}
+
+fn decode_device(v: usize) -> Device {
+    if v == usize::MAX {
+        Device::Cpu
+    } else {
+        Device::Cuda(v)
+    }
 }
 
 impl StorageCell {
     fn new(storage: Storage) -> Arc<Self> {
         Arc::new(StorageCell {
+            device: AtomicUsize::new(encode_device(storage.device())),
             data: RwLock::new(storage),
             version: AtomicU64::new(0),
         })
@@ -58,7 +77,6 @@ pub(crate) struct TensorInner {
     storage: Arc<StorageCell>,
     layout: Layout,
     dtype: DType,
-    device: Device,
     pub(crate) node: Option<Arc<Node>>,
     requires_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
@@ -74,8 +92,8 @@ pub struct Tensor {
 impl Tensor {
     /// A tensor owning a new buffer laid out by `layout`.
     pub(crate) fn from_storage(storage: Storage, layout: Layout) -> Tensor {
-        let (dtype, device) = (storage.dtype(), storage.device());
-        Tensor::from_cell(StorageCell::new(storage), layout, dtype, device)
+        let dtype = storage.dtype();
+        Tensor::from_cell(StorageCell::new(storage), layout, dtype)
     }
 
     /// A tensor owning a new contiguous buffer of `shape`.
@@ -84,19 +102,13 @@ impl Tensor {
         Tensor::from_storage(storage, Layout::contiguous(shape))
     }
 
-    fn from_cell(
-        storage: Arc<StorageCell>,
-        layout: Layout,
-        dtype: DType,
-        device: Device,
-    ) -> Tensor {
+    fn from_cell(storage: Arc<StorageCell>, layout: Layout, dtype: DType) -> Tensor {
         Tensor {
             inner: Arc::new(TensorInner {
                 id: TensorId::next(),
                 storage,
                 layout,
                 dtype,
-                device,
                 node: None,
                 requires_grad: AtomicBool::new(false),
                 grad: Mutex::new(None),
@@ -107,12 +119,7 @@ impl Tensor {
     /// A new handle on the same storage with another layout, outside the autograd graph.
     /// View ops record their node on the result.
     pub(crate) fn view_with_layout(&self, layout: Layout) -> Tensor {
-        Tensor::from_cell(
-            self.inner.storage.clone(),
-            layout,
-            self.dtype(),
-            self.device(),
-        )
+        Tensor::from_cell(self.inner.storage.clone(), layout, self.dtype())
     }
 
     /// Attach an autograd node to a freshly created tensor.
@@ -165,7 +172,27 @@ impl Tensor {
     }
     /// The device holding the storage.
     pub fn device(&self) -> Device {
-        self.inner.device
+        decode_device(self.inner.storage.device.load(Ordering::Acquire))
+    }
+
+    /// Move the whole storage of this tensor (and so of every view sharing it) to `device`,
+    /// in place, with its gradient: what `module.to(device)` does to parameters and buffers.
+    /// Handles, layouts and autograd identity stay; the values are copied.
+    pub fn move_to_(&self, device: Device) -> Result<()> {
+        if let Some(g) = self.grad() {
+            g.move_to_(device)?;
+        }
+        if self.device() == device {
+            return Ok(());
+        }
+        let mut s = self.storage_mut();
+        let host = s.to_cpu(&Layout::contiguous(&[s.len()]))?;
+        *s = Storage::from_cpu(host, device)?;
+        self.inner
+            .storage
+            .device
+            .store(encode_device(device), Ordering::Release);
+        Ok(())
     }
     /// True when the elements are row-major without gaps.
     pub fn is_contiguous(&self) -> bool {

@@ -64,7 +64,7 @@ impl Accumulate for bool {
 
 /// A 0-d layout as a 1-element 1-D one, so that every kernel can assume `dim < ndim`
 /// (PyTorch treats a scalar as having one index along dim 0).
-fn lift_0d(l: &Layout) -> Layout {
+pub(crate) fn lift_0d(l: &Layout) -> Layout {
     if l.ndim() == 0 {
         l.unsqueeze(0)
     } else {
@@ -113,7 +113,7 @@ fn pinned_view(l: &Layout, shape: &[usize], dim: usize) -> Layout {
 }
 
 /// `shape` must have `l`'s rank and be no larger in every dim (but `dim`, unless `all_dims`).
-fn check_fits(
+pub(crate) fn check_fits(
     op: &'static str,
     shape: &[usize],
     l: &Layout,

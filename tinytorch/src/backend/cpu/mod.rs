@@ -5,9 +5,9 @@ mod binary;
 mod conv;
 mod convert;
 mod fast_math;
-mod index;
+pub(crate) mod index;
 mod matmul;
-mod reduce;
+pub(crate) mod reduce;
 pub mod strided;
 mod unary;
 

@@ -541,7 +541,7 @@ macro_rules! reduce_driver {
 }
 
 /// Check the dims and reject max/min over an empty reduction.
-fn check_reduce(l: &Layout, op: ReduceOp, dims: &[usize]) -> Result<()> {
+pub(crate) fn check_reduce(l: &Layout, op: ReduceOp, dims: &[usize]) -> Result<()> {
     if let Some(&d) = dims.iter().find(|&&d| d >= l.ndim()) {
         return Err(Error::index(
             "reduce",

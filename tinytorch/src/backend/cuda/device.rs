@@ -1,0 +1,289 @@
+//! One CUDA device: its context, its one stream, the compiled kernel modules, the cuBLAS
+//! handle, the caching allocator and the sticky error flag that index kernels raise.
+//!
+//! cudarc panics when a CUDA library is missing, so every entry point first asks whether
+//! the library loads (`is_culib_present`) and turns a missing one into an `Err`.
+
+use super::kernels;
+use crate::error::{Error, Result};
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A CUDA error as a TinyTorch error naming the operation.
+pub(crate) fn cuda_err(op: &'static str, e: impl std::fmt::Debug) -> Error {
+    Error::Cuda {
+        op,
+        msg: format!("{e:?}"),
+    }
+}
+
+/// True when the CUDA driver library loads and reports at least one device.
+pub fn is_available() -> bool {
+    device_count() > 0
+}
+
+/// Number of CUDA devices (0 when the driver library is missing or fails to initialise).
+pub fn device_count() -> usize {
+    // SAFETY: only probes whether the shared library can be opened.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return 0;
+    }
+    CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
+}
+
+/// True when libnvrtc loads (kernels can be compiled).
+pub fn nvrtc_available() -> bool {
+    // SAFETY: only probes whether the shared library can be opened.
+    unsafe { cudarc::nvrtc::sys::is_culib_present() }
+}
+
+/// Matmul in TF32 (off by default, as `torch.backends.cuda.matmul.allow_tf32`).
+static ALLOW_TF32: AtomicBool = AtomicBool::new(false);
+
+/// Let f32 matmuls use TF32 tensor cores (faster, ~10 mantissa bits).
+pub fn set_allow_tf32(on: bool) {
+    ALLOW_TF32.store(on, Ordering::Relaxed);
+}
+
+/// Whether f32 matmuls may use TF32.
+pub fn allow_tf32() -> bool {
+    ALLOW_TF32.load(Ordering::Relaxed)
+}
+
+/// A CUDA device as the backend uses it.
+pub struct CudaDevice {
+    ordinal: usize,
+    pub(crate) stream: Arc<CudaStream>,
+    functions: Mutex<HashMap<String, CudaFunction>>,
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    blas: OnceLock<std::result::Result<CudaBlas, String>>,
+    /// Freed buffers by byte size, reused before asking the driver for memory.
+    cache: Mutex<HashMap<usize, Vec<CudaSlice<u8>>>>,
+    /// Buffers obtained from the driver so far (cache misses).
+    allocations: AtomicU64,
+    /// Set by a kernel that met an out-of-range index; checked at synchronisation.
+    error_flag: Mutex<CudaSlice<i32>>,
+}
+
+impl std::fmt::Debug for CudaDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CudaDevice(cuda:{})", self.ordinal)
+    }
+}
+
+static DEVICES: OnceLock<Mutex<HashMap<usize, Arc<CudaDevice>>>> = OnceLock::new();
+
+/// The device with this ordinal, initialised on first use.
+pub fn get(ordinal: usize) -> Result<Arc<CudaDevice>> {
+    let mut devices = DEVICES
+        .get_or_init(Default::default)
+        .lock()
+        .expect("device registry poisoned");
+    if let Some(d) = devices.get(&ordinal) {
+        return Ok(d.clone());
+    }
+    let count = device_count();
+    if ordinal >= count {
+        return Err(Error::Cuda {
+            op: "cuda",
+            msg: if count == 0 {
+                "no CUDA device is available (libcuda did not load or found no GPU)".into()
+            } else {
+                format!("cuda:{ordinal} requested but only {count} device(s) exist")
+            },
+        });
+    }
+    let ctx = CudaContext::new(ordinal).map_err(|e| cuda_err("cuda", e))?;
+    // One stream orders all work, so cudarc's per-buffer events are not needed.
+    // SAFETY: no other stream ever touches this context's buffers.
+    unsafe { ctx.disable_event_tracking() };
+    let stream = ctx.default_stream();
+    keep_pool_memory(&ctx)?;
+    let error_flag = stream
+        .alloc_zeros::<i32>(1)
+        .map_err(|e| cuda_err("cuda", e))?;
+    let d = Arc::new(CudaDevice {
+        ordinal,
+        stream,
+        functions: Mutex::default(),
+        modules: Mutex::default(),
+        blas: OnceLock::new(),
+        cache: Mutex::default(),
+        allocations: AtomicU64::new(0),
+        error_flag: Mutex::new(error_flag),
+    });
+    devices.insert(ordinal, d.clone());
+    Ok(d)
+}
+
+/// Keep freed memory in the device's stream-ordered pool instead of returning it to the
+/// driver at every synchronisation.
+fn keep_pool_memory(ctx: &Arc<CudaContext>) -> Result<()> {
+    use cudarc::driver::sys;
+    if !ctx.has_async_alloc() {
+        return Ok(());
+    }
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    let mut threshold: u64 = u64::MAX;
+    // SAFETY: plain driver calls on the device this context was made for.
+    unsafe {
+        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+            .result()
+            .map_err(|e| cuda_err("cuda", e))?;
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            &mut threshold as *mut u64 as *mut std::ffi::c_void,
+        )
+        .result()
+        .map_err(|e| cuda_err("cuda", e))?;
+    }
+    Ok(())
+}
+
+impl CudaDevice {
+    /// The device ordinal.
+    pub fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// The kernel `name` of source `module`, compiling the source with NVRTC on first use.
+    pub(crate) fn function(&self, module: &'static str, name: &str) -> Result<CudaFunction> {
+        if let Some(f) = self.functions.lock().expect("poisoned").get(name) {
+            return Ok(f.clone());
+        }
+        let m = {
+            let mut modules = self.modules.lock().expect("poisoned");
+            match modules.get(module) {
+                Some(m) => m.clone(),
+                None => {
+                    let arch = self.arch()?;
+                    let ptx = kernels::compile(module, Some(arch))?;
+                    let m = self
+                        .stream
+                        .context()
+                        .load_module(ptx)
+                        .map_err(|e| cuda_err("load_module", e))?;
+                    modules.insert(module, m.clone());
+                    m
+                }
+            }
+        };
+        let f = m
+            .load_function(name)
+            .map_err(|e| cuda_err("load_function", format!("{name}: {e:?}")))?;
+        self.functions
+            .lock()
+            .expect("poisoned")
+            .insert(name.to_string(), f.clone());
+        Ok(f)
+    }
+
+    /// `compute_XY` of this GPU, for NVRTC.
+    fn arch(&self) -> Result<&'static str> {
+        let (major, minor) = self
+            .stream
+            .context()
+            .compute_capability()
+            .map_err(|e| cuda_err("cuda", e))?;
+        // NVRTC wants a 'static str; the set of architectures is small, so leak once each.
+        static ARCHES: OnceLock<Mutex<HashMap<(i32, i32), &'static str>>> = OnceLock::new();
+        let mut arches = ARCHES
+            .get_or_init(Default::default)
+            .lock()
+            .expect("poisoned");
+        Ok(arches
+            .entry((major, minor))
+            .or_insert_with(|| Box::leak(format!("compute_{major}{minor}").into_boxed_str())))
+    }
+
+    /// The cuBLAS handle on this device's stream.
+    pub(crate) fn blas(&self) -> Result<&CudaBlas> {
+        self.blas
+            .get_or_init(|| {
+                // SAFETY: only probes whether the shared library can be opened.
+                if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+                    return Err("libcublas did not load".to_string());
+                }
+                CudaBlas::new(self.stream.clone()).map_err(|e| format!("{e:?}"))
+            })
+            .as_ref()
+            .map_err(|e| Error::Cuda {
+                op: "matmul",
+                msg: e.clone(),
+            })
+    }
+
+    /// A buffer of `bytes` bytes (contents undefined), from the cache when one is free.
+    pub(crate) fn alloc(&self, bytes: usize) -> Result<CudaSlice<u8>> {
+        let bytes = bytes.max(1);
+        if let Some(b) = self
+            .cache
+            .lock()
+            .expect("poisoned")
+            .get_mut(&bytes)
+            .and_then(Vec::pop)
+        {
+            return Ok(b);
+        }
+        self.allocations.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the buffer is written by a kernel or a copy before it is read.
+        match unsafe { self.stream.alloc::<u8>(bytes) } {
+            Ok(b) => Ok(b),
+            Err(_) => {
+                // Out of memory, perhaps because of cached buffers: free them and retry.
+                self.cache.lock().expect("poisoned").clear();
+                unsafe { self.stream.alloc::<u8>(bytes) }.map_err(|e| cuda_err("alloc", e))
+            }
+        }
+    }
+
+    /// Return a buffer to the cache (the stream orders its reuse after earlier work).
+    pub(crate) fn release(&self, buf: CudaSlice<u8>) {
+        let bytes = buf.len();
+        self.cache
+            .lock()
+            .expect("poisoned")
+            .entry(bytes)
+            .or_default()
+            .push(buf);
+    }
+
+    /// Number of buffers requested from the driver so far (not served by the cache).
+    pub fn allocation_count(&self) -> u64 {
+        self.allocations.load(Ordering::Relaxed)
+    }
+
+    /// The device address of the error flag, for kernels that check indices.
+    pub(crate) fn error_flag_ptr(&self) -> u64 {
+        let flag = self.error_flag.lock().expect("poisoned");
+        let (p, _sync) = flag.device_ptr(&self.stream);
+        p
+    }
+
+    /// Wait for all queued work, then report (and clear) an out-of-range index that a kernel
+    /// met since the last check.
+    pub fn synchronize(&self) -> Result<()> {
+        self.stream
+            .synchronize()
+            .map_err(|e| cuda_err("synchronize", e))?;
+        let mut flag = self.error_flag.lock().expect("poisoned");
+        let raised = self
+            .stream
+            .clone_dtoh(&*flag)
+            .map_err(|e| cuda_err("synchronize", e))?;
+        if raised[0] != 0 {
+            self.stream
+                .memset_zeros(&mut *flag)
+                .map_err(|e| cuda_err("synchronize", e))?;
+            return Err(Error::index(
+                "cuda kernel",
+                "an index_select/gather/scatter/index_add/embedding index was out of range",
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,64 @@
+//! The kernel sources (`kernels/*.cu`, embedded at build time) and their compilation with
+//! NVRTC at first use. No nvcc is needed to build TinyTorch; a machine without libnvrtc gets
+//! an `Err` when a CUDA op first runs.
+
+use super::device::{cuda_err, nvrtc_available};
+use crate::error::{Error, Result};
+use cudarc::nvrtc::{CompileOptions, Ptx};
+
+/// Types, conversions and indexing shared by every source (prepended before compiling).
+const PRELUDE: &str = include_str!("kernels/prelude.cuh");
+
+/// Every kernel source by module name.
+pub const SOURCES: &[(&str, &str)] = &[
+    ("elementwise", include_str!("kernels/elementwise.cu")),
+    ("reduce", include_str!("kernels/reduce.cu")),
+    ("index", include_str!("kernels/index.cu")),
+    ("conv", include_str!("kernels/conv.cu")),
+];
+
+/// Compile module `name` to PTX for `arch` (e.g. `compute_90`; NVRTC's default when None).
+/// A kernel that does not compile returns NVRTC's log in the error.
+pub fn compile(name: &str, arch: Option<&'static str>) -> Result<Ptx> {
+    let src = SOURCES
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, s)| *s)
+        .ok_or_else(|| Error::invalid("nvrtc", format!("no kernel source named {name:?}")))?;
+    compile_with_arch(name, src, arch)
+}
+
+/// Compile a source (after the prelude) for NVRTC's default architecture.
+pub fn compile_source(name: &str, src: &str) -> Result<Ptx> {
+    compile_with_arch(name, src, None)
+}
+
+fn compile_with_arch(name: &str, src: &str, arch: Option<&'static str>) -> Result<Ptx> {
+    if !nvrtc_available() {
+        return Err(Error::Cuda {
+            op: "nvrtc",
+            msg: "libnvrtc did not load (put CUDA's lib folder on LD_LIBRARY_PATH)".into(),
+        });
+    }
+    let opts = CompileOptions {
+        arch,
+        options: vec!["--std=c++17".into()],
+        name: Some(format!("{name}.cu")),
+        ..Default::default()
+    };
+    cudarc::nvrtc::compile_ptx_with_opts(format!("{PRELUDE}\n{src}"), opts).map_err(|e| match e {
+        cudarc::nvrtc::CompileError::CompileError { log, .. } => Error::Cuda {
+            op: "nvrtc",
+            msg: format!("{name}.cu does not compile:\n{}", log.to_string_lossy()),
+        },
+        other => cuda_err("nvrtc", other),
+    })
+}
+
+/// Compile every source; returns (module name, PTX size in bytes) for each.
+pub fn compile_all() -> Result<Vec<(&'static str, usize)>> {
+    SOURCES
+        .iter()
+        .map(|(name, _)| Ok((*name, compile(name, None)?.to_src().len())))
+        .collect()
+}

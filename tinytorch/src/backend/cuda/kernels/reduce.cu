@@ -1,0 +1,192 @@
+// Reductions: over any set of dims (reduce), along one dim (arg_reduce, softmax, scan).
+// A reduction is described by two index spaces over the input: the kept dims (one output
+// per position, written row-major) and the reduced dims (walked by the threads of a group).
+
+#define WARP 32
+
+// Op codes of reduce: 0 sum, 1 prod, 2 max, 3 min, 4 all, 5 any.
+template <typename A>
+__device__ __forceinline__ A reduce_identity(int op) {
+    switch (op) {
+    case 0: return (A)0;
+    case 1: return (A)1;
+    case 2: return Lowest<A>::value();
+    case 3: return Highest<A>::value();
+    case 4: return (A)1;
+    }
+    return (A)0;
+}
+
+// NaN wins max and min, as in PyTorch.
+template <typename A>
+__device__ __forceinline__ A reduce_combine(int op, A a, A b) {
+    switch (op) {
+    case 0: return a + b;
+    case 1: return a * b;
+    case 2: return (is_nan(a) || is_nan(b)) ? a + b : (a > b ? a : b);
+    case 3: return (is_nan(a) || is_nan(b)) ? a + b : (a < b ? a : b);
+    case 4: return (A)((a != (A)0) && (b != (A)0));
+    case 5: return (A)((a != (A)0) || (b != (A)0));
+    }
+    return a;
+}
+
+template <typename A>
+__device__ __forceinline__ A warp_reduce(int op, A v) {
+    for (int o = WARP / 2; o > 0; o /= 2) v = reduce_combine(op, v, __shfl_down_sync(0xffffffffu, v, o));
+    return v;
+}
+
+// `group` threads (32, or the whole block of 256) reduce one output; blockDim.x is 256.
+// Output: T for sum/prod/max/min, boolean for all/any.
+template <typename T>
+__device__ void reduce_impl(i64 m, i64 r, int op, int group, const Shape& ksh, const Strides& ks,
+                            const Shape& rsh, const Strides& rs, const T* in, void* out) {
+    typedef typename Ty<T>::C A;
+    __shared__ A partial[256 / WARP];
+    const int lane = threadIdx.x % group;
+    const i64 per_block = blockDim.x / group;
+    for (i64 o = (i64)blockIdx.x * per_block + threadIdx.x / group; o - threadIdx.x / group < m;
+         o += (i64)gridDim.x * per_block) {
+        A acc = reduce_identity<A>(op);
+        if (o < m) {
+            i64 base = offset_of(ksh, ks, o);
+            for (i64 j = lane; j < r; j += group) {
+                A x = Ty<T>::up(in[base + offset_of(rsh, rs, j)]);  // rs.offset is 0
+                acc = reduce_combine(op, acc, x);
+            }
+        }
+        acc = warp_reduce(op, acc);
+        if (group > WARP) {
+            if (threadIdx.x % WARP == 0) partial[threadIdx.x / WARP] = acc;
+            __syncthreads();
+            if (threadIdx.x < WARP) {
+                acc = threadIdx.x < blockDim.x / WARP ? partial[threadIdx.x] : reduce_identity<A>(op);
+                acc = warp_reduce(op, acc);
+            }
+            __syncthreads();
+        }
+        if (lane == 0 && o < m) {
+            if (op >= 4) ((boolean*)out)[o].x = acc != (A)0;
+            else ((T*)out)[o] = Ty<T>::down(acc);
+        }
+    }
+}
+
+#define REDUCE(T, NAME)                                                                       \
+    extern "C" __global__ void reduce_##NAME(i64 m, i64 r, int op, int group, Shape ksh,      \
+                                             Strides ks, Shape rsh, Strides rs, const T* in,  \
+                                             void* out) {                                     \
+        reduce_impl<T>(m, r, op, group, ksh, ks, rsh, rs, in, out);                           \
+    }
+FOR_ALL_TYPES(REDUCE)
+
+// Index of the max (op 0) or min (op 1) along a dim of size r and stride rstride; the first
+// occurrence wins ties and the first NaN wins outright. One warp per output.
+#define ARG_REDUCE(T, NAME)                                                                   \
+    extern "C" __global__ void arg_reduce_##NAME(i64 m, i64 r, int op, Shape ksh, Strides ks,  \
+                                                 i64 rstride, const T* in, i64* out) {        \
+        typedef Ty<T>::C A;                                                                   \
+        const int lane = threadIdx.x % WARP;                                                  \
+        const i64 warps = (i64)gridDim.x * (blockDim.x / WARP);                               \
+        for (i64 o = (i64)blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP; o < m;        \
+             o += warps) {                                                                    \
+            i64 base = offset_of(ksh, ks, o);                                                 \
+            A best = 0;                                                                       \
+            i64 idx = -1;                                                                     \
+            for (i64 j = lane; j < r; j += WARP) {                                            \
+                A x = Ty<T>::up(in[base + j * rstride]);                                      \
+                if (idx >= 0 && is_nan(best)) break;                                          \
+                if (idx < 0 || is_nan(x) || (op == 0 ? x > best : x < best)) { best = x; idx = j; } \
+            }                                                                                 \
+            for (int s = WARP / 2; s > 0; s /= 2) {                                           \
+                A ob = __shfl_down_sync(0xffffffffu, best, s);                                \
+                i64 oi = __shfl_down_sync(0xffffffffu, idx, s);                               \
+                if (oi < 0) continue;                                                         \
+                bool take;                                                                    \
+                if (idx < 0) take = true;                                                     \
+                else if (is_nan(best) || is_nan(ob)) take = is_nan(ob) && (!is_nan(best) || oi < idx); \
+                else if (ob == best) take = oi < idx;                                         \
+                else take = op == 0 ? ob > best : ob < best;                                  \
+                if (take) { best = ob; idx = oi; }                                            \
+            }                                                                                 \
+            if (lane == 0) out[o] = idx < 0 ? 0 : idx;                                        \
+        }                                                                                     \
+    }
+FOR_ALL_TYPES(ARG_REDUCE)
+
+// Softmax (or log-softmax) of rows along a dim: one warp per row. Each lane keeps a running
+// max and the sum of exp(x - max) over its elements; lanes merge the pairs, then write.
+// -inf elements add nothing (a row of only -inf gives NaN, as in PyTorch); NaN poisons the sum.
+#define SOFTMAX(T, NAME)                                                                      \
+    extern "C" __global__ void softmax_##NAME(i64 rows, i64 n, int log_out, Shape osh,        \
+                                              Strides is, i64 istride, Strides os,             \
+                                              i64 ostride, const T* in, T* out) {             \
+        typedef Ty<T>::C A;                                                                   \
+        const A ninf = Lowest<A>::value();                                                    \
+        const int lane = threadIdx.x % WARP;                                                  \
+        const i64 warps = (i64)gridDim.x * (blockDim.x / WARP);                               \
+        for (i64 row = (i64)blockIdx.x * (blockDim.x / WARP) + threadIdx.x / WARP; row < rows; \
+             row += warps) {                                                                  \
+            i64 ib = offset_of(osh, is, row), ob = offset_of(osh, os, row);                   \
+            A mx = ninf, sum = 0;                                                             \
+            for (i64 j = lane; j < n; j += WARP) {                                            \
+                A x = Ty<T>::up(in[ib + j * istride]);                                        \
+                if (x == ninf) continue;                                                      \
+                if (x > mx) { sum = sum * m_exp(mx - x); mx = x; }                            \
+                sum += m_exp(x - mx);                                                         \
+            }                                                                                 \
+            for (int s = WARP / 2; s > 0; s /= 2) {                                           \
+                A om = __shfl_down_sync(0xffffffffu, mx, s);                                  \
+                A osum = __shfl_down_sync(0xffffffffu, sum, s);                               \
+                A nm = om > mx ? om : mx;                                                     \
+                A a = mx == ninf ? (A)0 : sum * m_exp(mx - nm);                               \
+                A b = om == ninf ? (A)0 : osum * m_exp(om - nm);                              \
+                mx = nm;                                                                      \
+                sum = a + b;                                                                  \
+            }                                                                                 \
+            mx = __shfl_sync(0xffffffffu, mx, 0);                                             \
+            sum = __shfl_sync(0xffffffffu, sum, 0);                                           \
+            A lse = m_log(sum);                                                               \
+            for (i64 j = lane; j < n; j += WARP) {                                            \
+                A x = Ty<T>::up(in[ib + j * istride]) - mx;                                   \
+                out[ob + j * ostride] = Ty<T>::down(log_out ? x - lse : m_exp(x) / sum);      \
+            }                                                                                 \
+        }                                                                                     \
+    }
+FOR_FLOAT_TYPES(SOFTMAX)
+
+// Inclusive scans along a dim, one thread per row: op 0 cumsum, 1 cumprod, 2 suffix sums.
+// Floats accumulate in double and keep their dtype; integers and bool accumulate into i64.
+__device__ __forceinline__ double scan_step(int op, double a, double x) { return op == 1 ? a * x : a + x; }
+__device__ __forceinline__ i64 scan_step(int op, i64 a, i64 x) { return op == 1 ? wmul(a, x) : wadd(a, x); }
+template <typename O> __device__ __forceinline__ void scan_store(O* p, double a) { *p = Ty<O>::from_d(a); }
+__device__ __forceinline__ void scan_store(i64* p, i64 a) { *p = a; }
+
+template <typename T, typename O, typename A>
+__device__ void scan_impl(i64 rows, i64 n, int op, const Shape& osh, const Strides& is,
+                          i64 istride, const Strides& os, i64 ostride, const T* in, O* out) {
+    FOR_EACH(row, rows) {
+        i64 ib = offset_of(osh, is, row), ob = offset_of(osh, os, row);
+        A acc = op == 1 ? (A)1 : (A)0;
+        for (i64 k = 0; k < n; ++k) {
+            i64 j = op == 2 ? n - 1 - k : k;
+            acc = scan_step(op, acc, (A)Ty<T>::up(in[ib + j * istride]));
+            scan_store(out + ob + j * ostride, acc);
+        }
+    }
+}
+
+#define SCAN(T, NAME, O, A)                                                                   \
+    extern "C" __global__ void scan_##NAME(i64 rows, i64 n, int op, Shape osh, Strides is,    \
+                                           i64 istride, Strides os, i64 ostride, const T* in, \
+                                           O* out) {                                          \
+        scan_impl<T, O, A>(rows, n, op, osh, is, istride, os, ostride, in, out);              \
+    }
+SCAN(float, f32, float, double)
+SCAN(double, f64, double, double)
+SCAN(f16, f16, f16, double)
+SCAN(bf16, bf16, bf16, double)
+SCAN(i64, i64, i64, i64)
+SCAN(u8, u8, i64, i64)
+SCAN(boolean, bool, i64, i64)
