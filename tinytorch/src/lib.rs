@@ -17,6 +17,7 @@
 //! # }
 //! ```
 
+pub mod amp;
 pub mod autograd;
 pub mod backend;
 pub mod data;

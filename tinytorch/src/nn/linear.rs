@@ -31,7 +31,8 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
     }
     let y = x.matmul(&weight.t()?)?;
     match bias {
-        Some(b) => y.add(b),
+        // Under autocast the bias joins the product's dtype, as in PyTorch.
+        Some(b) => y.add(&crate::amp::to_autocast(b)?),
         None => Ok(y),
     }
 }

@@ -9,6 +9,7 @@
 //! zero-stuffed, padded input with the flipped kernel, built from differentiable views.
 //! Pooling still uses the view-based [`patches`].
 
+use crate::amp::to_autocast;
 use crate::autograd::needs_grad;
 use crate::backend::ConvGeometry;
 use crate::error::{Error, Result};
@@ -169,6 +170,13 @@ impl Tensor {
         groups: usize,
     ) -> Result<Tensor> {
         const OP: &str = "conv2d";
+        if crate::amp::autocast_dtype().is_some() {
+            let (x, w) = (to_autocast(self)?, to_autocast(weight)?);
+            let b = bias.map(to_autocast).transpose()?;
+            return batched(OP, &x, |x| {
+                conv2d_4d(OP, x, &w, b.as_ref(), stride, padding, dilation, groups)
+            });
+        }
         batched(OP, self, |x| {
             conv2d_4d(OP, x, weight, bias, stride, padding, dilation, groups)
         })

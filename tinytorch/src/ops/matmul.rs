@@ -8,10 +8,16 @@
 //! the gradient back in shape.
 
 use super::{same_device, with_storages2};
+use crate::amp::to_autocast;
 use crate::autograd::{needs_grad, SavedTensor};
 use crate::error::{Error, Result};
 use crate::tensor::layout::{broadcast_shapes, numel};
-use crate::tensor::{Layout, Tensor};
+use crate::tensor::{DType, Layout, Tensor};
+
+/// True inside an autocast scope when an operand is f32 (it is cast to the scope's dtype).
+fn autocasts(a: &Tensor, b: &Tensor) -> bool {
+    crate::amp::autocast_dtype().is_some() && (a.dtype() == DType::F32 || b.dtype() == DType::F32)
+}
 
 /// Same device and dtype, as PyTorch's matrix products require (they do not promote).
 fn check_operands(op: &'static str, a: &Tensor, b: &Tensor) -> Result<()> {
@@ -164,6 +170,9 @@ impl Tensor {
     /// batched product with broadcast batch dims. Any strides are accepted. Both operands
     /// must have the same dtype (PyTorch does not promote here).
     pub fn matmul(&self, other: &Tensor) -> Result<Tensor> {
+        if autocasts(self, other) {
+            return to_autocast(self)?.matmul(&to_autocast(other)?);
+        }
         check_operands("matmul", self, other)?;
         match (self.ndim(), other.ndim()) {
             (0, _) | (_, 0) => Err(Error::shape(
@@ -188,6 +197,9 @@ impl Tensor {
 
     /// Product of two matrices `(n, m) x (m, p)` (`torch.mm`); 2-D operands only.
     pub fn mm(&self, other: &Tensor) -> Result<Tensor> {
+        if autocasts(self, other) {
+            return to_autocast(self)?.mm(&to_autocast(other)?);
+        }
         check_operands("mm", self, other)?;
         if self.ndim() != 2 || other.ndim() != 2 {
             return Err(Error::shape(
@@ -205,6 +217,9 @@ impl Tensor {
     /// Batched product `(b, n, m) x (b, m, p)` (`torch.bmm`); 3-D operands with the same
     /// batch size (no broadcasting, as in PyTorch).
     pub fn bmm(&self, other: &Tensor) -> Result<Tensor> {
+        if autocasts(self, other) {
+            return to_autocast(self)?.bmm(&to_autocast(other)?);
+        }
         check_operands("bmm", self, other)?;
         if self.ndim() != 3 || other.ndim() != 3 {
             return Err(Error::shape(

@@ -4,7 +4,7 @@
 use crate::autograd::needs_grad;
 use crate::error::Result;
 use crate::tensor::layout::normalize_dim;
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
 
 impl Tensor {
     /// The fused kernel on a float copy of `self` (integers become f32); no autograd.
@@ -18,6 +18,9 @@ impl Tensor {
     /// `exp(x) / sum(exp(x))` along `dim` (`torch.softmax(x, dim)`). Stable for any
     /// finite input; a slice of all -inf gives NaN, as in PyTorch.
     pub fn softmax(&self, dim: isize) -> Result<Tensor> {
+        if crate::amp::runs_in_f32(self) {
+            return self.to_dtype(DType::F32)?.softmax(dim);
+        }
         let (out, d) = self.softmax_raw("softmax", dim, false)?;
         if !needs_grad(&[self]) {
             return Ok(out);
@@ -34,6 +37,9 @@ impl Tensor {
     /// `x - log(sum(exp(x)))` along `dim` (`torch.log_softmax(x, dim)`), stable for any
     /// finite input.
     pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
+        if crate::amp::runs_in_f32(self) {
+            return self.to_dtype(DType::F32)?.log_softmax(dim);
+        }
         let (out, d) = self.softmax_raw("log_softmax", dim, true)?;
         if !needs_grad(&[self]) {
             return Ok(out);

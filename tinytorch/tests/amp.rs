@@ -1,0 +1,139 @@
+//! Mixed precision against torch.amp (fixtures/amp.json, from scripts/gen_amp_fixtures.py):
+//! a GradScaler trajectory with a skipped inf step, and a Linear layer under bf16 autocast.
+
+use serde_json::Value;
+use tinytorch::amp::{autocast, autocast_dtype, GradScaler, GradScalerOptions};
+use tinytorch::nn::functional::linear;
+use tinytorch::optim::{Optimizer, SgdOptions, SGD};
+use tinytorch::{DType, Tensor};
+
+fn fixture() -> Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/amp.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("amp.json")).expect("json")
+}
+
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .expect("array")
+        .iter()
+        .map(|x| match x {
+            Value::String(s) => s.parse().expect("number string"),
+            other => other.as_f64().expect("number"),
+        })
+        .collect()
+}
+
+fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!(
+            (g - w).abs() <= tol * (1.0 + w.abs()),
+            "{what}[{i}]: got {g}, PyTorch {w}"
+        );
+    }
+}
+
+#[test]
+fn grad_scaler_follows_pytorch_including_a_skipped_inf_step() {
+    let f = fixture();
+    let s = &f["scaler"];
+    let w = Tensor::from_vec(
+        floats(&s["w0"])
+            .iter()
+            .map(|&v| v as f32)
+            .collect::<Vec<_>>(),
+        &[4],
+    )
+    .unwrap()
+    .requires_grad_(true)
+    .unwrap();
+    let opts = SgdOptions {
+        lr: s["lr"].as_f64().unwrap(),
+        ..Default::default()
+    };
+    let mut opt = SGD::new(vec![w.clone()], opts).unwrap();
+    let mut scaler = GradScaler::new(GradScalerOptions {
+        init_scale: s["init_scale"].as_f64().unwrap(),
+        growth_interval: s["growth_interval"].as_u64().unwrap(),
+        ..Default::default()
+    });
+    for (i, step) in s["steps"].as_array().unwrap().iter().enumerate() {
+        opt.zero_grad();
+        assert_eq!(
+            scaler.get_scale(),
+            step["scale"].as_f64().unwrap(),
+            "scale before step {i}"
+        );
+        let x: Vec<f32> = floats(&step["x"]).iter().map(|&v| v as f32).collect();
+        let loss = w
+            .mul(&Tensor::from_vec(x, &[4]).unwrap())
+            .unwrap()
+            .sum_all()
+            .unwrap();
+        scaler.scale(&loss).unwrap().backward().unwrap();
+        let taken = scaler.step(&mut opt).unwrap();
+        scaler.update();
+        assert_eq!(taken, step["taken"].as_bool().unwrap(), "step {i} taken");
+        assert_close(
+            &w.to_vec_f64().unwrap(),
+            &floats(&step["w"]),
+            1e-6,
+            &format!("w after step {i}"),
+        );
+    }
+}
+
+#[test]
+fn linear_under_bf16_autocast_matches_pytorch() {
+    let f = fixture();
+    let l = &f["linear"];
+    let t = |key: &str, shape: &[usize]| {
+        let v: Vec<f32> = floats(&l[key]).iter().map(|&v| v as f32).collect();
+        Tensor::from_vec(v, shape).unwrap()
+    };
+    let x = t("x", &[3, 5]);
+    let weight = t("weight", &[4, 5]).requires_grad_(true).unwrap();
+    let bias = t("bias", &[4]).requires_grad_(true).unwrap();
+    let y = {
+        let _amp = autocast(DType::BF16).unwrap();
+        assert_eq!(autocast_dtype(), Some(DType::BF16));
+        linear(&x, &weight, Some(&bias)).unwrap()
+    };
+    assert_eq!(autocast_dtype(), None, "the scope ends with its guard");
+    assert_eq!(l["y_dtype"], "torch.bfloat16");
+    assert_eq!(y.dtype(), DType::BF16);
+    // Both sides round the same bf16 products; allow one bf16 ulp of difference.
+    assert_close(&y.to_vec_f64().unwrap(), &floats(&l["y"]), 8e-3, "y");
+    y.to_dtype(DType::F32)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
+    let gw = weight.grad().unwrap();
+    assert_eq!(gw.dtype(), DType::F32, "master weights keep f32 gradients");
+    assert_close(
+        &gw.to_vec_f64().unwrap(),
+        &floats(&l["grad_weight"]),
+        8e-3,
+        "grad weight",
+    );
+    assert_close(
+        &bias.grad().unwrap().to_vec_f64().unwrap(),
+        &floats(&l["grad_bias"]),
+        8e-3,
+        "grad bias",
+    );
+}
+
+#[test]
+fn softmax_runs_in_f32_under_autocast_and_bad_dtypes_are_refused() {
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])
+        .unwrap()
+        .to_dtype(DType::BF16)
+        .unwrap();
+    let _amp = autocast(DType::F16).unwrap();
+    assert_eq!(x.softmax(0).unwrap().dtype(), DType::F32);
+    let err = autocast(DType::F32).err().unwrap().to_string();
+    assert!(err.contains("autocast") && err.contains("float32"), "{err}");
+}
