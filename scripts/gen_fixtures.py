@@ -470,6 +470,28 @@ def matmul():
         grad=False)
 
 
+# ---------------------------------------------------------------- attention
+def attention():
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    add_op("sdpa", lambda q, k, v, is_causal, scale: sdpa(q, k, v, is_causal=is_causal, scale=scale), [
+        ("basic", [(2, 3, 5, 8), (2, 3, 7, 8), (2, 3, 7, 6)], {"is_causal": False, "scale": None}),
+        # 150 queries and keys cross the kernel's 64-query and 128-key block edges.
+        ("causal_blocks", [(1, 2, 150, 8)] * 3, {"is_causal": True, "scale": None}),
+        ("long", [(1, 1, 150, 8), (1, 1, 140, 8), (1, 1, 140, 4)], {"is_causal": False, "scale": None}),
+        ("causal_rect", [(1, 1, 6, 4), (1, 1, 9, 4), (1, 1, 9, 4)], {"is_causal": True, "scale": None}),
+        ("scale", [(2, 4, 4), (2, 5, 4), (2, 5, 3)], {"is_causal": False, "scale": 0.3}),
+        ("bcast_batch", [(2, 3, 5, 4), (1, 3, 6, 4), (3, 6, 4)], {"is_causal": False, "scale": None}),
+        ("3d", [(4, 5, 8), (4, 5, 8), (4, 5, 8)], {"is_causal": False, "scale": None}),
+    ], FLOATS)
+    add_op("sdpa_bool_mask", lambda q, k, v, m: sdpa(q, k, v, attn_mask=m), [
+        ("bcast_heads", [(2, 2, 5, 4), (2, 2, 6, 4), (2, 2, 6, 4), (2, 1, 5, 6)], {}),
+        ("2d", [(1, 3, 70, 4), (1, 3, 130, 4), (1, 3, 130, 4), (70, 130)], {}),
+    ], [F32, F64], domains=("any", "any", "any", "mask"), in_dtypes=lambda dt: [dt, dt, dt, BOOL])
+    add_op("sdpa_float_mask", lambda q, k, v, m: sdpa(q, k, v, attn_mask=m), [
+        ("2d", [(2, 2, 5, 4), (2, 2, 6, 4), (2, 2, 6, 4), (5, 6)], {}),
+    ], [F32, F64])
+
+
 # ---------------------------------------------------------------- index and shape ops
 def index_shape():
     add_op("cat", lambda *xs, dim: torch.cat(xs, dim), [
@@ -593,6 +615,7 @@ def main():
     unary()
     matmul()
     index_shape()
+    attention()
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     write_safetensors(OUT, TENSORS, META)
     print(f"{len(META)} cases, {len(TENSORS)} tensors, {os.path.getsize(OUT)} bytes -> {os.path.normpath(OUT)}")

@@ -2,6 +2,7 @@
 //! reports its median time; `--json` prints one JSON object per row for
 //! scripts/bench_vs_torch.py, which runs the same rows in PyTorch and prints the ratios.
 
+mod layers;
 mod timer;
 
 use clap::Args;
@@ -12,9 +13,12 @@ use tinytorch::{DType, Device, Result, Tensor};
 /// Arguments of `tinytorch bench`.
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Which suite to run (`ops`).
+    /// Which suite to run: `ops`, or `layers` (the seed's layer table, forward + backward).
     #[arg(long, default_value = "ops")]
     suite: String,
+    /// Device of the `layers` suite: cpu, cuda or cuda:N.
+    #[arg(long, default_value = "cpu")]
+    device: tinytorch::Device,
     /// Print one JSON object per row instead of a table.
     #[arg(long)]
     json: bool,
@@ -115,10 +119,11 @@ fn ops_suite() -> Result<Vec<Case>> {
 pub fn run(args: &BenchArgs) -> Result<()> {
     let cases = match args.suite.as_str() {
         "ops" => ops_suite()?,
+        "layers" => return run_layers(args),
         other => {
             return Err(tinytorch::Error::invalid(
                 "bench",
-                format!("unknown suite '{other}' (available: ops)"),
+                format!("unknown suite '{other}' (available: ops, layers)"),
             ));
         }
     };
@@ -142,6 +147,46 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             rate: case.work.map(|(w, unit)| (w / (ms / 1e3), unit)),
         };
         print_row(&row, args.json);
+    }
+    Ok(())
+}
+
+/// The layer table on `args.device`: a table, or one JSON object per row with its
+/// parameters for scripts/bench_layers_torch.py.
+fn run_layers(args: &BenchArgs) -> Result<()> {
+    let device = args.device;
+    let budget = Duration::from_millis(args.budget_ms);
+    let mut family = "";
+    if !args.json {
+        println!("{:<16} {:<64} {:>12}", "layer", "parameters", "ms");
+    }
+    for row in layers::rows(device)? {
+        if args
+            .filter
+            .as_ref()
+            .is_some_and(|f| !row.family.contains(f.as_str()))
+        {
+            continue;
+        }
+        if row.family != family {
+            layers::flush_l2(device)?;
+            family = row.family;
+        }
+        let ms = layers::time_row(&row, device, budget)?;
+        if args.json {
+            let obj = serde_json::json!({
+                "name": row.family, "shape": row.params.to_string(), "params": row.params,
+                "device": device.to_string(), "tinytorch_ms": ms,
+            });
+            println!("{obj}");
+        } else {
+            println!(
+                "{:<16} {:<64} {:>12.4}",
+                row.family,
+                row.params.to_string(),
+                ms
+            );
+        }
     }
     Ok(())
 }

@@ -51,3 +51,20 @@ impl std::str::FromStr for Device {
         }
     }
 }
+
+impl Device {
+    /// Wait until the work queued on this device is done (`torch.cuda.synchronize()`), and
+    /// report an error a kernel raised; a no-op on the CPU, whose ops finish before returning.
+    pub fn synchronize(self) -> crate::Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            #[cfg(feature = "cuda")]
+            Device::Cuda(i) => crate::backend::cuda::device::get(i)?.synchronize(),
+            #[cfg(not(feature = "cuda"))]
+            Device::Cuda(_) => Err(crate::Error::NotImplemented {
+                op: "synchronize",
+                what: "CUDA devices (this build has no CUDA backend)".into(),
+            }),
+        }
+    }
+}

@@ -81,6 +81,7 @@ pub fn table() -> Vec<OpInfo> {
     t.extend(index_shape());
     t.extend(matmul());
     t.extend(inplace());
+    t.extend(attention());
     t
 }
 
@@ -514,6 +515,26 @@ fn inplace() -> Vec<OpInfo> {
         )),
         op!("clamp_", 1, &[F32, F64], nograd, |x, k| one(
             x[0].clamp_(k.opt_f("min")?, k.opt_f("max")?)
+        )),
+    ]
+}
+
+fn attention() -> Vec<OpInfo> {
+    vec![
+        op!("sdpa", 3, FLOATS, grad_ordered, |x, k| one(x[0]
+            .scaled_dot_product_attention(
+                &x[1],
+                &x[2],
+                None,
+                0.0,
+                k.b("is_causal")?,
+                k.opt_f("scale")?
+            ))),
+        op!("sdpa_bool_mask", 4, &[F32, F64], grad_ordered, |x, k| one(
+            x[0].scaled_dot_product_attention(&x[1], &x[2], Some(&x[3]), 0.0, false, None)
+        )),
+        op!("sdpa_float_mask", 4, &[F32, F64], grad_ordered, |x, k| one(
+            x[0].scaled_dot_product_attention(&x[1], &x[2], Some(&x[3]), 0.0, false, None)
         )),
     ]
 }

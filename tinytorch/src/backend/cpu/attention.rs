@@ -1,0 +1,510 @@
+//! Fused scaled-dot-product attention on the CPU, blocked as flash-attention does it: the
+//! `L x S` score matrix is never stored. The forward walks key blocks with an online softmax
+//! (running row max and sum) and keeps only each row's log-sum-exp; the backward recomputes
+//! each block's probabilities from it. Memory is O((L + S) * E) per head, whatever the length.
+//!
+//! Operands are contiguous `(BH, L, E)` queries, `(BH, S, E)` keys, `(BH, S, Ev)` values.
+//! Block products go through `gemm`; rayon spreads (head, block) tasks over the threads.
+
+use rayon::prelude::*;
+
+/// Queries per block.
+const BLOCK_Q: usize = 64;
+/// Keys per block.
+const BLOCK_K: usize = 128;
+
+/// The float types the kernel runs in (half types are widened to f32 by the caller).
+pub trait AttnFloat: Copy + Send + Sync + PartialOrd + 'static {
+    /// Conversion from f64.
+    fn of(v: f64) -> Self;
+    /// Conversion to f64.
+    fn f64(self) -> f64;
+}
+
+impl AttnFloat for f32 {
+    fn of(v: f64) -> Self {
+        v as f32
+    }
+    fn f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl AttnFloat for f64 {
+    fn of(v: f64) -> Self {
+        v
+    }
+    fn f64(self) -> f64 {
+        self
+    }
+}
+
+/// Sizes: `bh` (batch x heads) problems of `l` queries and `s` keys, each of `e` features,
+/// values of `ev` features. All positive (the op layer sends empty problems elsewhere).
+#[derive(Clone, Copy, Debug)]
+pub struct AttnDims {
+    pub bh: usize,
+    pub l: usize,
+    pub s: usize,
+    pub e: usize,
+    pub ev: usize,
+}
+
+/// An additive mask broadcast over `(bh, l, s)`: element `(b, i, j)` is at
+/// `base[b] + i * row_stride + j * col_stride`.
+#[derive(Clone, Copy)]
+pub struct AttnMask<'a, T> {
+    pub data: &'a [T],
+    pub base: &'a [usize],
+    pub row_stride: usize,
+    pub col_stride: usize,
+}
+
+/// What the scores see besides `q k^T * scale`.
+#[derive(Clone, Copy)]
+pub struct AttnOptions<'a, T> {
+    pub scale: f64,
+    pub causal: bool,
+    pub mask: Option<AttnMask<'a, T>>,
+    /// Dropout probability on the attention weights and the seed of its mask; the mask of
+    /// element `(b, i, j)` is a hash of them, so the backward regenerates it.
+    pub dropout: f64,
+    pub seed: u64,
+}
+
+impl<T: AttnFloat> AttnOptions<'_, T> {
+    /// Keys `j` that query `i` may see under the causal rule (`j <= i`, torch's top-left
+    /// aligned `tril`): the number of the first `s` keys.
+    fn visible(&self, i: usize, s: usize) -> usize {
+        if self.causal {
+            (i + 1).min(s)
+        } else {
+            s
+        }
+    }
+
+    /// Dropout's keep factor for `(b, i, j)`: 0 or 1 / (1 - p).
+    fn keep(&self, b: usize, i: usize, j: usize, d: &AttnDims) -> f64 {
+        if self.dropout == 0.0 {
+            return 1.0;
+        }
+        let n = ((b * d.l + i) * d.s + j) as u64;
+        let u = (splitmix(self.seed ^ splitmix(n)) >> 11) as f64 / (1u64 << 53) as f64;
+        if u < self.dropout {
+            0.0
+        } else {
+            1.0 / (1.0 - self.dropout)
+        }
+    }
+}
+
+/// A 64-bit mixing function (SplitMix64's finaliser): a counter-based random stream.
+fn splitmix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `dst (m x n, row stride ldd) = [dst +] beta * a (m x k) * b (k x n)`; each operand given
+/// as (slice, row stride, column stride).
+#[allow(clippy::too_many_arguments)]
+fn gemm_into<T: AttnFloat>(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: &mut [T],
+    ldd: usize,
+    accumulate: bool,
+    a: (&[T], usize, usize),
+    b: (&[T], usize, usize),
+    beta: f64,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            for r in 0..m {
+                dst[r * ldd..r * ldd + n].fill(T::of(0.0));
+            }
+        }
+        return;
+    }
+    assert!(
+        dst.len() >= (m - 1) * ldd + n,
+        "attention: gemm destination too small"
+    );
+    assert!(
+        a.0.len() > (m - 1) * a.1 + (k - 1) * a.2,
+        "attention: gemm lhs too small"
+    );
+    assert!(
+        b.0.len() > (k - 1) * b.1 + (n - 1) * b.2,
+        "attention: gemm rhs too small"
+    );
+    // SAFETY: the asserts above bound every element gemm touches inside its slice.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            ldd as isize,
+            accumulate,
+            a.0.as_ptr(),
+            a.2 as isize,
+            a.1 as isize,
+            b.0.as_ptr(),
+            b.2 as isize,
+            b.1 as isize,
+            T::of(1.0),
+            T::of(beta),
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        )
+    }
+}
+
+/// Scores of query rows `i0..i0+rows` against keys `j0..j0+cols` of head `b`, with scale,
+/// mask and the causal rule applied (masked entries are -inf), into `sc` (rows x cols).
+#[allow(clippy::too_many_arguments)]
+fn scores<T: AttnFloat>(
+    q: &[T],
+    k: &[T],
+    d: &AttnDims,
+    o: &AttnOptions<T>,
+    b: usize,
+    (i0, rows): (usize, usize),
+    (j0, cols): (usize, usize),
+    sc: &mut [T],
+) {
+    let qb = &q[(b * d.l + i0) * d.e..];
+    let kb = &k[(b * d.s + j0) * d.e..];
+    gemm_into(
+        rows,
+        cols,
+        d.e,
+        sc,
+        cols,
+        false,
+        (qb, d.e, 1),
+        (kb, 1, d.e),
+        o.scale,
+    );
+    for r in 0..rows {
+        let i = i0 + r;
+        let row = &mut sc[r * cols..(r + 1) * cols];
+        if let Some(m) = &o.mask {
+            let base = m.base[b] + i * m.row_stride;
+            for (c, x) in row.iter_mut().enumerate() {
+                *x = T::of(x.f64() + m.data[base + (j0 + c) * m.col_stride].f64());
+            }
+        }
+        let visible = o.visible(i, d.s);
+        for (c, x) in row.iter_mut().enumerate() {
+            if j0 + c >= visible {
+                *x = T::of(f64::NEG_INFINITY);
+            }
+        }
+    }
+}
+
+/// `exp(x - m)` with `exp(-inf - -inf) = 0` (a fully masked row contributes nothing).
+fn exp_shifted(x: f64, m: f64) -> f64 {
+    if x == f64::NEG_INFINITY {
+        0.0
+    } else {
+        (x - m).exp()
+    }
+}
+
+/// Forward: the output `(BH, L, Ev)` and each row's log-sum-exp `(BH, L)` (saved for the
+/// backward; -inf for a row whose every key is masked, whose output is 0 as in PyTorch's
+/// SDPA).
+pub fn forward<T: AttnFloat>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    d: AttnDims,
+    o: &AttnOptions<T>,
+) -> (Vec<T>, Vec<T>) {
+    let mut out = vec![T::of(0.0); d.bh * d.l * d.ev];
+    let mut lse = vec![T::of(f64::NEG_INFINITY); d.bh * d.l];
+    // Chunk by head, then by query block within the head.
+    out.par_chunks_mut(d.l * d.ev)
+        .zip(lse.par_chunks_mut(d.l))
+        .enumerate()
+        .for_each(|(b, (out_h, lse_h))| {
+            out_h
+                .par_chunks_mut(BLOCK_Q * d.ev)
+                .zip(lse_h.par_chunks_mut(BLOCK_Q))
+                .enumerate()
+                .for_each(|(qb, (out_blk, lse_blk))| {
+                    forward_block(q, k, v, &d, o, b, qb * BLOCK_Q, out_blk, lse_blk)
+                });
+        });
+    (out, lse)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn forward_block<T: AttnFloat>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    d: &AttnDims,
+    o: &AttnOptions<T>,
+    b: usize,
+    i0: usize,
+    out_blk: &mut [T],
+    lse_blk: &mut [T],
+) {
+    let rows = lse_blk.len();
+    let mut m = vec![f64::NEG_INFINITY; rows];
+    let mut l = vec![0.0f64; rows];
+    let mut acc = vec![T::of(0.0); rows * d.ev];
+    let mut sc = vec![T::of(0.0); rows * BLOCK_K];
+    let last_visible = o.visible(i0 + rows - 1, d.s);
+    let mut j0 = 0;
+    while j0 < last_visible {
+        let cols = BLOCK_K.min(d.s - j0);
+        scores(
+            q,
+            k,
+            d,
+            o,
+            b,
+            (i0, rows),
+            (j0, cols),
+            &mut sc[..rows * cols],
+        );
+        for r in 0..rows {
+            let row = &mut sc[r * cols..(r + 1) * cols];
+            let blk_max = row.iter().fold(f64::NEG_INFINITY, |a, x| a.max(x.f64()));
+            let m_new = m[r].max(blk_max);
+            let alpha = exp_shifted(m[r], m_new);
+            let mut sum = 0.0;
+            for (c, x) in row.iter_mut().enumerate() {
+                let p = exp_shifted(x.f64(), m_new);
+                sum += p;
+                *x = T::of(p * o.keep(b, i0 + r, j0 + c, d));
+            }
+            l[r] = l[r] * alpha + sum;
+            m[r] = m_new;
+            if alpha != 1.0 {
+                for a in &mut acc[r * d.ev..(r + 1) * d.ev] {
+                    *a = T::of(a.f64() * alpha);
+                }
+            }
+        }
+        let vb = &v[(b * d.s + j0) * d.ev..];
+        gemm_into(
+            rows,
+            d.ev,
+            cols,
+            &mut acc,
+            d.ev,
+            true,
+            (&sc, cols, 1),
+            (vb, d.ev, 1),
+            1.0,
+        );
+        j0 += cols;
+    }
+    for r in 0..rows {
+        let inv = if l[r] > 0.0 { 1.0 / l[r] } else { 0.0 };
+        for e in 0..d.ev {
+            out_blk[r * d.ev + e] = T::of(acc[r * d.ev + e].f64() * inv);
+        }
+        lse_blk[r] = T::of(if l[r] > 0.0 {
+            m[r] + l[r].ln()
+        } else {
+            f64::NEG_INFINITY
+        });
+    }
+}
+
+/// Backward: gradients of q, k and v from the upstream gradient `dout` of the output, with
+/// the forward's `out` and `lse`.
+#[allow(clippy::too_many_arguments)]
+pub fn backward<T: AttnFloat>(
+    q: &[T],
+    k: &[T],
+    v: &[T],
+    out: &[T],
+    lse: &[T],
+    dout: &[T],
+    d: AttnDims,
+    o: &AttnOptions<T>,
+) -> (Vec<T>, Vec<T>, Vec<T>) {
+    // D_i = sum_e dout[i, e] * out[i, e]: the row term of softmax's backward.
+    let delta: Vec<f64> = (0..d.bh * d.l)
+        .map(|r| {
+            let (a, b) = (
+                &out[r * d.ev..(r + 1) * d.ev],
+                &dout[r * d.ev..(r + 1) * d.ev],
+            );
+            a.iter().zip(b).map(|(x, y)| x.f64() * y.f64()).sum()
+        })
+        .collect();
+    let mut dq = vec![T::of(0.0); d.bh * d.l * d.e];
+    let mut dk = vec![T::of(0.0); d.bh * d.s * d.e];
+    let mut dv = vec![T::of(0.0); d.bh * d.s * d.ev];
+    let ctx = BackwardCtx {
+        q,
+        k,
+        v,
+        lse,
+        dout,
+        delta: &delta,
+        d,
+        o,
+    };
+    // dK and dV: one task per head and key block, looping over the query blocks.
+    dk.par_chunks_mut(d.s * d.e)
+        .zip(dv.par_chunks_mut(d.s * d.ev))
+        .enumerate()
+        .for_each(|(b, (dk_h, dv_h))| {
+            dk_h.par_chunks_mut(BLOCK_K * d.e)
+                .zip(dv_h.par_chunks_mut(BLOCK_K * d.ev))
+                .enumerate()
+                .for_each(|(kb, (dk_blk, dv_blk))| ctx.key_block(b, kb * BLOCK_K, dk_blk, dv_blk));
+        });
+    // dQ: one task per head and query block, looping over the key blocks.
+    dq.par_chunks_mut(d.l * d.e)
+        .enumerate()
+        .for_each(|(b, dq_h)| {
+            dq_h.par_chunks_mut(BLOCK_Q * d.e)
+                .enumerate()
+                .for_each(|(qb, dq_blk)| ctx.query_block(b, qb * BLOCK_Q, dq_blk));
+        });
+    (dq, dk, dv)
+}
+
+/// What both backward passes read.
+struct BackwardCtx<'a, T> {
+    q: &'a [T],
+    k: &'a [T],
+    v: &'a [T],
+    lse: &'a [T],
+    dout: &'a [T],
+    delta: &'a [f64],
+    d: AttnDims,
+    o: &'a AttnOptions<'a, T>,
+}
+
+impl<T: AttnFloat> BackwardCtx<'_, T> {
+    /// For query rows `i0..+rows` and keys `j0..+cols` of head `b`: `p` = the attention
+    /// weights after dropout and `ds` = the gradient of the (scaled, masked) scores.
+    #[allow(clippy::too_many_arguments)]
+    fn probs_and_dscores(
+        &self,
+        b: usize,
+        (i0, rows): (usize, usize),
+        (j0, cols): (usize, usize),
+        p: &mut [T],
+        dp: &mut [T],
+    ) {
+        let d = &self.d;
+        scores(self.q, self.k, d, self.o, b, (i0, rows), (j0, cols), p);
+        // dP' = dO V^T (the gradient of the dropped-out weights).
+        let dob = &self.dout[(b * d.l + i0) * d.ev..];
+        let vb = &self.v[(b * d.s + j0) * d.ev..];
+        gemm_into(
+            rows,
+            cols,
+            d.ev,
+            dp,
+            cols,
+            false,
+            (dob, d.ev, 1),
+            (vb, 1, d.ev),
+            1.0,
+        );
+        for r in 0..rows {
+            let i = i0 + r;
+            let lse = self.lse[b * d.l + i].f64();
+            let delta = self.delta[b * d.l + i];
+            for c in 0..cols {
+                let at = r * cols + c;
+                let prob = exp_shifted(p[at].f64(), lse);
+                let keep = self.o.keep(b, i, j0 + c, d);
+                // dS = P * (keep * dP' - D); P' = P * keep is what V was weighted by.
+                dp[at] = T::of(prob * (keep * dp[at].f64() - delta));
+                p[at] = T::of(prob * keep);
+            }
+        }
+    }
+
+    fn key_block(&self, b: usize, j0: usize, dk_blk: &mut [T], dv_blk: &mut [T]) {
+        let d = &self.d;
+        let cols = dk_blk.len() / d.e;
+        let mut p = vec![T::of(0.0); BLOCK_Q * cols];
+        let mut ds = vec![T::of(0.0); BLOCK_Q * cols];
+        // Under the causal rule, query rows before j0 see none of these keys.
+        let first_q = if self.o.causal { j0 } else { 0 };
+        let mut i0 = first_q - first_q % BLOCK_Q;
+        while i0 < d.l {
+            let rows = BLOCK_Q.min(d.l - i0);
+            let (p, ds) = (&mut p[..rows * cols], &mut ds[..rows * cols]);
+            self.probs_and_dscores(b, (i0, rows), (j0, cols), p, ds);
+            let dob = &self.dout[(b * d.l + i0) * d.ev..];
+            let qb = &self.q[(b * d.l + i0) * d.e..];
+            // dV += P'^T dO ; dK += scale * dS^T Q.
+            gemm_into(
+                cols,
+                d.ev,
+                rows,
+                dv_blk,
+                d.ev,
+                true,
+                (p, 1, cols),
+                (dob, d.ev, 1),
+                1.0,
+            );
+            gemm_into(
+                cols,
+                d.e,
+                rows,
+                dk_blk,
+                d.e,
+                true,
+                (ds, 1, cols),
+                (qb, d.e, 1),
+                self.o.scale,
+            );
+            i0 += rows;
+        }
+    }
+
+    fn query_block(&self, b: usize, i0: usize, dq_blk: &mut [T]) {
+        let d = &self.d;
+        let rows = dq_blk.len() / d.e;
+        let mut p = vec![T::of(0.0); rows * BLOCK_K];
+        let mut ds = vec![T::of(0.0); rows * BLOCK_K];
+        let last_visible = self.o.visible(i0 + rows - 1, d.s);
+        let mut j0 = 0;
+        while j0 < last_visible {
+            let cols = BLOCK_K.min(d.s - j0);
+            let (p, ds) = (&mut p[..rows * cols], &mut ds[..rows * cols]);
+            self.probs_and_dscores(b, (i0, rows), (j0, cols), p, ds);
+            let kb = &self.k[(b * d.s + j0) * d.e..];
+            // dQ += scale * dS K.
+            gemm_into(
+                rows,
+                d.e,
+                cols,
+                dq_blk,
+                d.e,
+                true,
+                (ds, cols, 1),
+                (kb, d.e, 1),
+                self.o.scale,
+            );
+            j0 += cols;
+        }
+    }
+}

@@ -1,0 +1,328 @@
+//! `scaled_dot_product_attention` (`torch.nn.functional.scaled_dot_product_attention`):
+//! `softmax(q k^T * scale + mask) v`, with a boolean or additive mask, the causal rule and
+//! dropout on the weights. On the CPU it runs the fused, blocked kernel of
+//! `backend/cpu/attention.rs` (memory linear in the sequence length, forward and backward);
+//! elsewhere, or for empty problems, the same maths composed of tensor ops.
+
+use crate::autograd::needs_grad;
+use crate::backend::cpu::attention::{self, AttnDims, AttnFloat, AttnMask, AttnOptions};
+use crate::backend::cpu::CpuElement;
+use crate::error::{Error, Result};
+use crate::tensor::layout::broadcast_shapes;
+use crate::tensor::{DType, Device, Tensor};
+use std::sync::Arc;
+
+const OP: &str = "scaled_dot_product_attention";
+
+/// Checked arguments: the broadcast batch shape and the problem sizes.
+struct Plan {
+    batch: Vec<usize>,
+    dims: AttnDims,
+    scale: f64,
+}
+
+fn plan(q: &Tensor, k: &Tensor, v: &Tensor, scale: Option<f64>) -> Result<Plan> {
+    for (name, t) in [("query", q), ("key", k), ("value", v)] {
+        if t.ndim() < 2 {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "{name} must have at least 2 dims (..., length, features), got {:?}",
+                    t.shape()
+                ),
+            ));
+        }
+        if !t.dtype().is_float() || t.dtype() != q.dtype() {
+            return Err(Error::dtype(
+                OP,
+                format!(
+                    "query, key and value must share a float dtype, got {}, {}, {}",
+                    q.dtype(),
+                    k.dtype(),
+                    v.dtype()
+                ),
+            ));
+        }
+    }
+    let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
+    let (l, e) = (qs[qs.len() - 2], qs[qs.len() - 1]);
+    let (s, ek) = (ks[ks.len() - 2], ks[ks.len() - 1]);
+    let (sv, ev) = (vs[vs.len() - 2], vs[vs.len() - 1]);
+    if ek != e || sv != s {
+        return Err(Error::shape(
+            OP,
+            format!("query {qs:?}, key {ks:?} and value {vs:?} do not fit: key needs query's feature size and value key's length"),
+        ));
+    }
+    let batch = broadcast_shapes(OP, &qs[..qs.len() - 2], &ks[..ks.len() - 2])?;
+    let batch = broadcast_shapes(OP, &batch, &vs[..vs.len() - 2])?;
+    let bh = batch.iter().product();
+    Ok(Plan {
+        dims: AttnDims { bh, l, s, e, ev },
+        scale: scale.unwrap_or(1.0 / (e as f64).sqrt()),
+        batch,
+    })
+}
+
+impl Tensor {
+    /// Attention of queries `self` `(..., L, E)` over keys `(..., S, E)` and values
+    /// `(..., S, Ev)` (batch dims broadcast): `softmax(q k^T * scale + mask) v` with `scale`
+    /// defaulting to `1/sqrt(E)`. `attn_mask` broadcasts to `(..., L, S)`: bool (true = may
+    /// attend) or additive floats of the query's dtype. `is_causal` lets query `i` see keys
+    /// `j <= i` (no mask allowed with it). `dropout_p` zeroes attention weights with that
+    /// probability (scaling the rest), as PyTorch does whenever it is non-zero. A query
+    /// that may attend to no key gets zeros, as in PyTorch.
+    pub fn scaled_dot_product_attention(
+        &self,
+        key: &Tensor,
+        value: &Tensor,
+        attn_mask: Option<&Tensor>,
+        dropout_p: f64,
+        is_causal: bool,
+        scale: Option<f64>,
+    ) -> Result<Tensor> {
+        let q = self;
+        crate::ops::same_device(OP, &[q, key, value])?;
+        let p = plan(q, key, value, scale)?;
+        if !(0.0..1.0).contains(&dropout_p) {
+            return Err(Error::invalid(
+                OP,
+                format!("dropout_p must be in [0, 1), got {dropout_p}"),
+            ));
+        }
+        if is_causal && attn_mask.is_some() {
+            return Err(Error::invalid(
+                OP,
+                "is_causal and attn_mask cannot both be given",
+            ));
+        }
+        let d = p.dims;
+        let mask = attn_mask
+            .map(|m| additive_mask(m, q.dtype(), &p))
+            .transpose()?;
+        let seed = if dropout_p > 0.0 {
+            Tensor::randint(0, i64::MAX, &[], Device::Cpu)?.item::<i64>()? as u64
+        } else {
+            0
+        };
+        // A mask that needs a gradient takes the composite path, whose graph provides it.
+        let fused = q.device() == Device::Cpu
+            && d.bh > 0
+            && d.l > 0
+            && d.s > 0
+            && d.e > 0
+            && d.ev > 0
+            && !mask.as_ref().is_some_and(|m| needs_grad(&[m]));
+        if !fused {
+            return composite(q, key, value, mask.as_ref(), dropout_p, is_causal, &p);
+        }
+        match q.dtype() {
+            DType::F64 => fused_cpu::<f64>(q, key, value, mask, dropout_p, seed, is_causal, &p),
+            DType::F32 => fused_cpu::<f32>(q, key, value, mask, dropout_p, seed, is_causal, &p),
+            // Half types run in f32 and round once (the casts carry the gradients).
+            half => {
+                let up = |t: &Tensor| t.to_dtype(DType::F32);
+                let m32 = mask.as_ref().map(up).transpose()?;
+                fused_cpu::<f32>(
+                    &up(q)?,
+                    &up(key)?,
+                    &up(value)?,
+                    m32,
+                    dropout_p,
+                    seed,
+                    is_causal,
+                    &p,
+                )?
+                .to_dtype(half)
+            }
+        }
+    }
+}
+
+/// The mask as additive values of `dtype` broadcast to `(batch..., L, S)` (a bool mask
+/// becomes 0 / -inf; a float mask keeps its gradient, as in PyTorch).
+fn additive_mask(m: &Tensor, dtype: DType, p: &Plan) -> Result<Tensor> {
+    let mut full = p.batch.clone();
+    full.extend([p.dims.l, p.dims.s]);
+    let add = match m.dtype() {
+        DType::Bool => {
+            let m = m.detach();
+            let zero = Tensor::zeros(&[], dtype, m.device())?;
+            let ninf = Tensor::full(&[], f64::NEG_INFINITY, dtype, m.device())?;
+            Tensor::where_cond(&m, &zero, &ninf)?
+        }
+        dt if dt == dtype => m.clone(),
+        dt => {
+            return Err(Error::dtype(
+                OP,
+                format!("attn_mask must be bool or {dtype} like the query, got {dt}"),
+            ))
+        }
+    };
+    add.broadcast_to(&full).map_err(|_| {
+        Error::shape(
+            OP,
+            format!(
+                "attn_mask of shape {:?} does not broadcast to {full:?}",
+                add.shape()
+            ),
+        )
+    })
+}
+
+/// The same maths from tensor ops (any device; memory grows with L x S).
+fn composite(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    dropout_p: f64,
+    is_causal: bool,
+    p: &Plan,
+) -> Result<Tensor> {
+    let mut scores = q.matmul(&k.transpose(-2, -1)?)?.mul_scalar(p.scale)?;
+    if let Some(m) = mask {
+        scores = scores.add(m)?;
+    }
+    if is_causal {
+        let (l, s) = (p.dims.l, p.dims.s);
+        let allowed = Tensor::ones(&[l, s], DType::Bool, q.device())?.tril(0)?;
+        scores = scores.masked_fill(&allowed.logical_not()?, f64::NEG_INFINITY)?;
+    }
+    // A row with no allowed key gives zeros (PyTorch's safe softmax), not NaN.
+    let row_max = scores.amax(&[-1], true)?;
+    let empty = row_max.eq_scalar(f64::NEG_INFINITY)?;
+    let mut w = scores.softmax(-1)?.masked_fill(&empty, 0.0)?;
+    if dropout_p > 0.0 {
+        w = crate::nn::functional::dropout(&w, dropout_p, true)?;
+    }
+    w.matmul(v)
+}
+
+/// Contiguous `(bh, n, f)` copy of `t` broadcast to `(batch..., n, f)`.
+fn flat<T: CpuElement>(t: &Tensor, batch: &[usize]) -> Result<Vec<T>> {
+    let (n, f) = (t.shape()[t.ndim() - 2], t.shape()[t.ndim() - 1]);
+    let mut shape = batch.to_vec();
+    shape.extend([n, f]);
+    t.detach().broadcast_to(&shape)?.to_vec::<T>()
+}
+
+/// A mask's buffer (the storage under its broadcast view) and where each problem's
+/// `(L, S)` slice starts in it.
+struct MaskData<T> {
+    data: Vec<T>,
+    base: Vec<usize>,
+    row_stride: usize,
+    col_stride: usize,
+}
+
+impl<T: CpuElement> MaskData<T> {
+    fn of(m: &Tensor, bh: usize) -> Result<Self> {
+        let data = m
+            .storage()
+            .as_cpu()
+            .and_then(|s| s.as_slice::<T>())
+            .map(<[T]>::to_vec)
+            .ok_or_else(|| {
+                Error::dtype(OP, "attn_mask must be a CPU tensor of the query's dtype")
+            })?;
+        let (shape, strides) = (m.shape(), m.layout().strides());
+        let nb = shape.len() - 2;
+        let base = (0..bh)
+            .map(|b| {
+                let (mut rem, mut off) = (b, m.layout().offset());
+                for dim in (0..nb).rev() {
+                    off += (rem % shape[dim]) * strides[dim];
+                    rem /= shape[dim];
+                }
+                off
+            })
+            .collect();
+        Ok(MaskData {
+            data,
+            base,
+            row_stride: strides[nb],
+            col_stride: strides[nb + 1],
+        })
+    }
+}
+
+/// The scalar settings shared by forward and backward.
+#[derive(Clone, Copy)]
+struct Config {
+    scale: f64,
+    causal: bool,
+    dropout: f64,
+    seed: u64,
+}
+
+impl Config {
+    fn options<'a, T>(&self, mask: &'a Option<MaskData<T>>) -> AttnOptions<'a, T> {
+        AttnOptions {
+            scale: self.scale,
+            causal: self.causal,
+            mask: mask.as_ref().map(|m| AttnMask {
+                data: &m.data,
+                base: &m.base,
+                row_stride: m.row_stride,
+                col_stride: m.col_stride,
+            }),
+            dropout: self.dropout,
+            seed: self.seed,
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fused_cpu<T: AttnFloat + CpuElement>(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<Tensor>,
+    dropout: f64,
+    seed: u64,
+    causal: bool,
+    p: &Plan,
+) -> Result<Tensor> {
+    let d = p.dims;
+    let (qv, kv, vv) = (
+        flat::<T>(q, &p.batch)?,
+        flat::<T>(k, &p.batch)?,
+        flat::<T>(v, &p.batch)?,
+    );
+    // The mask stays a broadcast view: one base offset per (batch, head) problem.
+    let mask_data = mask.as_ref().map(|m| MaskData::of(m, d.bh)).transpose()?;
+    let cfg = Config {
+        scale: p.scale,
+        causal,
+        dropout,
+        seed,
+    };
+    let (out, lse) = attention::forward(&qv, &kv, &vv, d, &cfg.options(&mask_data));
+    let mut out_shape = p.batch.clone();
+    out_shape.extend([d.l, d.ev]);
+    let result = Tensor::from_vec(out.clone(), &out_shape)?;
+    if !needs_grad(&[q, k, v]) {
+        return Ok(result);
+    }
+    let saved = Arc::new((qv, kv, vv, out, lse, mask_data));
+    let shapes = (q.shape().to_vec(), k.shape().to_vec(), v.shape().to_vec());
+    let batch = p.batch.clone();
+    Ok(result.record(OP, &[q, k, v], move |g, _| {
+        let (qv, kv, vv, out, lse, mask_data) = &*saved;
+        let dout = g.contiguous()?.to_vec::<T>()?;
+        let (dq, dk, dv) =
+            attention::backward(qv, kv, vv, out, lse, &dout, d, &cfg.options(mask_data));
+        let grad = |data: Vec<T>, n: usize, f: usize, want: &[usize]| -> Result<Tensor> {
+            let mut shape = batch.clone();
+            shape.extend([n, f]);
+            // Reduce over the dims a broadcast input was expanded along.
+            Tensor::from_vec(data, &shape)?.sum_to_shape(want)
+        };
+        Ok(vec![
+            Some(grad(dq, d.l, d.e, &shapes.0)?),
+            Some(grad(dk, d.s, d.e, &shapes.1)?),
+            Some(grad(dv, d.s, d.ev, &shapes.2)?),
+        ])
+    }))
+}

@@ -1,0 +1,157 @@
+//! scaled_dot_product_attention beyond the op table's PyTorch cases (tests/op_table.rs):
+//! the fused CPU kernel against the composite path on long sequences, dropout, fully
+//! masked rows and argument errors.
+
+use tinytorch::autograd::gradcheck::gradcheck;
+use tinytorch::{manual_seed, DType, Device, Tensor};
+
+fn randn(shape: &[usize], dt: DType) -> Tensor {
+    Tensor::randn(shape, dt, Device::Cpu).unwrap()
+}
+
+fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
+    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
+    a.iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}
+
+/// Output and input gradients; a zero float mask that needs a gradient forces the composite
+/// (tensor-op) path, an absent mask the fused kernel.
+fn run(q: &Tensor, k: &Tensor, v: &Tensor, causal: bool, composite: bool) -> Vec<Tensor> {
+    let (q, k, v) = (
+        q.detach().requires_grad_(true).unwrap(),
+        k.detach().requires_grad_(true).unwrap(),
+        v.detach().requires_grad_(true).unwrap(),
+    );
+    let (l, s) = (q.shape()[q.ndim() - 2], k.shape()[k.ndim() - 2]);
+    let mask = composite.then(|| {
+        let mut m = Tensor::zeros(&[l, s], q.dtype(), Device::Cpu).unwrap();
+        if causal {
+            let allowed = Tensor::ones(&[l, s], DType::Bool, Device::Cpu)
+                .unwrap()
+                .tril(0)
+                .unwrap();
+            m = m
+                .masked_fill(&allowed.logical_not().unwrap(), f64::NEG_INFINITY)
+                .unwrap();
+        }
+        m.requires_grad_(true).unwrap()
+    });
+    let causal_flag = causal && !composite;
+    let out = q
+        .scaled_dot_product_attention(&k, &v, mask.as_ref(), 0.0, causal_flag, None)
+        .unwrap();
+    let g = randn(out.shape(), out.dtype());
+    out.backward_with(Some(&g), false).unwrap();
+    vec![out, q.grad().unwrap(), k.grad().unwrap(), v.grad().unwrap()]
+}
+
+#[test]
+fn fused_kernel_matches_the_composite_path_on_long_sequences() {
+    manual_seed(1);
+    for causal in [false, true] {
+        let q = randn(&[2, 2, 300, 16], DType::F64);
+        let k = randn(&[2, 2, 333, 16], DType::F64);
+        let v = randn(&[2, 2, 333, 8], DType::F64);
+        manual_seed(5);
+        let fused = run(&q, &k, &v, causal, false);
+        manual_seed(5);
+        let reference = run(&q, &k, &v, causal, true);
+        for (name, (a, b)) in ["out", "dq", "dk", "dv"]
+            .iter()
+            .zip(fused.iter().zip(&reference))
+        {
+            assert!(
+                max_diff(a, b) < 1e-10,
+                "{name} (causal {causal}): {}",
+                max_diff(a, b)
+            );
+        }
+    }
+}
+
+#[test]
+fn dropout_is_deterministic_per_seed_and_gradchecks() {
+    let q = randn(&[1, 2, 9, 4], DType::F64);
+    let k = randn(&[1, 2, 11, 4], DType::F64);
+    let v = randn(&[1, 2, 11, 3], DType::F64);
+    let f = |xs: &[Tensor]| {
+        // The same seed each call: the same dropout mask, so the function is smooth.
+        manual_seed(42);
+        xs[0].scaled_dot_product_attention(&xs[1], &xs[2], None, 0.3, false, None)
+    };
+    let a = f(&[q.clone(), k.clone(), v.clone()]).unwrap();
+    let b = f(&[q.clone(), k.clone(), v.clone()]).unwrap();
+    assert_eq!(a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
+    let plain = q
+        .scaled_dot_product_attention(&k, &v, None, 0.0, false, None)
+        .unwrap();
+    assert!(max_diff(&a, &plain) > 1e-3, "dropout changed nothing");
+    gradcheck(f, &[q, k, v], 1e-6, 1e-7, 1e-5).unwrap();
+}
+
+#[test]
+fn dropout_keeps_the_expected_value() {
+    manual_seed(3);
+    let q = Tensor::zeros(&[1, 1, 64, 4], DType::F64, Device::Cpu).unwrap();
+    let k = Tensor::zeros(&[1, 1, 512, 4], DType::F64, Device::Cpu).unwrap();
+    let v = Tensor::ones(&[1, 1, 512, 1], DType::F64, Device::Cpu).unwrap();
+    // Uniform weights 1/512 on values of 1: the mean output stays 1 under dropout.
+    let out = q
+        .scaled_dot_product_attention(&k, &v, None, 0.5, false, None)
+        .unwrap();
+    let mean = out.mean_all().unwrap().item_f64().unwrap();
+    assert!((mean - 1.0).abs() < 0.02, "mean {mean}");
+}
+
+#[test]
+fn a_query_with_no_visible_key_gets_zeros() {
+    let q = randn(&[1, 3, 4], DType::F32);
+    let k = randn(&[1, 5, 4], DType::F32);
+    let v = randn(&[1, 5, 2], DType::F32);
+    let mut allowed = vec![true; 15];
+    allowed[5..10].fill(false); // query 1 sees nothing
+    let mask = Tensor::from_vec(allowed, &[3, 5]).unwrap();
+    let out = q
+        .scaled_dot_product_attention(&k, &v, Some(&mask), 0.0, false, None)
+        .unwrap();
+    let o = out.to_vec_f64().unwrap();
+    assert_eq!(&o[2..4], &[0.0, 0.0]);
+    assert!(o.iter().all(|x| x.is_finite()));
+}
+
+#[test]
+fn bad_arguments_are_clear_errors() {
+    let q = randn(&[2, 3, 4], DType::F32);
+    let k = randn(&[2, 5, 4], DType::F32);
+    let v = randn(&[2, 5, 2], DType::F32);
+    let err = |r: tinytorch::Result<Tensor>| r.unwrap_err().to_string();
+    let mask = Tensor::ones(&[3, 5], DType::Bool, Device::Cpu).unwrap();
+    assert!(
+        err(q.scaled_dot_product_attention(&k, &v, Some(&mask), 0.0, true, None))
+            .contains("is_causal")
+    );
+    assert!(
+        err(q.scaled_dot_product_attention(&k, &v, None, 1.0, false, None)).contains("dropout_p")
+    );
+    let k3 = randn(&[2, 5, 3], DType::F32);
+    assert!(
+        err(q.scaled_dot_product_attention(&k3, &v, None, 0.0, false, None)).contains("[2, 5, 3]")
+    );
+    let k64 = randn(&[2, 5, 4], DType::F64);
+    assert!(
+        err(q.scaled_dot_product_attention(&k64, &v, None, 0.0, false, None)).contains("dtype")
+    );
+    let bad_mask = Tensor::ones(&[4, 5], DType::Bool, Device::Cpu).unwrap();
+    assert!(
+        err(q.scaled_dot_product_attention(&k, &v, Some(&bad_mask), 0.0, false, None))
+            .contains("attn_mask")
+    );
+    let int_mask = Tensor::ones(&[3, 5], DType::I64, Device::Cpu).unwrap();
+    assert!(
+        err(q.scaled_dot_product_attention(&k, &v, Some(&int_mask), 0.0, false, None))
+            .contains("attn_mask")
+    );
+}
