@@ -2,6 +2,7 @@
 //! Modules live at `nn::`; the functional forms at `nn::functional` (`torch.nn.functional`).
 
 mod activation;
+mod attention;
 mod container;
 mod conv;
 mod dropout;
@@ -14,10 +15,12 @@ mod module;
 mod norm;
 mod pool;
 mod rnn;
+mod transformer;
 
 pub use activation::{
     LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Softplus, Tanh, ELU, GELU,
 };
+pub use attention::{AttentionArgs, MultiheadAttention};
 pub use container::{ModuleList, Sequential};
 pub use conv::{Conv1d, Conv2d, ConvTranspose2d};
 pub use dropout::Dropout;
@@ -30,6 +33,9 @@ pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNor
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
 pub use rnn::{
     GRUCell, LSTMCell, Nonlinearity, RNNCell, RNNOptions, RecurrentWeights, GRU, LSTM, RNN,
+};
+pub use transformer::{
+    Activation, DecoderMasks, TransformerDecoderLayer, TransformerEncoderLayer, TransformerOptions,
 };
 
 /// Functional forms of the layers and losses (`torch.nn.functional`).

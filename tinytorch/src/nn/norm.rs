@@ -263,14 +263,23 @@ pub struct LayerNorm {
 impl LayerNorm {
     /// `nn.LayerNorm(normalized_shape, eps, elementwise_affine)`, f32 parameters on the CPU.
     pub fn new(normalized_shape: &[usize], eps: f64, elementwise_affine: bool) -> Result<Self> {
-        let (weight, bias) = if elementwise_affine {
-            (
-                Some(param(normalized_shape, 1.0)?),
-                Some(param(normalized_shape, 0.0)?),
-            )
-        } else {
-            (None, None)
-        };
+        LayerNorm::new_with_bias(normalized_shape, eps, elementwise_affine, true)
+    }
+
+    /// `nn.LayerNorm(normalized_shape, eps, elementwise_affine, bias)`: `bias = false` keeps
+    /// the scale and drops the shift.
+    pub fn new_with_bias(
+        normalized_shape: &[usize],
+        eps: f64,
+        elementwise_affine: bool,
+        bias: bool,
+    ) -> Result<Self> {
+        let weight = elementwise_affine
+            .then(|| param(normalized_shape, 1.0))
+            .transpose()?;
+        let bias = (elementwise_affine && bias)
+            .then(|| param(normalized_shape, 0.0))
+            .transpose()?;
         Ok(LayerNorm {
             normalized_shape: normalized_shape.to_vec(),
             eps,

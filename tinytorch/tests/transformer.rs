@@ -1,0 +1,185 @@
+//! MultiheadAttention and the Transformer encoder/decoder layers against PyTorch
+//! (fixtures/transformer.safetensors from scripts/gen_transformer_fixtures.py): outputs and
+//! the gradients of every parameter and input, with PyTorch's state-dict names.
+
+use std::collections::{BTreeMap, HashMap};
+use tinytorch::io::load_safetensors;
+use tinytorch::nn::{
+    Activation, AttentionArgs, DecoderMasks, Module, MultiheadAttention, TransformerDecoderLayer,
+    TransformerEncoderLayer, TransformerOptions,
+};
+use tinytorch::{DType, Tensor};
+
+fn fixture() -> BTreeMap<String, Tensor> {
+    load_safetensors(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/transformer.safetensors"
+    ))
+    .unwrap()
+}
+
+/// The tensors of `case` of `kind`, by name, floats as f32.
+fn part(f: &BTreeMap<String, Tensor>, case: &str, kind: &str) -> HashMap<String, Tensor> {
+    let prefix = format!("{case}.{kind}.");
+    f.iter()
+        .filter_map(|(k, v)| {
+            let v = if v.dtype() == DType::F64 {
+                v.to_dtype(DType::F32).unwrap()
+            } else {
+                v.clone()
+            };
+            k.strip_prefix(&prefix).map(|n| (n.to_string(), v))
+        })
+        .collect()
+}
+
+fn assert_close(got: &Tensor, want: &Tensor, what: &str) {
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    let (g, w) = (got.to_vec_f64().unwrap(), want.to_vec_f64().unwrap());
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        assert!(
+            (a - b).abs() <= 2e-5 + 2e-4 * b.abs(),
+            "{what}[{i}]: {a} vs PyTorch {b}"
+        );
+    }
+}
+
+/// Load the case's parameters, run `f` on its inputs (as leaves), backpropagate the stored
+/// upstream gradients and compare outputs and all gradients.
+fn check<M: Module>(
+    case: &str,
+    module: &mut M,
+    f: impl Fn(&M, &HashMap<String, Tensor>) -> Vec<Tensor>,
+) {
+    let fx = fixture();
+    let params = part(&fx, case, "param");
+    assert!(!params.is_empty(), "no fixture for {case}");
+    module.load_state_dict(&params, true).unwrap();
+    module.eval();
+    let inputs: HashMap<String, Tensor> = part(&fx, case, "in")
+        .into_iter()
+        .map(|(k, v)| {
+            let v = if v.dtype().is_float() {
+                v.requires_grad_(true).unwrap()
+            } else {
+                v
+            };
+            (k, v)
+        })
+        .collect();
+    let outs = f(module, &inputs);
+    let (want, gout) = (part(&fx, case, "out"), part(&fx, case, "gout"));
+    assert_eq!(outs.len(), want.len(), "{case}: outputs");
+    let mut loss = Tensor::scalar(0.0f32);
+    for (i, o) in outs.iter().enumerate() {
+        assert_close(o, &want[&i.to_string()], &format!("{case} output {i}"));
+        loss = loss
+            .add(&o.mul(&gout[&i.to_string()]).unwrap().sum_all().unwrap())
+            .unwrap();
+    }
+    loss.backward().unwrap();
+    for (name, g) in part(&fx, case, "grad_param") {
+        let p = module
+            .named_parameters()
+            .into_iter()
+            .find(|(n, _)| *n == name)
+            .unwrap()
+            .1;
+        assert_close(&p.grad().unwrap(), &g, &format!("{case} grad of {name}"));
+    }
+    for (name, g) in part(&fx, case, "grad_in") {
+        assert_close(
+            &inputs[&name].grad().unwrap(),
+            &g,
+            &format!("{case} grad of input {name}"),
+        );
+    }
+}
+
+#[test]
+fn multihead_attention_with_masks_and_weights() {
+    let mut m = MultiheadAttention::new(8, 2, 0.0, true, false).unwrap();
+    check("mha", &mut m, |m, x| {
+        let args = AttentionArgs {
+            key_padding_mask: Some(&x["pad"]),
+            attn_mask: Some(&x["mask"]),
+            need_weights: true,
+            ..Default::default()
+        };
+        let (o, w) = m.attend(&x["q"], &x["k"], &x["v"], args).unwrap();
+        vec![o, w.unwrap()]
+    });
+}
+
+#[test]
+fn multihead_attention_batch_first_without_bias() {
+    let mut m = MultiheadAttention::new(8, 4, 0.0, false, true).unwrap();
+    check("mha_bf", &mut m, |m, x| vec![m.forward(&x["x"]).unwrap()]);
+}
+
+fn opts(ff: usize) -> TransformerOptions {
+    TransformerOptions {
+        dim_feedforward: ff,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn encoder_layer_post_norm_with_padding() {
+    let mut m = TransformerEncoderLayer::new(8, 2, opts(16)).unwrap();
+    check("enc_post", &mut m, |m, x| {
+        vec![m
+            .forward_with(&x["x"], None, Some(&x["pad"]), false)
+            .unwrap()]
+    });
+}
+
+#[test]
+fn encoder_layer_pre_norm_gelu_causal() {
+    let o = TransformerOptions {
+        activation: Activation::Gelu,
+        norm_first: true,
+        batch_first: true,
+        ..opts(16)
+    };
+    let mut m = TransformerEncoderLayer::new(8, 2, o).unwrap();
+    check("enc_pre_gelu", &mut m, |m, x| {
+        vec![m.forward_with(&x["x"], None, None, true).unwrap()]
+    });
+}
+
+#[test]
+fn decoder_layer_post_norm_causal() {
+    let o = TransformerOptions {
+        batch_first: true,
+        ..opts(16)
+    };
+    let mut m = TransformerDecoderLayer::new(8, 2, o).unwrap();
+    let masks = DecoderMasks {
+        tgt_is_causal: true,
+        ..Default::default()
+    };
+    check("dec_post", &mut m, |m, x| {
+        vec![m.forward_with(&x["x"], &x["mem"], masks).unwrap()]
+    });
+}
+
+#[test]
+fn decoder_layer_pre_norm() {
+    let o = TransformerOptions {
+        norm_first: true,
+        ..opts(12)
+    };
+    let mut m = TransformerDecoderLayer::new(8, 4, o).unwrap();
+    check("dec_pre", &mut m, |m, x| {
+        vec![m
+            .forward_with(&x["x"], &x["mem"], DecoderMasks::default())
+            .unwrap()]
+    });
+}
+
+#[test]
+fn bad_head_counts_are_errors() {
+    assert!(MultiheadAttention::new(8, 3, 0.0, true, false).is_err());
+    assert!(TransformerEncoderLayer::new(8, 0, opts(16)).is_err());
+}
