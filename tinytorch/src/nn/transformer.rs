@@ -95,7 +95,7 @@ fn norm(d_model: usize, o: &TransformerOptions) -> Result<LayerNorm> {
 }
 
 fn check_heads(d_model: usize, nhead: usize) -> Result<()> {
-    if nhead == 0 || d_model % nhead != 0 {
+    if nhead == 0 || !d_model.is_multiple_of(nhead) {
         return Err(Error::invalid(
             "Transformer layer",
             format!("d_model {d_model} must be divisible by nhead {nhead}"),
