@@ -1,0 +1,300 @@
+//! A decoder-only transformer in nanoGPT's layout: token and position embeddings, `n_layer`
+//! pre-norm blocks (causal self-attention, GELU MLP), a final LayerNorm and an LM head tied to
+//! the token embedding. Parameter names equal nanoGPT's (`transformer.h.0.attn.c_attn.weight`,
+//! ...), so state dicts exchange with it through safetensors. Generation keeps a key/value
+//! cache (`cache.rs`) so each new token costs the same whatever the context length.
+
+mod cache;
+mod sample;
+
+pub use cache::KvCache;
+pub use sample::{sample_next, Sampling};
+
+use crate::error::{Error, Result};
+use crate::nn::functional::{cross_entropy, dropout, layer_norm, linear};
+use crate::nn::init::{normal_, zeros_};
+use crate::nn::{prefixed, Embedding, LayerNorm, Linear, Module, Reduction};
+use crate::tensor::{DType, Device, Tensor};
+
+/// Sizes of a GPT (nanoGPT's `GPTConfig`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GptConfig {
+    /// Tokens in the vocabulary.
+    pub vocab_size: usize,
+    /// Longest context (positions in the position embedding).
+    pub block_size: usize,
+    /// Transformer blocks.
+    pub n_layer: usize,
+    /// Attention heads per block.
+    pub n_head: usize,
+    /// Embedding width.
+    pub n_embd: usize,
+    /// Dropout on embeddings, attention weights and residual branches.
+    pub dropout: f64,
+    /// Biases in linear layers and LayerNorms.
+    pub bias: bool,
+}
+
+impl GptConfig {
+    fn check(&self) -> Result<()> {
+        let ok = self.vocab_size > 0
+            && self.block_size > 0
+            && self.n_layer > 0
+            && self.n_head > 0
+            && self.n_embd.is_multiple_of(self.n_head)
+            && (0.0..1.0).contains(&self.dropout);
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::invalid(
+                "GPT",
+                format!("invalid config {self:?} (n_embd must divide by n_head)"),
+            ))
+        }
+    }
+}
+
+/// One pre-norm block: `x + attn(ln_1(x))`, then `x + mlp(ln_2(x))`.
+struct Block {
+    ln_1: LayerNorm,
+    c_attn: Linear,
+    attn_proj: Linear,
+    ln_2: LayerNorm,
+    c_fc: Linear,
+    mlp_proj: Linear,
+}
+
+impl Block {
+    fn new(c: &GptConfig) -> Result<Self> {
+        let e = c.n_embd;
+        Ok(Block {
+            ln_1: LayerNorm::new_with_bias(&[e], 1e-5, true, c.bias)?,
+            c_attn: Linear::new(e, 3 * e, c.bias)?,
+            attn_proj: Linear::new(e, e, c.bias)?,
+            ln_2: LayerNorm::new_with_bias(&[e], 1e-5, true, c.bias)?,
+            c_fc: Linear::new(e, 4 * e, c.bias)?,
+            mlp_proj: Linear::new(4 * e, e, c.bias)?,
+        })
+    }
+
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        let mut out = prefixed("ln_1", self.ln_1.named_parameters());
+        out.extend(prefixed("attn.c_attn", self.c_attn.named_parameters()));
+        out.extend(prefixed("attn.c_proj", self.attn_proj.named_parameters()));
+        out.extend(prefixed("ln_2", self.ln_2.named_parameters()));
+        out.extend(prefixed("mlp.c_fc", self.c_fc.named_parameters()));
+        out.extend(prefixed("mlp.c_proj", self.mlp_proj.named_parameters()));
+        out
+    }
+
+    /// `x` is `(B, T, E)`; `cache` holds this layer's keys and values of earlier positions
+    /// (and receives these).
+    fn forward(
+        &self,
+        x: &Tensor,
+        c: &GptConfig,
+        p: f64,
+        cache: Option<(&mut KvCache, usize)>,
+    ) -> Result<Tensor> {
+        let (b, t, e) = (x.shape()[0], x.shape()[1], c.n_embd);
+        let (h, hd) = (c.n_head, e / c.n_head);
+        let qkv = self.c_attn.forward(&self.ln_1.forward(x)?)?.chunk(3, -1)?;
+        let heads = |z: &Tensor| -> Result<Tensor> {
+            z.reshape(&[b as isize, t as isize, h as isize, hd as isize])?
+                .transpose(1, 2)
+        };
+        let (q, k, v) = (heads(&qkv[0])?, heads(&qkv[1])?, heads(&qkv[2])?);
+        let y = match cache {
+            None => q.scaled_dot_product_attention(&k, &v, None, p, true, None)?,
+            Some((cache, layer)) => {
+                let past = cache.len();
+                let (k_all, v_all) = cache.append(layer, &k, &v)?;
+                if t == 1 {
+                    // One new token sees every cached position: no mask at all.
+                    q.scaled_dot_product_attention(&k_all, &v_all, None, 0.0, false, None)?
+                } else {
+                    // Query i (position past + i) sees keys j <= past + i.
+                    let mask = causal_mask(t, past, x.device())?;
+                    q.scaled_dot_product_attention(&k_all, &v_all, Some(&mask), 0.0, false, None)?
+                }
+            }
+        };
+        let y = y
+            .transpose(1, 2)?
+            .reshape(&[b as isize, t as isize, e as isize])?;
+        let x = x.add(&dropout(&self.attn_proj.forward(&y)?, p, p > 0.0)?)?;
+        let m = self.c_fc.forward(&self.ln_2.forward(&x)?)?.gelu()?;
+        x.add(&dropout(&self.mlp_proj.forward(&m)?, p, p > 0.0)?)
+    }
+}
+
+/// `(t, past + t)` bool mask: row i may see columns `j <= past + i`.
+fn causal_mask(t: usize, past: usize, device: Device) -> Result<Tensor> {
+    Tensor::ones(&[t, past + t], DType::Bool, device)?.tril(past as i64)
+}
+
+/// The GPT model.
+pub struct Gpt {
+    config: GptConfig,
+    wte: Embedding,
+    wpe: Embedding,
+    blocks: Vec<Block>,
+    ln_f: LayerNorm,
+    training: bool,
+}
+
+impl Gpt {
+    /// A model with nanoGPT's initialisation: N(0, 0.02) weights and embeddings, zero
+    /// biases, and N(0, 0.02 / sqrt(2 n_layer)) for the residual projections.
+    pub fn new(config: GptConfig) -> Result<Self> {
+        config.check()?;
+        let c = &config;
+        let model = Gpt {
+            wte: Embedding::new(c.vocab_size, c.n_embd, None)?,
+            wpe: Embedding::new(c.block_size, c.n_embd, None)?,
+            blocks: (0..c.n_layer)
+                .map(|_| Block::new(c))
+                .collect::<Result<_>>()?,
+            ln_f: LayerNorm::new_with_bias(&[c.n_embd], 1e-5, true, c.bias)?,
+            config,
+            training: true,
+        };
+        let residual_std = 0.02 / (2.0 * c.n_layer as f64).sqrt();
+        for (name, p) in model.named_parameters() {
+            if name.ends_with("c_proj.weight") {
+                normal_(&p, 0.0, residual_std)?;
+            } else if name.ends_with(".bias") && !name.contains("ln_") {
+                zeros_(&p)?;
+            } else if name.ends_with("weight") && !name.contains("ln_") {
+                normal_(&p, 0.0, 0.02)?;
+            }
+        }
+        Ok(model)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &GptConfig {
+        &self.config
+    }
+
+    /// Logits `(B, T, vocab)` for token ids `idx` `(B, T)` (i64), T at most `block_size`.
+    pub fn logits(&self, idx: &Tensor) -> Result<Tensor> {
+        self.run(idx, None)
+    }
+
+    /// Logits of the new tokens `idx` `(B, T)` after the positions already in `cache`,
+    /// appending their keys and values to it (generation).
+    pub fn logits_cached(&self, idx: &Tensor, cache: &mut KvCache) -> Result<Tensor> {
+        self.run(idx, Some(cache))
+    }
+
+    fn run(&self, idx: &Tensor, mut cache: Option<&mut KvCache>) -> Result<Tensor> {
+        let c = &self.config;
+        if idx.ndim() != 2 || idx.dtype() != DType::I64 {
+            return Err(Error::shape(
+                "GPT",
+                format!(
+                    "expected (batch, time) int64 token ids, got {} {:?}",
+                    idx.dtype(),
+                    idx.shape()
+                ),
+            ));
+        }
+        let t = idx.shape()[1];
+        let past = cache.as_ref().map_or(0, |k| k.len());
+        if past + t > c.block_size {
+            return Err(Error::invalid(
+                "GPT",
+                format!("{} positions exceed block_size {}", past + t, c.block_size),
+            ));
+        }
+        let p = if self.training { c.dropout } else { 0.0 };
+        let pos = Tensor::arange(
+            past as f64,
+            (past + t) as f64,
+            1.0,
+            DType::I64,
+            idx.device(),
+        )?;
+        let mut x = dropout(
+            &self.wte.forward(idx)?.add(&self.wpe.forward(&pos)?)?,
+            p,
+            p > 0.0,
+        )?;
+        for (layer, block) in self.blocks.iter().enumerate() {
+            x = block.forward(&x, c, p, cache.as_deref_mut().map(|k| (k, layer)))?;
+        }
+        if let Some(k) = cache {
+            k.advance(t);
+        }
+        let x = layer_norm(
+            &x,
+            &[c.n_embd],
+            self.ln_f.weight.as_ref(),
+            self.ln_f.bias.as_ref(),
+            1e-5,
+        )?;
+        // The LM head is the token embedding (weight tying).
+        linear(&x, &self.wte.weight, None)
+    }
+
+    /// Mean cross-entropy of predicting `targets` `(B, T)` from `idx` `(B, T)`, and the logits.
+    pub fn loss(&self, idx: &Tensor, targets: &Tensor) -> Result<(Tensor, Tensor)> {
+        let logits = self.logits(idx)?;
+        let v = self.config.vocab_size as isize;
+        let loss = cross_entropy(
+            &logits.reshape(&[-1, v])?,
+            &targets.reshape(&[-1])?,
+            None,
+            -100,
+            Reduction::Mean,
+            0.0,
+        )?;
+        Ok((loss, logits))
+    }
+
+    /// An empty key/value cache for `batch` sequences on the model's device.
+    pub fn new_cache(&self, batch: usize) -> Result<KvCache> {
+        let c = &self.config;
+        KvCache::new(
+            c.n_layer,
+            [batch, c.n_head, c.block_size, c.n_embd / c.n_head],
+            self.wte.weight.dtype(),
+            self.wte.weight.device(),
+        )
+    }
+}
+
+impl Module for Gpt {
+    /// Logits of token ids `(B, T)`.
+    fn forward(&self, idx: &Tensor) -> Result<Tensor> {
+        self.logits(idx)
+    }
+
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        let mut out = prefixed("transformer.wte", self.wte.named_parameters());
+        out.extend(prefixed("transformer.wpe", self.wpe.named_parameters()));
+        for (i, b) in self.blocks.iter().enumerate() {
+            out.extend(prefixed(
+                &format!("transformer.h.{i}"),
+                b.named_parameters(),
+            ));
+        }
+        out.extend(prefixed("transformer.ln_f", self.ln_f.named_parameters()));
+        out
+    }
+
+    /// `lm_head.weight`, the tied token embedding: listed so that state dicts carry the key
+    /// nanoGPT's has, while the optimizer sees the parameter once.
+    fn named_buffers(&self) -> Vec<(String, Tensor)> {
+        vec![("lm_head.weight".to_string(), self.wte.weight.clone())]
+    }
+
+    fn set_training(&mut self, training: bool) {
+        self.training = training;
+    }
+
+    fn is_training(&self) -> bool {
+        self.training
+    }
+}
