@@ -2,12 +2,14 @@
 # Installs the system packages TinyTorch's main job and tests use, when they are missing:
 #   dataset-fashion-mnist  Fashion-MNIST as IDX files in /usr/share/datasets/fashion-mnist
 #   fonts-dejavu-core      the font the training-curve PNGs are labelled with
+#   fortunes               the text corpus of `tinytorch train-lm` (/usr/share/games/fortunes)
 # Uses apt-get (as root, or through sudo); does nothing when everything is present.
 set -euo pipefail
 
 need=()
 [ -e /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ] || need+=(dataset-fashion-mnist)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
+[ -e /usr/share/games/fortunes/cookie ] || need+=(fortunes)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null; then

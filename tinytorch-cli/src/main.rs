@@ -1,7 +1,9 @@
-//! The `tinytorch` command: `train` and `eval` image classifiers, `bench` the op suite. Every
+//! The `tinytorch` command: `train` and `eval` image classifiers, `train-lm` and `generate`
+//! with a GPT, `bench` the suites. Every
 //! error is printed as one line and exits non-zero.
 
 mod bench;
+mod lm;
 mod train;
 
 use clap::{Parser, Subcommand};
@@ -24,6 +26,10 @@ enum Command {
     Train(train::TrainArgs),
     /// Evaluate a checkpoint written by `train` on the test set.
     Eval(train::EvalArgs),
+    /// Train a GPT language model on a text file.
+    TrainLm(lm::TrainLmArgs),
+    /// Continue a prompt with a `train-lm` checkpoint.
+    Generate(lm::GenerateArgs),
     /// Time TinyTorch on a benchmark suite (scripts/bench_vs_torch.py adds PyTorch beside it).
     Bench(bench::BenchArgs),
 }
@@ -33,6 +39,8 @@ fn main() {
     let result = match cli.command {
         Command::Train(args) => train::train(&args),
         Command::Eval(args) => train::eval_checkpoint(&args),
+        Command::TrainLm(args) => lm::train_lm(&args),
+        Command::Generate(args) => lm::generate(&args),
         Command::Bench(args) => bench::run(&args),
     };
     if let Err(e) = result {

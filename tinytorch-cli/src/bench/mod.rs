@@ -2,6 +2,7 @@
 //! reports its median time; `--json` prints one JSON object per row for
 //! scripts/bench_vs_torch.py, which runs the same rows in PyTorch and prints the ratios.
 
+mod kv_cache;
 mod layers;
 mod timer;
 
@@ -13,7 +14,8 @@ use tinytorch::{DType, Device, Result, Tensor};
 /// Arguments of `tinytorch bench`.
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Which suite to run: `ops`, or `layers` (the seed's layer table, forward + backward).
+    /// Which suite to run: `ops`, `layers` (the seed's layer table, forward + backward) or
+    /// `kv-cache` (GPT generation speed with and without the cache).
     #[arg(long, default_value = "ops")]
     suite: String,
     /// Device of the `layers` suite: cpu, cuda or cuda:N.
@@ -120,10 +122,11 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let cases = match args.suite.as_str() {
         "ops" => ops_suite()?,
         "layers" => return run_layers(args),
+        "kv-cache" => return run_kv_cache(args.json),
         other => {
             return Err(tinytorch::Error::invalid(
                 "bench",
-                format!("unknown suite '{other}' (available: ops, layers)"),
+                format!("unknown suite '{other}' (available: ops, layers, kv-cache)"),
             ));
         }
     };
@@ -186,6 +189,27 @@ fn run_layers(args: &BenchArgs) -> Result<()> {
                 row.params.to_string(),
                 ms
             );
+        }
+    }
+    Ok(())
+}
+
+/// Tokens/s of GPT generation at contexts 64, 256 and 1024, with and without the KV cache.
+fn run_kv_cache(json: bool) -> Result<()> {
+    if !json {
+        println!(
+            "{:>8} {:>18} {:>18}",
+            "context", "cached tokens/s", "uncached tokens/s"
+        );
+    }
+    for (context, cached, uncached) in kv_cache::rows()? {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"name": "generate", "context": context, "cached_tokens_per_s": cached, "uncached_tokens_per_s": uncached})
+            );
+        } else {
+            println!("{context:>8} {cached:>18.1} {uncached:>18.1}");
         }
     }
     Ok(())

@@ -19,9 +19,18 @@ pub trait AttnFloat: Copy + Send + Sync + PartialOrd + 'static {
     fn of(v: f64) -> Self;
     /// Conversion to f64.
     fn f64(self) -> f64;
+    /// `e^(self - m)`, 0 for `self = -inf` (a masked score), in the type's own precision.
+    fn exp_shifted(self, m: Self) -> Self;
 }
 
 impl AttnFloat for f32 {
+    fn exp_shifted(self, m: Self) -> Self {
+        if self == f32::NEG_INFINITY {
+            0.0
+        } else {
+            (self - m).exp()
+        }
+    }
     fn of(v: f64) -> Self {
         v as f32
     }
@@ -31,6 +40,13 @@ impl AttnFloat for f32 {
 }
 
 impl AttnFloat for f64 {
+    fn exp_shifted(self, m: Self) -> Self {
+        if self == f64::NEG_INFINITY {
+            0.0
+        } else {
+            (self - m).exp()
+        }
+    }
     fn of(v: f64) -> Self {
         v
     }
@@ -286,11 +302,16 @@ fn forward_block<T: AttnFloat>(
             let blk_max = row.iter().fold(f64::NEG_INFINITY, |a, x| a.max(x.f64()));
             let m_new = m[r].max(blk_max);
             let alpha = exp_shifted(m[r], m_new);
+            let m_t = T::of(m_new);
             let mut sum = 0.0;
             for (c, x) in row.iter_mut().enumerate() {
-                let p = exp_shifted(x.f64(), m_new);
-                sum += p;
-                *x = T::of(p * o.keep(b, i0 + r, j0 + c, d));
+                let p = x.exp_shifted(m_t);
+                sum += p.f64();
+                if o.dropout > 0.0 {
+                    *x = T::of(p.f64() * o.keep(b, i0 + r, j0 + c, d));
+                } else {
+                    *x = p;
+                }
             }
             l[r] = l[r] * alpha + sum;
             m[r] = m_new;
@@ -426,11 +447,11 @@ impl<T: AttnFloat> BackwardCtx<'_, T> {
         );
         for r in 0..rows {
             let i = i0 + r;
-            let lse = self.lse[b * d.l + i].f64();
+            let lse = self.lse[b * d.l + i];
             let delta = self.delta[b * d.l + i];
             for c in 0..cols {
                 let at = r * cols + c;
-                let prob = exp_shifted(p[at].f64(), lse);
+                let prob = p[at].exp_shifted(lse).f64();
                 let keep = self.o.keep(b, i, j0 + c, d);
                 // dS = P * (keep * dP' - D); P' = P * keep is what V was weighted by.
                 dp[at] = T::of(prob * (keep * dp[at].f64() - delta));

@@ -28,10 +28,10 @@ impl Default for Sampling {
 /// The next token for the logits `(vocab,)` of the last position, drawing from the global
 /// generator (`manual_seed` makes it reproducible).
 pub fn sample_next(logits: &Tensor, s: &Sampling) -> Result<usize> {
-    if !(s.temperature >= 0.0)
-        || s.top_p.is_some_and(|p| !(p > 0.0 && p <= 1.0))
-        || s.top_k == Some(0)
-    {
+    // NaN temperatures and probabilities fail these range checks too.
+    let temperature_ok = s.temperature >= 0.0;
+    let top_p_ok = s.top_p.is_none_or(|p| p > 0.0 && p <= 1.0);
+    if !temperature_ok || !top_p_ok || s.top_k == Some(0) {
         return Err(Error::invalid(
             "sample",
             format!("temperature must be >= 0, top_p in (0, 1] and top_k > 0; got {s:?}"),
