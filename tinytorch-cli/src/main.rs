@@ -2,6 +2,7 @@
 //! error is printed as one line and exits non-zero.
 
 mod bench;
+mod embed;
 mod train;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +27,8 @@ enum Command {
     Eval(train::EvalArgs),
     /// Time TinyTorch on a benchmark suite (scripts/bench_vs_torch.py adds PyTorch beside it).
     Bench(bench::BenchArgs),
+    /// Sentence embeddings of stdin's lines with a sentence-transformers BERT model.
+    Embed(embed::EmbedArgs),
 }
 
 fn main() {
@@ -34,6 +37,7 @@ fn main() {
         Command::Train(args) => train::train(&args),
         Command::Eval(args) => train::eval_checkpoint(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Embed(args) => embed::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

@@ -28,6 +28,7 @@ pub mod nn;
 pub mod ops;
 pub mod optim;
 pub mod tensor;
+pub mod text;
 pub mod train;
 
 pub use autograd::{no_grad, set_grad_enabled};

@@ -2,6 +2,7 @@
 //! CIFAR ResNet-20. Parameter names equal the state-dict keys of the PyTorch definitions in
 //! `scripts/torch_models.py`, so weights move between the two frameworks unchanged.
 
+pub mod bert;
 mod lenet;
 mod resnet;
 

@@ -1,0 +1,3 @@
+//! Text processing for language models: Hugging Face tokenizers.
+
+pub mod hf_tokenizer;
