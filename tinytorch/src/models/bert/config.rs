@@ -102,7 +102,7 @@ impl BertConfig {
         if let Some((name, _)) = sizes.iter().find(|(_, v)| *v == 0) {
             return bad(format!("{name} must be positive, got 0"));
         }
-        if self.hidden_size % self.num_attention_heads != 0 {
+        if !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return bad(format!(
                 "hidden_size {} is not a multiple of num_attention_heads {}",
                 self.hidden_size, self.num_attention_heads
