@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use tinytorch::io::{load_safetensors, save_safetensors};
 use tinytorch::models::bert::{
-    l2_normalize, mean_pooling, BertConfig, BertModel, Init, SentenceConfig, SentenceEncoder,
+    l2_normalize, mean_pooling, BertConfig, BertEmbeddings, BertLayer, BertModel, Init,
+    SentenceConfig, SentenceEncoder,
 };
 use tinytorch::nn::Module;
 use tinytorch::text::hf_tokenizer::HfTokenizer;
@@ -212,6 +213,25 @@ fn bad_inputs_and_configs_are_clear_errors() {
     let floats = Tensor::from_vec(vec![2f32, 4.0, 3.0], &[1, 3]).unwrap();
     assert!(model.forward(&floats).is_err());
     assert!(model.forward(&Tensor::from_slice(&[2i64, 3])).is_err());
+
+    // The blocks check their own inputs too.
+    let layer = BertLayer::new(&tiny_config(), Init::Zeros).unwrap();
+    let err = layer
+        .forward(
+            &Tensor::zeros(&[2, 8], DType::F32, Device::Cpu).unwrap(),
+            None,
+        )
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("(batch, seq, 8)"), "{err}");
+    let emb = BertEmbeddings::new(&tiny_config(), Init::Zeros).unwrap();
+    let err = emb
+        .forward(&ids(&[&[2, 3]]), &ids(&[&[0, 0, 0]]))
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("token_type_ids"), "{err}");
 
     let text = std::fs::read_to_string(Path::new(FIXTURE).join("config.json")).unwrap();
     let err = BertConfig::from_json(

@@ -4,7 +4,7 @@
 //! The attention itself is one private function, [`attention`], written with matmul,
 //! an additive mask and softmax; a fused scaled-dot-product kernel can replace it there alone.
 
-use super::parts::{Dense, Init};
+use super::parts::{add_into, Dense, Init};
 use super::BertConfig;
 use crate::error::{Error, Result};
 use crate::nn::prefixed;
@@ -22,7 +22,7 @@ fn attention(q: &Tensor, k: &Tensor, v: &Tensor, mask: Option<&Tensor>) -> Resul
     let q = q.mul_scalar(1.0 / (d as f64).sqrt())?;
     let scores = q.matmul(&k.transpose(-2, -1)?)?; // (B, heads, T, T)
     let scores = match mask {
-        Some(m) => scores.add(m)?,
+        Some(m) => add_into(scores, m)?,
         None => scores,
     };
     scores.softmax(-1)?.matmul(v)

@@ -1,7 +1,7 @@
 //! `BertEmbeddings`: word + token type + absolute position embeddings, then LayerNorm
 //! (dropout is the identity at inference and is left out).
 
-use super::parts::{Init, Norm};
+use super::parts::{add_into, Init, Norm};
 use super::BertConfig;
 use crate::error::{Error, Result};
 use crate::nn::functional::embedding;
@@ -34,6 +34,17 @@ impl BertEmbeddings {
     /// input_ids, token_type_ids: (B, T) i64 -> (B, T, hidden). Token `t` gets position `t`;
     /// errors when `T` exceeds the position table or an id is out of its table's range.
     pub fn forward(&self, input_ids: &Tensor, token_type_ids: &Tensor) -> Result<Tensor> {
+        if input_ids.ndim() != 2 || token_type_ids.shape() != input_ids.shape() {
+            return Err(Error::shape(
+                "BertEmbeddings",
+                format!(
+                    "expected input_ids and token_type_ids of one shape (batch, seq), got {:?} \
+                     and {:?}",
+                    input_ids.shape(),
+                    token_type_ids.shape()
+                ),
+            ));
+        }
         let seq = input_ids.shape()[1];
         let max = self.position_embeddings.shape()[0];
         if seq > max {
@@ -50,7 +61,7 @@ impl BertEmbeddings {
         // Positions 0..T are the first T rows of the table: a view, no lookup needed.
         // (T, hidden) broadcasts over the batch. Summed in Hugging Face's order.
         let positions = self.position_embeddings.narrow(0, 0, seq)?;
-        let x = words.add(&types)?.add(&positions)?;
+        let x = add_into(add_into(words, &types)?, &positions)?;
         self.layer_norm.forward(&x)
     }
 

@@ -3,9 +3,9 @@
 //! inference, is left out).
 
 use super::attention::SelfAttention;
-use super::parts::{Dense, Init, Norm};
+use super::parts::{add_into, Dense, Init, Norm};
 use super::BertConfig;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::nn::prefixed;
 use crate::tensor::Tensor;
 
@@ -45,14 +45,23 @@ impl BertLayer {
     /// x: (B, T, hidden), mask: (B, 1, 1, T) additive (see `attention.rs`), `None` without
     /// padding -> (B, T, hidden).
     pub fn forward(&self, x: &Tensor, mask: Option<&Tensor>) -> Result<Tensor> {
+        let hidden = self.attention_norm.dim();
+        if x.ndim() != 3 || x.shape()[2] != hidden {
+            return Err(Error::shape(
+                "BertLayer",
+                format!(
+                    "expected x of shape (batch, seq, {hidden}), got {:?}",
+                    x.shape()
+                ),
+            ));
+        }
         let attended = self.attention.forward(x, mask)?;
-        let h = self
-            .attention_norm
-            .forward(&self.attention_output.forward(&attended)?.add(x)?)?;
+        let projected = self.attention_output.forward(&attended)?;
+        let h = self.attention_norm.forward(&add_into(projected, x)?)?;
         // Hugging Face's "gelu" is the exact, erf-based GELU.
         let inner = self.intermediate.forward(&h)?.gelu()?; // (B, T, intermediate)
-        self.output_norm
-            .forward(&self.output.forward(&inner)?.add(&h)?)
+        let out = self.output.forward(&inner)?;
+        self.output_norm.forward(&add_into(out, &h)?)
     }
 
     /// Hugging Face's names, relative to `encoder.layer.N`.

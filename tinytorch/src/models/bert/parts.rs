@@ -5,6 +5,7 @@
 //! initialisation on construction: loading a pretrained model would first draw 22 million
 //! random numbers only to overwrite them, and BERT's own initialisation differs anyway.
 
+use crate::autograd::needs_grad;
 use crate::error::Result;
 use crate::nn::functional::{layer_norm, linear};
 use crate::nn::init::normal_;
@@ -40,6 +41,17 @@ impl Init {
     }
 }
 
+/// `y + other` (`other` broadcast to `y`'s shape), written into `y` when no gradient is
+/// needed. `y` must be a fresh result that nothing else holds (an op's output), so that the
+/// write cannot be seen elsewhere.
+pub(super) fn add_into(y: Tensor, other: &Tensor) -> Result<Tensor> {
+    if needs_grad(&[&y, other]) {
+        y.add(other)
+    } else {
+        y.add_(other)
+    }
+}
+
 /// `nn.Linear(in, out)` as two tensors: `y = x W^T + b`.
 pub(super) struct Dense {
     /// `(out, in)`.
@@ -59,7 +71,13 @@ impl Dense {
 
     /// x: (..., in) -> (..., out).
     pub(super) fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        linear(x, &self.weight, Some(&self.bias))
+        if needs_grad(&[x, &self.weight, &self.bias]) {
+            return linear(x, &self.weight, Some(&self.bias));
+        }
+        // Inference: the bias goes into the fresh product in place, which saves a pass into a
+        // newly allocated (and page-faulted) output: 384->1536 over 4096 tokens, 81 -> 54 ms.
+        let y = linear(x, &self.weight, None)?;
+        add_into(y, &self.bias)
     }
 
     /// `weight` and `bias`, PyTorch's names.
@@ -90,10 +108,20 @@ impl Norm {
         })
     }
 
+    /// The number of features normalised.
+    pub(super) fn dim(&self) -> usize {
+        self.weight.shape()[0]
+    }
+
     /// x: (..., dim) -> (..., dim).
     pub(super) fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let dim = self.weight.shape()[0];
-        layer_norm(x, &[dim], Some(&self.weight), Some(&self.bias), self.eps)
+        layer_norm(
+            x,
+            &[self.dim()],
+            Some(&self.weight),
+            Some(&self.bias),
+            self.eps,
+        )
     }
 
     /// `weight` and `bias`, PyTorch's names.
