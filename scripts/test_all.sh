@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Every test, with every feature: the CPU suite, and the CUDA backend's tests, which compile
 # each kernel with NVRTC (installed by install_nvrtc.sh) and skip the GPU runs when no GPU
-# is present.
+# is present. The MiniLM test (tinytorch/tests/minilm.rs) gets the model files of
+# sentence-transformers/all-MiniLM-L6-v2 from install_minilm.sh unless TINYTORCH_MINILM_DIR
+# already points at them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nvrtc_lib="$(bash scripts/install_nvrtc.sh)"
 export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export TINYTORCH_MINILM_DIR="${TINYTORCH_MINILM_DIR:-$(bash scripts/install_minilm.sh)}"
 cargo test --workspace --all-features "$@"

@@ -3,6 +3,7 @@
 //! error is printed as one line and exits non-zero.
 
 mod bench;
+mod embed;
 mod lm;
 mod train;
 
@@ -32,6 +33,8 @@ enum Command {
     Generate(lm::GenerateArgs),
     /// Time TinyTorch on a benchmark suite (scripts/bench_vs_torch.py adds PyTorch beside it).
     Bench(bench::BenchArgs),
+    /// Sentence embeddings of stdin's lines with a sentence-transformers BERT model.
+    Embed(embed::EmbedArgs),
 }
 
 fn main() {
@@ -42,6 +45,7 @@ fn main() {
         Command::TrainLm(args) => lm::train_lm(&args),
         Command::Generate(args) => lm::generate(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Embed(args) => embed::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

@@ -3,6 +3,7 @@
 //! `scripts/torch_models.py`, so weights move between the two frameworks unchanged. And the
 //! language model of `tinytorch train-lm`: a GPT in nanoGPT's layout (`gpt`).
 
+pub mod bert;
 pub mod gpt;
 mod lenet;
 mod resnet;

@@ -1,7 +1,9 @@
-//! Text for the language models: tokenizers that turn strings into token ids and back.
+//! Text for the language models: tokenizers that turn strings into token ids and back, and
+//! Hugging Face tokenizer.json files through the `tokenizers` crate (`hf_tokenizer`).
 
 mod bpe;
 mod char_level;
+pub mod hf_tokenizer;
 
 pub use bpe::BpeTokenizer;
 pub use char_level::CharTokenizer;

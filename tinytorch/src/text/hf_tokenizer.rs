@@ -1,0 +1,166 @@
+//! Hugging Face tokenizers (`tokenizer.json`, as written by `tokenizers` and `transformers`)
+//! through the `tokenizers` crate: text in, padded `(batch, seq)` tensors of token ids, token
+//! type ids and attention mask out, ready for a BERT-style encoder.
+//!
+//! A `tokenizer.json` carries its own truncation and padding settings, which the Python
+//! libraries override at call time (sentence-transformers truncates to the model's
+//! `max_seq_length` and pads to the longest text of the batch). [`HfTokenizer`] does the same:
+//! the file's settings are replaced by [`HfTokenizer::with_max_length`] and batch-longest
+//! padding, keeping only the file's pad token.
+
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use std::path::Path;
+use tokenizers::{
+    PaddingDirection, PaddingParams, PaddingStrategy, PostProcessor, Tokenizer, TruncationParams,
+    TruncationStrategy,
+};
+
+/// A batch of tokenized texts, right-padded to the longest: each tensor is `(batch, seq)` i64.
+#[derive(Debug, Clone)]
+pub struct TokenBatch {
+    /// Token ids; padding positions hold the tokenizer's pad id.
+    pub input_ids: Tensor,
+    /// Segment ids (0 for a single text); 0 on padding.
+    pub token_type_ids: Tensor,
+    /// 1 on real tokens (including the special ones), 0 on padding.
+    pub attention_mask: Tensor,
+    /// The number of real tokens of each text, special tokens included.
+    pub lengths: Vec<usize>,
+}
+
+/// A tokenizer loaded from a Hugging Face `tokenizer.json`.
+pub struct HfTokenizer {
+    inner: Tokenizer,
+}
+
+impl HfTokenizer {
+    /// Load `tokenizer.json` at `path`. Truncation is switched off (see
+    /// [`HfTokenizer::with_max_length`]) and padding set to the longest text of each batch,
+    /// with the pad token of the file (id 0 when the file names none).
+    pub fn from_file(path: impl AsRef<Path>) -> Result<HfTokenizer> {
+        let path = path.as_ref();
+        let mut inner = Tokenizer::from_file(path).map_err(|e| {
+            Error::invalid(
+                "HfTokenizer::from_file",
+                format!("cannot load tokenizer '{}': {e}", path.display()),
+            )
+        })?;
+        let file_padding = inner.get_padding().cloned().unwrap_or_default();
+        inner.with_padding(Some(PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            direction: PaddingDirection::Right,
+            pad_to_multiple_of: None,
+            ..file_padding
+        }));
+        inner
+            .with_truncation(None)
+            .map_err(|e| Error::invalid("HfTokenizer::from_file", format!("truncation: {e}")))?;
+        Ok(HfTokenizer { inner })
+    }
+
+    /// Truncate every text to at most `max_length` tokens, special tokens included, cutting
+    /// from the end (`tokenizer(..., truncation=True, max_length=max_length)`). Errors when
+    /// `max_length` leaves no room beside the special tokens.
+    pub fn with_max_length(mut self, max_length: usize) -> Result<HfTokenizer> {
+        let special = self.special_tokens();
+        if max_length <= special {
+            return Err(Error::invalid(
+                "HfTokenizer::with_max_length",
+                format!(
+                    "max_length {max_length} leaves no room for text beside the {special} \
+                     special tokens the tokenizer adds"
+                ),
+            ));
+        }
+        let params = TruncationParams {
+            max_length,
+            strategy: TruncationStrategy::LongestFirst,
+            stride: 0,
+            ..Default::default()
+        };
+        self.inner.with_truncation(Some(params)).map_err(|e| {
+            Error::invalid(
+                "HfTokenizer::with_max_length",
+                format!("max_length {max_length}: {e}"),
+            )
+        })?;
+        Ok(self)
+    }
+
+    /// The truncation length, `None` when texts are not truncated.
+    pub fn max_length(&self) -> Option<usize> {
+        self.inner.get_truncation().map(|t| t.max_length)
+    }
+
+    /// The number of special tokens added to a single text (2 for BERT's `[CLS] ... [SEP]`).
+    pub fn special_tokens(&self) -> usize {
+        self.inner
+            .get_post_processor()
+            .map_or(0, |p| p.added_tokens(false))
+    }
+
+    /// The id of `token` in the vocabulary, `None` when it has none.
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.inner.token_to_id(token)
+    }
+
+    /// The token ids of one text, special tokens added and truncation applied.
+    pub fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        let encoding = self
+            .inner
+            .encode(text, true)
+            .map_err(|e| encode_error(text, e))?;
+        Ok(encoding.get_ids().to_vec())
+    }
+
+    /// Tokenize `texts` and pad them to the longest. Errors on an empty slice.
+    pub fn encode_batch(&self, texts: &[&str]) -> Result<TokenBatch> {
+        if texts.is_empty() {
+            return Err(Error::invalid(
+                "HfTokenizer::encode_batch",
+                "no texts to encode (empty batch)",
+            ));
+        }
+        let encodings = self
+            .inner
+            .encode_batch(texts.to_vec(), true)
+            .map_err(|e| Error::invalid("HfTokenizer::encode_batch", e.to_string()))?;
+        let seq = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
+        let batch = encodings.len();
+        let mut ids = Vec::with_capacity(batch * seq);
+        let mut types = Vec::with_capacity(batch * seq);
+        let mut mask = Vec::with_capacity(batch * seq);
+        let mut lengths = Vec::with_capacity(batch);
+        for e in &encodings {
+            // Batch-longest padding makes every encoding `seq` long; checked because the
+            // tensors below rely on it.
+            if e.len() != seq {
+                return Err(Error::invalid(
+                    "HfTokenizer::encode_batch",
+                    format!(
+                        "encodings of unequal length {} and {seq} after padding",
+                        e.len()
+                    ),
+                ));
+            }
+            ids.extend(e.get_ids().iter().map(|&i| i64::from(i)));
+            types.extend(e.get_type_ids().iter().map(|&i| i64::from(i)));
+            mask.extend(e.get_attention_mask().iter().map(|&i| i64::from(i)));
+            lengths.push(e.get_attention_mask().iter().filter(|&&m| m != 0).count());
+        }
+        let shape = [batch, seq];
+        Ok(TokenBatch {
+            input_ids: Tensor::from_vec(ids, &shape)?,
+            token_type_ids: Tensor::from_vec(types, &shape)?,
+            attention_mask: Tensor::from_vec(mask, &shape)?,
+            lengths,
+        })
+    }
+}
+
+/// An encoding failure, naming the start of the text.
+fn encode_error(text: &str, e: tokenizers::Error) -> Error {
+    let start: String = text.chars().take(40).collect();
+    Error::invalid("HfTokenizer::encode", format!("text '{start}': {e}"))
+}
