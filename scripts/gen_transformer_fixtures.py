@@ -69,6 +69,25 @@ def main():
            lambda m, x, mem: m(x, mem, tgt_mask=nn.Transformer.generate_square_subsequent_mask(4, dtype=torch.float64)))
     record("dec_pre", nn.TransformerDecoderLayer(8, 4, dim_feedforward=12, norm_first=True),
            {"x": randn(4, 2, 8), "mem": randn(3, 2, 8)}, lambda m, x, mem: m(x, mem))
+    # Position encodings and MLPs, written out as Hugging Face's Llama and the Transformer
+    # paper define them.
+    d, max_len = 6, 10
+    pos = torch.arange(max_len, dtype=torch.float64)[:, None]
+    div = torch.pow(10000.0, torch.arange(0, d, 2, dtype=torch.float64) / d)
+    pe = torch.zeros(max_len, d, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(pos / div), torch.cos(pos / div)
+    T["pos.sinusoidal"] = pe
+    hd, base, offset = 8, 10000.0, 3
+    x = randn(2, 3, 5, hd)
+    inv_freq = 1.0 / (base ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+    freqs = torch.outer(torch.arange(offset, offset + 5, dtype=torch.float64), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    rotate_half = lambda v: torch.cat((-v[..., hd // 2:], v[..., : hd // 2]), dim=-1)
+    T["rope.x"], T["rope.out"] = x, x * emb.cos() + rotate_half(x) * emb.sin()
+    xm = randn(2, 4, 6)
+    gate, up, down = randn(10, 6), randn(10, 6), randn(6, 10)
+    T["swiglu.x"], T["swiglu.gate"], T["swiglu.up"], T["swiglu.down"] = xm, gate, up, down
+    T["swiglu.out"] = torch.nn.functional.silu(xm @ gate.T) * (xm @ up.T) @ down.T
     T2 = {k: v.contiguous() for k, v in T.items()}
     save_file(T2, OUT, metadata={"torch": torch.__version__})
     print(f"{len(T2)} tensors -> {os.path.relpath(OUT, ROOT)} ({os.path.getsize(OUT)} bytes)")

@@ -183,3 +183,44 @@ fn bad_head_counts_are_errors() {
     assert!(MultiheadAttention::new(8, 3, 0.0, true, false).is_err());
     assert!(TransformerEncoderLayer::new(8, 0, opts(16)).is_err());
 }
+
+#[test]
+fn sinusoidal_table_and_rope_match_their_pytorch_definitions() {
+    use tinytorch::nn::{sinusoidal_table, RotaryEmbedding, SinusoidalPositionalEncoding};
+    let f = fixture();
+    let pe = sinusoidal_table(10, 6).unwrap();
+    assert_close(&pe, &f["pos.sinusoidal"], "sinusoidal table");
+    let enc = SinusoidalPositionalEncoding::new(6, 10).unwrap();
+    let zeros = Tensor::zeros(&[2, 4, 6], DType::F32, Default::default()).unwrap();
+    assert_close(
+        &enc.forward(&zeros).unwrap().select(0, 1).unwrap(),
+        &pe.narrow(0, 0, 4).unwrap(),
+        "added table",
+    );
+    assert!(enc
+        .forward(&Tensor::zeros(&[11, 6], DType::F32, Default::default()).unwrap())
+        .is_err());
+    let rope = RotaryEmbedding::new(8, 16, 10000.0).unwrap();
+    let x = f["rope.x"].to_dtype(DType::F32).unwrap();
+    assert_close(&rope.apply(&x, 3).unwrap(), &f["rope.out"], "rope");
+    assert!(rope.apply(&x, 12).is_err(), "positions past the table");
+    assert!(RotaryEmbedding::new(7, 4, 10000.0).is_err());
+}
+
+#[test]
+fn swiglu_matches_pytorch() {
+    use tinytorch::nn::SwiGlu;
+    let f = fixture();
+    let m = SwiGlu::new(6, 10).unwrap();
+    let params: HashMap<String, Tensor> = [
+        ("gate_proj.weight", "swiglu.gate"),
+        ("up_proj.weight", "swiglu.up"),
+        ("down_proj.weight", "swiglu.down"),
+    ]
+    .iter()
+    .map(|(n, k)| (n.to_string(), f[*k].to_dtype(DType::F32).unwrap()))
+    .collect();
+    m.load_state_dict(&params, true).unwrap();
+    let x = f["swiglu.x"].to_dtype(DType::F32).unwrap();
+    assert_close(&m.forward(&x).unwrap(), &f["swiglu.out"], "swiglu");
+}

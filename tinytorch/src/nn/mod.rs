@@ -11,9 +11,11 @@ mod flatten;
 pub mod init;
 mod linear;
 mod loss;
+mod mlp;
 mod module;
 mod norm;
 mod pool;
+mod position;
 mod rnn;
 mod transformer;
 
@@ -28,9 +30,11 @@ pub use embedding::Embedding;
 pub use flatten::{Flatten, Identity};
 pub use linear::Linear;
 pub use loss::{CrossEntropyLoss, KlDivReduction, MSELoss, Reduction};
+pub use mlp::{GeluMlp, SwiGlu};
 pub use module::{prefixed, Module};
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
+pub use position::{sinusoidal_table, RotaryEmbedding, SinusoidalPositionalEncoding};
 pub use rnn::{
     GRUCell, LSTMCell, Nonlinearity, RNNCell, RNNOptions, RecurrentWeights, GRU, LSTM, RNN,
 };
