@@ -3,6 +3,7 @@
 //! (reported at the next synchronisation) instead of reading indices back to the host.
 
 use super::launch::{elementwise, grid, launch, KShape, KStrides};
+use super::reduce::rows;
 use super::{suffix, CudaStorage};
 use crate::backend::cpu::index::{check_fits, lift_0d};
 use crate::error::{Error, Result};
@@ -271,11 +272,7 @@ pub fn sort(
     if total == 0 {
         return Ok((values, indices));
     }
-    let out_l = Layout::contiguous(l.shape());
-    let (osh, is, _) = part_except(OP, &l, dim)?;
-    let (_, os, _) = part_except(OP, &out_l, dim)?;
-    let n = l.shape()[dim] as i64;
-    let (istride, ostride) = (l.strides()[dim] as i64, out_l.strides()[dim] as i64);
+    let r = rows(OP, &l, dim)?;
     let name = format!("sort_{}", suffix(x.dtype));
     launch!(
         &x.dev,
@@ -283,29 +280,16 @@ pub fn sort(
         name,
         grid(total),
         total as i64,
-        n,
+        r.len,
         descending as i32,
-        osh,
-        is,
-        istride,
-        os,
-        ostride,
+        r.shape,
+        r.input,
+        r.in_stride,
+        r.output,
+        r.out_stride,
         x.ptr(),
         values.ptr(),
         indices.ptr()
     );
     Ok((values, indices))
-}
-
-/// Every dim but `dim`, unmerged (input and output must share the shape walked).
-fn part_except(op: &'static str, l: &Layout, dim: usize) -> Result<(KShape, KStrides, usize)> {
-    let dims: Vec<usize> = (0..l.ndim()).filter(|&d| d != dim).collect();
-    let shape: Vec<usize> = dims.iter().map(|&d| l.shape()[d]).collect();
-    let strides: Vec<usize> = dims.iter().map(|&d| l.strides()[d]).collect();
-    let numel = shape.iter().product();
-    Ok((
-        KShape::new(op, &shape)?,
-        KStrides::new(op, &strides, l.offset())?,
-        numel,
-    ))
 }

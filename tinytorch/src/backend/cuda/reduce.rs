@@ -121,22 +121,40 @@ pub fn arg_reduce(x: &CudaStorage, l: &Layout, op: ArgReduceOp, dim: usize) -> R
     Ok(out)
 }
 
-/// The rows along `dim`: the other dims' common shape with the input's strides and the
-/// contiguous output's strides (merged where both allow), and the number of rows.
-fn rows(op: &'static str, l: &Layout, dim: usize) -> Result<(KShape, KStrides, KStrides, usize)> {
+/// The rows along `dim` of an input layout and of its contiguous output, as the row kernels
+/// (softmax, scans, sort) address them.
+pub(super) struct Rows {
+    /// The other dims' common shape (merged where both layouts allow).
+    pub shape: KShape,
+    /// Where each row starts in the input.
+    pub input: KStrides,
+    /// Where each row starts in the output.
+    pub output: KStrides,
+    /// Number of rows.
+    pub count: usize,
+    /// Elements per row.
+    pub len: i64,
+    /// Stride along the row in the input and in the output.
+    pub in_stride: i64,
+    pub out_stride: i64,
+}
+
+pub(super) fn rows(op: &'static str, l: &Layout, dim: usize) -> Result<Rows> {
     let out_l = Layout::contiguous(l.shape());
     let others =
         |v: &[usize]| -> Vec<usize> { (0..l.ndim()).filter(|&d| d != dim).map(|d| v[d]).collect() };
     let shape = others(l.shape());
-    let nrows = shape.iter().product();
     let (ms, mst) = merge_dims(&shape, &[&others(l.strides()), &others(out_l.strides())])
         .unwrap_or_else(|| (vec![0], vec![vec![1], vec![1]]));
-    Ok((
-        KShape::new(op, &ms)?,
-        KStrides::new(op, &mst[0], l.offset())?,
-        KStrides::new(op, &mst[1], 0)?,
-        nrows,
-    ))
+    Ok(Rows {
+        shape: KShape::new(op, &ms)?,
+        input: KStrides::new(op, &mst[0], l.offset())?,
+        output: KStrides::new(op, &mst[1], 0)?,
+        count: shape.iter().product(),
+        len: l.shape()[dim] as i64,
+        in_stride: l.strides()[dim] as i64,
+        out_stride: out_l.strides()[dim] as i64,
+    })
 }
 
 pub fn softmax(x: &CudaStorage, l: &Layout, dim: usize, log: bool) -> Result<CudaStorage> {
@@ -153,27 +171,24 @@ pub fn softmax(x: &CudaStorage, l: &Layout, dim: usize, log: bool) -> Result<Cud
         )?;
         return Ok(out);
     }
-    let (osh, is, os, nrows) = rows(op, l, dim)?;
-    if nrows == 0 || l.numel() == 0 {
+    let r = rows(op, l, dim)?;
+    if r.count == 0 || l.numel() == 0 {
         return Ok(out);
     }
-    let n = l.shape()[dim] as i64;
-    let istride = l.strides()[dim] as i64;
-    let ostride = Layout::contiguous(l.shape()).strides()[dim] as i64;
     let name = format!("softmax_{}", suffix(x.dtype));
     launch!(
         &x.dev,
         MODULE,
         name,
-        grid_groups(nrows, 32),
-        nrows as i64,
-        n,
+        grid_groups(r.count, 32),
+        r.count as i64,
+        r.len,
         log as i32,
-        osh,
-        is,
-        istride,
-        os,
-        ostride,
+        r.shape,
+        r.input,
+        r.in_stride,
+        r.output,
+        r.out_stride,
         x.ptr(),
         out.ptr()
     );
@@ -195,27 +210,24 @@ pub fn scan(x: &CudaStorage, l: &Layout, op: ScanOp, dim: usize) -> Result<CudaS
         ScanOp::RevCumSum => 2,
     };
     let out = x.alloc_like(out_dtype, l.numel())?;
-    let (osh, is, os, nrows) = rows("cumsum", l, dim)?;
-    if nrows == 0 || l.numel() == 0 {
+    let r = rows("cumsum", l, dim)?;
+    if r.count == 0 || l.numel() == 0 {
         return Ok(out);
     }
-    let n = l.shape()[dim] as i64;
-    let istride = l.strides()[dim] as i64;
-    let ostride = Layout::contiguous(l.shape()).strides()[dim] as i64;
     let name = format!("scan_{}", suffix(x.dtype));
     launch!(
         &x.dev,
         MODULE,
         name,
-        grid(nrows),
-        nrows as i64,
-        n,
+        grid(r.count),
+        r.count as i64,
+        r.len,
         code,
-        osh,
-        is,
-        istride,
-        os,
-        ostride,
+        r.shape,
+        r.input,
+        r.in_stride,
+        r.output,
+        r.out_stride,
         x.ptr(),
         out.ptr()
     );
