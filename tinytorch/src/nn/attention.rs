@@ -7,6 +7,7 @@ use super::linear::linear;
 use super::module::{prefixed, Module};
 use super::Linear;
 use crate::error::{Error, Result};
+use crate::ops::attention::masked_scores;
 use crate::tensor::{DType, Tensor};
 
 /// Masks and switches of one attention call (PyTorch's keyword arguments).
@@ -242,17 +243,7 @@ fn attention_weights(
     unbatched: bool,
 ) -> Result<Tensor> {
     let hd = qh.shape()[3] as f64;
-    let mut scores = qh
-        .matmul(&kh.transpose(-2, -1)?)?
-        .mul_scalar(1.0 / hd.sqrt())?;
-    if let Some(m) = mask {
-        scores = scores.add(m)?;
-    }
-    if causal {
-        let (l, s) = (scores.shape()[2], scores.shape()[3]);
-        let allowed = Tensor::ones(&[l, s], DType::Bool, qh.device())?.tril(0)?;
-        scores = scores.masked_fill(&allowed.logical_not()?, f64::NEG_INFINITY)?;
-    }
+    let scores = masked_scores(qh, kh, mask, causal, 1.0 / hd.sqrt())?;
     let mut w = scores.softmax(-1)?;
     if dropout > 0.0 {
         w = super::functional::dropout(&w, dropout, true)?;

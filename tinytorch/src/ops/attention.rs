@@ -170,6 +170,30 @@ fn additive_mask(m: &Tensor, dtype: DType, p: &Plan) -> Result<Tensor> {
     })
 }
 
+/// `q k^T * scale + mask`, with -inf where the causal rule forbids a key: the scores both the
+/// composite attention and `MultiheadAttention`'s returned weights are softmaxes of.
+pub(crate) fn masked_scores(
+    q: &Tensor,
+    k: &Tensor,
+    mask: Option<&Tensor>,
+    is_causal: bool,
+    scale: f64,
+) -> Result<Tensor> {
+    let mut scores = q.matmul(&k.transpose(-2, -1)?)?.mul_scalar(scale)?;
+    if let Some(m) = mask {
+        scores = scores.add(m)?;
+    }
+    if is_causal {
+        let (l, s) = (
+            scores.shape()[scores.ndim() - 2],
+            scores.shape()[scores.ndim() - 1],
+        );
+        let allowed = Tensor::ones(&[l, s], DType::Bool, q.device())?.tril(0)?;
+        scores = scores.masked_fill(&allowed.logical_not()?, f64::NEG_INFINITY)?;
+    }
+    Ok(scores)
+}
+
 /// The same maths from tensor ops (any device; memory grows with L x S).
 fn composite(
     q: &Tensor,
@@ -180,15 +204,7 @@ fn composite(
     is_causal: bool,
     p: &Plan,
 ) -> Result<Tensor> {
-    let mut scores = q.matmul(&k.transpose(-2, -1)?)?.mul_scalar(p.scale)?;
-    if let Some(m) = mask {
-        scores = scores.add(m)?;
-    }
-    if is_causal {
-        let (l, s) = (p.dims.l, p.dims.s);
-        let allowed = Tensor::ones(&[l, s], DType::Bool, q.device())?.tril(0)?;
-        scores = scores.masked_fill(&allowed.logical_not()?, f64::NEG_INFINITY)?;
-    }
+    let scores = masked_scores(q, k, mask, is_causal, p.scale)?;
     // A row with no allowed key gives zeros (PyTorch's safe softmax), not NaN.
     let row_max = scores.amax(&[-1], true)?;
     let empty = row_max.eq_scalar(f64::NEG_INFINITY)?;

@@ -2,7 +2,7 @@
 //! checks its arguments, calls one backend primitive, and records its backward rule (written
 //! with Tensor ops) right next to the forward.
 
-mod attention;
+pub(crate) mod attention;
 mod binary;
 mod cast;
 mod compare;
