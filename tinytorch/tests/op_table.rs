@@ -145,6 +145,23 @@ fn run_backward(
         .collect()
 }
 
+/// Compare the input gradients of a backward run with PyTorch's.
+fn grads_against_torch(case: &Case, grads: &[Option<Tensor>]) -> Result<(), String> {
+    for (i, (got, want)) in grads.iter().zip(&case.grads).enumerate() {
+        if let (Some(got), Some(want)) = (got, want) {
+            // Backward rules round more often than the forward in half precision.
+            let scale = if matches!(case.dtype, DType::F16 | DType::BF16) {
+                4.0
+            } else {
+                1.0
+            };
+            compare::against_torch(got, want, scale)
+                .map_err(|m| format!("grad of input {i}: {m}"))?;
+        }
+    }
+    Ok(())
+}
+
 #[test]
 fn every_fixture_op_is_in_the_table() {
     let cases = load_cases();
@@ -228,20 +245,7 @@ fn backward_matches_pytorch() {
     for (case, info) in &todo {
         let result = grad_leaves(case, case.input_tensors()).and_then(|inputs| {
             let outs = run_op(info, case, &inputs)?;
-            let grads = run_backward(case, &inputs, &outs)?;
-            for (i, (got, want)) in grads.iter().zip(&case.grads).enumerate() {
-                if let (Some(got), Some(want)) = (got, want) {
-                    // Backward rules round more often than the forward in half precision.
-                    let scale = if matches!(case.dtype, DType::F16 | DType::BF16) {
-                        4.0
-                    } else {
-                        1.0
-                    };
-                    compare::against_torch(got, want, scale)
-                        .map_err(|m| format!("grad of input {i}: {m}"))?;
-                }
-            }
-            Ok(())
+            grads_against_torch(case, &run_backward(case, &inputs, &outs)?)
         });
         if let Err(m) = result {
             failures.push(format!("{}: {m}", label(case, info)));
@@ -454,18 +458,7 @@ fn cuda_forward_and_backward_match_pytorch() {
                         .map_err(|m| format!("output {i}: {m}"))?;
                 }
                 if with_grad {
-                    let grads = run_backward(case, &inputs, &outs)?;
-                    for (i, (got, want)) in grads.iter().zip(&case.grads).enumerate() {
-                        if let (Some(got), Some(want)) = (got, want) {
-                            let scale = if matches!(case.dtype, DType::F16 | DType::BF16) {
-                                4.0
-                            } else {
-                                1.0
-                            };
-                            compare::against_torch(got, want, scale)
-                                .map_err(|m| format!("grad of input {i}: {m}"))?;
-                        }
-                    }
+                    grads_against_torch(case, &run_backward(case, &inputs, &outs)?)?;
                 }
                 Ok(())
             });
