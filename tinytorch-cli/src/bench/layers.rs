@@ -81,6 +81,15 @@ const CROSS_ENTROPY: &[(usize, usize)] = &[
     (8192, 32000),
 ];
 
+/// The families of the table, in row order.
+pub const FAMILIES: [&str; 5] = [
+    "conv2d",
+    "linear",
+    "relu",
+    "global_avg_pool",
+    "cross_entropy",
+];
+
 /// Forward + backward FLOPs above which a CPU row is halved in batch (~0.5 s of PyTorch on
 /// 2 cores).
 const CPU_FLOP_BUDGET: f64 = 40e9;

@@ -2,6 +2,7 @@
 //! reports its median time; `--json` prints one JSON object per row for
 //! scripts/bench_vs_torch.py, which runs the same rows in PyTorch and prints the ratios.
 
+mod cpu;
 mod kv_cache;
 mod layers;
 mod timer;
@@ -14,8 +15,9 @@ use tinytorch::{DType, Device, Result, Tensor};
 /// Arguments of `tinytorch bench`.
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Which suite to run: `ops`, `layers` (the seed's layer table, forward + backward) or
-    /// `kv-cache` (GPT generation speed with and without the cache).
+    /// Which suite to run: `ops`, `cpu` (training steps, op overhead, bandwidth, matmul and
+    /// the layer table: the CPU-performance suite), `layers` (the seed's layer table, forward
+    /// + backward) or `kv-cache` (GPT generation speed with and without the cache).
     #[arg(long, default_value = "ops")]
     suite: String,
     /// Device of the `layers` suite: cpu, cuda or cuda:N.
@@ -121,12 +123,13 @@ fn ops_suite() -> Result<Vec<Case>> {
 pub fn run(args: &BenchArgs) -> Result<()> {
     let cases = match args.suite.as_str() {
         "ops" => ops_suite()?,
+        "cpu" => return run_cpu(args),
         "layers" => return run_layers(args),
         "kv-cache" => return run_kv_cache(args.json),
         other => {
             return Err(tinytorch::Error::invalid(
                 "bench",
-                format!("unknown suite '{other}' (available: ops, layers, kv-cache)"),
+                format!("unknown suite '{other}' (available: ops, cpu, layers, kv-cache)"),
             ));
         }
     };
@@ -176,22 +179,36 @@ fn run_layers(args: &BenchArgs) -> Result<()> {
             family = row.family;
         }
         let ms = layers::time_row(&row, device, budget)?;
-        if args.json {
-            let obj = serde_json::json!({
-                "name": row.family, "shape": row.params.to_string(), "params": row.params,
-                "device": device.to_string(), "tinytorch_ms": ms,
-            });
-            println!("{obj}");
-        } else {
-            println!(
-                "{:<16} {:<64} {:>12.4}",
-                row.family,
-                row.params.to_string(),
-                ms
-            );
-        }
+        print_param_row(row.family, &row.params, device, ms, args.json);
     }
     Ok(())
+}
+
+/// The CPU-performance suite: a table, or one JSON object per row with its parameters for
+/// scripts/bench_cpu_torch.py.
+fn run_cpu(args: &BenchArgs) -> Result<()> {
+    let budget = Duration::from_millis(args.budget_ms);
+    if !args.json {
+        println!("{:<16} {:<64} {:>12}", "row", "parameters", "ms");
+    }
+    for mut row in cpu::rows(args.filter.as_deref())? {
+        let ms = median_ms(5, budget, &mut row.run)?;
+        print_param_row(row.name, &row.params, Device::Cpu, ms, args.json);
+    }
+    Ok(())
+}
+
+/// A row described by its parameters: a table line, or a JSON object that carries them.
+fn print_param_row(name: &str, params: &serde_json::Value, device: Device, ms: f64, json: bool) {
+    if json {
+        let obj = serde_json::json!({
+            "name": name, "shape": params.to_string(), "params": params,
+            "device": device.to_string(), "tinytorch_ms": ms,
+        });
+        println!("{obj}");
+    } else {
+        println!("{name:<16} {:<64} {ms:>12.4}", params.to_string());
+    }
 }
 
 /// Tokens/s of GPT generation at contexts 64, 256 and 1024, with and without the KV cache.

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The CPU-performance suite in TinyTorch and in PyTorch, in one run on one machine: runs
+`tinytorch bench --suite cpu --json`, times every row it printed (same parameters, same
+protocol: 2 warm-up calls, then the median of at least 5 timed calls filling --budget-ms) in
+PyTorch, and prints one table with ratio = PyTorch ms / TinyTorch ms (> 1: TinyTorch is
+faster) beside the issue's target for the row. With --repeats R the whole comparison runs R
+times, alternating sides, and each side's figure is the median over the R runs.
+
+Rows: training steps (forward, cross-entropy, backward, SGD lr 0.05) of seed-cnn, mlp and
+resnet20; the overhead of one op on a 1-element tensor; add and relu on 16M f32 elements
+(fresh outputs); matmul 1024^3; the seed's layer table (scripts/bench_layers_torch.py's rows),
+summarised by its geometric mean and worst row.
+
+Usage: python scripts/bench_cpu_torch.py [--threads 2] [--repeats 3] [--markdown]
+       [--filter NAME] [--exe target/release/tinytorch]
+Needs torch and a release build (cargo build --release -p tinytorch-cli).
+"""
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_layers_torch import build as build_layer  # noqa: E402
+from bench_layers_torch import time_row  # noqa: E402
+from torch_models import MODELS  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+LAYER_FAMILIES = {"conv2d", "linear", "relu", "global_avg_pool", "cross_entropy"}
+CPU = torch.device("cpu")
+
+
+def train_step(p):
+    torch.manual_seed(0)
+    model = MODELS[p["model"]](p["channels"], p["height"], p["width"], 10)
+    model.train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    x = torch.rand(p["batch"], p["channels"], p["height"], p["width"])
+    y = torch.randint(0, 10, (p["batch"],))
+
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(model(x), y).backward()
+        opt.step()
+
+    return step
+
+
+def build(name, p):
+    """The closure timing one row, doing the same work as TinyTorch's."""
+    if name == "train_step":
+        return train_step(p)
+    if name == "op_overhead":
+        one = torch.ones(1)
+        return lambda: torch.add(one, one)
+    if name in ("add", "relu"):
+        g = torch.Generator().manual_seed(0)
+        a, b = torch.randn(p["numel"], generator=g), torch.randn(p["numel"], generator=g)
+        return (lambda: torch.add(a, b)) if name == "add" else (lambda: torch.relu(a))
+    if name == "matmul":
+        a, b = torch.randn(p["m"], p["k"]), torch.randn(p["k"], p["n"])
+        return lambda: torch.matmul(a, b)
+    return build_layer(name, p, CPU)
+
+
+def target(name, p):
+    """The issue's target ratio for a row (None: judged through the layer-table summary)."""
+    if name == "train_step":
+        return {"seed-cnn": 1.2, "mlp": 2.0}.get(p["model"], 1.0)
+    return {"op_overhead": 5.0, "add": 2.0, "relu": 2.0, "matmul": 0.95}.get(name)
+
+
+def tinytorch_rows(exe, threads, budget_ms, filt):
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads))
+    cmd = [exe, "bench", "--suite", "cpu", "--json", "--budget-ms", str(budget_ms)]
+    if filt:
+        cmd += ["--filter", filt]
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--budget-ms", type=int, default=1000)
+    ap.add_argument("--filter", default=None)
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--exe", default=os.path.join(ROOT, "target", "release", "tinytorch"))
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    tt_runs, pt_runs, rows = [], [], []
+    for _ in range(args.repeats):
+        rows = tinytorch_rows(args.exe, args.threads, args.budget_ms, args.filter)
+        tt_runs.append([r["tinytorch_ms"] for r in rows])
+        pt_runs.append([time_row(build(r["name"], r["params"]), CPU, args.budget_ms / 1e3) for r in rows])
+    print(f"# torch {torch.__version__}, {args.threads} threads, median of {args.repeats} run(s)", file=sys.stderr)
+    if args.markdown:
+        print("| row | parameters | PyTorch ms | TinyTorch ms | ratio | target |")
+        print("|---|---|---:|---:|---:|---:|")
+    layer_ratios = []
+    for i, r in enumerate(rows):
+        pt = statistics.median(run[i] for run in pt_runs)
+        tt = statistics.median(run[i] for run in tt_runs)
+        ratio = pt / tt
+        if r["name"] in LAYER_FAMILIES:
+            layer_ratios.append((ratio, r))
+        goal = target(r["name"], r["params"])
+        goal = f">= {goal}" if goal else ""
+        params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
+        if args.markdown:
+            print(f"| {r['name']} | {params} | {pt:.4f} | {tt:.4f} | {ratio:.2f} | {goal} |")
+        else:
+            print(f"{r['name']:<16} {params:<56} {pt:>10.4f} {tt:>10.4f} {ratio:>7.2f} {goal:>8}")
+    if layer_ratios:
+        geo = math.exp(statistics.fmean(math.log(x) for x, _ in layer_ratios))
+        worst, wr = min(layer_ratios, key=lambda t: t[0])
+        print(f"\nlayer table: geometric mean ratio {geo:.3f} (target >= 1.0); worst {worst:.3f} "
+              f"({wr['name']} {wr['params']}; target >= 0.7)")
+
+
+if __name__ == "__main__":
+    main()
