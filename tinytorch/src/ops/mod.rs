@@ -25,7 +25,6 @@ pub use view::SliceArg;
 use crate::backend::Storage;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
-use std::sync::Arc;
 
 /// Check that every tensor is on the same device as the first.
 pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
@@ -49,7 +48,7 @@ pub(crate) fn with_storages2<R>(
     b: &Tensor,
     f: impl FnOnce(&Storage, &Storage) -> R,
 ) -> R {
-    if Arc::ptr_eq(&a.inner_storage(), &b.inner_storage()) {
+    if a.shares_storage(b) {
         let s = a.storage();
         f(&s, &s)
     } else {

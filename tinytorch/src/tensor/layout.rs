@@ -3,18 +3,29 @@
 //! moves. Kernels receive layouts and walk them with `StridedIter`.
 
 use crate::error::{Error, Result};
+use smallvec::SmallVec;
+
+/// Sizes or strides of the dims of a layout: inline up to 6 dims, so that creating the
+/// layout of an op's output does not touch the heap (per-op overhead matters for small
+/// tensors).
+pub type Dims = SmallVec<[usize; 6]>;
 
 /// Shape, strides (in elements) and starting offset of a tensor inside its storage.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Layout {
-    shape: Vec<usize>,
-    strides: Vec<usize>,
+    shape: Dims,
+    strides: Dims,
     offset: usize,
 }
 
 /// Row-major (C-contiguous) strides for `shape`.
 pub fn contiguous_strides(shape: &[usize]) -> Vec<usize> {
-    let mut strides = vec![0; shape.len()];
+    contiguous_dims(shape).into_vec()
+}
+
+/// [`contiguous_strides`] without a heap allocation for up to 6 dims.
+fn contiguous_dims(shape: &[usize]) -> Dims {
+    let mut strides: Dims = smallvec::smallvec![0; shape.len()];
     let mut acc = 1;
     for i in (0..shape.len()).rev() {
         strides[i] = acc;
@@ -98,8 +109,8 @@ impl Layout {
     /// A contiguous row-major layout of `shape` starting at offset 0.
     pub fn contiguous(shape: &[usize]) -> Self {
         Layout {
-            shape: shape.to_vec(),
-            strides: contiguous_strides(shape),
+            shape: Dims::from_slice(shape),
+            strides: contiguous_dims(shape),
             offset: 0,
         }
     }
@@ -108,8 +119,8 @@ impl Layout {
     pub fn from_parts(shape: Vec<usize>, strides: Vec<usize>, offset: usize) -> Self {
         debug_assert_eq!(shape.len(), strides.len());
         Layout {
-            shape,
-            strides,
+            shape: Dims::from_slice(&shape),
+            strides: Dims::from_slice(&strides),
             offset,
         }
     }
@@ -189,8 +200,7 @@ impl Layout {
             ));
         }
         let mut seen = vec![false; n];
-        let mut shape = Vec::with_capacity(n);
-        let mut strides = Vec::with_capacity(n);
+        let (mut shape, mut strides) = (Dims::new(), Dims::new());
         for &d in dims {
             let d = normalize_dim(op, d, n)?;
             if seen[d] {
@@ -269,8 +279,7 @@ impl Layout {
 
     /// Remove size-1 dimensions among `dims`.
     pub fn squeeze(&self, dims: &[usize]) -> Layout {
-        let mut shape = Vec::with_capacity(self.ndim());
-        let mut strides = Vec::with_capacity(self.ndim());
+        let (mut shape, mut strides) = (Dims::new(), Dims::new());
         for i in 0..self.ndim() {
             if self.shape[i] == 1 && dims.contains(&i) {
                 continue;
@@ -298,7 +307,7 @@ impl Layout {
             ));
         }
         let extra = n - self.ndim();
-        let mut strides = vec![0; n];
+        let mut strides: Dims = smallvec::smallvec![0; n];
         for i in 0..n {
             if i < extra {
                 continue;
@@ -319,7 +328,7 @@ impl Layout {
             }
         }
         Ok(Layout {
-            shape: shape.to_vec(),
+            shape: Dims::from_slice(shape),
             strides,
             offset: self.offset,
         })
@@ -332,14 +341,14 @@ impl Layout {
         if self.numel() == 0 || new_shape.is_empty() || self.ndim() == 0 {
             // Empty tensors and scalars reshape freely.
             return Some(Layout {
-                shape: new_shape.to_vec(),
-                strides: contiguous_strides(new_shape),
+                shape: Dims::from_slice(new_shape),
+                strides: contiguous_dims(new_shape),
                 offset: self.offset,
             });
         }
         let old_shape = &self.shape;
         let old_strides = &self.strides;
-        let mut new_strides = vec![0usize; new_shape.len()];
+        let mut new_strides: Dims = smallvec::smallvec![0; new_shape.len()];
         let mut view_d = new_shape.len() as isize - 1;
         let mut chunk_base_stride = *old_strides.last().unwrap();
         let mut tensor_numel = 1usize;
@@ -370,7 +379,7 @@ impl Layout {
             return None;
         }
         Some(Layout {
-            shape: new_shape.to_vec(),
+            shape: Dims::from_slice(new_shape),
             strides: new_strides,
             offset: self.offset,
         })
@@ -379,22 +388,25 @@ impl Layout {
     /// Merge adjacent dimensions that are contiguous with each other and drop size-1 dims.
     /// Returns (shape, strides) with at least one dimension. Kernels iterate the result.
     pub fn merged(&self) -> (Vec<usize>, Vec<usize>) {
-        merge_dims(&self.shape, &[&self.strides]).map_or_else(
+        merge_dims(&self.shape, [&self.strides[..]]).map_or_else(
             || (vec![0], vec![1]),
-            |(shape, mut strides)| (shape, strides.pop().unwrap()),
+            |(shape, [strides])| (shape.into_vec(), strides.into_vec()),
         )
     }
 }
 
-/// Merge dims of `shape` that are mergeable in every one of `strides` (same shape, several
+/// Merge dims of `shape` that are mergeable in every one of `strides` (same shape, `K`
 /// layouts), dropping size-1 dims. Returns None when the shape is empty (numel 0).
 /// The result always has at least one dim.
-pub fn merge_dims(shape: &[usize], strides: &[&[usize]]) -> Option<(Vec<usize>, Vec<Vec<usize>>)> {
+pub fn merge_dims<const K: usize>(
+    shape: &[usize],
+    strides: [&[usize]; K],
+) -> Option<(Dims, [Dims; K])> {
     if shape.contains(&0) {
         return None;
     }
-    let mut out_shape: Vec<usize> = Vec::with_capacity(shape.len());
-    let mut out_strides: Vec<Vec<usize>> = vec![Vec::with_capacity(shape.len()); strides.len()];
+    let mut out_shape = Dims::new();
+    let mut out_strides: [Dims; K] = std::array::from_fn(|_| Dims::new());
     for i in 0..shape.len() {
         if shape[i] == 1 {
             continue;

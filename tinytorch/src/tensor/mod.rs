@@ -72,6 +72,21 @@ impl StorageCell {
     }
 }
 
+impl Drop for StorageCell {
+    /// A dying CPU buffer goes to the caching allocator, which keeps the large ones for the
+    /// next request of the same size.
+    #[allow(irrefutable_let_patterns)] // refutable with the `cuda` feature
+    fn drop(&mut self) {
+        let data = self.data.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Storage::Cpu(s) = data {
+            crate::backend::cpu::pool::recycle(std::mem::replace(
+                s,
+                crate::backend::CpuStorage::Bool(Vec::new()),
+            ));
+        }
+    }
+}
+
 pub(crate) struct TensorInner {
     id: TensorId,
     storage: Arc<StorageCell>,
@@ -353,10 +368,6 @@ impl std::fmt::Debug for Tensor {
 }
 
 impl Tensor {
-    pub(crate) fn inner_storage(&self) -> Arc<StorageCell> {
-        self.inner.storage.clone()
-    }
-
     /// A detached copy in a new contiguous buffer (never shares storage with `self`).
     pub(crate) fn detached_copy(&self) -> Tensor {
         let s = self

@@ -15,7 +15,7 @@ use super::strided::PAR_THRESHOLD;
 use super::{CpuElement, CpuStorage};
 use crate::backend::{BackendStorage, ConvGeometry};
 use crate::error::{Error, Result};
-use crate::tensor::{Element, Layout};
+use crate::tensor::Layout;
 use rayon::prelude::*;
 use std::ops::AddAssign;
 
@@ -96,7 +96,7 @@ fn coord(o: usize, s: usize, tap: usize, pad: usize) -> usize {
 
 fn im2col_typed<T: CpuElement>(x: &[T], l: &Layout, g: &ConvGeometry) -> Vec<T> {
     let (rows, ncols) = (g.rows(), g.cols());
-    let mut out = vec![T::zero(); rows * ncols];
+    let mut out = super::pool::zeros::<T>(rows * ncols);
     if out.is_empty() {
         return out;
     }
@@ -140,9 +140,9 @@ fn im2col_typed<T: CpuElement>(x: &[T], l: &Layout, g: &ConvGeometry) -> Vec<T> 
     out
 }
 
-fn col2im_typed<T: Element + AddAssign>(cols: &[T], g: &ConvGeometry) -> Vec<T> {
+fn col2im_typed<T: CpuElement + AddAssign>(cols: &[T], g: &ConvGeometry) -> Vec<T> {
     let [h, w] = g.input;
-    let mut out = vec![T::zero(); g.batch * g.channels * h * w];
+    let mut out = super::pool::zeros::<T>(g.batch * g.channels * h * w);
     if out.is_empty() {
         return out;
     }

@@ -125,7 +125,7 @@ fn check(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout) -> Result<Dim
 
 /// The gemm path for the element types gemm supports (f32, f64, f16).
 fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> Vec<T> {
-    let mut out = vec![T::zero(); d.batch * d.m * d.n];
+    let mut out = super::pool::zeros::<T>(d.batch * d.m * d.n);
     // k = 0 is a sum of nothing: zeros, which `out` already holds.
     if out.is_empty() || d.k == 0 {
         return out;
@@ -230,7 +230,7 @@ fn naive_matmul<T: CpuElement>(
     d: Dims,
     mul_add: impl Fn(T, T, T) -> T + Sync,
 ) -> Vec<T> {
-    let mut out = vec![T::zero(); d.batch * d.m * d.n];
+    let mut out = super::pool::zeros::<T>(d.batch * d.m * d.n);
     if out.is_empty() {
         return out;
     }

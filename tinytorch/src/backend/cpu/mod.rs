@@ -8,6 +8,7 @@ mod convert;
 mod fast_math;
 pub(crate) mod index;
 mod matmul;
+pub mod pool;
 pub(crate) mod reduce;
 pub mod strided;
 mod unary;
@@ -57,6 +58,8 @@ pub trait CpuElement: Element {
     fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]>;
     /// Wrap a Vec of this type.
     fn into_storage(v: Vec<Self>) -> CpuStorage;
+    /// Unwrap the Vec, when the storage has this dtype (else the storage back).
+    fn from_storage(s: CpuStorage) -> std::result::Result<Vec<Self>, CpuStorage>;
 }
 
 macro_rules! impl_cpu_element {
@@ -76,6 +79,12 @@ macro_rules! impl_cpu_element {
             }
             fn into_storage(v: Vec<Self>) -> CpuStorage {
                 CpuStorage::$variant(v)
+            }
+            fn from_storage(s: CpuStorage) -> std::result::Result<Vec<Self>, CpuStorage> {
+                match s {
+                    CpuStorage::$variant(v) => Ok(v),
+                    other => Err(other),
+                }
             }
         }
     };

@@ -625,11 +625,7 @@ fn dim_last_perm(ndim: usize, dim: usize) -> Vec<isize> {
 
 /// `buf` holds the result with `dim` moved last (row-major); return it in the original
 /// dim order.
-fn restore_dim_order<U: Copy + Send + Sync + Default>(
-    buf: Vec<U>,
-    shape: &[usize],
-    dim: usize,
-) -> Vec<U> {
+fn restore_dim_order<U: super::CpuElement>(buf: Vec<U>, shape: &[usize], dim: usize) -> Vec<U> {
     if dim + 1 >= shape.len() || shape[dim + 1..].iter().all(|&s| s == 1) {
         return buf;
     }

@@ -4,7 +4,7 @@
 //! kernel's inner loop is a plain counted loop that LLVM vectorises when the strides are 1.
 //! Above `PAR_THRESHOLD` elements the output is split into chunks processed by rayon.
 
-use crate::tensor::layout::merge_dims;
+use crate::tensor::layout::{merge_dims, Dims};
 use crate::tensor::Layout;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -31,8 +31,8 @@ pub struct Run<const K: usize> {
 /// Operands of the same shape, merged once and walked many times.
 #[derive(Clone, Debug)]
 pub struct MultiStrided<const K: usize> {
-    shape: Vec<usize>,
-    strides: [Vec<usize>; K],
+    shape: Dims,
+    strides: [Dims; K],
     base: [usize; K],
     numel: usize,
 }
@@ -42,12 +42,11 @@ impl<const K: usize> MultiStrided<K> {
     pub fn new(layouts: [&Layout; K]) -> Self {
         let shape = layouts[0].shape();
         debug_assert!(layouts.iter().all(|l| l.shape() == shape));
-        let strides: Vec<&[usize]> = layouts.iter().map(|l| l.strides()).collect();
+        let strides: [&[usize]; K] = std::array::from_fn(|k| layouts[k].strides());
         let base = std::array::from_fn(|k| layouts[k].offset());
-        match merge_dims(shape, &strides) {
+        match merge_dims(shape, strides) {
             Some((shape, strides)) => {
                 let numel = shape.iter().product();
-                let strides: [Vec<usize>; K] = strides.try_into().expect("K stride vectors");
                 MultiStrided {
                     shape,
                     strides,
@@ -56,8 +55,8 @@ impl<const K: usize> MultiStrided<K> {
                 }
             }
             None => MultiStrided {
-                shape: vec![0],
-                strides: std::array::from_fn(|_| vec![1]),
+                shape: smallvec::smallvec![0],
+                strides: std::array::from_fn(|_| smallvec::smallvec![1]),
                 base,
                 numel: 0,
             },
@@ -88,7 +87,7 @@ impl<const K: usize> MultiStrided<K> {
         let nd = self.shape.len();
         let inner = self.shape[nd - 1];
         // Multi-index of `start`.
-        let mut idx = vec![0usize; nd];
+        let mut idx: Dims = smallvec::smallvec![0; nd];
         let mut rem = start;
         for d in (0..nd).rev() {
             idx[d] = rem % self.shape[d];
@@ -128,12 +127,12 @@ impl<const K: usize> MultiStrided<K> {
     /// `f(out_chunk, run)` must write all `run.len` elements at the start of `out_chunk`.
     /// The buffer is never zero-filled first: for large outputs that memset (and the page
     /// faults it triggers) would cost as much as the kernel itself.
-    pub fn collect_output<U: Copy + Send>(
+    pub fn collect_output<U: super::CpuElement>(
         &self,
         f: impl Fn(&mut [MaybeUninit<U>], Run<K>) + Sync,
     ) -> Vec<U> {
         let n = self.numel;
-        let mut out: Vec<U> = Vec::with_capacity(n);
+        let mut out: Vec<U> = super::pool::take(n);
         let spare = &mut out.spare_capacity_mut()[..n];
         if n >= PAR_THRESHOLD && rayon::current_num_threads() > 1 {
             spare
@@ -156,7 +155,7 @@ impl<const K: usize> MultiStrided<K> {
 }
 
 /// Apply `f` to every element of `src[layout]`, returning a row-major vector.
-pub fn map1<T: Copy + Sync, U: Copy + Send>(
+pub fn map1<T: Copy + Sync, U: super::CpuElement>(
     src: &[T],
     layout: &Layout,
     f: impl Fn(T) -> U + Sync,
@@ -178,7 +177,7 @@ pub fn map1<T: Copy + Sync, U: Copy + Send>(
 }
 
 /// Apply `f` elementwise to `a[al]` and `b[bl]` (same shape), returning a row-major vector.
-pub fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Send>(
+pub fn map2<A: Copy + Sync, B: Copy + Sync, U: super::CpuElement>(
     a: &[A],
     al: &Layout,
     b: &[B],
@@ -219,7 +218,7 @@ pub fn map2<A: Copy + Sync, B: Copy + Sync, U: Copy + Send>(
 }
 
 /// Apply `f` elementwise to three operands of the same shape, returning a row-major vector.
-pub fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: Copy + Send>(
+pub fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: super::CpuElement>(
     a: (&[A], &Layout),
     b: (&[B], &Layout),
     c: (&[C], &Layout),

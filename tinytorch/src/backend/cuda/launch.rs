@@ -75,11 +75,18 @@ impl KStrides {
 /// The common shape and per-operand strides of an elementwise kernel over operands of the
 /// same shape: dims contiguous in every operand are merged, so a contiguous tensor is one
 /// dim and the kernel does no division.
-pub fn elementwise(op: &'static str, layouts: &[&Layout]) -> Result<(KShape, Vec<KStrides>)> {
+pub fn elementwise<const K: usize>(
+    op: &'static str,
+    layouts: &[&Layout; K],
+) -> Result<(KShape, Vec<KStrides>)> {
     let shape = layouts[0].shape();
-    let strides: Vec<&[usize]> = layouts.iter().map(|l| l.strides()).collect();
-    let (mshape, mstrides) =
-        merge_dims(shape, &strides).unwrap_or_else(|| (vec![0], vec![vec![1]; layouts.len()]));
+    let strides: [&[usize]; K] = std::array::from_fn(|k| layouts[k].strides());
+    let (mshape, mstrides) = merge_dims(shape, strides).unwrap_or_else(|| {
+        (
+            smallvec::smallvec![0],
+            std::array::from_fn(|_| smallvec::smallvec![1]),
+        )
+    });
     let kshape = KShape::new(op, &mshape)?;
     let ks = mstrides
         .iter()

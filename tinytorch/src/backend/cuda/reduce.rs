@@ -144,8 +144,11 @@ pub(super) fn rows(op: &'static str, l: &Layout, dim: usize) -> Result<Rows> {
     let others =
         |v: &[usize]| -> Vec<usize> { (0..l.ndim()).filter(|&d| d != dim).map(|d| v[d]).collect() };
     let shape = others(l.shape());
-    let (ms, mst) = merge_dims(&shape, &[&others(l.strides()), &others(out_l.strides())])
-        .unwrap_or_else(|| (vec![0], vec![vec![1], vec![1]]));
+    let (ms, mst) = merge_dims(&shape, [&others(l.strides()), &others(out_l.strides())])
+        .unwrap_or_else(|| {
+            let one = || smallvec::smallvec![1];
+            (smallvec::smallvec![0], [one(), one()])
+        });
     Ok(Rows {
         shape: KShape::new(op, &ms)?,
         input: KStrides::new(op, &mst[0], l.offset())?,

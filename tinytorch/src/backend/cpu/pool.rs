@@ -1,0 +1,190 @@
+//! A caching allocator for large CPU buffers.
+//!
+//! Large allocations come straight from the kernel (`mmap`): every fresh 64 MiB output costs
+//! 16,384 page faults and the zeroing of every page before a kernel writes a byte, which on a
+//! bandwidth-bound op costs more than the op itself. A training loop allocates the same sizes
+//! step after step, so buffers of at least [`MIN_BYTES`] are kept when their tensor dies and
+//! handed out again for the next request of the same dtype and length.
+//!
+//! The cache holds at most `TINYTORCH_CPU_CACHE_MB` mebibytes (default 1024); beyond that the
+//! oldest buffers are freed. [`empty_cache`] frees everything (as `torch.cuda.empty_cache`
+//! does for the GPU). Buffers come back with stale contents: callers either write every
+//! element ([`take`]) or ask for zeros ([`zeros`]).
+
+use super::{CpuElement, CpuStorage};
+use crate::backend::BackendStorage;
+use crate::tensor::{DType, Element};
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// Buffers smaller than this are left to the system allocator, which recycles them cheaply.
+pub const MIN_BYTES: usize = 256 << 10;
+
+/// Elements the buffer has room for.
+fn capacity(s: &CpuStorage) -> usize {
+    crate::with_cpu_storage!(s, v => v.capacity())
+}
+
+/// Bytes of the buffer's allocation.
+fn capacity_bytes(s: &CpuStorage) -> usize {
+    capacity(s) * s.dtype().size_in_bytes()
+}
+
+/// Free buffers, oldest first, and their total size against a limit.
+struct Pool {
+    free: VecDeque<CpuStorage>,
+    bytes: usize,
+    limit: usize,
+}
+
+impl Pool {
+    fn new(limit: usize) -> Self {
+        Pool {
+            free: VecDeque::new(),
+            bytes: 0,
+            limit,
+        }
+    }
+
+    /// A free buffer of `dtype` with room for exactly `n` elements.
+    fn take(&mut self, dtype: DType, n: usize) -> Option<CpuStorage> {
+        let i = self
+            .free
+            .iter()
+            .position(|s| s.dtype() == dtype && capacity(s) == n)?;
+        let s = self.free.remove(i)?;
+        self.bytes -= capacity_bytes(&s);
+        Some(s)
+    }
+
+    /// Keep `s` if it is large enough; returns the buffers to free (the oldest ones beyond
+    /// the limit, or `s` itself), for the caller to drop outside the lock.
+    fn put(&mut self, s: CpuStorage) -> Vec<CpuStorage> {
+        let bytes = capacity_bytes(&s);
+        if bytes < MIN_BYTES || bytes > self.limit {
+            return vec![s];
+        }
+        self.bytes += bytes;
+        self.free.push_back(s);
+        let mut evicted = Vec::new();
+        while self.bytes > self.limit {
+            let old = self.free.pop_front().expect("bytes > 0 implies a buffer");
+            self.bytes -= capacity_bytes(&old);
+            evicted.push(old);
+        }
+        evicted
+    }
+}
+
+fn global() -> MutexGuard<'static, Pool> {
+    static POOL: OnceLock<Mutex<Pool>> = OnceLock::new();
+    let pool = POOL.get_or_init(|| {
+        let mb = std::env::var("TINYTORCH_CPU_CACHE_MB")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(1024);
+        Mutex::new(Pool::new(mb << 20))
+    });
+    // Every mutation is a push or remove plus its byte count, so a pool whose lock was
+    // poisoned by a panic elsewhere is still consistent.
+    pool.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// An empty Vec with room for exactly `n` elements, reusing a cached buffer when one of that
+/// dtype and length is free. The caller fills it.
+pub fn take<T: CpuElement>(n: usize) -> Vec<T> {
+    if n * std::mem::size_of::<T>() >= MIN_BYTES {
+        let hit = global().take(<T as Element>::DTYPE, n);
+        if let Some(Ok(mut v)) = hit.map(T::from_storage) {
+            v.clear();
+            return v;
+        }
+    }
+    Vec::with_capacity(n)
+}
+
+/// `n` zeros, in a cached buffer when one fits.
+pub fn zeros<T: CpuElement>(n: usize) -> Vec<T> {
+    let mut v = take::<T>(n);
+    v.resize(n, T::zero());
+    v
+}
+
+/// Keep the buffer of a dying storage for reuse (large buffers only, within the limit).
+pub fn recycle(s: CpuStorage) {
+    if capacity_bytes(&s) < MIN_BYTES {
+        return; // small: back to the system allocator without taking the lock
+    }
+    let freed = global().put(s);
+    drop(freed);
+}
+
+/// Bytes held by the cache now.
+pub fn cached_bytes() -> usize {
+    global().bytes
+}
+
+/// Free every cached buffer.
+pub fn empty_cache() {
+    let freed: Vec<CpuStorage> = {
+        let mut p = global();
+        p.bytes = 0;
+        p.free.drain(..).collect()
+    };
+    drop(freed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn f32_buffer(n: usize) -> CpuStorage {
+        CpuStorage::F32(vec![1.0; n])
+    }
+
+    #[test]
+    fn a_freed_buffer_is_handed_out_again_for_the_same_dtype_and_length() {
+        let n = MIN_BYTES / 4 + 17;
+        let mut p = Pool::new(1 << 30);
+        let s = f32_buffer(n);
+        let ptr = s.as_slice::<f32>().unwrap().as_ptr();
+        assert!(p.put(s).is_empty());
+        assert_eq!(p.bytes, n * 4);
+        assert!(p.take(DType::F32, n + 1).is_none());
+        assert!(p.take(DType::I64, n).is_none());
+        let again = p.take(DType::F32, n).unwrap();
+        assert_eq!(again.as_slice::<f32>().unwrap().as_ptr(), ptr);
+        assert_eq!(p.bytes, 0);
+    }
+
+    #[test]
+    fn small_buffers_are_not_kept_and_the_oldest_go_beyond_the_limit() {
+        let n = MIN_BYTES / 4;
+        let mut p = Pool::new(2 * n * 4);
+        assert_eq!(p.put(f32_buffer(16)).len(), 1);
+        assert!(p.put(f32_buffer(n)).is_empty());
+        assert!(p.put(CpuStorage::I64(vec![0; n / 2])).is_empty());
+        let evicted = p.put(f32_buffer(n));
+        assert_eq!(evicted.len(), 1);
+        assert_eq!(evicted[0].dtype(), DType::F32);
+        assert_eq!(p.bytes, 2 * n * 4);
+        assert_eq!(
+            p.put(f32_buffer(3 * n)).len(),
+            1,
+            "larger than the whole limit"
+        );
+    }
+
+    #[test]
+    fn take_reuses_through_the_global_pool() {
+        // A length no other test asks for, so parallel tests do not take this buffer.
+        let n = MIN_BYTES / 8 + 1231;
+        let v: Vec<f64> = vec![2.0; n];
+        let ptr = v.as_ptr();
+        recycle(CpuStorage::F64(v));
+        let again = take::<f64>(n);
+        assert_eq!((again.as_ptr(), again.len(), again.capacity()), (ptr, 0, n));
+        let z = zeros::<f64>(n);
+        assert!(z.iter().all(|&x| x == 0.0));
+    }
+}
