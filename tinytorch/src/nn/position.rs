@@ -158,15 +158,19 @@ impl RotaryEmbedding {
         let d = self.head_dim();
         let (mut cos, mut sin) = (Vec::with_capacity(len * d), Vec::with_capacity(len * d));
         for p in offset..offset + len {
-            let angles: Vec<f64> = self
+            // The f32 angle, its cosine and sine rounded from f64 (within an ulp of torch's).
+            let (c, s): (Vec<f32>, Vec<f32>) = self
                 .inv_freq
                 .iter()
-                .map(|&f| (p as f32 * f) as f64)
-                .collect();
+                .map(|&f| {
+                    let angle = (p as f32 * f) as f64;
+                    (angle.cos() as f32, angle.sin() as f32)
+                })
+                .unzip();
             // cat(freqs, freqs): the two halves of a head share frequencies.
             for _ in 0..2 {
-                cos.extend(angles.iter().map(|a| a.cos() as f32));
-                sin.extend(angles.iter().map(|a| a.sin() as f32));
+                cos.extend_from_slice(&c);
+                sin.extend_from_slice(&s);
             }
         }
         let table = |v: Vec<f32>| -> Result<Tensor> {

@@ -6,8 +6,10 @@
 //! (Hugging Face's `repeat_kv`): queries `(B, H, L, D)` are viewed as `(B, H_kv, G, L, D)`
 //! and keys/values `(B, H_kv, S, D)` as `(B, H_kv, 1, S, D)`, and
 //! `scaled_dot_product_attention` broadcasts the group dim (its backward sums the key and
-//! value gradients over each group). Without a mask (a new token against the cache), the
-//! group's queries are stacked instead: `(B, H_kv, G * L, D)` against the keys as they are.
+//! value gradients over each group; the fused CPU kernel still expands the broadcast in the
+//! working copy it makes of its inputs). Without a mask (a new token against the cache), the
+//! group's queries are stacked instead: `(B, H_kv, G * L, D)` against the keys as they are,
+//! so nothing is expanded at all.
 
 use super::cache::LlamaKvCache;
 use super::weights::Weights;
