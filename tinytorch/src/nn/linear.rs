@@ -82,6 +82,52 @@ impl Linear {
         })
     }
 
+    /// A layer holding the given parameters as they are (no initialisation drawn): how
+    /// pretrained models are assembled from loaded weights. `weight` is
+    /// `(out_features, in_features)`, `bias` `(out_features,)` of the same dtype and device.
+    pub fn from_parameters(weight: Tensor, bias: Option<Tensor>) -> Result<Linear> {
+        const OP: &str = "Linear::from_parameters";
+        if weight.ndim() != 2 {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "weight must be 2-D (out_features, in_features), got {:?}",
+                    weight.shape()
+                ),
+            ));
+        }
+        if let Some(b) = &bias {
+            if b.shape() != [weight.shape()[0]] {
+                return Err(Error::shape(
+                    OP,
+                    format!(
+                        "bias must have shape [{}] for weight {:?}, got {:?}",
+                        weight.shape()[0],
+                        weight.shape(),
+                        b.shape()
+                    ),
+                ));
+            }
+            if b.dtype() != weight.dtype() || b.device() != weight.device() {
+                return Err(Error::dtype(
+                    OP,
+                    format!(
+                        "bias ({} on {}) must match the weight ({} on {})",
+                        b.dtype(),
+                        b.device(),
+                        weight.dtype(),
+                        weight.device()
+                    ),
+                ));
+            }
+        }
+        Ok(Linear {
+            weight,
+            bias,
+            training: true,
+        })
+    }
+
     /// `in_features`.
     pub fn in_features(&self) -> usize {
         self.weight.shape()[1]

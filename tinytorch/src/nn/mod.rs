@@ -34,7 +34,9 @@ pub use mlp::{GeluMlp, SwiGlu};
 pub use module::{prefixed, Module};
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
-pub use position::{sinusoidal_table, RotaryEmbedding, SinusoidalPositionalEncoding};
+pub use position::{
+    apply_rotary, rope_inv_freq, sinusoidal_table, RotaryEmbedding, SinusoidalPositionalEncoding,
+};
 pub use rnn::{
     GRUCell, LSTMCell, Nonlinearity, RNNCell, RNNOptions, RecurrentWeights, GRU, LSTM, RNN,
 };

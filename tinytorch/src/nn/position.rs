@@ -4,7 +4,7 @@
 
 use super::module::Module;
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Device, Tensor};
 
 /// `(max_len, d_model)` table: `pe[p, 2i] = sin(p / 10000^(2i/d))`, `pe[p, 2i+1] = cos(...)`.
 pub fn sinusoidal_table(max_len: usize, d_model: usize) -> Result<Tensor> {
@@ -57,15 +57,50 @@ impl Module for SinusoidalPositionalEncoding {
     }
 }
 
+/// Llama's RoPE inverse frequencies `1 / base^(2i/head_dim)`, `i < head_dim/2`, computed in
+/// f32 exactly as Hugging Face's `LlamaRotaryEmbedding` (and Meta's reference code) does, so
+/// that rotations agree with theirs to the last bit or so.
+pub fn rope_inv_freq(head_dim: usize, base: f64) -> Vec<f32> {
+    (0..head_dim)
+        .step_by(2)
+        .map(|i| 1.0f32 / (base as f32).powf(i as f32 / head_dim as f32))
+        .collect()
+}
+
+/// Rotate `x` `(..., T, head_dim)` by the tables `cos`, `sin` `(T, head_dim)` of
+/// [`RotaryEmbedding::cos_sin`] (of `x`'s dtype and device):
+/// `x * cos + rotate_half(x) * sin`, with `rotate_half(x) = cat(-x2, x1)` (Hugging Face's
+/// `apply_rotary_pos_emb`).
+pub fn apply_rotary(x: &Tensor, cos: &Tensor, sin: &Tensor) -> Result<Tensor> {
+    let n = x.ndim();
+    if n < 2 || cos.ndim() != 2 || x.shape()[n - 2..] != *cos.shape() || sin.shape() != cos.shape()
+    {
+        return Err(Error::shape(
+            "apply_rotary",
+            format!(
+                "x {:?} must end in the (T, head_dim) of cos {:?} and sin {:?}",
+                x.shape(),
+                cos.shape(),
+                sin.shape()
+            ),
+        ));
+    }
+    let halves = x.chunk(2, -1)?;
+    let rotated = Tensor::cat(&[&halves[1].neg()?, &halves[0]], -1)?;
+    x.mul(cos)?.add(&rotated.mul(sin)?)
+}
+
 /// Rotary position embeddings for heads of `head_dim` features (even), positions below
-/// `max_positions`, frequencies `base^(-2i/head_dim)`.
+/// `max_positions`. The rotation tables are computed for the positions asked for (as
+/// Hugging Face does), so a long `max_positions` costs no memory.
 pub struct RotaryEmbedding {
-    cos: Tensor,
-    sin: Tensor,
+    /// `head_dim / 2` inverse frequencies; the two halves of a head share them.
+    inv_freq: Vec<f32>,
+    max_positions: usize,
 }
 
 impl RotaryEmbedding {
-    /// The cos/sin tables of Llama's RoPE (`base` 10000 in Llama 1/2).
+    /// Llama's RoPE with frequencies `base^(-2i/head_dim)` (`base` 10000 in Llama 1/2).
     pub fn new(head_dim: usize, max_positions: usize, base: f64) -> Result<Self> {
         if head_dim == 0 || !head_dim.is_multiple_of(2) {
             return Err(Error::invalid(
@@ -73,50 +108,91 @@ impl RotaryEmbedding {
                 format!("head_dim must be even and positive, got {head_dim}"),
             ));
         }
-        let half = head_dim / 2;
-        let (mut cos, mut sin) = (
-            Vec::with_capacity(max_positions * head_dim),
-            Vec::with_capacity(max_positions * head_dim),
-        );
-        for p in 0..max_positions {
-            let angles: Vec<f64> = (0..half)
-                .map(|i| p as f64 / base.powf(2.0 * i as f64 / head_dim as f64))
-                .collect();
-            // cat(freqs, freqs): the two halves of a head share frequencies.
-            for _ in 0..2 {
-                cos.extend(angles.iter().map(|a| a.cos() as f32));
-                sin.extend(angles.iter().map(|a| a.sin() as f32));
-            }
+        Self::from_inv_freq(rope_inv_freq(head_dim, base), max_positions)
+    }
+
+    /// RoPE with given inverse frequencies (`head_dim / 2` of them), e.g. rescaled ones
+    /// (Llama 3.1's, linear scaling).
+    pub fn from_inv_freq(inv_freq: Vec<f32>, max_positions: usize) -> Result<Self> {
+        if inv_freq.is_empty() || inv_freq.iter().any(|f| !f.is_finite()) {
+            return Err(Error::invalid(
+                "RotaryEmbedding",
+                format!("inverse frequencies must be finite and non-empty, got {inv_freq:?}"),
+            ));
         }
         Ok(RotaryEmbedding {
-            cos: Tensor::from_vec(cos, &[max_positions, head_dim])?,
-            sin: Tensor::from_vec(sin, &[max_positions, head_dim])?,
+            inv_freq,
+            max_positions,
         })
+    }
+
+    /// Features per head.
+    pub fn head_dim(&self) -> usize {
+        2 * self.inv_freq.len()
+    }
+
+    /// The inverse frequencies.
+    pub fn inv_freq(&self) -> &[f32] {
+        &self.inv_freq
+    }
+
+    /// The tables `cos`, `sin` `(len, head_dim)` of positions `offset..offset + len`, in
+    /// `dtype` on `device`. Angles are `position * inv_freq` in f32, as in Hugging Face.
+    pub fn cos_sin(
+        &self,
+        offset: usize,
+        len: usize,
+        dtype: DType,
+        device: Device,
+    ) -> Result<(Tensor, Tensor)> {
+        if offset + len > self.max_positions {
+            return Err(Error::shape(
+                "RotaryEmbedding",
+                format!(
+                    "positions {offset}..{} exceed the {} positions of the embedding",
+                    offset + len,
+                    self.max_positions
+                ),
+            ));
+        }
+        let d = self.head_dim();
+        let (mut cos, mut sin) = (Vec::with_capacity(len * d), Vec::with_capacity(len * d));
+        for p in offset..offset + len {
+            // The f32 angle, its cosine and sine rounded from f64 (within an ulp of torch's).
+            let (c, s): (Vec<f32>, Vec<f32>) = self
+                .inv_freq
+                .iter()
+                .map(|&f| {
+                    let angle = (p as f32 * f) as f64;
+                    (angle.cos() as f32, angle.sin() as f32)
+                })
+                .unzip();
+            // cat(freqs, freqs): the two halves of a head share frequencies.
+            for _ in 0..2 {
+                cos.extend_from_slice(&c);
+                sin.extend_from_slice(&s);
+            }
+        }
+        let table = |v: Vec<f32>| -> Result<Tensor> {
+            Tensor::from_vec(v, &[len, d])?
+                .to_dtype(dtype)?
+                .to_device(device)
+        };
+        Ok((table(cos)?, table(sin)?))
     }
 
     /// Rotate `x` `(..., T, head_dim)` whose positions start at `offset`:
     /// `x * cos + rotate_half(x) * sin`, with `rotate_half(x) = cat(-x2, x1)`.
     pub fn apply(&self, x: &Tensor, offset: usize) -> Result<Tensor> {
-        let (max, d) = (self.cos.shape()[0], self.cos.shape()[1]);
+        let d = self.head_dim();
         let n = x.ndim();
-        if n < 2 || x.shape()[n - 1] != d || offset + x.shape()[n - 2] > max {
+        if n < 2 || x.shape()[n - 1] != d {
             return Err(Error::shape(
                 "RotaryEmbedding",
-                format!(
-                    "expected (..., T, {d}) with offset + T <= {max}, got {:?} at offset {offset}",
-                    x.shape()
-                ),
+                format!("expected (..., T, {d}), got {:?}", x.shape()),
             ));
         }
-        let t = x.shape()[n - 2];
-        let table = |m: &Tensor| -> Result<Tensor> {
-            m.narrow(0, offset as isize, t)?
-                .to_device(x.device())?
-                .to_dtype(x.dtype())
-        };
-        let halves = x.chunk(2, -1)?;
-        let rotated = Tensor::cat(&[&halves[1].neg()?, &halves[0]], -1)?;
-        x.mul(&table(&self.cos)?)?
-            .add(&rotated.mul(&table(&self.sin)?)?)
+        let (cos, sin) = self.cos_sin(offset, x.shape()[n - 2], x.dtype(), x.device())?;
+        apply_rotary(x, &cos, &sin)
     }
 }

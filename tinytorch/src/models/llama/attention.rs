@@ -1,0 +1,191 @@
+//! Llama's self-attention (`LlamaAttention`): q/k/v projections, rotary embeddings on queries
+//! and keys, grouped-query attention (fewer key/value heads than query heads, each shared by a
+//! group of consecutive query heads), the output projection.
+//!
+//! The head groups are handled by views, not by copying keys and values per query head
+//! (Hugging Face's `repeat_kv`): queries `(B, H, L, D)` are viewed as `(B, H_kv, G, L, D)`
+//! and keys/values `(B, H_kv, S, D)` as `(B, H_kv, 1, S, D)`, and
+//! `scaled_dot_product_attention` broadcasts the group dim (its backward sums the key and
+//! value gradients over each group; the fused CPU kernel still expands the broadcast in the
+//! working copy it makes of its inputs). Without a mask (a new token against the cache), the
+//! group's queries are stacked instead: `(B, H_kv, G * L, D)` against the keys as they are,
+//! so nothing is expanded at all.
+
+use super::cache::LlamaKvCache;
+use super::weights::Weights;
+use super::LlamaConfig;
+use crate::error::{Error, Result};
+use crate::nn::{apply_rotary, prefixed, Linear, Module};
+use crate::tensor::{DType, Device, Tensor};
+
+const OP: &str = "grouped_query_attention";
+
+/// Grouped-query attention: `softmax(q k^T / sqrt(D) + mask) v` where query head `h` attends
+/// with key/value head `h / (H / H_kv)` (PyTorch's `scaled_dot_product_attention(...,
+/// enable_gqa=True)`, Hugging Face's `repeat_kv` + attention).
+///
+/// q: `(B, H, L, D)`; k, v: `(B, H_kv, S, D)` with `H` a multiple of `H_kv`; `attn_mask`
+/// broadcastable to `(B, H, L, S)` (bool: true = may attend, or additive of q's dtype);
+/// `is_causal` lets query `i` see keys `j <= i` (no mask with it); `dropout_p` drops
+/// attention weights. Returns `(B, H, L, D)`. Differentiable in q, k and v.
+pub fn grouped_query_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    attn_mask: Option<&Tensor>,
+    dropout_p: f64,
+    is_causal: bool,
+) -> Result<Tensor> {
+    for (name, t) in [("query", q), ("key", k), ("value", v)] {
+        if t.ndim() != 4 {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "{name} must be (batch, heads, length, head_dim), got {:?}",
+                    t.shape()
+                ),
+            ));
+        }
+    }
+    let (b, h, l, d) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let hkv = k.shape()[1];
+    if hkv == 0 || !h.is_multiple_of(hkv) || v.shape()[1] != hkv {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "query heads must be a multiple of the key/value heads: query {:?}, key {:?}, value {:?}",
+                q.shape(),
+                k.shape(),
+                v.shape()
+            ),
+        ));
+    }
+    let g = h / hkv;
+    let dims = |s: &[usize]| s.iter().map(|&x| x as isize).collect::<Vec<_>>();
+    let ev = v.shape()[3];
+    if attn_mask.is_none() && !is_causal {
+        // Every query sees every key alike, so a group's queries can be stacked into one
+        // longer query sequence of their key/value head: `(B, H_kv, G * L, D)`. Keys and
+        // values are then read once per group, not once per query head (generation's case:
+        // one new token against the whole cache).
+        let stacked = q.reshape(&dims(&[b, hkv, g * l, d]))?;
+        let y = stacked.scaled_dot_product_attention(k, v, None, dropout_p, false, None)?;
+        return y.reshape(&dims(&[b, h, l, ev]));
+    }
+    let q5 = q.reshape(&dims(&[b, hkv, g, l, d]))?;
+    let (k5, v5) = (k.unsqueeze(2)?, v.unsqueeze(2)?);
+    let mask = attn_mask.map(|m| group_mask(m, h, hkv)).transpose()?;
+    let y = q5.scaled_dot_product_attention(&k5, &v5, mask.as_ref(), dropout_p, is_causal, None)?;
+    y.reshape(&dims(&[b, h, l, ev]))
+}
+
+/// A mask broadcastable to `(B, H, L, S)` reshaped to broadcast to `(B, H_kv, G, L, S)`.
+fn group_mask(m: &Tensor, h: usize, hkv: usize) -> Result<Tensor> {
+    let n = m.ndim();
+    if n <= 2 {
+        return Ok(m.clone());
+    }
+    let mut shape: Vec<isize> = m.shape().iter().map(|&x| x as isize).collect();
+    match m.shape()[n - 3] {
+        1 => m.unsqueeze(n as isize - 3),
+        heads if heads == h => {
+            shape.splice(n - 3..n - 2, [hkv as isize, (h / hkv) as isize]);
+            m.reshape(&shape)
+        }
+        _ => Err(Error::shape(
+            OP,
+            format!(
+                "attn_mask {:?} does not broadcast over {h} query heads",
+                m.shape()
+            ),
+        )),
+    }
+}
+
+/// `(t, past + t)` bool mask: new query `i` (position `past + i`) sees keys `j <= past + i`.
+fn causal_mask(t: usize, past: usize, device: Device) -> Result<Tensor> {
+    Tensor::ones(&[t, past + t], DType::Bool, device)?.tril(past as i64)
+}
+
+/// One layer's self-attention.
+pub struct LlamaAttention {
+    q_proj: Linear,
+    k_proj: Linear,
+    v_proj: Linear,
+    o_proj: Linear,
+    heads: usize,
+    kv_heads: usize,
+    head_dim: usize,
+    dropout: f64,
+}
+
+impl LlamaAttention {
+    /// The projections of layer `prefix` (`model.layers.N.self_attn`) from `weights`.
+    pub(super) fn new(c: &LlamaConfig, prefix: &str, weights: &mut Weights) -> Result<Self> {
+        let (h, hkv, d) = (c.num_attention_heads, c.kv_heads(), c.head_dim());
+        let bias = c.attention_bias;
+        let mut proj = |name: &str, inputs: usize, outputs: usize| {
+            weights.linear(&format!("{prefix}.{name}"), inputs, outputs, bias)
+        };
+        Ok(LlamaAttention {
+            q_proj: proj("q_proj", c.hidden_size, h * d)?,
+            k_proj: proj("k_proj", c.hidden_size, hkv * d)?,
+            v_proj: proj("v_proj", c.hidden_size, hkv * d)?,
+            o_proj: proj("o_proj", h * d, c.hidden_size)?,
+            heads: h,
+            kv_heads: hkv,
+            head_dim: d,
+            dropout: c.attention_dropout,
+        })
+    }
+
+    /// x: `(B, T, hidden)`; cos, sin: the rotary tables `(T, head_dim)` of the T positions;
+    /// `cache`: this layer's keys and values of earlier positions (and receives these).
+    /// Attention dropout applies when `training`.
+    pub(super) fn forward(
+        &self,
+        x: &Tensor,
+        cos: &Tensor,
+        sin: &Tensor,
+        cache: Option<(&mut LlamaKvCache, usize)>,
+        training: bool,
+    ) -> Result<Tensor> {
+        let (b, t) = (x.shape()[0], x.shape()[1]);
+        let heads = |z: Tensor, n: usize| -> Result<Tensor> {
+            z.reshape(&[b as isize, t as isize, n as isize, self.head_dim as isize])?
+                .transpose(1, 2)
+        };
+        let q = heads(self.q_proj.forward(x)?, self.heads)?;
+        let k = heads(self.k_proj.forward(x)?, self.kv_heads)?;
+        let v = heads(self.v_proj.forward(x)?, self.kv_heads)?;
+        let (q, k) = (apply_rotary(&q, cos, sin)?, apply_rotary(&k, cos, sin)?);
+        let p = if training { self.dropout } else { 0.0 };
+        let y = match cache {
+            None => grouped_query_attention(&q, &k, &v, None, p, true)?,
+            Some((cache, layer)) => {
+                let past = cache.len();
+                let (k_all, v_all) = cache.append(layer, &k, &v)?;
+                // One new token sees every cached position: no mask at all.
+                let mask = (t > 1)
+                    .then(|| causal_mask(t, past, x.device()))
+                    .transpose()?;
+                grouped_query_attention(&q, &k_all, &v_all, mask.as_ref(), p, false)?
+            }
+        };
+        let y = y.transpose(1, 2)?.reshape(&[
+            b as isize,
+            t as isize,
+            (self.heads * self.head_dim) as isize,
+        ])?;
+        self.o_proj.forward(&y)
+    }
+
+    /// `q_proj.*`, `k_proj.*`, `v_proj.*`, `o_proj.*`.
+    pub(super) fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        let mut out = prefixed("q_proj", self.q_proj.named_parameters());
+        out.extend(prefixed("k_proj", self.k_proj.named_parameters()));
+        out.extend(prefixed("v_proj", self.v_proj.named_parameters()));
+        out.extend(prefixed("o_proj", self.o_proj.named_parameters()));
+        out
+    }
+}

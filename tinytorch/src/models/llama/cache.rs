@@ -1,0 +1,100 @@
+//! The key/value cache of Llama generation: per layer, buffers of `capacity` positions for
+//! the key/value heads only (grouped-query attention keeps `H_kv`, not `H`, heads), allocated
+//! once and written in place as tokens arrive. Keys are cached after the rotary embedding, so
+//! a position's rotation is computed once. Attention reads a view of the filled part.
+
+use crate::autograd::no_grad;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Device, Tensor};
+
+/// Keys and values of the positions seen so far, for every layer.
+pub struct LlamaKvCache {
+    keys: Vec<Tensor>,
+    values: Vec<Tensor>,
+    len: usize,
+}
+
+impl LlamaKvCache {
+    /// Empty buffers of shape `[batch, kv_heads, capacity, head_dim]` for each of `layers`.
+    pub fn new(layers: usize, shape: [usize; 4], dtype: DType, device: Device) -> Result<Self> {
+        let buf = || Tensor::zeros(&shape, dtype, device);
+        Ok(LlamaKvCache {
+            keys: (0..layers).map(|_| buf()).collect::<Result<_>>()?,
+            values: (0..layers).map(|_| buf()).collect::<Result<_>>()?,
+            len: 0,
+        })
+    }
+
+    /// Positions cached so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True before the first token.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The most positions the cache holds.
+    pub fn capacity(&self) -> usize {
+        self.keys.first().map_or(0, |k| k.shape()[2])
+    }
+
+    /// Forget every position (start a new sequence).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Check that `t` new positions of `batch` sequences fit, before any layer writes.
+    pub(super) fn check(&self, batch: usize, t: usize, layers: usize) -> Result<()> {
+        let Some(k) = self.keys.first() else {
+            return Err(Error::invalid("LlamaKvCache", "the cache has no layers"));
+        };
+        if self.keys.len() != layers || k.shape()[0] != batch {
+            return Err(Error::shape(
+                "LlamaKvCache",
+                format!(
+                    "a cache of {} layers for batch {} cannot serve {layers} layers and batch {batch}",
+                    self.keys.len(),
+                    k.shape()[0]
+                ),
+            ));
+        }
+        if self.len + t > self.capacity() {
+            return Err(Error::invalid(
+                "LlamaKvCache",
+                format!(
+                    "{} positions exceed the cache's capacity of {}",
+                    self.len + t,
+                    self.capacity()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Write layer `layer`'s keys and values `(B, H_kv, t, D)` of the new positions after the
+    /// cached ones; returns views of all positions so far (the caller then `advance`s).
+    pub(super) fn append(
+        &mut self,
+        layer: usize,
+        k: &Tensor,
+        v: &Tensor,
+    ) -> Result<(Tensor, Tensor)> {
+        let t = k.shape()[2];
+        let end = self.len + t;
+        let _guard = no_grad();
+        for (buf, new) in [(&self.keys[layer], k), (&self.values[layer], v)] {
+            buf.narrow(2, self.len as isize, t)?.copy_(new)?;
+        }
+        Ok((
+            self.keys[layer].narrow(2, 0, end)?,
+            self.values[layer].narrow(2, 0, end)?,
+        ))
+    }
+
+    /// Count `t` new positions (after every layer appended them).
+    pub(super) fn advance(&mut self, t: usize) {
+        self.len += t;
+    }
+}
