@@ -8,6 +8,7 @@ mod convert;
 mod fast_math;
 pub(crate) mod index;
 mod matmul;
+pub(crate) mod norm;
 pub(crate) mod reduce;
 pub mod strided;
 mod unary;
