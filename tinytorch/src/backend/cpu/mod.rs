@@ -11,7 +11,7 @@ mod matmul;
 pub(crate) mod norm;
 pub(crate) mod reduce;
 pub mod strided;
-mod unary;
+pub(crate) mod unary;
 
 use crate::backend::{
     ArgReduceOp, BackendStorage, BinaryOp, CmpOp, ConvGeometry, ReduceOp, ScanOp, UnaryOp,
