@@ -1,10 +1,14 @@
-//! Normalisation layers against values computed with PyTorch 2.x (hard-coded below), f64
-//! gradient checks, running-statistics updates, eval mode, state-dict names and errors.
+//! Normalisation layers against values computed with PyTorch 2.x (hard-coded below, and
+//! fixtures/norm.safetensors from scripts/gen_norm_fixtures.py for the fused CPU layer and
+//! RMS norm in every float dtype), f64 gradient checks, running-statistics updates, eval
+//! mode, state-dict names and errors.
 
+use std::collections::BTreeMap;
 use tinytorch::autograd::gradcheck::gradcheck;
+use tinytorch::io::load_safetensors;
 use tinytorch::nn::functional::{batch_norm, group_norm, layer_norm, rms_norm};
 use tinytorch::nn::{BatchNorm1d, GroupNorm, LayerNorm, Module};
-use tinytorch::{no_grad, Tensor};
+use tinytorch::{no_grad, DType, Tensor};
 
 fn t64(v: &[f64], shape: &[usize]) -> Tensor {
     Tensor::from_vec(v.to_vec(), shape).unwrap()
@@ -295,4 +299,189 @@ fn batch_norm_running_stats_and_eval_match_pytorch() {
     .unwrap();
     let one = t64(&[1.0, 2.0, 3.0, 4.0], &[1, 4]);
     assert!(batch_norm(&one, None, None, None, None, true, 0.1, 1e-5).is_err());
+}
+
+fn norm_fixture() -> BTreeMap<String, Tensor> {
+    load_safetensors(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/norm.safetensors"
+    ))
+    .unwrap()
+}
+
+/// `|got - want| <= tol * (1 + |want|)` elementwise, with matching dtype and shape.
+fn assert_matches(got: &Tensor, want: &Tensor, tol: f64, what: &str) {
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    let (g, w) = (got.to_vec_f64().unwrap(), want.to_vec_f64().unwrap());
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        assert!(
+            (a - b).abs() <= tol * (1.0 + b.abs()),
+            "{what}[{i}]: {a} vs PyTorch {b}"
+        );
+    }
+}
+
+#[test]
+fn fused_layer_and_rms_norm_match_pytorch_in_every_dtype() {
+    let f = norm_fixture();
+    let cases: Vec<String> = f
+        .keys()
+        .filter_map(|k| k.strip_suffix(".x").map(str::to_string))
+        .collect();
+    assert_eq!(cases.len(), 13, "{cases:?}");
+    for case in &cases {
+        let get = |n: &str| f.get(&format!("{case}.{n}")).cloned();
+        let leaf = |t: Option<Tensor>| t.map(|t| t.requires_grad_(true).unwrap());
+        let x = leaf(get("x")).unwrap();
+        let (w, b) = (leaf(get("weight")), leaf(get("bias")));
+        let eps = get("eps").unwrap().item_f64().unwrap();
+        let want = get("out").unwrap();
+        let norm_shape = if case.ends_with("_2d") {
+            want.shape()[want.ndim() - 2..].to_vec()
+        } else {
+            want.shape()[want.ndim() - 1..].to_vec()
+        };
+        // `_t` cases normalise a transposed (non-contiguous) view of x.
+        let xin = if case.ends_with("_t") {
+            x.transpose(0, 1).unwrap()
+        } else {
+            x.clone()
+        };
+        let y = if case.starts_with("ln") {
+            layer_norm(&xin, &norm_shape, w.as_ref(), b.as_ref(), eps)
+        } else {
+            rms_norm(&xin, &norm_shape, w.as_ref(), Some(eps))
+        }
+        .unwrap();
+        // Half types: PyTorch and TinyTorch both compute in f32 and round the result once.
+        let tol = match x.dtype() {
+            DType::F64 => 1e-10,
+            DType::F32 => 1e-5,
+            DType::F16 => 2e-3,
+            _ => 1.6e-2,
+        };
+        assert_matches(&y, &want, tol, &format!("{case} out"));
+        y.mul(&get("gout").unwrap())
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .backward()
+            .unwrap();
+        // Gradients of parameters sum over every row: allow for the rounding of the sum.
+        let gtol = if x.dtype().is_float() && x.dtype().size_in_bytes() == 2 {
+            4.0 * tol
+        } else {
+            tol
+        };
+        assert_matches(
+            &x.grad().unwrap(),
+            &get("grad_x").unwrap(),
+            gtol,
+            &format!("{case} grad x"),
+        );
+        for (name, p) in [("weight", &w), ("bias", &b)] {
+            if let Some(p) = p {
+                let want = get(&format!("grad_{name}")).unwrap();
+                assert_matches(
+                    &p.grad().unwrap(),
+                    &want,
+                    gtol,
+                    &format!("{case} grad {name}"),
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn fused_norms_pass_gradcheck_with_and_without_parameters_and_a_reused_output() {
+    let w = t64(&[1.0, 2.0, 0.5, -1.0], &[4]);
+    let b = t64(&[0.1, 0.0, -0.2, 0.3], &[4]);
+    let check = |f: &dyn Fn(&[Tensor]) -> tinytorch::Result<Tensor>, inputs: &[Tensor]| {
+        gradcheck(f, inputs, 1e-6, 1e-7, 1e-5).unwrap();
+    };
+    // The output used twice (y * y + y): its gradient is accumulated before the norm's
+    // backward runs.
+    check(
+        &|xs| {
+            let y = layer_norm(&xs[0], &[4], Some(&xs[1]), Some(&xs[2]), 1e-5)?;
+            y.mul(&y)?.add(&y)
+        },
+        &[x234(), w.clone(), b.clone()],
+    );
+    check(&|xs| layer_norm(&xs[0], &[4], None, None, 1e-5), &[x234()]);
+    check(
+        &|xs| layer_norm(&xs[0], &[4], Some(&xs[1]), None, 1e-5),
+        &[x234(), w.clone()],
+    );
+    check(
+        &|xs| layer_norm(&xs[0], &[4], None, Some(&xs[1]), 1e-5),
+        &[x234(), b.clone()],
+    );
+    check(
+        &|xs| layer_norm(&xs[0], &[3, 4], None, None, 1e-5),
+        &[x234()],
+    );
+    check(
+        &|xs| {
+            layer_norm(
+                &xs[0].transpose(0, 1)?,
+                &[4],
+                Some(&xs[1]),
+                Some(&xs[2]),
+                1e-5,
+            )
+        },
+        &[x234(), w.clone(), b],
+    );
+    check(
+        &|xs| {
+            let y = rms_norm(&xs[0], &[4], Some(&xs[1]), Some(1e-6))?;
+            y.mul(&y)?.add(&y)
+        },
+        &[x234(), w],
+    );
+    check(&|xs| rms_norm(&xs[0], &[4], None, None), &[x234()]);
+    check(
+        &|xs| rms_norm(&xs[0].transpose(0, 2)?, &[2], None, Some(1e-6)),
+        &[x234()],
+    );
+    // A 1-D input is one row; an empty batch gives an empty result.
+    check(
+        &|xs| layer_norm(&xs[0], &[5], None, None, 1e-5),
+        &[t64(&[1.0, -2.0, 0.5, 3.0, 0.0], &[5])],
+    );
+    let empty = Tensor::zeros(&[0, 4], DType::F32, tinytorch::Device::Cpu).unwrap();
+    assert_eq!(
+        layer_norm(&empty, &[4], None, None, 1e-5).unwrap().shape(),
+        &[0, 4]
+    );
+    assert_eq!(rms_norm(&empty, &[4], None, None).unwrap().shape(), &[0, 4]);
+}
+
+#[test]
+fn norm_errors_name_the_op_and_shapes() {
+    let x = x234();
+    let msg = rms_norm(&x, &[3], None, None).unwrap_err().to_string();
+    assert!(
+        msg.contains("rms_norm") && msg.contains("[3]") && msg.contains("[2, 3, 4]"),
+        "{msg}"
+    );
+    let w = t64(&[1.0, 2.0, 3.0], &[3]);
+    let msg = layer_norm(&x, &[4], Some(&w), None, 1e-5)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("layer_norm") && msg.contains("weight") && msg.contains("[3]"),
+        "{msg}"
+    );
+    let ids = Tensor::from_vec(vec![1i64, 2, 3, 4], &[4]).unwrap();
+    let msg = layer_norm(&ids, &[4], None, None, 1e-5)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        msg.contains("layer_norm") && msg.contains("floating"),
+        "{msg}"
+    );
 }

@@ -3,6 +3,7 @@
 //! scripts/bench_vs_torch.py, which runs the same rows in PyTorch and prints the ratios.
 
 mod cpu;
+mod gpt_train;
 mod kv_cache;
 mod layers;
 mod timer;
@@ -17,7 +18,8 @@ use tinytorch::{DType, Device, Result, Tensor};
 pub struct BenchArgs {
     /// Which suite to run: `ops`, `cpu` (training steps, op overhead, bandwidth, matmul and
     /// the layer table: the CPU-performance suite), `layers` (the seed's layer table, forward
-    /// + backward) or `kv-cache` (GPT generation speed with and without the cache).
+    /// + backward), `kv-cache` (GPT generation speed with and without the cache) or
+    /// `gpt-train` (one training step of a small GPT).
     #[arg(long, default_value = "ops")]
     suite: String,
     /// Device of the `layers` suite: cpu, cuda or cuda:N.
@@ -126,10 +128,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         "cpu" => return run_cpu(args),
         "layers" => return run_layers(args),
         "kv-cache" => return run_kv_cache(args.json),
+        "gpt-train" => return run_gpt_train(args),
         other => {
             return Err(tinytorch::Error::invalid(
                 "bench",
-                format!("unknown suite '{other}' (available: ops, cpu, layers, kv-cache)"),
+                format!(
+                    "unknown suite '{other}' (available: ops, cpu, layers, kv-cache, gpt-train)"
+                ),
             ));
         }
     };
@@ -228,6 +233,33 @@ fn run_kv_cache(json: bool) -> Result<()> {
         } else {
             println!("{context:>8} {cached:>18.1} {uncached:>18.1}");
         }
+    }
+    Ok(())
+}
+
+/// One GPT training step (forward, cross-entropy, backward, AdamW): median ms and tokens/s.
+fn run_gpt_train(args: &BenchArgs) -> Result<()> {
+    let ms = gpt_train::step_ms(10, Duration::from_millis(args.budget_ms))?;
+    let c = gpt_train::CONFIG;
+    let tokens_per_s = (gpt_train::BATCH * c.block_size) as f64 / (ms / 1e3);
+    if args.json {
+        let obj = serde_json::json!({
+            "name": "gpt-train", "batch": gpt_train::BATCH, "block_size": c.block_size,
+            "n_layer": c.n_layer, "n_head": c.n_head, "n_embd": c.n_embd,
+            "vocab_size": c.vocab_size, "tinytorch_ms": ms, "tokens_per_s": tokens_per_s,
+        });
+        println!("{obj}");
+    } else {
+        println!(
+            "GPT training step ({} layers, d={}, {} heads, context {}, vocabulary {}, batch {}): \
+             {ms:.2} ms, {tokens_per_s:.0} tokens/s",
+            c.n_layer,
+            c.n_embd,
+            c.n_head,
+            c.block_size,
+            c.vocab_size,
+            gpt_train::BATCH
+        );
     }
     Ok(())
 }

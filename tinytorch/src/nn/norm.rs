@@ -1,12 +1,18 @@
 //! Normalisation layers (`torch.nn.functional.{layer_norm, rms_norm, group_norm, batch_norm}`
-//! and their modules). Forward and backward are composed from tensor ops, so autograd derives
-//! the gradients. A fused kernel (one pass for the statistics, one for normalise + affine, and
-//! a closed-form backward) would pay here: the composite form reads the input ~5 times and
-//! keeps several intermediates alive for backward.
+//! and their modules). On the CPU, layer and RMS norm run the fused kernel of `ops/norm.rs`
+//! (one pass for the statistics, one for normalise + affine, a closed-form backward); the
+//! composite form below, whose gradients autograd derives, serves other devices and empty
+//! inputs, and is the reference the fused kernel is tested against. Group and batch norm are
+//! composed from tensor ops everywhere.
+
+#[cfg(test)]
+mod fused_tests;
 
 use super::Module;
 use crate::autograd::no_grad;
+use crate::backend::cpu::norm::NormKind;
 use crate::error::{Error, Result};
+use crate::ops::norm::{fused_applies, fused_norm};
 use crate::tensor::{DType, Device, Tensor};
 
 fn require_float(op: &'static str, t: &Tensor) -> Result<()> {
@@ -80,8 +86,22 @@ pub fn layer_norm(
     let dims = trailing_dims(OP, x, normalized_shape)?;
     check_affine(OP, "weight", weight, normalized_shape)?;
     check_affine(OP, "bias", bias, normalized_shape)?;
-    let mean = x.mean(&dims, true)?;
-    let var = x.var(&dims, 0.0, true)?;
+    if fused_applies(x, &[weight, bias]) {
+        return fused_norm(OP, x, normalized_shape, weight, bias, eps, NormKind::Layer);
+    }
+    layer_norm_composite(x, &dims, weight, bias, eps)
+}
+
+/// Layer norm over `dims` from tensor ops.
+pub(crate) fn layer_norm_composite(
+    x: &Tensor,
+    dims: &[isize],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let mean = x.mean(dims, true)?;
+    let var = x.var(dims, 0.0, true)?;
     let y = x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?;
     affine(y, weight, bias)
 }
@@ -105,7 +125,20 @@ pub fn rms_norm(
         DType::BF16 => 0.007_812_5,
         _ => f32::EPSILON as f64,
     });
-    let ms = x.square()?.mean(&dims, true)?;
+    if fused_applies(x, &[weight]) {
+        return fused_norm(OP, x, normalized_shape, weight, None, eps, NormKind::Rms);
+    }
+    rms_norm_composite(x, &dims, weight, eps)
+}
+
+/// RMS norm over `dims` from tensor ops.
+pub(crate) fn rms_norm_composite(
+    x: &Tensor,
+    dims: &[isize],
+    weight: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let ms = x.square()?.mean(dims, true)?;
     let y = x.mul(&ms.add_scalar(eps)?.rsqrt()?)?;
     affine(y, weight, None)
 }

@@ -5,12 +5,13 @@
 //! elsewhere, or for empty problems, the same maths composed of tensor ops.
 
 use crate::autograd::needs_grad;
-use crate::backend::cpu::attention::{self, AttnDims, AttnFloat, AttnMask, AttnOptions};
+use crate::backend::cpu::attention::{self, AttnDims, AttnFloat, AttnInput, AttnMask, AttnOptions};
 use crate::backend::cpu::CpuElement;
+use crate::backend::Storage;
 use crate::error::{Error, Result};
 use crate::tensor::layout::broadcast_shapes;
 use crate::tensor::{DType, Device, Tensor};
-use std::sync::Arc;
+use std::sync::{Arc, RwLockReadGuard};
 
 const OP: &str = "scaled_dot_product_attention";
 
@@ -215,12 +216,81 @@ fn composite(
     w.matmul(v)
 }
 
-/// Contiguous `(bh, n, f)` copy of `t` broadcast to `(batch..., n, f)`.
-fn flat<T: CpuElement>(t: &Tensor, batch: &[usize]) -> Result<Vec<T>> {
+/// `t` (detached) broadcast to `(batch..., n, f)`, as the kernel reads it: a view when its
+/// features are contiguous (the heads of a QKV projection, a KV cache's filled part), else
+/// a contiguous copy.
+fn operand_view(t: &Tensor, batch: &[usize]) -> Result<Tensor> {
     let (n, f) = (t.shape()[t.ndim() - 2], t.shape()[t.ndim() - 1]);
     let mut shape = batch.to_vec();
     shape.extend([n, f]);
-    t.detach().broadcast_to(&shape)?.to_vec::<T>()
+    let t = t.detach();
+    let t = if f == 1 || t.stride()[t.ndim() - 1] == 1 {
+        t
+    } else {
+        t.contiguous()?
+    };
+    t.broadcast_to(&shape)
+}
+
+/// Where each of the `bh` problems of a `(batch..., n, f)` view starts in its buffer.
+fn problem_bases(t: &Tensor, bh: usize) -> Vec<usize> {
+    let (shape, strides) = (t.shape(), t.layout().strides());
+    let nb = shape.len() - 2;
+    (0..bh)
+        .map(|b| {
+            let (mut rem, mut off) = (b, t.layout().offset());
+            for dim in (0..nb).rev() {
+                off += (rem % shape[dim]) * strides[dim];
+                rem /= shape[dim];
+            }
+            off
+        })
+        .collect()
+}
+
+/// Read guards on the distinct storages of `views` (q, k and v often share one: the fused
+/// QKV projection) and, per view, the index of its guard. One lock per storage: a second
+/// read lock on the same RwLock from one thread can deadlock.
+fn lock_storages<'a>(views: &[&'a Tensor]) -> (Vec<RwLockReadGuard<'a, Storage>>, Vec<usize>) {
+    let mut owners: Vec<&Tensor> = Vec::new();
+    let mut which = Vec::new();
+    for &v in views {
+        match owners.iter().position(|o| o.shares_storage(v)) {
+            Some(i) => which.push(i),
+            None => {
+                which.push(owners.len());
+                owners.push(v);
+            }
+        }
+    }
+    (owners.iter().map(|o| o.storage()).collect(), which)
+}
+
+/// Run `f` on kernel operands reading `views` (from [`operand_view`]) in place.
+fn with_operands<T: CpuElement, R>(
+    views: &[&Tensor],
+    bh: usize,
+    f: impl FnOnce(&[AttnInput<T>]) -> R,
+) -> Result<R> {
+    let (guards, which) = lock_storages(views);
+    let bases: Vec<Vec<usize>> = views.iter().map(|v| problem_bases(v, bh)).collect();
+    let inputs = views
+        .iter()
+        .zip(&which)
+        .zip(&bases)
+        .map(|((v, &g), base)| {
+            let data = guards[g]
+                .as_cpu()
+                .and_then(|s| s.as_slice::<T>())
+                .ok_or_else(|| Error::dtype(OP, format!("expected CPU tensors of {}", T::DTYPE)))?;
+            Ok(AttnInput {
+                data,
+                base,
+                row_stride: v.stride()[v.ndim() - 2],
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(f(&inputs))
 }
 
 /// A mask's buffer (the storage under its broadcast view) and where each problem's
@@ -242,21 +312,11 @@ impl<T: CpuElement> MaskData<T> {
             .ok_or_else(|| {
                 Error::dtype(OP, "attn_mask must be a CPU tensor of the query's dtype")
             })?;
-        let (shape, strides) = (m.shape(), m.layout().strides());
-        let nb = shape.len() - 2;
-        let base = (0..bh)
-            .map(|b| {
-                let (mut rem, mut off) = (b, m.layout().offset());
-                for dim in (0..nb).rev() {
-                    off += (rem % shape[dim]) * strides[dim];
-                    rem /= shape[dim];
-                }
-                off
-            })
-            .collect();
+        let strides = m.layout().strides();
+        let nb = m.ndim() - 2;
         Ok(MaskData {
             data,
-            base,
+            base: problem_bases(m, bh),
             row_stride: strides[nb],
             col_stride: strides[nb + 1],
         })
@@ -301,11 +361,11 @@ fn fused_cpu<T: AttnFloat + CpuElement>(
     p: &Plan,
 ) -> Result<Tensor> {
     let d = p.dims;
-    let (qv, kv, vv) = (
-        flat::<T>(q, &p.batch)?,
-        flat::<T>(k, &p.batch)?,
-        flat::<T>(v, &p.batch)?,
-    );
+    let views = [
+        operand_view(q, &p.batch)?,
+        operand_view(k, &p.batch)?,
+        operand_view(v, &p.batch)?,
+    ];
     // The mask stays a broadcast view: one base offset per (batch, head) problem.
     let mask_data = mask.as_ref().map(|m| MaskData::of(m, d.bh)).transpose()?;
     let cfg = Config {
@@ -314,21 +374,38 @@ fn fused_cpu<T: AttnFloat + CpuElement>(
         dropout,
         seed,
     };
-    let (out, lse) = attention::forward(&qv, &kv, &vv, d, &cfg.options(&mask_data));
+    let (out, lse) = with_operands::<T, _>(&[&views[0], &views[1], &views[2]], d.bh, |ops| {
+        attention::forward(ops[0], ops[1], ops[2], d, &cfg.options(&mask_data))
+    })?;
     let mut out_shape = p.batch.clone();
     out_shape.extend([d.l, d.ev]);
-    let result = Tensor::from_vec(out.clone(), &out_shape)?;
+    let result = Tensor::from_vec(out, &out_shape)?;
     if !needs_grad(&[q, k, v]) {
         return Ok(result);
     }
-    let saved = Arc::new((qv, kv, vv, out, lse, mask_data));
+    // The operands are saved as the views they are (no copies), the output as itself.
+    let saved = views.each_ref().map(|t| t.save(OP));
+    let saved_out = result.save(OP);
+    let lse = Arc::new((lse, mask_data));
     let shapes = (q.shape().to_vec(), k.shape().to_vec(), v.shape().to_vec());
     let batch = p.batch.clone();
     Ok(result.record(OP, &[q, k, v], move |g, _| {
-        let (qv, kv, vv, out, lse, mask_data) = &*saved;
-        let dout = g.contiguous()?.to_vec::<T>()?;
-        let (dq, dk, dv) =
-            attention::backward(qv, kv, vv, out, lse, &dout, d, &cfg.options(mask_data));
+        let (lse, mask_data) = &*lse;
+        let [qv, kv, vv] = [saved[0].get()?, saved[1].get()?, saved[2].get()?];
+        let out = saved_out.get()?;
+        let g = operand_view(g, &batch)?;
+        let (dq, dk, dv) = with_operands::<T, _>(&[qv, kv, vv, &g, out], d.bh, |ops| {
+            // `out` is contiguous (made just above): its whole buffer in problem order.
+            let out_data = &ops[4].data[ops[4].base[0]..];
+            attention::backward(
+                [ops[0], ops[1], ops[2]],
+                &out_data[..d.bh * d.l * d.ev],
+                lse,
+                ops[3],
+                d,
+                &cfg.options(mask_data),
+            )
+        })?;
         let grad = |data: Vec<T>, n: usize, f: usize, want: &[usize]| -> Result<Tensor> {
             let mut shape = batch.clone();
             shape.extend([n, f]);

@@ -10,6 +10,7 @@ mod conv;
 mod index;
 mod inplace;
 mod matmul;
+pub(crate) mod norm;
 mod operators;
 mod pool;
 mod reduce;

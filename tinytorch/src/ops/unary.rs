@@ -7,7 +7,7 @@
 //! `silu`, `softplus`) reject other dtypes. Derivatives at kinks use PyTorch's conventions.
 
 use crate::autograd::needs_grad;
-use crate::backend::UnaryOp;
+use crate::backend::{Storage, UnaryOp};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Tensor};
 
@@ -27,6 +27,21 @@ const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
 const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 /// The cubic coefficient of the tanh-approximated GELU.
 const GELU_KAPPA: f64 = 0.044715;
+
+/// GELU's backward by the fused CPU kernel, when `g` and `x` are CPU tensors of one dtype
+/// (`None` otherwise: the caller composes it from tensor ops).
+fn gelu_backward_cpu(g: &Tensor, x: &Tensor) -> Result<Option<Tensor>> {
+    if g.dtype() != x.dtype() || g.shape() != x.shape() {
+        return Ok(None);
+    }
+    let dx = crate::ops::with_storages2(g, x, |sg, sx| match (sg.as_cpu(), sx.as_cpu()) {
+        (Some(sg), Some(sx)) => {
+            crate::backend::cpu::unary::gelu_backward(sg, g.layout(), sx, x.layout()).map(Some)
+        }
+        _ => Ok(None),
+    })?;
+    Ok(dx.map(|s| Tensor::from_contiguous(Storage::Cpu(s), x.shape())))
+}
 
 impl Tensor {
     /// Apply the primitive `op` (integers are computed as the default float first).
@@ -276,7 +291,10 @@ impl Tensor {
         self.require_float("gelu")?;
         let out = self.unary_op(UnaryOp::Gelu)?;
         self.unary_backward(out, "gelu", Saved::Input, |g, x| {
-            // Phi(x) + x * phi(x)
+            // Phi(x) + x * phi(x): one fused pass on the CPU, composed elsewhere.
+            if let Some(dx) = gelu_backward_cpu(g, x)? {
+                return Ok(dx);
+            }
             let cdf = x
                 .mul_scalar(std::f64::consts::FRAC_1_SQRT_2)?
                 .erf()?

@@ -3,9 +3,14 @@
 //! (running row max and sum) and keeps only each row's log-sum-exp; the backward recomputes
 //! each block's probabilities from it. Memory is O((L + S) * E) per head, whatever the length.
 //!
-//! Operands are contiguous `(BH, L, E)` queries, `(BH, S, E)` keys, `(BH, S, Ev)` values.
-//! Block products go through `gemm`; rayon spreads (head, block) tasks over the threads.
+//! Operands are `(BH, L, E)` queries, `(BH, S, E)` keys, `(BH, S, Ev)` values (and the
+//! backward's `(BH, L, Ev)` upstream gradient) given as strided views ([`AttnInput`]: any
+//! offset per problem and any row stride, features contiguous), so the heads of a fused QKV
+//! projection or the filled part of a KV cache are read in place, never copied. Outputs are
+//! contiguous. Block products go through `gemm`; rayon spreads (head, block) tasks over the
+//! threads.
 
+use super::fast_math::exp_f32;
 use rayon::prelude::*;
 
 /// Queries per block.
@@ -24,11 +29,15 @@ pub trait AttnFloat: Copy + Send + Sync + PartialOrd + 'static {
 }
 
 impl AttnFloat for f32 {
+    #[inline(always)]
     fn exp_shifted(self, m: Self) -> Self {
+        // The vectorisable exp (libm's expf is a call per score); computed first and then
+        // selected, so that the loops over a block's scores stay branch-free.
+        let e = exp_f32(self - m);
         if self == f32::NEG_INFINITY {
             0.0
         } else {
-            (self - m).exp()
+            e
         }
     }
     fn of(v: f64) -> Self {
@@ -64,6 +73,22 @@ pub struct AttnDims {
     pub s: usize,
     pub e: usize,
     pub ev: usize,
+}
+
+/// A `(bh, rows, features)` operand read in place: row `i` of problem `b` is the
+/// `features` contiguous elements at `data[base[b] + i * row_stride]`.
+#[derive(Clone, Copy)]
+pub struct AttnInput<'a, T> {
+    pub data: &'a [T],
+    pub base: &'a [usize],
+    pub row_stride: usize,
+}
+
+impl<'a, T> AttnInput<'a, T> {
+    /// Problem `b` from row `i` on (to the end of the buffer; `gemm_into` bounds the reads).
+    fn at(&self, b: usize, i: usize) -> &'a [T] {
+        &self.data[self.base[b] + i * self.row_stride..]
+    }
 }
 
 /// An additive mask broadcast over `(bh, l, s)`: element `(b, i, j)` is at
@@ -189,8 +214,8 @@ fn gemm_into<T: AttnFloat>(
 /// mask and the causal rule applied (masked entries are -inf), into `sc` (rows x cols).
 #[allow(clippy::too_many_arguments)]
 fn scores<T: AttnFloat>(
-    q: &[T],
-    k: &[T],
+    q: AttnInput<T>,
+    k: AttnInput<T>,
     d: &AttnDims,
     o: &AttnOptions<T>,
     b: usize,
@@ -198,8 +223,6 @@ fn scores<T: AttnFloat>(
     (j0, cols): (usize, usize),
     sc: &mut [T],
 ) {
-    let qb = &q[(b * d.l + i0) * d.e..];
-    let kb = &k[(b * d.s + j0) * d.e..];
     gemm_into(
         rows,
         cols,
@@ -207,8 +230,8 @@ fn scores<T: AttnFloat>(
         sc,
         cols,
         false,
-        (qb, d.e, 1),
-        (kb, 1, d.e),
+        (q.at(b, i0), q.row_stride, 1),
+        (k.at(b, j0), 1, k.row_stride),
         o.scale,
     );
     for r in 0..rows {
@@ -242,9 +265,9 @@ fn exp_shifted(x: f64, m: f64) -> f64 {
 /// backward; -inf for a row whose every key is masked, whose output is 0 as in PyTorch's
 /// SDPA).
 pub fn forward<T: AttnFloat>(
-    q: &[T],
-    k: &[T],
-    v: &[T],
+    q: AttnInput<T>,
+    k: AttnInput<T>,
+    v: AttnInput<T>,
     d: AttnDims,
     o: &AttnOptions<T>,
 ) -> (Vec<T>, Vec<T>) {
@@ -260,7 +283,7 @@ pub fn forward<T: AttnFloat>(
                 .zip(lse_h.par_chunks_mut(BLOCK_Q))
                 .enumerate()
                 .for_each(|(qb, (out_blk, lse_blk))| {
-                    forward_block(q, k, v, &d, o, b, qb * BLOCK_Q, out_blk, lse_blk)
+                    forward_block([q, k, v], &d, o, b, qb * BLOCK_Q, out_blk, lse_blk)
                 });
         });
     (out, lse)
@@ -268,9 +291,7 @@ pub fn forward<T: AttnFloat>(
 
 #[allow(clippy::too_many_arguments)]
 fn forward_block<T: AttnFloat>(
-    q: &[T],
-    k: &[T],
-    v: &[T],
+    [q, k, v]: [AttnInput<T>; 3],
     d: &AttnDims,
     o: &AttnOptions<T>,
     b: usize,
@@ -321,7 +342,6 @@ fn forward_block<T: AttnFloat>(
                 }
             }
         }
-        let vb = &v[(b * d.s + j0) * d.ev..];
         gemm_into(
             rows,
             d.ev,
@@ -330,7 +350,7 @@ fn forward_block<T: AttnFloat>(
             d.ev,
             true,
             (&sc, cols, 1),
-            (vb, d.ev, 1),
+            (v.at(b, j0), v.row_stride, 1),
             1.0,
         );
         j0 += cols;
@@ -352,12 +372,10 @@ fn forward_block<T: AttnFloat>(
 /// the forward's `out` and `lse`.
 #[allow(clippy::too_many_arguments)]
 pub fn backward<T: AttnFloat>(
-    q: &[T],
-    k: &[T],
-    v: &[T],
+    [q, k, v]: [AttnInput<T>; 3],
     out: &[T],
     lse: &[T],
-    dout: &[T],
+    dout: AttnInput<T>,
     d: AttnDims,
     o: &AttnOptions<T>,
 ) -> (Vec<T>, Vec<T>, Vec<T>) {
@@ -366,7 +384,7 @@ pub fn backward<T: AttnFloat>(
         .map(|r| {
             let (a, b) = (
                 &out[r * d.ev..(r + 1) * d.ev],
-                &dout[r * d.ev..(r + 1) * d.ev],
+                &dout.at(r / d.l, r % d.l)[..d.ev],
             );
             a.iter().zip(b).map(|(x, y)| x.f64() * y.f64()).sum()
         })
@@ -407,11 +425,11 @@ pub fn backward<T: AttnFloat>(
 
 /// What both backward passes read.
 struct BackwardCtx<'a, T> {
-    q: &'a [T],
-    k: &'a [T],
-    v: &'a [T],
+    q: AttnInput<'a, T>,
+    k: AttnInput<'a, T>,
+    v: AttnInput<'a, T>,
     lse: &'a [T],
-    dout: &'a [T],
+    dout: AttnInput<'a, T>,
     delta: &'a [f64],
     d: AttnDims,
     o: &'a AttnOptions<'a, T>,
@@ -432,8 +450,6 @@ impl<T: AttnFloat> BackwardCtx<'_, T> {
         let d = &self.d;
         scores(self.q, self.k, d, self.o, b, (i0, rows), (j0, cols), p);
         // dP' = dO V^T (the gradient of the dropped-out weights).
-        let dob = &self.dout[(b * d.l + i0) * d.ev..];
-        let vb = &self.v[(b * d.s + j0) * d.ev..];
         gemm_into(
             rows,
             cols,
@@ -441,8 +457,8 @@ impl<T: AttnFloat> BackwardCtx<'_, T> {
             dp,
             cols,
             false,
-            (dob, d.ev, 1),
-            (vb, 1, d.ev),
+            (self.dout.at(b, i0), self.dout.row_stride, 1),
+            (self.v.at(b, j0), 1, self.v.row_stride),
             1.0,
         );
         for r in 0..rows {
@@ -472,8 +488,6 @@ impl<T: AttnFloat> BackwardCtx<'_, T> {
             let rows = BLOCK_Q.min(d.l - i0);
             let (p, ds) = (&mut p[..rows * cols], &mut ds[..rows * cols]);
             self.probs_and_dscores(b, (i0, rows), (j0, cols), p, ds);
-            let dob = &self.dout[(b * d.l + i0) * d.ev..];
-            let qb = &self.q[(b * d.l + i0) * d.e..];
             // dV += P'^T dO ; dK += scale * dS^T Q.
             gemm_into(
                 cols,
@@ -483,7 +497,7 @@ impl<T: AttnFloat> BackwardCtx<'_, T> {
                 d.ev,
                 true,
                 (p, 1, cols),
-                (dob, d.ev, 1),
+                (self.dout.at(b, i0), self.dout.row_stride, 1),
                 1.0,
             );
             gemm_into(
@@ -494,7 +508,7 @@ impl<T: AttnFloat> BackwardCtx<'_, T> {
                 d.e,
                 true,
                 (ds, 1, cols),
-                (qb, d.e, 1),
+                (self.q.at(b, i0), self.q.row_stride, 1),
                 self.o.scale,
             );
             i0 += rows;
@@ -512,7 +526,6 @@ impl<T: AttnFloat> BackwardCtx<'_, T> {
             let cols = BLOCK_K.min(d.s - j0);
             let (p, ds) = (&mut p[..rows * cols], &mut ds[..rows * cols]);
             self.probs_and_dscores(b, (i0, rows), (j0, cols), p, ds);
-            let kb = &self.k[(b * d.s + j0) * d.e..];
             // dQ += scale * dS K.
             gemm_into(
                 rows,
@@ -522,7 +535,7 @@ impl<T: AttnFloat> BackwardCtx<'_, T> {
                 d.e,
                 true,
                 (ds, cols, 1),
-                (kb, d.e, 1),
+                (self.k.at(b, j0), self.k.row_stride, 1),
                 self.o.scale,
             );
             j0 += cols;

@@ -8,10 +8,11 @@ mod convert;
 mod fast_math;
 pub(crate) mod index;
 mod matmul;
+pub(crate) mod norm;
 pub mod pool;
 pub(crate) mod reduce;
 pub mod strided;
-mod unary;
+pub(crate) mod unary;
 
 use crate::backend::{
     ArgReduceOp, BackendStorage, BinaryOp, CmpOp, ConvGeometry, ReduceOp, ScanOp, UnaryOp,

@@ -12,7 +12,7 @@ use std::mem::MaybeUninit;
 /// Minimum number of elements before an elementwise kernel spreads over threads.
 pub const PAR_THRESHOLD: usize = 1 << 15;
 /// Elements per parallel task.
-const PAR_CHUNK: usize = 1 << 14;
+pub const PAR_CHUNK: usize = 1 << 14;
 
 /// One stretch of the innermost dim: output position, length, and per-operand storage offset
 /// and stride.

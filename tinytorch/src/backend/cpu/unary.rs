@@ -7,12 +7,14 @@
 //! inline and, for the contiguous fast path, vectorise. f16 and bf16 compute in f32 and round
 //! once per element.
 
-use super::strided::{map1, update1};
+use super::fast_math;
+use super::strided::{map1, map2, update1, PAR_CHUNK};
 use super::{CpuElement, CpuStorage};
 use crate::backend::UnaryOp;
 use crate::error::{Error, Result};
 use crate::tensor::Layout;
 use half::{bf16, f16};
+use rayon::prelude::*;
 
 /// The float arithmetic the kernels need, for the two compute types f32 and f64.
 pub(crate) trait Real:
@@ -44,10 +46,14 @@ pub(crate) trait Real:
     fn max(self, o: Self) -> Self;
     fn min(self, o: Self) -> Self;
     fn is_nan(self) -> bool;
+    /// Exact GELU `x * Phi(x)`.
+    fn gelu(self) -> Self;
+    /// GELU's derivative `Phi(x) + x * phi(x)`.
+    fn gelu_grad(self) -> Self;
 }
 
 macro_rules! impl_real {
-    ($t:ty, $erf:path) => {
+    ($t:ty, $erf:path, $gelu:path, $gelu_grad:path) => {
         impl Real for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
@@ -145,11 +151,37 @@ macro_rules! impl_real {
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
             }
+            #[inline(always)]
+            fn gelu(self) -> Self {
+                $gelu(self)
+            }
+            #[inline(always)]
+            fn gelu_grad(self) -> Self {
+                $gelu_grad(self)
+            }
         }
     };
 }
-impl_real!(f32, libm::erff);
-impl_real!(f64, libm::erf);
+// f32 GELU uses the vectorisable erf of fast_math (PyTorch's formula); f64 stays exact.
+impl_real!(
+    f32,
+    libm::erff,
+    fast_math::gelu_f32,
+    fast_math::gelu_grad_f32
+);
+impl_real!(f64, libm::erf, gelu_f64, gelu_grad_f64);
+
+/// Exact GELU in f64.
+fn gelu_f64(x: f64) -> f64 {
+    0.5 * x * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2))
+}
+
+/// GELU's derivative in f64: `Phi(x) + x * phi(x)`.
+fn gelu_grad_f64(x: f64) -> f64 {
+    const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
+    0.5 * (1.0 + libm::erf(x * std::f64::consts::FRAC_1_SQRT_2))
+        + x * INV_SQRT_2PI * (-0.5 * x * x).exp()
+}
 
 /// A storage element type of a float dtype and the type it computes in.
 trait FloatStore: CpuElement {
@@ -296,11 +328,7 @@ fn float_kernel<T: Real, K: Sink<T>>(op: UnaryOp, sink: K) -> K::Out {
             let a = c(alpha);
             sink.apply(move |x: T| if x > T::ZERO { x } else { a.mul(x.exp_m1()) })
         }
-        UnaryOp::Gelu => {
-            let inv_sqrt2 = c(std::f64::consts::FRAC_1_SQRT_2);
-            let half = c(0.5);
-            sink.apply(move |x: T| x.mul(half).mul(T::ONE.add(x.mul(inv_sqrt2).erf())))
-        }
+        UnaryOp::Gelu => sink.apply(|x: T| x.gelu()),
         UnaryOp::GeluTanh => {
             let (beta, kappa, half) = (c(SQRT_2_OVER_PI), c(GELU_KAPPA), c(0.5));
             sink.apply(move |x: T| {
@@ -519,6 +547,46 @@ pub fn unary_inplace(s: &mut CpuStorage, layout: &Layout, op: UnaryOp) -> Result
         CpuStorage::Bool(v) => bool_kernel(op, IntUpdateSink { dst: v, layout })?,
     }
     Ok(())
+}
+
+/// GELU's backward `g * gelu'(x)` in one pass over the upstream gradient `g` and the input
+/// `x` (same shape and float dtype; half types compute in f32). The composite rule of
+/// `ops/unary.rs` makes ~12 passes with a buffer each.
+pub(crate) fn gelu_backward(
+    g: &CpuStorage,
+    gl: &Layout,
+    x: &CpuStorage,
+    xl: &Layout,
+) -> Result<CpuStorage> {
+    fn run<S: FloatStore>(g: &[S], gl: &Layout, x: &[S], xl: &Layout) -> CpuStorage {
+        CpuStorage::from_vec(map2(g, gl, x, xl, |g: S, x: S| {
+            S::down(g.up().mul(x.up().gelu_grad()))
+        }))
+    }
+    match (g, x) {
+        (CpuStorage::F32(g), CpuStorage::F32(x)) => {
+            match (gl.contiguous_range(), xl.contiguous_range()) {
+                // The common case, a contiguous gradient and input: the vectorised kernel on
+                // 16K-element chunks across the threads.
+                (Some((g0, g1)), Some((x0, x1))) => {
+                    let (g, x) = (&g[g0..g1], &x[x0..x1]);
+                    let mut out = vec![0.0f32; x.len()];
+                    out.par_chunks_mut(PAR_CHUNK)
+                        .zip(g.par_chunks(PAR_CHUNK).zip(x.par_chunks(PAR_CHUNK)))
+                        .for_each(|(o, (g, x))| fast_math::gelu_backward_f32(g, x, o));
+                    Ok(CpuStorage::F32(out))
+                }
+                _ => Ok(run(g, gl, x, xl)),
+            }
+        }
+        (CpuStorage::F64(g), CpuStorage::F64(x)) => Ok(run(g, gl, x, xl)),
+        (CpuStorage::F16(g), CpuStorage::F16(x)) => Ok(run(g, gl, x, xl)),
+        (CpuStorage::BF16(g), CpuStorage::BF16(x)) => Ok(run(g, gl, x, xl)),
+        _ => Err(Error::dtype(
+            "gelu_backward",
+            "gradient and input must share a float dtype",
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,124 @@
+//! The fused CPU layer/RMS norm against the composite form it replaces: outputs and the
+//! gradients of input, weight and bias, for every float dtype, with and without parameters,
+//! non-contiguous inputs, several trailing dims, and rows enough for the threaded path. The
+//! reference is the composite in f64 on the same (rounded) values: the fused kernel computes
+//! half types in f32 and rounds once, so it is closer to it than the composite in f16 is.
+
+use super::{layer_norm, layer_norm_composite, rms_norm, rms_norm_composite};
+use crate::tensor::{DType, Device, Tensor};
+
+/// Relative + absolute tolerance of a dtype.
+fn tol(dtype: DType) -> f64 {
+    match dtype {
+        DType::F64 => 1e-12,
+        DType::F32 => 2e-5,
+        DType::F16 => 1e-2,
+        _ => 5e-2,
+    }
+}
+
+fn assert_close(got: &Tensor, want: &Tensor, tol: f64, what: &str) {
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    let (g, w) = (got.to_vec_f64().unwrap(), want.to_vec_f64().unwrap());
+    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
+        assert!(
+            (a - b).abs() <= tol * (1.0 + b.abs()),
+            "{what}[{i}]: fused {a} vs composite {b}"
+        );
+    }
+}
+
+/// A leaf of `shape` and `dtype` with smooth, varied values (offset so the mean is not 0).
+fn leaf(shape: &[usize], dtype: DType, seed: f64) -> Tensor {
+    let n: usize = shape.iter().product();
+    let v: Vec<f64> = (0..n)
+        .map(|i| (i as f64 * 0.731 + seed).sin() * 1.7 + 0.4)
+        .collect();
+    Tensor::from_vec(v, shape)
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
+}
+
+/// A norm applied to (x, weight, bias).
+type NormFn<'a> = &'a dyn Fn(&Tensor, Option<&Tensor>, Option<&Tensor>) -> Tensor;
+
+/// Run `f` on fresh leaves of `dtype` (x and optional weight/bias), backpropagate a fixed
+/// upstream gradient (rounded to `x`'s dtype first), return the output and the gradients.
+fn run(x: &Tensor, params: &[Option<Tensor>], dtype: DType, f: NormFn) -> Vec<Tensor> {
+    let fresh = |t: &Tensor| {
+        t.detach()
+            .to_dtype(dtype)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap()
+    };
+    let x_dtype = x.dtype();
+    let x = fresh(x);
+    let ps: Vec<Option<Tensor>> = params.iter().map(|p| p.as_ref().map(fresh)).collect();
+    let y = f(&x, ps[0].as_ref(), ps[1].as_ref());
+    assert_eq!(y.dtype(), dtype);
+    let g = leaf(y.shape(), x_dtype, 3.0)
+        .detach()
+        .to_dtype(dtype)
+        .unwrap();
+    y.mul(&g).unwrap().sum_all().unwrap().backward().unwrap();
+    let mut out = vec![y.detach(), x.grad().unwrap()];
+    out.extend(ps.iter().flatten().map(|p| p.grad().unwrap()));
+    out
+}
+
+#[test]
+fn fused_layer_and_rms_norm_match_the_composite_form() {
+    // (input shape, normalized shape, transpose the input's first two dims first)
+    let cases: &[(&[usize], &[usize], bool)] = &[
+        (&[2, 3, 4], &[4], false),
+        (&[3, 2, 5], &[2, 5], false),
+        (&[4, 3, 6], &[6], true),
+        (&[7], &[7], false),
+        (&[300, 257], &[257], false),
+        (&[80, 16, 128], &[128], true),
+    ];
+    for dtype in [DType::F64, DType::F32, DType::F16, DType::BF16] {
+        for &(shape, norm_shape, transpose) in cases {
+            let mut x = leaf(shape, dtype, 0.0);
+            if transpose {
+                x = x.transpose(0, 1).unwrap();
+            }
+            let dims: Vec<isize> = (1..=norm_shape.len() as isize).map(|i| -i).collect();
+            for (with_w, with_b) in [(true, true), (true, false), (false, true), (false, false)] {
+                let params = [
+                    with_w.then(|| leaf(norm_shape, dtype, 1.0)),
+                    with_b.then(|| leaf(norm_shape, dtype, 2.0)),
+                ];
+                let what =
+                    format!("{dtype} {shape:?}/{norm_shape:?} t={transpose} w={with_w} b={with_b}");
+                let fused = run(&x, &params, dtype, &|x, w, b| {
+                    layer_norm(x, norm_shape, w, b, 1e-5).unwrap()
+                });
+                let comp = run(&x, &params, DType::F64, &|x, w, b| {
+                    layer_norm_composite(x, &dims, w, b, 1e-5).unwrap()
+                });
+                for (i, (f, c)) in fused.iter().zip(&comp).enumerate() {
+                    assert_close(f, c, tol(dtype), &format!("layer_norm {what} #{i}"));
+                }
+                let params = [params[0].clone(), None];
+                let fused = run(&x, &params, dtype, &|x, w, _| {
+                    rms_norm(x, norm_shape, w, Some(1e-6)).unwrap()
+                });
+                let comp = run(&x, &params, DType::F64, &|x, w, _| {
+                    rms_norm_composite(x, &dims, w, 1e-6).unwrap()
+                });
+                for (i, (f, c)) in fused.iter().zip(&comp).enumerate() {
+                    assert_close(f, c, tol(dtype), &format!("rms_norm {what} #{i}"));
+                }
+            }
+        }
+    }
+    // The fused op is what the CPU runs: its node carries the op's name.
+    let y = layer_norm(&leaf(&[2, 4], DType::F32, 0.0), &[4], None, None, 1e-5).unwrap();
+    assert_eq!(y.grad_fn_name(), Some("layer_norm"));
+    assert_eq!(y.device(), Device::Cpu);
+}
