@@ -7,7 +7,7 @@ faster) beside the issue's target for the row. With --repeats R the whole compar
 times, alternating sides, and each side's figure is the median over the R runs.
 
 Rows: training steps (forward, cross-entropy, backward, SGD lr 0.05) of seed-cnn, mlp and
-resnet20; the overhead of one op on a 1-element tensor; add and relu on 16M f32 elements
+resnet20, and an AdamW step of the small GPT (4 layers, d=128, 4 heads, context 64, batch 16); the overhead of one op on a 1-element tensor; add and relu on 16M f32 elements
 (fresh outputs); matmul 1024^3; the seed's layer table (scripts/bench_layers_torch.py's rows),
 summarised by its geometric mean and worst row.
 
@@ -29,6 +29,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_layers_torch import build as build_layer  # noqa: E402
 from bench_layers_torch import time_row  # noqa: E402
+from torch_gpt import GPT  # noqa: E402
 from torch_models import MODELS  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -36,7 +37,25 @@ LAYER_FAMILIES = {"conv2d", "linear", "relu", "global_avg_pool", "cross_entropy"
 CPU = torch.device("cpu")
 
 
+def gpt_step(p):
+    """One AdamW step of the GPT of `tinytorch bench --suite gpt-train` (same sizes)."""
+    torch.manual_seed(0)
+    model = GPT(p["vocab_size"], p["block_size"], p["n_layer"], p["n_head"], p["n_embd"])
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
+    x = torch.randint(0, p["vocab_size"], (p["batch"], p["block_size"]))
+    y = torch.randint(0, p["vocab_size"], (p["batch"], p["block_size"]))
+
+    def step():
+        opt.zero_grad()
+        F.cross_entropy(model(x).view(-1, p["vocab_size"]), y.view(-1)).backward()
+        opt.step()
+
+    return step
+
+
 def train_step(p):
+    if p["model"] == "gpt":
+        return gpt_step(p)
     torch.manual_seed(0)
     model = MODELS[p["model"]](p["channels"], p["height"], p["width"], 10)
     model.train()
@@ -59,10 +78,10 @@ def build(name, p):
     if name == "op_overhead":
         one = torch.ones(1)
         return lambda: torch.add(one, one)
-    if name in ("add", "relu"):
+    if name == "elementwise":
         g = torch.Generator().manual_seed(0)
         a, b = torch.randn(p["numel"], generator=g), torch.randn(p["numel"], generator=g)
-        return (lambda: torch.add(a, b)) if name == "add" else (lambda: torch.relu(a))
+        return (lambda: torch.add(a, b)) if p["op"] == "add" else (lambda: torch.relu(a))
     if name == "matmul":
         a, b = torch.randn(p["m"], p["k"]), torch.randn(p["k"], p["n"])
         return lambda: torch.matmul(a, b)
@@ -73,7 +92,7 @@ def target(name, p):
     """The issue's target ratio for a row (None: judged through the layer-table summary)."""
     if name == "train_step":
         return {"seed-cnn": 1.2, "mlp": 2.0}.get(p["model"], 1.0)
-    return {"op_overhead": 5.0, "add": 2.0, "relu": 2.0, "matmul": 0.95}.get(name)
+    return {"op_overhead": 5.0, "elementwise": 2.0, "matmul": 0.95}.get(name)
 
 
 def tinytorch_rows(exe, threads, budget_ms, filt):

@@ -1,11 +1,11 @@
 //! The CPU-performance suite: the work TinyTorch's users do, each row timed as the median of
 //! at least five runs. Training steps of the built-in models (forward, cross-entropy,
-//! backward, SGD step), the overhead of one op, bandwidth-bound elementwise ops on fresh
+//! backward, SGD step) and of the small GPT of `gpt_train` (AdamW), the overhead of one op, bandwidth-bound elementwise ops on fresh
 //! 64 MiB outputs, a 1024^3 matmul, and the seed's layer table (scaled down in batch where a
 //! row would take PyTorch more than ~0.5 s). Every JSON row carries its parameters, so
 //! scripts/bench_cpu_torch.py times exactly the same work in PyTorch.
 
-use super::layers;
+use super::{gpt_train, layers};
 use serde_json::{json, Value};
 use tinytorch::models::{ImageShape, ModelKind};
 use tinytorch::nn::functional::cross_entropy;
@@ -67,8 +67,8 @@ fn elementwise(op: &'static str, n: usize) -> Result<CpuRow> {
         _ => Box::new(move || a.relu().map(drop)),
     };
     Ok(CpuRow {
-        name: op,
-        params: json!({"numel": n}),
+        name: "elementwise",
+        params: json!({"op": op, "numel": n}),
         run,
     })
 }
@@ -99,6 +99,14 @@ fn all_but_layers() -> Result<Vec<CpuRow>> {
     for &(kind, shape, batch) in TRAIN {
         rows.push(train_step(kind, shape, batch)?);
     }
+    let c = gpt_train::CONFIG;
+    rows.push(CpuRow {
+        name: "train_step",
+        params: json!({"model": "gpt", "batch": gpt_train::BATCH, "vocab_size": c.vocab_size,
+                       "block_size": c.block_size, "n_layer": c.n_layer, "n_head": c.n_head,
+                       "n_embd": c.n_embd}),
+        run: Box::new(gpt_train::step()?),
+    });
     let one = Tensor::from_vec(vec![1.0f32], &[1])?;
     rows.push(CpuRow {
         name: "op_overhead",

@@ -24,9 +24,8 @@ pub const CONFIG: GptConfig = GptConfig {
 /// Sequences per step.
 pub const BATCH: usize = 16;
 
-/// Median milliseconds of one training step (at least `min_steps` timed steps after two
-/// warm-up steps, more while `budget` lasts).
-pub fn step_ms(min_steps: usize, budget: Duration) -> Result<f64> {
+/// One training step of the row's model on fixed random tokens, as a closure to time.
+pub fn step() -> Result<impl FnMut() -> Result<()>> {
     manual_seed(0);
     let c = CONFIG;
     let model = Gpt::new(c)?;
@@ -41,10 +40,16 @@ pub fn step_ms(min_steps: usize, budget: Duration) -> Result<f64> {
     let v = c.vocab_size as i64;
     let x = Tensor::randint(0, v, &shape, Device::Cpu)?;
     let y = Tensor::randint(0, v, &shape, Device::Cpu)?;
-    median_ms(min_steps, budget, || -> Result<()> {
+    Ok(move || -> Result<()> {
         opt.zero_grad();
         let (loss, _) = model.loss(&x, &y)?;
         loss.backward()?;
         opt.step()
     })
+}
+
+/// Median milliseconds of one training step (at least `min_steps` timed steps after two
+/// warm-up steps, more while `budget` lasts).
+pub fn step_ms(min_steps: usize, budget: Duration) -> Result<f64> {
+    median_ms(min_steps, budget, step()?)
 }

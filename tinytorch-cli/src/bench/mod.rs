@@ -17,9 +17,9 @@ use tinytorch::{DType, Device, Result, Tensor};
 #[derive(Args)]
 pub struct BenchArgs {
     /// Which suite to run: `ops`, `cpu` (training steps, op overhead, bandwidth, matmul and
-    /// the layer table: the CPU-performance suite), `layers` (the seed's layer table, forward
-    /// + backward), `kv-cache` (GPT generation speed with and without the cache) or
-    /// `gpt-train` (one training step of a small GPT).
+    /// the layer table: the CPU-performance suite), `layers` (the seed's layer table,
+    /// forward and backward), `kv-cache` (GPT generation speed with and without the cache)
+    /// or `gpt-train` (one training step of a small GPT).
     #[arg(long, default_value = "ops")]
     suite: String,
     /// Device of the `layers` suite: cpu, cuda or cuda:N.

@@ -19,7 +19,7 @@ const BLOCK_Q: usize = 64;
 const BLOCK_K: usize = 128;
 
 /// The float types the kernel runs in (half types are widened to f32 by the caller).
-pub trait AttnFloat: Copy + Send + Sync + PartialOrd + 'static {
+pub trait AttnFloat: super::CpuElement + Copy + Send + Sync + PartialOrd + 'static {
     /// Conversion from f64.
     fn of(v: f64) -> Self;
     /// Conversion to f64.
@@ -271,7 +271,7 @@ pub fn forward<T: AttnFloat>(
     d: AttnDims,
     o: &AttnOptions<T>,
 ) -> (Vec<T>, Vec<T>) {
-    let mut out = vec![T::of(0.0); d.bh * d.l * d.ev];
+    let mut out = super::pool::zeros::<T>(d.bh * d.l * d.ev);
     let mut lse = vec![T::of(f64::NEG_INFINITY); d.bh * d.l];
     // Chunk by head, then by query block within the head.
     out.par_chunks_mut(d.l * d.ev)
@@ -389,9 +389,9 @@ pub fn backward<T: AttnFloat>(
             a.iter().zip(b).map(|(x, y)| x.f64() * y.f64()).sum()
         })
         .collect();
-    let mut dq = vec![T::of(0.0); d.bh * d.l * d.e];
-    let mut dk = vec![T::of(0.0); d.bh * d.s * d.e];
-    let mut dv = vec![T::of(0.0); d.bh * d.s * d.ev];
+    let mut dq = super::pool::zeros::<T>(d.bh * d.l * d.e);
+    let mut dk = super::pool::zeros::<T>(d.bh * d.s * d.e);
+    let mut dv = super::pool::zeros::<T>(d.bh * d.s * d.ev);
     let ctx = BackwardCtx {
         q,
         k,

@@ -102,13 +102,13 @@ impl CpuStorage {
     /// A zero-filled buffer.
     pub fn zeros(dtype: DType, n: usize) -> CpuStorage {
         match dtype {
-            DType::Bool => CpuStorage::Bool(vec![false; n]),
-            DType::U8 => CpuStorage::U8(vec![0; n]),
-            DType::I64 => CpuStorage::I64(vec![0; n]),
-            DType::F16 => CpuStorage::F16(vec![f16::ZERO; n]),
-            DType::BF16 => CpuStorage::BF16(vec![bf16::ZERO; n]),
-            DType::F32 => CpuStorage::F32(vec![0.0; n]),
-            DType::F64 => CpuStorage::F64(vec![0.0; n]),
+            DType::Bool => CpuStorage::Bool(pool::zeros(n)),
+            DType::U8 => CpuStorage::U8(pool::zeros(n)),
+            DType::I64 => CpuStorage::I64(pool::zeros(n)),
+            DType::F16 => CpuStorage::F16(pool::zeros(n)),
+            DType::BF16 => CpuStorage::BF16(pool::zeros(n)),
+            DType::F32 => CpuStorage::F32(pool::zeros(n)),
+            DType::F64 => CpuStorage::F64(pool::zeros(n)),
         }
     }
 

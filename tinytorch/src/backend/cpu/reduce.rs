@@ -730,7 +730,7 @@ fn scan_typed<T: CpuElement, U: CpuElement>(
     row_fn: impl Fn(&[T], &mut [U]) + Sync,
 ) -> Vec<U> {
     let (data, starts, n) = contiguous_rows(v, l, dim);
-    let mut out = vec![U::default(); starts.len() * n];
+    let mut out = super::pool::zeros::<U>(starts.len() * n);
     if n > 0 {
         let work = |(o, &s): (&mut [U], &usize)| row_fn(&data[s..s + n], o);
         if out.len() >= PAR_THRESHOLD {

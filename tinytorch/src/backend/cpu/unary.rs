@@ -570,7 +570,7 @@ pub(crate) fn gelu_backward(
                 // 16K-element chunks across the threads.
                 (Some((g0, g1)), Some((x0, x1))) => {
                     let (g, x) = (&g[g0..g1], &x[x0..x1]);
-                    let mut out = vec![0.0f32; x.len()];
+                    let mut out = super::pool::zeros::<f32>(x.len());
                     out.par_chunks_mut(PAR_CHUNK)
                         .zip(g.par_chunks(PAR_CHUNK).zip(x.par_chunks(PAR_CHUNK)))
                         .for_each(|(o, (g, x))| fast_math::gelu_backward_f32(g, x, o));
