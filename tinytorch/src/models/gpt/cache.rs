@@ -1,6 +1,7 @@
-//! The key/value cache of generation: per layer, buffers of `block_size` positions
-//! allocated once, written in place as tokens arrive. Attention reads a view of the filled
-//! part, so a new token costs the same whatever the context length (no copying of the past).
+//! The key/value cache of generation (GPT and Llama): per layer, buffers of a fixed number of
+//! positions allocated once, written in place as tokens arrive. Attention reads a view of the
+//! filled part, so the past is never copied. Llama caches only its key/value heads (grouped-
+//! query attention) and keys after the rotary embedding.
 
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
@@ -39,6 +40,40 @@ impl KvCache {
         self.len = 0;
     }
 
+    /// The most positions the cache holds.
+    pub fn capacity(&self) -> usize {
+        self.keys.first().map_or(0, |k| k.shape()[2])
+    }
+
+    /// Check that `t` new positions of `batch` sequences through `layers` layers fit, before
+    /// any layer writes (so a failed call leaves the cache as it was).
+    pub(crate) fn check(&self, batch: usize, t: usize, layers: usize) -> Result<()> {
+        let Some(k) = self.keys.first() else {
+            return Err(Error::invalid("KvCache", "the cache has no layers"));
+        };
+        if self.keys.len() != layers || k.shape()[0] != batch {
+            return Err(Error::shape(
+                "KvCache",
+                format!(
+                    "a cache of {} layers for batch {} cannot serve {layers} layers and batch {batch}",
+                    self.keys.len(),
+                    k.shape()[0]
+                ),
+            ));
+        }
+        if self.len + t > self.capacity() {
+            return Err(Error::invalid(
+                "KvCache",
+                format!(
+                    "{} positions exceed the cache's capacity of {}",
+                    self.len + t,
+                    self.capacity()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Write layer `layer`'s keys and values `(B, H, t, D)` of the new positions after the
     /// cached ones; returns views of all positions so far (the caller then `advance`s).
     pub(crate) fn append(
@@ -52,7 +87,10 @@ impl KvCache {
         if self.len + t > cap {
             return Err(Error::invalid(
                 "KvCache",
-                format!("{} positions exceed the cache's {cap}", self.len + t),
+                format!(
+                    "{} positions exceed the cache's capacity of {cap}",
+                    self.len + t
+                ),
             ));
         }
         let _guard = no_grad();

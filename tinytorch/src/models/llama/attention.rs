@@ -11,9 +11,9 @@
 //! group's queries are stacked instead: `(B, H_kv, G * L, D)` against the keys as they are,
 //! so nothing is expanded at all.
 
-use super::cache::LlamaKvCache;
 use super::weights::Weights;
 use super::LlamaConfig;
+use super::LlamaKvCache;
 use crate::error::{Error, Result};
 use crate::nn::{apply_rotary, prefixed, Linear, Module};
 use crate::tensor::{DType, Device, Tensor};

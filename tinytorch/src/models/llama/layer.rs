@@ -2,9 +2,9 @@
 //! `out = h + mlp(norm_2(h))` with RMSNorm and the SwiGLU MLP, and Llama's RMSNorm.
 
 use super::attention::LlamaAttention;
-use super::cache::LlamaKvCache;
 use super::weights::{Kind, Weights};
 use super::LlamaConfig;
+use super::LlamaKvCache;
 use crate::error::Result;
 use crate::nn::functional::rms_norm;
 use crate::nn::{prefixed, Module, SwiGlu};

@@ -28,7 +28,6 @@
 //! directory); this file holds the model.
 
 mod attention;
-mod cache;
 mod config;
 mod layer;
 mod load;
@@ -36,7 +35,9 @@ mod rope;
 mod weights;
 
 pub use attention::grouped_query_attention;
-pub use cache::LlamaKvCache;
+/// Llama's key/value cache: the generation cache shared with GPT, holding the key/value
+/// heads only.
+pub type LlamaKvCache = crate::models::gpt::KvCache;
 pub use config::LlamaConfig;
 pub use layer::LlamaDecoderLayer;
 pub use load::read_state_dict;
