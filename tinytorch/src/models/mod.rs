@@ -14,8 +14,11 @@ pub use lenet::lenet5;
 pub use resnet::{BasicBlock, ResNet};
 
 use crate::error::{Error, Result};
+use crate::nn::functional::cross_entropy;
+use crate::nn::Reduction;
 use crate::nn::{AdaptiveAvgPool2d, Conv2d, Flatten, Linear, Module, ReLU, Sequential};
 use crate::ops::ConvPadding;
+use crate::tensor::Tensor;
 use std::fmt;
 use std::str::FromStr;
 
@@ -111,6 +114,20 @@ impl FromStr for ModelKind {
                 )
             })
     }
+}
+
+/// Mean cross-entropy of language-model `logits` `(B, T, V)` against `targets` `(B, T)`,
+/// position by position (`-100` is ignored): the loss of GPT and Llama.
+pub(crate) fn token_cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    let v = logits.shape()[logits.ndim() - 1] as isize;
+    cross_entropy(
+        &logits.reshape(&[-1, v])?,
+        &targets.reshape(&[-1])?,
+        None,
+        -100,
+        Reduction::Mean,
+        0.0,
+    )
 }
 
 /// `nn.Sequential(nn.Flatten(), nn.Linear(c*h*w, 128), nn.ReLU(), nn.Linear(128, classes))`.

@@ -7,6 +7,12 @@ use crate::autograd::no_grad;
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Device, Tensor};
 
+/// `(t, past + t)` bool mask of `t` new queries over the `past` cached keys and themselves:
+/// query `i` (position `past + i`) sees keys `j <= past + i`.
+pub(crate) fn causal_mask(t: usize, past: usize, device: Device) -> Result<Tensor> {
+    Tensor::ones(&[t, past + t], DType::Bool, device)?.tril(past as i64)
+}
+
 /// Keys and values of the positions seen so far, for every layer.
 pub struct KvCache {
     keys: Vec<Tensor>,

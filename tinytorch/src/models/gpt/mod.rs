@@ -7,14 +7,15 @@
 mod cache;
 mod sample;
 
+pub(crate) use cache::causal_mask;
 pub use cache::KvCache;
 pub use sample::{sample_next, Sampling};
 
 use crate::error::{Error, Result};
-use crate::nn::functional::{cross_entropy, dropout, layer_norm, linear};
+use crate::nn::functional::{dropout, layer_norm, linear};
 use crate::nn::init::{normal_, zeros_};
-use crate::nn::{prefixed, Embedding, LayerNorm, Linear, Module, Reduction};
-use crate::tensor::{DType, Device, Tensor};
+use crate::nn::{prefixed, Embedding, LayerNorm, Linear, Module};
+use crate::tensor::{DType, Tensor};
 
 /// Sizes of a GPT (nanoGPT's `GPTConfig`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -128,11 +129,6 @@ impl Block {
     }
 }
 
-/// `(t, past + t)` bool mask: row i may see columns `j <= past + i`.
-fn causal_mask(t: usize, past: usize, device: Device) -> Result<Tensor> {
-    Tensor::ones(&[t, past + t], DType::Bool, device)?.tril(past as i64)
-}
-
 /// The GPT model.
 pub struct Gpt {
     config: GptConfig,
@@ -241,16 +237,7 @@ impl Gpt {
     /// Mean cross-entropy of predicting `targets` `(B, T)` from `idx` `(B, T)`, and the logits.
     pub fn loss(&self, idx: &Tensor, targets: &Tensor) -> Result<(Tensor, Tensor)> {
         let logits = self.logits(idx)?;
-        let v = self.config.vocab_size as isize;
-        let loss = cross_entropy(
-            &logits.reshape(&[-1, v])?,
-            &targets.reshape(&[-1])?,
-            None,
-            -100,
-            Reduction::Mean,
-            0.0,
-        )?;
-        Ok((loss, logits))
+        Ok((super::token_cross_entropy(&logits, targets)?, logits))
     }
 
     /// An empty key/value cache for `batch` sequences on the model's device.

@@ -15,8 +15,9 @@ use super::weights::Weights;
 use super::LlamaConfig;
 use super::LlamaKvCache;
 use crate::error::{Error, Result};
+use crate::models::gpt::causal_mask;
 use crate::nn::{apply_rotary, prefixed, Linear, Module};
-use crate::tensor::{DType, Device, Tensor};
+use crate::tensor::Tensor;
 
 const OP: &str = "grouped_query_attention";
 
@@ -100,11 +101,6 @@ fn group_mask(m: &Tensor, h: usize, hkv: usize) -> Result<Tensor> {
             ),
         )),
     }
-}
-
-/// `(t, past + t)` bool mask: new query `i` (position `past + i`) sees keys `j <= past + i`.
-fn causal_mask(t: usize, past: usize, device: Device) -> Result<Tensor> {
-    Tensor::ones(&[t, past + t], DType::Bool, device)?.tril(past as i64)
 }
 
 /// One layer's self-attention.

@@ -46,8 +46,8 @@ pub use rope::{Rope, RopeScaling};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
 use crate::models::gpt::{sample_next, Sampling};
-use crate::nn::functional::{cross_entropy, embedding, linear};
-use crate::nn::{prefixed, Linear, Module, Reduction, RotaryEmbedding};
+use crate::nn::functional::{embedding, linear};
+use crate::nn::{prefixed, Linear, Module, RotaryEmbedding};
 use crate::tensor::{DType, Tensor};
 use layer::LlamaRmsNorm;
 use std::collections::HashMap;
@@ -232,16 +232,7 @@ impl LlamaForCausalLM {
     /// by position (targets are not shifted; `-100` is ignored), and the logits.
     pub fn loss(&self, input_ids: &Tensor, targets: &Tensor) -> Result<(Tensor, Tensor)> {
         let logits = self.logits(input_ids)?;
-        let v = self.config.vocab_size as isize;
-        let loss = cross_entropy(
-            &logits.reshape(&[-1, v])?,
-            &targets.reshape(&[-1])?,
-            None,
-            -100,
-            Reduction::Mean,
-            0.0,
-        )?;
-        Ok((loss, logits))
+        Ok((super::token_cross_entropy(&logits, targets)?, logits))
     }
 
     /// An empty key/value cache for `batch` sequences of up to `capacity` positions (at most
