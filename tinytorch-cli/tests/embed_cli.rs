@@ -3,6 +3,9 @@
 //! files and bad input, and all-MiniLM-L6-v2 against sentence-transformers' vectors when
 //! TINYTORCH_MINILM_DIR names its files (scripts/test_all.sh sets it; required under CI).
 
+mod common;
+
+use common::temp_dir;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -31,8 +34,7 @@ fn embed(args: &[&str], input: &[u8]) -> Output {
 
 /// A copy of the tiny fixture model directory with random weights.
 fn tiny_model_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tinytorch-embed-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = temp_dir(&format!("embed-{name}"));
     std::fs::create_dir_all(dir.join("1_Pooling")).unwrap();
     for f in [
         "config.json",

@@ -2,22 +2,10 @@
 //! text (its validation loss must fall well below the uniform guess), the checkpoint
 //! generates with and without the KV cache identically, and errors are one line.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn tinytorch(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tinytorch"))
-        .args(args)
-        .output()
-        .expect("run tinytorch")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tinytorch-lm-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use common::{temp_dir, tinytorch};
+use std::process::Output;
 
 fn stdout(o: &Output) -> String {
     assert!(
@@ -30,7 +18,7 @@ fn stdout(o: &Output) -> String {
 
 #[test]
 fn train_lm_learns_and_generate_reads_its_checkpoint() {
-    let dir = temp_dir("train");
+    let dir = temp_dir("lm-train");
     let corpus = dir.join("corpus.txt");
     std::fs::write(
         &corpus,

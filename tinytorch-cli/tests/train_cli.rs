@@ -2,23 +2,12 @@
 //! JSON line, bit-identical resume from the middle of an epoch, one-line errors, and a short
 //! Fashion-MNIST run that must clear an accuracy floor.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod common;
+
+use common::{temp_dir, tinytorch};
+use std::path::Path;
+use std::process::Output;
 use tinytorch::io::load_checkpoint;
-
-fn tinytorch(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tinytorch"))
-        .args(args)
-        .output()
-        .expect("run tinytorch")
-}
-
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tinytorch-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 /// An IDX file: magic (two zero bytes, type 0x08 = u8, number of dims), big-endian dims, data.
 fn write_idx(path: &Path, dims: &[u32], data: &[u8]) {
@@ -95,7 +84,7 @@ fn train_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
 
 #[test]
 fn train_writes_outputs_and_a_final_json_line() {
-    let dir = temp_dir("outputs");
+    let dir = temp_dir("cli-outputs");
     let data = dir.join("data");
     std::fs::create_dir_all(&data).unwrap();
     synthetic_mnist(&data);
@@ -139,7 +128,7 @@ fn train_writes_outputs_and_a_final_json_line() {
 
 #[test]
 fn resuming_mid_epoch_reproduces_the_uninterrupted_run_bit_for_bit() {
-    let dir = temp_dir("resume");
+    let dir = temp_dir("cli-resume");
     let data = dir.join("data");
     std::fs::create_dir_all(&data).unwrap();
     synthetic_mnist(&data);
@@ -193,7 +182,7 @@ fn one_line_error(out: &Output, needle: &str) {
 
 #[test]
 fn errors_are_one_clear_line() {
-    let dir = temp_dir("errors");
+    let dir = temp_dir("cli-errors");
     let missing = dir.join("nothing-here");
     let out = tinytorch(&[
         "train",
@@ -249,7 +238,7 @@ fn mlp_learns_fashion_mnist() {
         eprintln!("skipped: {} is missing", dir.display());
         return;
     }
-    let out_dir = temp_dir("fmnist");
+    let out_dir = temp_dir("cli-fmnist");
     let summary = last_json(&tinytorch(&[
         "train",
         "--model",
