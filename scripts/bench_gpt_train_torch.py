@@ -26,24 +26,16 @@ import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_gpt import GPT  # noqa: E402
+from bench_cpu_torch import gpt_step  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 VOCAB, BLOCK, LAYERS, HEADS, EMBD, BATCH = 512, 64, 4, 4, 128, 16
 
 
-def torch_step_ms(model, opt, x, y, budget_s):
+def torch_step_ms(step, budget_s):
     """Median ms of one step: 2 warm-up steps, then >= 10 and more while the budget lasts."""
-
-    def step():
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x).view(-1, VOCAB), y.view(-1))
-        loss.backward()
-        opt.step()
-
     step()
     step()
     times, start = [], time.perf_counter()
@@ -80,11 +72,8 @@ def main():
         binary = os.path.join(target, "release", "tinytorch")
 
     torch.set_num_threads(a.threads)
-    torch.manual_seed(0)
-    model = GPT(VOCAB, BLOCK, LAYERS, HEADS, EMBD)
-    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), weight_decay=0.1)
-    x = torch.randint(0, VOCAB, (BATCH, BLOCK))
-    y = torch.randint(0, VOCAB, (BATCH, BLOCK))
+    step = gpt_step({"vocab_size": VOCAB, "block_size": BLOCK, "n_layer": LAYERS, "n_head": HEADS,
+                     "n_embd": EMBD, "batch": BATCH})
 
     tt, pt = [], []
     for r in range(a.rounds):
@@ -94,7 +83,7 @@ def main():
             if name == "tinytorch":
                 times.append(tinytorch_step_ms(binary, a.threads, a.budget_ms))
             else:
-                times.append(torch_step_ms(model, opt, x, y, a.budget_ms / 1e3))
+                times.append(torch_step_ms(step, a.budget_ms / 1e3))
         print(f"round {r + 1}: TinyTorch {tt[-1]:.2f} ms, PyTorch {pt[-1]:.2f} ms", flush=True)
 
     tokens = BATCH * BLOCK
