@@ -74,21 +74,16 @@ fn elementwise(op: &'static str, n: usize) -> Result<CpuRow> {
 }
 
 /// The rows of the suite whose name contains `filter` (all without one), in table order.
-/// Rows are built only when selected: the layer table alone allocates gigabytes of inputs.
+/// The layer table's rows are built only when selected: their inputs alone take gigabytes.
 pub fn rows(filter: Option<&str>) -> Result<Vec<CpuRow>> {
-    let wanted = |name: &str| filter.is_none_or(|f| name.contains(f));
     let mut rows = all_but_layers()?;
-    rows.retain(|r| wanted(r.name));
-    if layers::FAMILIES.iter().any(|f| wanted(f)) {
-        for row in layers::rows(Device::Cpu)? {
-            if wanted(row.family) {
-                rows.push(CpuRow {
-                    name: row.family,
-                    params: row.params,
-                    run: row.run,
-                });
-            }
-        }
+    rows.retain(|r| filter.is_none_or(|f| r.name.contains(f)));
+    for row in layers::rows(Device::Cpu, filter)? {
+        rows.push(CpuRow {
+            name: row.family,
+            params: row.params,
+            run: row.run,
+        });
     }
     Ok(rows)
 }

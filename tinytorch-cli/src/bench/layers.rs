@@ -81,15 +81,6 @@ const CROSS_ENTROPY: &[(usize, usize)] = &[
     (8192, 32000),
 ];
 
-/// The families of the table, in row order.
-pub const FAMILIES: [&str; 5] = [
-    "conv2d",
-    "linear",
-    "relu",
-    "global_avg_pool",
-    "cross_entropy",
-];
-
 /// Forward + backward FLOPs above which a CPU row is halved in batch (~0.5 s of PyTorch on
 /// 2 cores).
 const CPU_FLOP_BUDGET: f64 = 40e9;
@@ -119,10 +110,12 @@ fn batch_for(device: Device, n: usize, flops_per_sample: f64) -> usize {
     n
 }
 
-/// Every row of the table on `device`.
-pub fn rows(device: Device) -> Result<Vec<LayerRow>> {
+/// The rows of the table on `device` whose family contains `filter` (all without one); the
+/// other families' inputs are never allocated.
+pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
+    let wanted = |family: &str| filter.is_none_or(|f| family.contains(f));
     let mut rows = Vec::new();
-    for &(n, ci, hw, co, k, same) in CONV {
+    for &(n, ci, hw, co, k, same) in CONV.iter().filter(|_| wanted("conv2d")) {
         let out_hw = if same { hw } else { hw - k + 1 };
         let per_sample = 2.0 * (co * ci * k * k * out_hw * out_hw) as f64;
         let n = batch_for(device, n, per_sample);
@@ -146,7 +139,7 @@ pub fn rows(device: Device) -> Result<Vec<LayerRow>> {
             }),
         });
     }
-    for &(n, fin, fout) in LINEAR {
+    for &(n, fin, fout) in LINEAR.iter().filter(|_| wanted("linear")) {
         let n = batch_for(device, n, 2.0 * (fin * fout) as f64);
         let (x, w, b, g) = (
             randn(&[n, fin], device)?,
@@ -163,7 +156,7 @@ pub fn rows(device: Device) -> Result<Vec<LayerRow>> {
             }),
         });
     }
-    for &(n, c, hw) in RELU {
+    for &(n, c, hw) in RELU.iter().filter(|_| wanted("relu")) {
         let (x, g) = (
             randn(&[n, c, hw, hw], device)?,
             randn(&[n, c, hw, hw], device)?,
@@ -174,7 +167,7 @@ pub fn rows(device: Device) -> Result<Vec<LayerRow>> {
             run: Box::new(move || leaf(&x)?.relu()?.backward_with(Some(&g), false)),
         });
     }
-    for &(n, c, hw) in POOL {
+    for &(n, c, hw) in POOL.iter().filter(|_| wanted("global_avg_pool")) {
         let (x, g) = (
             randn(&[n, c, hw, hw], device)?,
             randn(&[n, c, 1, 1], device)?,
@@ -189,7 +182,7 @@ pub fn rows(device: Device) -> Result<Vec<LayerRow>> {
             }),
         });
     }
-    for &(n, classes) in CROSS_ENTROPY {
+    for &(n, classes) in CROSS_ENTROPY.iter().filter(|_| wanted("cross_entropy")) {
         let logits = randn(&[n, classes], device)?;
         let targets: Vec<i64> = (0..n).map(|i| ((i * 7919) % classes) as i64).collect();
         let y = Tensor::from_vec(targets, &[n])?.to_device(device)?;

@@ -171,14 +171,7 @@ fn run_layers(args: &BenchArgs) -> Result<()> {
     if !args.json {
         println!("{:<16} {:<64} {:>12}", "layer", "parameters", "ms");
     }
-    for row in layers::rows(device)? {
-        if args
-            .filter
-            .as_ref()
-            .is_some_and(|f| !row.family.contains(f.as_str()))
-        {
-            continue;
-        }
+    for row in layers::rows(device, args.filter.as_deref())? {
         if row.family != family {
             layers::flush_l2(device)?;
             family = row.family;
