@@ -584,3 +584,41 @@ fn grad_fn_names_and_no_grad_for_non_requiring_inputs() {
     // Neg through the operator records neg.
     assert_eq!((-&x).unwrap().grad_fn_name(), Some("neg"));
 }
+
+#[test]
+fn fused_relu_backward_matches_the_composite_rule() {
+    // The CPU backward is one fused pass; the composite rule (used off the CPU) is
+    // `g.masked_fill(y <= 0, 0)`. Large enough for the parallel chunks, with NaN, +-0 and a
+    // transposed upstream gradient, in every float dtype.
+    let n = 3 * 70_001;
+    let vals: Vec<f64> = (0..n)
+        .map(|i| match i % 997 {
+            0 => f64::NAN,
+            1 => -0.0,
+            2 => 0.0,
+            _ => ((i as f64) * 0.61).sin(),
+        })
+        .collect();
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        let x = Tensor::from_vec(vals.clone(), &[3, n / 3])
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let g = Tensor::randn(&[n / 3, 3], dtype, Device::Cpu)
+            .unwrap()
+            .t()
+            .unwrap();
+        let leaf = x.requires_grad_(true).unwrap();
+        let y = leaf.relu().unwrap();
+        y.backward_with(Some(&g), false).unwrap();
+        let want = g
+            .masked_fill(&y.detach().le_scalar(0.0).unwrap(), 0.0)
+            .unwrap();
+        let got = leaf.grad().unwrap();
+        assert_eq!(
+            got.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap(),
+            want.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap(),
+            "{dtype}"
+        );
+    }
+}

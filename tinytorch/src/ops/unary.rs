@@ -7,9 +7,10 @@
 //! `silu`, `softplus`) reject other dtypes. Derivatives at kinks use PyTorch's conventions.
 
 use crate::autograd::needs_grad;
+use crate::backend::cpu::{unary as cpu_unary, CpuStorage};
 use crate::backend::{Storage, UnaryOp};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{DType, Layout, Tensor};
 
 /// Which tensor a backward rule needs: the op's input or its output (cheaper for `exp`,
 /// `sigmoid`, `tanh`, `sqrt`, whose derivatives are functions of the output).
@@ -28,19 +29,21 @@ const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 /// The cubic coefficient of the tanh-approximated GELU.
 const GELU_KAPPA: f64 = 0.044715;
 
-/// GELU's backward by the fused CPU kernel, when `g` and `x` are CPU tensors of one dtype
-/// (`None` otherwise: the caller composes it from tensor ops).
-fn gelu_backward_cpu(g: &Tensor, x: &Tensor) -> Result<Option<Tensor>> {
-    if g.dtype() != x.dtype() || g.shape() != x.shape() {
+/// A fused CPU backward kernel of an activation: `(g, gl, saved, saved_layout) -> dx`.
+type FusedBackward = fn(&CpuStorage, &Layout, &CpuStorage, &Layout) -> Result<CpuStorage>;
+
+/// Run the fused CPU backward `kernel` on the upstream gradient `g` and the saved tensor
+/// `s` (the op's input or output) when both are CPU tensors of one dtype and shape; `None`
+/// otherwise, and the caller composes the rule from tensor ops.
+fn fused_backward_cpu(g: &Tensor, s: &Tensor, kernel: FusedBackward) -> Result<Option<Tensor>> {
+    if g.dtype() != s.dtype() || g.shape() != s.shape() {
         return Ok(None);
     }
-    let dx = crate::ops::with_storages2(g, x, |sg, sx| match (sg.as_cpu(), sx.as_cpu()) {
-        (Some(sg), Some(sx)) => {
-            crate::backend::cpu::unary::gelu_backward(sg, g.layout(), sx, x.layout()).map(Some)
-        }
+    let dx = crate::ops::with_storages2(g, s, |sg, ss| match (sg.as_cpu(), ss.as_cpu()) {
+        (Some(sg), Some(ss)) => kernel(sg, g.layout(), ss, s.layout()).map(Some),
         _ => Ok(None),
     })?;
-    Ok(dx.map(|s| Tensor::from_contiguous(Storage::Cpu(s), x.shape())))
+    Ok(dx.map(|d| Tensor::from_contiguous(Storage::Cpu(d), s.shape())))
 }
 
 impl Tensor {
@@ -251,8 +254,13 @@ impl Tensor {
     pub fn relu(&self) -> Result<Tensor> {
         self.reject_bool("relu")?;
         let out = self.unary_keep_dtype(UnaryOp::Relu)?;
-        self.unary_backward(out, "relu", Saved::Output, |g, y| {
-            g.masked_fill(&y.le_scalar(0.0)?, 0.0)
+        self.unary_backward(out, "relu", Saved::Output, |g, y| match fused_backward_cpu(
+            g,
+            y,
+            cpu_unary::relu_backward,
+        )? {
+            Some(dx) => Ok(dx),
+            None => g.masked_fill(&y.le_scalar(0.0)?, 0.0),
         })
     }
 
@@ -292,7 +300,7 @@ impl Tensor {
         let out = self.unary_op(UnaryOp::Gelu)?;
         self.unary_backward(out, "gelu", Saved::Input, |g, x| {
             // Phi(x) + x * phi(x): one fused pass on the CPU, composed elsewhere.
-            if let Some(dx) = gelu_backward_cpu(g, x)? {
+            if let Some(dx) = fused_backward_cpu(g, x, cpu_unary::gelu_backward)? {
                 return Ok(dx);
             }
             let cdf = x

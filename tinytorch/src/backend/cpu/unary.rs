@@ -589,6 +589,37 @@ pub(crate) fn gelu_backward(
     }
 }
 
+/// ReLU's backward: `g` where the forward output `y` is positive, 0 where `y <= 0` (NaN
+/// passes the gradient, as PyTorch's `threshold_backward`). One pass over `g` and `y` (same
+/// shape and float dtype) instead of a comparison, a bool buffer and a masked fill.
+pub(crate) fn relu_backward(
+    g: &CpuStorage,
+    gl: &Layout,
+    y: &CpuStorage,
+    yl: &Layout,
+) -> Result<CpuStorage> {
+    fn run<S: FloatStore>(g: &[S], gl: &Layout, y: &[S], yl: &Layout) -> CpuStorage {
+        let zero = S::down(S::C::ZERO);
+        CpuStorage::from_vec(map2(g, gl, y, yl, move |g: S, y: S| {
+            if y.up() <= S::C::ZERO {
+                zero
+            } else {
+                g
+            }
+        }))
+    }
+    match (g, y) {
+        (CpuStorage::F32(g), CpuStorage::F32(y)) => Ok(run(g, gl, y, yl)),
+        (CpuStorage::F64(g), CpuStorage::F64(y)) => Ok(run(g, gl, y, yl)),
+        (CpuStorage::F16(g), CpuStorage::F16(y)) => Ok(run(g, gl, y, yl)),
+        (CpuStorage::BF16(g), CpuStorage::BF16(y)) => Ok(run(g, gl, y, yl)),
+        _ => Err(Error::dtype(
+            "relu_backward",
+            "gradient and output must share a float dtype",
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
