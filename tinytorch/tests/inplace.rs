@@ -214,3 +214,29 @@ fn clamp_in_place() {
         .to_string()
         .contains("Float"));
 }
+
+#[test]
+fn leaf_gradients_never_alias_each_other_or_the_upstream_gradient() {
+    // add's backward hands the same gradient buffer to both inputs, and backward_with's
+    // upstream gradient belongs to the caller: every .grad must still be its own buffer.
+    let x = t(&[1., 2.], &[2]).requires_grad_(true).unwrap();
+    let y = t(&[3., 4.], &[2]).requires_grad_(true).unwrap();
+    let g = t(&[1., 1.], &[2]);
+    x.add(&y).unwrap().backward_with(Some(&g), false).unwrap();
+    let (gx, gy) = (x.grad().unwrap(), y.grad().unwrap());
+    assert!(!gx.shares_storage(&gy) && !gx.shares_storage(&g) && !gy.shares_storage(&g));
+    gx.add_scalar_(10.0).unwrap();
+    assert_eq!(gy.to_vec::<f32>().unwrap(), vec![1., 1.]);
+    assert_eq!(g.to_vec::<f32>().unwrap(), vec![1., 1.]);
+    // A leaf that is the root itself gets a copy of the caller's gradient.
+    let z = t(&[5., 6.], &[2]).requires_grad_(true).unwrap();
+    z.backward_with(Some(&g), false).unwrap();
+    assert!(!z.grad().unwrap().shares_storage(&g));
+    // A gradient only the engine holds becomes .grad without a copy; it is a plain
+    // contiguous tensor outside the graph all the same.
+    let w = t(&[1., -2.], &[2]).requires_grad_(true).unwrap();
+    w.relu().unwrap().sum_all().unwrap().backward().unwrap();
+    let gw = w.grad().unwrap();
+    assert!(gw.is_contiguous() && !gw.requires_grad());
+    assert_eq!(gw.to_vec::<f32>().unwrap(), vec![1., 0.]);
+}

@@ -146,8 +146,11 @@ pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Res
     for (_, (leaf, g)) in leaves {
         let new = match leaf.grad() {
             Some(old) => old.add(&g)?,
-            // A fresh buffer, so that later in-place updates of .grad never alias a
-            // gradient that another tensor still holds.
+            // A gradient nobody else holds becomes .grad as it is (PyTorch's AccumulateGrad
+            // steals it too); a shared one is copied, so that later in-place updates of .grad
+            // never alias a tensor that something else still holds (the upstream gradient
+            // passed to backward_with, or one buffer returned for two inputs).
+            None if g.owns_whole_storage() => g,
             None => g.contiguous_copy()?,
         };
         leaf.set_grad(Some(new));

@@ -213,6 +213,16 @@ impl Tensor {
     pub fn is_contiguous(&self) -> bool {
         self.inner.layout.is_contiguous()
     }
+    /// True when this handle is the only one on its storage and views all of it, row-major
+    /// from offset 0: the buffer can then be handed on (as a leaf's `.grad`) without a copy,
+    /// since no other tensor can see later writes to it.
+    pub(crate) fn owns_whole_storage(&self) -> bool {
+        Arc::strong_count(&self.inner) == 1
+            && Arc::strong_count(&self.inner.storage) == 1
+            && self.inner.layout.is_contiguous()
+            && self.inner.layout.offset() == 0
+            && self.storage().len() == self.numel()
+    }
     /// True when both tensors view the same storage.
     pub fn shares_storage(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.inner.storage, &other.inner.storage)
