@@ -310,6 +310,20 @@ fn gradcheck_every_product() {
         |x| x[0].transpose(1, 2)?.matmul(&x[1]),
         &[seq(&[2, 4, 3], 0.0), seq(&[4, 2], 0.5)],
     );
+    // Column-major operands take the transposed gradient products: linear's `x @ w.t()`
+    // with a batched x, a broadcast column-major batch, a column-major left operand.
+    check(
+        |x| x[0].matmul(&x[1].t()?),
+        &[seq(&[2, 3, 4], 0.0), seq(&[5, 4], 0.5)],
+    );
+    check(
+        |x| x[0].matmul(&x[1].transpose(1, 2)?),
+        &[seq(&[2, 3, 4], 0.0), seq(&[1, 5, 4], 0.5)],
+    );
+    check(
+        |x| x[0].transpose(1, 2)?.matmul(&x[1]),
+        &[seq(&[2, 4, 3], 0.0), seq(&[2, 4, 2], 0.5)],
+    );
     check(|x| x[0].mm(&x[1]), &[seq(&[2, 3], 0.0), seq(&[3, 4], 0.5)]);
     check(
         |x| x[0].bmm(&x[1]),

@@ -128,13 +128,14 @@ impl Tensor {
         let a_saved = other.requires_grad().then(|| self.save(op));
         let b_saved = self.requires_grad().then(|| other.save(op));
         let (a_shape, b_shape) = (sa.to_vec(), sb.to_vec());
+        let (a_col_major, b_col_major) = (column_major(self), column_major(other));
         Ok(out.record(op, &[self, other], move |g, need| {
             let ga = match (&b_saved, need[0]) {
-                (Some(b), true) => Some(grad_lhs(g, b, &a_shape)?),
+                (Some(b), true) => Some(grad_lhs(g, b, &a_shape, a_col_major)?),
                 _ => None,
             };
             let gb = match (&a_saved, need[1]) {
-                (Some(a), true) => Some(grad_rhs(g, a, &b_shape)?),
+                (Some(a), true) => Some(grad_rhs(g, a, &b_shape, b_col_major)?),
                 _ => None,
             };
             Ok(vec![ga, gb])
@@ -311,23 +312,53 @@ impl Tensor {
     }
 }
 
+/// True when the last two dims of `t` are stored column-major (a transposed row-major
+/// matrix, like `weight.t()` in `linear`). Its gradient is then computed transposed, as
+/// PyTorch's `mm` backward does: the result arrives row-major in the frame of the tensor that
+/// was transposed, so the leaf receives it without a strided copy of the whole matrix.
+fn column_major(t: &Tensor) -> bool {
+    let nd = t.ndim();
+    let (shape, strides) = (t.shape(), t.layout().strides());
+    nd >= 2
+        && shape[nd - 2] > 1
+        && shape[nd - 1] > 1
+        && strides[nd - 2] == 1
+        && strides[nd - 1] == shape[nd - 2]
+}
+
 /// Gradient of the left operand `a` `(..., m, k)` of `a @ b`: `g @ b^T`, summed over the
-/// batch dims that `a` was broadcast along.
-fn grad_lhs(g: &Tensor, b: &SavedTensor, a_shape: &[usize]) -> Result<Tensor> {
+/// batch dims that `a` was broadcast along; computed as `(b @ g^T)^T` when `a` was
+/// column-major.
+fn grad_lhs(g: &Tensor, b: &SavedTensor, a_shape: &[usize], a_col_major: bool) -> Result<Tensor> {
     let b = b.get()?;
+    if a_col_major {
+        return b
+            .matmul(&g.transpose(-1, -2)?)?
+            .transpose(-1, -2)?
+            .sum_to_shape(a_shape);
+    }
     g.matmul(&b.transpose(-1, -2)?)?.sum_to_shape(a_shape)
 }
 
 /// Gradient of the right operand `b` `(..., k, n)` of `a @ b`: `a^T @ g`, summed over the
-/// batch dims that `b` was broadcast along. A 2-D `b` shared by a batched `a` gets one
-/// `(k, B*m) x (B*m, n)` product instead of B products and a sum.
-fn grad_rhs(g: &Tensor, a: &SavedTensor, b_shape: &[usize]) -> Result<Tensor> {
+/// batch dims that `b` was broadcast along (computed as `(g^T @ a)^T` when `b` was
+/// column-major). A 2-D `b` shared by a batched `a` gets one `(k, B*m) x (B*m, n)` product
+/// instead of B products and a sum.
+fn grad_rhs(g: &Tensor, a: &SavedTensor, b_shape: &[usize], b_col_major: bool) -> Result<Tensor> {
     let a = a.get()?;
-    if b_shape.len() == 2 && a.ndim() > 2 {
-        let k = b_shape[0] as isize;
-        let n = b_shape[1] as isize;
+    let (a, g) = if b_shape.len() == 2 && a.ndim() > 2 {
         // b was not broadcast over a's batch dims here (it has none), so a and g share them.
-        return a.reshape(&[-1, k])?.t()?.matmul(&g.reshape(&[-1, n])?);
+        let (k, n) = (b_shape[0] as isize, b_shape[1] as isize);
+        (a.reshape(&[-1, k])?, g.reshape(&[-1, n])?)
+    } else {
+        (a.clone(), g.clone())
+    };
+    if b_col_major {
+        return g
+            .transpose(-1, -2)?
+            .matmul(&a)?
+            .transpose(-1, -2)?
+            .sum_to_shape(b_shape);
     }
-    a.transpose(-1, -2)?.matmul(g)?.sum_to_shape(b_shape)
+    a.transpose(-1, -2)?.matmul(&g)?.sum_to_shape(b_shape)
 }
