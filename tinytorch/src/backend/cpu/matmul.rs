@@ -15,6 +15,7 @@ use crate::tensor::Layout;
 use gemm::Parallelism;
 use half::bf16;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Multiply-adds per matrix above which one gemm call is spread over all threads.
 const GEMM_PAR_FLOPS: usize = 1 << 18;
@@ -125,14 +126,18 @@ fn check(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout) -> Result<Dim
 
 /// The gemm path for the element types gemm supports (f32, f64, f16).
 fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> Vec<T> {
-    let mut out = super::pool::zeros::<T>(d.batch * d.m * d.n);
-    // k = 0 is a sum of nothing: zeros, which `out` already holds.
-    if out.is_empty() || d.k == 0 {
-        return out;
+    let len = d.batch * d.m * d.n;
+    // k = 0 is a sum of nothing: zeros.
+    if len == 0 || d.k == 0 {
+        return super::pool::zeros::<T>(len);
     }
+    // gemm with read_dst = false writes every output element without reading it, so the
+    // buffer is not zero-filled first (that memset was ~5% of a convolution's time).
+    let mut out = super::pool::take::<T>(len);
+    let dst_all = &mut out.spare_capacity_mut()[..len];
     let per_matrix = d.m * d.n * d.k;
     let threads = rayon::current_num_threads();
-    let one = |dst: &mut [T], i: usize, par: Parallelism| {
+    let one = |dst: &mut [MaybeUninit<T>], i: usize, par: Parallelism| {
         // SAFETY: `check` proved that every element [i, r, c] of both layouts is inside its
         // slice, so the matrix starts are in bounds and gemm's reads at
         // start + r*rs + c*cs (r < rows, c < cols) stay in bounds; `dst` is one row-major
@@ -142,7 +147,7 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
                 d.m,
                 d.n,
                 d.k,
-                dst.as_mut_ptr(),
+                dst.as_mut_ptr().cast::<T>(),
                 1,
                 d.n as isize,
                 false,
@@ -164,19 +169,23 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
     let block = d.m * d.n;
     if per_matrix >= GEMM_PAR_FLOPS && threads > 1 {
         // Large matrices: gemm splits each product over the threads.
-        for (i, dst) in out.chunks_mut(block).enumerate() {
+        for (i, dst) in dst_all.chunks_mut(block).enumerate() {
             one(dst, i, Parallelism::Rayon(threads));
         }
     } else if d.batch > 1 && per_matrix * d.batch >= BATCH_PAR_FLOPS && threads > 1 {
         // Many small matrices: one matrix per task.
-        out.par_chunks_mut(block)
+        dst_all
+            .par_chunks_mut(block)
             .enumerate()
             .for_each(|(i, dst)| one(dst, i, Parallelism::None));
     } else {
-        for (i, dst) in out.chunks_mut(block).enumerate() {
+        for (i, dst) in dst_all.chunks_mut(block).enumerate() {
             one(dst, i, Parallelism::None);
         }
     }
+    // SAFETY: the loops above ran gemm on every (m, n) block of the first `len` elements,
+    // and gemm (read_dst = false) wrote each element of its block.
+    unsafe { out.set_len(len) };
     out
 }
 
@@ -321,6 +330,24 @@ mod tests {
                 "bf16 {d:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_recycled_buffer_full_of_nan_is_overwritten() {
+        // The output is not zero-filled: a cached buffer of the same size must come back
+        // with every element written by gemm.
+        let (m, k, n) = (256, 3, 300);
+        crate::backend::cpu::pool::recycle(CpuStorage::F32(vec![f32::NAN; m * n]));
+        let a = CpuStorage::F32(vec![1.0; m * k]);
+        let b = CpuStorage::F32(vec![2.0; k * n]);
+        let out = matmul(
+            &a,
+            &Layout::contiguous(&[1, m, k]),
+            &b,
+            &Layout::contiguous(&[1, k, n]),
+        )
+        .unwrap();
+        assert!(out.to_f64_vec().iter().all(|&v| v == 6.0));
     }
 
     #[test]
