@@ -2,11 +2,16 @@
 //! `softmax(q k^T * scale + mask) v`, with a boolean or additive mask, the causal rule and
 //! dropout on the weights. On the CPU it runs the fused, blocked kernel of
 //! `backend/cpu/attention.rs` (memory linear in the sequence length, forward and backward);
-//! elsewhere, or for empty problems, the same maths composed of tensor ops.
+//! on CUDA the flash-attention kernels of `backend/cuda/attention.rs`, which take the same
+//! masks and draw the same dropout mask for a seed; for empty problems, a mask that needs a
+//! gradient, or head dims too wide for the CUDA kernels' tiles, the same maths composed of
+//! tensor ops.
 
 use crate::autograd::needs_grad;
 use crate::backend::cpu::attention::{self, AttnDims, AttnFloat, AttnInput, AttnMask, AttnOptions};
 use crate::backend::cpu::CpuElement;
+#[cfg(feature = "cuda")]
+use crate::backend::cuda::{attention as cuda_attention, CudaStorage};
 use crate::backend::Storage;
 use crate::error::{Error, Result};
 use crate::tensor::layout::broadcast_shapes;
@@ -107,13 +112,26 @@ impl Tensor {
             0
         };
         // A mask that needs a gradient takes the composite path, whose graph provides it.
+        let mask_ok = !mask.as_ref().is_some_and(|m| needs_grad(&[m]));
+        #[cfg(feature = "cuda")]
+        if matches!(q.device(), Device::Cuda(_))
+            && mask_ok
+            && mask.as_ref().is_none_or(|m| m.device() == q.device())
+            && cuda_attention::supports(
+                q.dtype(),
+                &cuda_config(&p, is_causal, dropout_p, seed),
+                p.batch.len(),
+            )
+        {
+            return fused_cuda(q, key, value, mask, dropout_p, seed, is_causal, &p);
+        }
         let fused = q.device() == Device::Cpu
             && d.bh > 0
             && d.l > 0
             && d.s > 0
             && d.e > 0
             && d.ev > 0
-            && !mask.as_ref().is_some_and(|m| needs_grad(&[m]));
+            && mask_ok;
         if !fused {
             return composite(q, key, value, mask.as_ref(), dropout_p, is_causal, &p);
         }
@@ -411,6 +429,126 @@ fn fused_cpu<T: AttnFloat + CpuElement>(
             shape.extend([n, f]);
             // Reduce over the dims a broadcast input was expanded along.
             Tensor::from_vec(data, &shape)?.sum_to_shape(want)
+        };
+        Ok(vec![
+            Some(grad(dq, d.l, d.e, &shapes.0)?),
+            Some(grad(dk, d.s, d.e, &shapes.1)?),
+            Some(grad(dv, d.s, d.ev, &shapes.2)?),
+        ])
+    }))
+}
+
+/// The CUDA kernels' description of the problem.
+#[cfg(feature = "cuda")]
+fn cuda_config(p: &Plan, causal: bool, dropout: f64, seed: u64) -> cuda_attention::AttnConfig {
+    let d = p.dims;
+    cuda_attention::AttnConfig {
+        bh: d.bh,
+        l: d.l,
+        s: d.s,
+        e: d.e,
+        ev: d.ev,
+        scale: p.scale,
+        causal,
+        dropout,
+        seed,
+    }
+}
+
+/// Run `f` on the CUDA buffers under `views`, read in place (one lock per distinct storage,
+/// as [`with_operands`] takes them).
+#[cfg(feature = "cuda")]
+fn with_cuda_operands<R>(
+    views: &[&Tensor],
+    f: impl FnOnce(&[cuda_attention::Operand]) -> Result<R>,
+) -> Result<R> {
+    let (guards, which) = lock_storages(views);
+    let operands = views
+        .iter()
+        .zip(&which)
+        .map(|(v, &g)| match &*guards[g] {
+            Storage::Cuda(storage) => Ok(cuda_attention::Operand {
+                storage,
+                layout: v.layout(),
+            }),
+            Storage::Cpu(_) => Err(Error::Device {
+                op: OP,
+                lhs: views[0].device(),
+                rhs: v.device(),
+            }),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    f(&operands)
+}
+
+/// [`fused_cpu`]'s CUDA twin: the flash-attention kernels read the operand views in place
+/// (any dtype: half types compute in f32 inside the kernels); the backward reruns them from
+/// the saved operands, output and per-row log-sum-exp. `mask` is the additive mask from
+/// [`additive_mask`], already known not to need a gradient.
+#[cfg(feature = "cuda")]
+#[allow(clippy::too_many_arguments)]
+fn fused_cuda(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<Tensor>,
+    dropout: f64,
+    seed: u64,
+    causal: bool,
+    p: &Plan,
+) -> Result<Tensor> {
+    let d = p.dims;
+    let cfg = cuda_config(p, causal, dropout, seed);
+    let views = [
+        operand_view(q, &p.batch)?,
+        operand_view(k, &p.batch)?,
+        operand_view(v, &p.batch)?,
+    ];
+    let mask = mask.map(|m| m.detach());
+    let mut inputs: Vec<&Tensor> = views.iter().collect();
+    inputs.extend(mask.as_ref());
+    let (out, lse) = with_cuda_operands(&inputs, |ops| {
+        cuda_attention::forward(ops[0], ops[1], ops[2], ops.get(3).copied(), &cfg)
+    })?;
+    let mut out_shape = p.batch.clone();
+    out_shape.extend([d.l, d.ev]);
+    let result = Tensor::from_contiguous(Storage::Cuda(out), &out_shape);
+    if !needs_grad(&[q, k, v]) {
+        return Ok(result);
+    }
+    // The per-row log-sum-exp is internal (no handle escapes), so it needs no version check;
+    // the operands, the output and the mask are saved, so an in-place write before the
+    // backward is an error, not a wrong gradient.
+    let lse = Tensor::from_contiguous(Storage::Cuda(lse), &[d.bh, d.l]);
+    let saved = views.each_ref().map(|t| t.save(OP));
+    let saved_out = result.save(OP);
+    let saved_mask = mask.as_ref().map(|m| m.save(OP));
+    let shapes = (q.shape().to_vec(), k.shape().to_vec(), v.shape().to_vec());
+    let batch = p.batch.clone();
+    Ok(result.record(OP, &[q, k, v], move |g, _| {
+        let [qv, kv, vv] = [saved[0].get()?, saved[1].get()?, saved[2].get()?];
+        let out = saved_out.get()?;
+        let mask = saved_mask.as_ref().map(|m| m.get()).transpose()?;
+        let g = operand_view(g, &batch)?;
+        let mut inputs = vec![qv, kv, vv, out, &g, &lse];
+        inputs.extend(mask);
+        let (dq, dk, dv) = with_cuda_operands(&inputs, |ops| {
+            cuda_attention::backward(
+                ops[0],
+                ops[1],
+                ops[2],
+                ops[3],
+                ops[5].storage,
+                ops[4],
+                ops.get(6).copied(),
+                &cfg,
+            )
+        })?;
+        let grad = |data: CudaStorage, n: usize, f: usize, want: &[usize]| -> Result<Tensor> {
+            let mut shape = batch.clone();
+            shape.extend([n, f]);
+            // Reduce over the dims a broadcast input was expanded along.
+            Tensor::from_contiguous(Storage::Cuda(data), &shape).sum_to_shape(want)
         };
         Ok(vec![
             Some(grad(dq, d.l, d.e, &shapes.0)?),

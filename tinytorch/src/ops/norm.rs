@@ -1,7 +1,8 @@
-//! Fused LayerNorm / RMSNorm on the CPU (`backend/cpu/norm.rs`) as one autograd op: the
-//! forward saves the input and each row's mean and rstd, the backward is the kernel's
-//! closed form. `nn::functional::{layer_norm, rms_norm}` check their arguments, then call
-//! this on the CPU and compose tensor ops elsewhere.
+//! Fused LayerNorm / RMSNorm on the CPU (`backend/cpu/norm.rs`) and on CUDA
+//! (`backend/cuda/norm.rs`) as one autograd op: the forward saves the input and each row's
+//! mean and rstd, the backward is the kernel's closed form. `nn::functional::{layer_norm,
+//! rms_norm}` check their arguments, then call this when [`fused_applies`] and compose
+//! tensor ops otherwise.
 
 use crate::autograd::needs_grad;
 use crate::backend::cpu::norm::{self, Affine, NormFloat, NormKind, Wanted};
@@ -10,18 +11,21 @@ use crate::error::{Error, Result};
 use crate::tensor::{DType, Device, Tensor};
 use std::sync::Arc;
 
-/// True when the fused kernel takes `x` normalised with these parameters: everything on
-/// the CPU and at least one element (empty inputs take the composite path).
+/// True when a fused kernel takes `x` normalised with these parameters: everything on one
+/// device that has the kernels (the CPU, or a GPU when built with CUDA) and at least one
+/// element (empty inputs take the composite path, as do mixed devices, whose error it
+/// reports).
 pub(crate) fn fused_applies(x: &Tensor, params: &[Option<&Tensor>]) -> bool {
-    x.device() == Device::Cpu
-        && x.numel() > 0
-        && params.iter().flatten().all(|p| p.device() == Device::Cpu)
+    let device = x.device();
+    // A CUDA tensor exists only in a build with the feature, which brings the kernels.
+    let has_kernels = device == Device::Cpu || cfg!(feature = "cuda");
+    has_kernels && x.numel() > 0 && params.iter().flatten().all(|p| p.device() == device)
 }
 
 /// `kind` normalisation of `x` over its trailing dims `normalized_shape` (already checked,
-/// like the parameters' shapes), then `* weight + bias`, on the CPU. The result has the dtype the
-/// composite would give (x's dtype promoted with the parameters'); f16/bf16 compute in f32,
-/// through casts that carry the gradients.
+/// like the parameters' shapes), then `* weight + bias`, on x's device. The result has the
+/// dtype the composite would give (x's dtype promoted with the parameters'); f16/bf16
+/// compute in f32, through casts that carry the gradients.
 pub(crate) fn fused_norm(
     op: &'static str,
     x: &Tensor,
@@ -53,8 +57,10 @@ pub(crate) fn fused_norm(
         kind,
     };
     let (w, b) = (w.as_ref(), b.as_ref());
-    let y = match compute {
-        DType::F64 => fused_typed::<f64>(&x, normalized_shape, w, b, args)?,
+    let y = match (x.device(), compute) {
+        #[cfg(feature = "cuda")]
+        (Device::Cuda(_), _) => fused_cuda(&x, normalized_shape, w, b, args)?,
+        (_, DType::F64) => fused_typed::<f64>(&x, normalized_shape, w, b, args)?,
         _ => fused_typed::<f32>(&x, normalized_shape, w, b, args)?,
     };
     y.to_dtype(out_dtype)
@@ -133,6 +139,118 @@ fn fused_typed<T: NormFloat + CpuElement>(
         }
         if has_b {
             out.push(param(grads.dbias)?);
+        }
+        Ok(out)
+    }))
+}
+
+/// The CUDA buffer under `t` as a kernel input (`t` contiguous, `s` its storage).
+#[cfg(feature = "cuda")]
+fn cuda_input<'a>(
+    op: &'static str,
+    t: &Tensor,
+    s: &'a crate::backend::Storage,
+) -> Result<crate::backend::cuda::norm::Input<'a>> {
+    debug_assert!(t.is_contiguous());
+    match s {
+        crate::backend::Storage::Cuda(storage) => Ok(crate::backend::cuda::norm::Input {
+            storage,
+            offset: t.layout().offset(),
+        }),
+        crate::backend::Storage::Cpu(_) => Err(Error::invalid(
+            op,
+            format!("expected a CUDA tensor, got one on {}", t.device()),
+        )),
+    }
+}
+
+/// [`fused_typed`]'s CUDA twin: `x` and the parameters are already of the compute dtype
+/// (f32 or f64) and on one GPU.
+#[cfg(feature = "cuda")]
+fn fused_cuda(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    a: Args,
+) -> Result<Tensor> {
+    use crate::backend::cuda::norm as kernel;
+    use crate::backend::Storage;
+    let x = x.contiguous()?;
+    let rows = x.numel() / a.n;
+    // Private copies of the parameters, as the CPU path takes with `to_vec`: an optimizer
+    // step between forward and backward cannot change what the backward reads, and a copy
+    // shares no storage with `x` (so each lock below is taken once).
+    let copy = |p: Option<&Tensor>| p.map(|p| p.detach().contiguous_copy()).transpose();
+    let (w, b) = (copy(weight)?, copy(bias)?);
+    let (out, mean, rstd) = {
+        let (xs, ws, bs) = (
+            x.storage(),
+            w.as_ref().map(|t| t.storage()),
+            b.as_ref().map(|t| t.storage()),
+        );
+        let w_in = w.as_ref().zip(ws.as_deref());
+        let b_in = b.as_ref().zip(bs.as_deref());
+        kernel::forward(
+            a.op,
+            cuda_input(a.op, &x, &xs)?,
+            rows,
+            a.n,
+            w_in.map(|(t, s)| cuda_input(a.op, t, s)).transpose()?,
+            b_in.map(|(t, s)| cuda_input(a.op, t, s)).transpose()?,
+            a.eps,
+            a.kind,
+        )?
+    };
+    let y = Tensor::from_contiguous(Storage::Cuda(out), x.shape());
+    let inputs: Vec<&Tensor> = [Some(&x), weight, bias].into_iter().flatten().collect();
+    if !needs_grad(&inputs) {
+        return Ok(y);
+    }
+    let saved_x = x.save(a.op);
+    let saved = Arc::new((w, mean, rstd));
+    let (has_w, has_b) = (weight.is_some(), bias.is_some());
+    let shape = x.shape().to_vec();
+    let param_shape = normalized_shape.to_vec();
+    Ok(y.record(a.op, &inputs, move |g, needs| {
+        let (w, mean, rstd) = &*saved;
+        let x = saved_x.get()?;
+        let want = Wanted {
+            x: needs[0],
+            weight: has_w && needs[1],
+            bias: has_b && needs[1 + has_w as usize],
+        };
+        let g = g.contiguous()?;
+        // `w` is a private copy (see the forward): it aliases neither x nor g.
+        let ws = w.as_ref().map(|t| t.storage());
+        let grads = crate::ops::with_storages2(x, &g, |xs, gs| -> Result<_> {
+            let weight = w
+                .as_ref()
+                .zip(ws.as_deref())
+                .map(|(t, s)| cuda_input(a.op, t, s))
+                .transpose()?;
+            kernel::backward(
+                a.op,
+                cuda_input(a.op, x, xs)?,
+                cuda_input(a.op, &g, gs)?,
+                rows,
+                a.n,
+                weight,
+                mean,
+                rstd,
+                a.kind,
+                want,
+            )
+        })?;
+        let wrap = |s: Option<crate::backend::cuda::CudaStorage>, shape: &[usize]| {
+            s.map(|s| Tensor::from_contiguous(Storage::Cuda(s), shape))
+        };
+        let mut out = vec![wrap(grads.dx, &shape)];
+        if has_w {
+            out.push(wrap(grads.dweight, &param_shape));
+        }
+        if has_b {
+            out.push(wrap(grads.dbias, &param_shape));
         }
         Ok(out)
     }))

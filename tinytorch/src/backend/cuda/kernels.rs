@@ -15,6 +15,8 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("reduce", include_str!("kernels/reduce.cu")),
     ("index", include_str!("kernels/index.cu")),
     ("conv", include_str!("kernels/conv.cu")),
+    ("attention", include_str!("kernels/attention.cu")),
+    ("norm", include_str!("kernels/norm.cu")),
 ];
 
 /// Compile module `name` to PTX for `arch` (e.g. `compute_90`; NVRTC's default when None).

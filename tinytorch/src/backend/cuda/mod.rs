@@ -5,6 +5,7 @@
 //!
 //! All work goes to the device's one stream in order; only copies to the host synchronise.
 
+pub(crate) mod attention;
 mod conv;
 pub mod device;
 mod elementwise;
@@ -12,6 +13,7 @@ mod index;
 pub mod kernels;
 mod launch;
 mod matmul;
+pub(crate) mod norm;
 mod reduce;
 
 pub use device::{
