@@ -164,13 +164,25 @@ pub fn map1<T: Copy + Sync, U: super::CpuElement>(
     walk.collect_output(|o, run| {
         let [off] = run.offs;
         let [s] = run.strides;
-        if s == 1 {
-            for (o, &x) in o.iter_mut().zip(&src[off..off + run.len]) {
-                o.write(f(x));
+        match s {
+            1 => {
+                for (o, &x) in o.iter_mut().zip(&src[off..off + run.len]) {
+                    o.write(f(x));
+                }
             }
-        } else {
-            for (i, o) in o.iter_mut().enumerate() {
-                o.write(f(src[off + i * s]));
+            // A broadcast run (e.g. a reduction's gradient expanded back to the input's
+            // shape): one value, a vectorised fill.
+            0 => {
+                let v = f(src[off]);
+                for o in o.iter_mut() {
+                    o.write(v);
+                }
+            }
+            // step_by instead of indexing: no bounds check per element.
+            _ => {
+                for (o, &x) in o.iter_mut().zip(src[off..].iter().step_by(s)) {
+                    o.write(f(x));
+                }
             }
         }
     })
@@ -335,6 +347,19 @@ mod tests {
         let src: Vec<i64> = (0..6).collect();
         let l = Layout::contiguous(&[2, 3]).transpose(0, 1);
         assert_eq!(map1(&src, &l, |x| x), vec![0, 3, 1, 4, 2, 5]);
+    }
+
+    #[test]
+    fn map1_expands_broadcast_runs() {
+        // (2, 1) expanded to (2, 5): two runs of stride 0, filled with their one value;
+        // large enough that the parallel chunks split a run.
+        let src = vec![3.0f32, -1.0];
+        let n = PAR_THRESHOLD + 3;
+        let l = Layout::contiguous(&[2, 1])
+            .broadcast_as("t", &[2, n])
+            .unwrap();
+        let out = map1(&src, &l, |x| x * 2.0);
+        assert!(out[..n].iter().all(|&v| v == 6.0) && out[n..].iter().all(|&v| v == -2.0));
     }
 
     #[test]
