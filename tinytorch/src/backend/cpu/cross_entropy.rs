@@ -470,13 +470,14 @@ fn forward_rows_portable<T: CeFloat, const FMA: bool>(
                 *s = lane_sum(er, er, |v, _| v);
             }
         } else if p.class(ctx.targets[r0 + gi]).is_some() {
-            sums[0] = group
-                .chunks(TILE)
-                .map(|block| {
-                    let e = exp_shifted::<T, FMA>(block, &maxes[..1], block.len(), &mut tile);
-                    lane_sum(e, e, |v, _| v)
-                })
-                .sum();
+            // A plain loop, not an iterator chain with a closure: `Iterator::fold` need
+            // not be inlined into the SIMD-compiled caller, and outside it `exp` would be
+            // compiled without vectors or FMA (`mul_add` then calls libm: 10x slower).
+            sums[0] = 0.0;
+            for block in group.chunks(TILE) {
+                let e = exp_shifted::<T, FMA>(block, &maxes[..1], block.len(), &mut tile);
+                sums[0] += lane_sum(e, e, |v, _| v);
+            }
         }
         for (k, row) in group.chunks_exact(c).enumerate() {
             let i = gi * per_tile + k;
