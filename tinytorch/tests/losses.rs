@@ -496,3 +496,248 @@ fn kl_div_matches_pytorch() {
     )
     .unwrap();
 }
+
+// ---- the fused CPU cross-entropy against the composite path -------------------------------
+
+/// The composite path's cross entropy for class-index targets `t` (one per sample of `x`):
+/// the same loss with the equivalent probability targets (one-hot rows), which always take
+/// the composite path, with ignored samples masked out (their all-zero row would otherwise
+/// still carry the smoothing's `eps / C`), and `Mean` divided by the kept samples' weight.
+fn composite_reference(
+    x: &Tensor,
+    t: &[i64],
+    w: Option<&Tensor>,
+    ignore: i64,
+    reduction: Reduction,
+    eps: f64,
+) -> tinytorch::Result<Tensor> {
+    let (n, c) = if x.ndim() == 1 {
+        (1, x.shape()[0])
+    } else {
+        (x.shape()[0], x.shape()[1])
+    };
+    let rest = x.numel() / (n * c).max(1);
+    let weights = match w {
+        Some(w) => w.to_vec_f64()?,
+        None => vec![1.0; c],
+    };
+    let mut onehot = vec![0.0; x.numel()];
+    let mut keep = vec![0.0; t.len()];
+    let mut denom = 0.0;
+    for (i, &ti) in t.iter().enumerate() {
+        if ti == ignore {
+            continue;
+        }
+        let (s, p) = (i / rest, i % rest);
+        onehot[(s * c + ti as usize) * rest + p] = 1.0;
+        keep[i] = 1.0;
+        denom += weights[ti as usize];
+    }
+    let probs = Tensor::from_vec(onehot, x.shape())?.to_dtype(x.dtype())?;
+    let per = cross_entropy(x, &probs, w, ignore, Reduction::None, eps)?;
+    let keep = Tensor::from_vec(keep, per.shape())?.to_dtype(x.dtype())?;
+    let per = per.mul(&keep)?;
+    match reduction {
+        Reduction::None => Ok(per),
+        Reduction::Sum => per.sum_all(),
+        Reduction::Mean => per.sum_all()?.div_scalar(denom),
+    }
+}
+
+/// Values of both slices agree within `tol` relative to `1 + |expected|` (NaN matches NaN).
+fn assert_all_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (g, e)) in got.iter().zip(want).enumerate() {
+        let ok = (g.is_nan() && e.is_nan()) || (g - e).abs() <= tol * (1.0 + e.abs());
+        assert!(ok, "{what}: element {i}: got {g}, expected {e}");
+    }
+}
+
+/// Loss and input gradient of the fused path (index targets) and of the composite
+/// reference, for every reduction, with and without class weights and label smoothing.
+/// `x` is the input in f64 (any layout); it is cast to `dtype` for both paths.
+fn check_fused_against_composite(x: &Tensor, t: &[i64], ignore: i64, dtype: DType, tol: f64) {
+    let target_shape: Vec<usize> = if x.ndim() == 1 {
+        vec![]
+    } else {
+        let mut s = x.shape().to_vec();
+        s.remove(1);
+        s
+    };
+    let target = idx(t, &target_shape);
+    let classes = if x.ndim() == 1 {
+        x.shape()[0]
+    } else {
+        x.shape()[1]
+    };
+    let w = Tensor::from_vec(
+        (0..classes)
+            .map(|j| 0.5 + 0.25 * (j % 5) as f64)
+            .collect::<Vec<_>>(),
+        &[classes],
+    )
+    .unwrap()
+    .to_dtype(dtype)
+    .unwrap();
+    for weight in [None, Some(&w)] {
+        for eps in [0.0, 0.25] {
+            for reduction in [Reduction::None, Reduction::Sum, Reduction::Mean] {
+                let what = format!(
+                    "{dtype} shape {:?} weight {} eps {eps} {reduction:?}",
+                    x.shape(),
+                    weight.is_some()
+                );
+                // Leaves of `dtype` in x's layout (the cast keeps a transposed view's order).
+                let leaf = || {
+                    x.to_dtype(dtype)
+                        .unwrap()
+                        .detach()
+                        .requires_grad_(true)
+                        .unwrap()
+                };
+                let (xf, xr) = (leaf(), leaf());
+                let fast = cross_entropy(&xf, &target, weight, ignore, reduction, eps).unwrap();
+                let slow = composite_reference(&xr, t, weight, ignore, reduction, eps).unwrap();
+                assert_eq!(fast.shape(), slow.shape(), "{what}");
+                assert_eq!(fast.dtype(), dtype, "{what}");
+                assert_all_close(
+                    &fast.to_vec_f64().unwrap(),
+                    &slow.to_vec_f64().unwrap(),
+                    tol,
+                    &format!("{what}: loss"),
+                );
+                // A different upstream gradient per sample for `None`.
+                let g = Tensor::from_vec(
+                    (0..fast.numel())
+                        .map(|i| 0.5 + 0.1 * (i % 7) as f64)
+                        .collect::<Vec<_>>(),
+                    fast.shape(),
+                )
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap();
+                fast.backward_with(Some(&g), false).unwrap();
+                slow.backward_with(Some(&g), false).unwrap();
+                let (gf, gr) = (xf.grad().unwrap(), xr.grad().unwrap());
+                assert_eq!(gf.shape(), x.shape(), "{what}");
+                assert_all_close(
+                    &gf.to_vec_f64().unwrap(),
+                    &gr.to_vec_f64().unwrap(),
+                    tol,
+                    &format!("{what}: gradient"),
+                );
+            }
+        }
+    }
+}
+
+/// `rows x classes` logits in about [-3, 3], deterministic.
+fn wavy(rows: usize, classes: usize) -> Tensor {
+    let v: Vec<f64> = (0..rows * classes)
+        .map(|i| 3.0 * ((i * 7 + 3) as f64 * 0.37).sin())
+        .collect();
+    t64(&v, &[rows, classes])
+}
+
+#[test]
+fn fused_cross_entropy_matches_composite_path() {
+    for (dtype, tol) in [(DType::F64, 1e-10), (DType::F32, 2e-5)] {
+        // Targets with ignored samples, under the default ignore_index and under one that is
+        // a valid class.
+        let x = wavy(7, 13);
+        check_fused_against_composite(&x, &[3, N, 0, 12, 5, N, 7], N, dtype, tol);
+        check_fused_against_composite(&x, &[3, 4, 0, 12, 4, 9, 7], 4, dtype, tol);
+        // Enough rows for the multi-threaded path, and a row length with a lane tail.
+        let t: Vec<i64> = (0..300)
+            .map(|i| {
+                if i % 17 == 0 {
+                    N
+                } else {
+                    (i * 31 % 257) as i64
+                }
+            })
+            .collect();
+        check_fused_against_composite(&wavy(300, 257), &t, N, dtype, tol);
+        // A non-contiguous (transposed) input.
+        let xt = wavy(13, 7).t().unwrap();
+        check_fused_against_composite(&xt, &[3, N, 0, 12, 5, 1, 7], N, dtype, tol);
+        // One class: the loss and gradient are 0.
+        check_fused_against_composite(&wavy(4, 1), &[0, N, 0, 0], N, dtype, tol);
+        // Unbatched (C,) and spatial (N, C, d1, d2) inputs.
+        check_fused_against_composite(&wavy(1, 9).reshape(&[9]).unwrap(), &[4], N, dtype, tol);
+        let xs = wavy(2, 4 * 3 * 2).reshape(&[2, 4, 3, 2]).unwrap();
+        let ts = [0, 1, 3, N, 2, 2, 1, 0, 3, 3, N, 1];
+        check_fused_against_composite(&xs, &ts, N, dtype, tol);
+        // Logits of +-1000: stable, and still agreeing.
+        let big: Vec<f64> = (0..27)
+            .map(|i| {
+                if i % 4 == 0 {
+                    1000.0 + i as f64 * 0.5
+                } else {
+                    -1000.0 + (i % 5) as f64
+                }
+            })
+            .collect();
+        check_fused_against_composite(&t64(&big, &[3, 9]), &[0, 3, 8], N, dtype, tol);
+    }
+}
+
+#[test]
+fn fused_cross_entropy_empty_batch() {
+    for dtype in [DType::F32, DType::F64] {
+        let x = Tensor::zeros(&[0, 5], dtype, Device::Cpu)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let t = idx(&[], &[0]);
+        let ce = |r| cross_entropy(&x, &t, None, N, r, 0.1).unwrap();
+        assert_eq!(ce(Reduction::None).shape(), &[0]);
+        assert_eq!(ce(Reduction::Sum).item_f64().unwrap(), 0.0);
+        // 0 / 0, as in PyTorch.
+        assert!(ce(Reduction::Mean).item_f64().unwrap().is_nan());
+        ce(Reduction::Sum).backward().unwrap();
+        assert_eq!(x.grad().unwrap().shape(), &[0, 5]);
+    }
+}
+
+#[test]
+fn fused_cross_entropy_gradcheck_and_half_precision() {
+    // f64 central differences through the fused path: Sum with an ignored sample, and a
+    // transposed input with smoothing.
+    let t = idx(&[1, N, 3], &[3]);
+    gradcheck(
+        |xs| cross_entropy(&xs[0], &t, None, N, Reduction::Sum, 0.0),
+        &[logits()],
+        1e-6,
+        1e-7,
+        1e-5,
+    )
+    .unwrap();
+    let xt = logits().t().unwrap().contiguous().unwrap();
+    gradcheck(
+        |xs| cross_entropy(&xs[0].t()?, &t, Some(&class_w()), N, Reduction::Mean, 0.3),
+        &[xt],
+        1e-6,
+        1e-7,
+        1e-5,
+    )
+    .unwrap();
+    // f16 / bf16 compute in f32 and return their own dtype, gradient included.
+    let t = idx(&[2, 0, 3], &[3]);
+    let want = cross_entropy(&logits(), &t, None, N, Reduction::Mean, 0.1)
+        .unwrap()
+        .item_f64()
+        .unwrap();
+    for dtype in [DType::F16, DType::BF16] {
+        let x = logits()
+            .to_dtype(dtype)
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap();
+        let loss = cross_entropy(&x, &t, None, N, Reduction::Mean, 0.1).unwrap();
+        assert_eq!(loss.dtype(), dtype);
+        assert!((loss.item_f64().unwrap() - want).abs() < 2e-2, "{dtype}");
+        loss.backward().unwrap();
+        assert_eq!(x.grad().unwrap().dtype(), dtype);
+    }
+}

@@ -1,10 +1,14 @@
 //! Loss functions with PyTorch's semantics (`torch.nn.functional.*`). `cross_entropy` is one
-//! fused op (a single log-softmax pass forward, `softmax - target` backward); the others are
-//! composed from tensor ops, so autograd derives their gradients.
+//! fused op: with class-index targets on the CPU, one row-wise kernel forward and one
+//! backward (`backend/cpu/cross_entropy.rs`); elsewhere a single log-softmax pass forward,
+//! `softmax - target` backward, composed from tensor ops (the readable reference path). The
+//! other losses are composed from tensor ops, so autograd derives their gradients.
 
 use crate::autograd::{needs_grad, no_grad};
+use crate::backend::cpu::cross_entropy::{self as ce_kernel, CeFloat, Params, RowGrad};
+use crate::backend::cpu::CpuElement;
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{DType, Device, Tensor};
 
 /// How per-element losses are combined (`reduction=` in PyTorch). The default is `Mean`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,28 +80,29 @@ fn class_weight(
     dtype: DType,
 ) -> Result<Option<Tensor>> {
     let Some(w) = weight else { return Ok(None) };
-    if w.shape() != [classes] {
-        return Err(Error::shape(
-            op,
-            format!(
-                "weight must have shape [{classes}] (one per class), got {:?}",
-                w.shape()
-            ),
-        ));
-    }
+    check_class_weight(op, w, classes)?;
     let mut shape = vec![1isize; ndim];
     shape[1] = classes as isize;
     Ok(Some(w.detach().to_dtype(dtype)?.reshape(&shape)?))
 }
 
-/// Checked class-index targets: the targets with ignored entries replaced by 0, and a float
-/// mask (1 = kept) shaped like the targets.
-fn index_targets(
-    op: &'static str,
-    input: &Tensor,
-    target: &Tensor,
-    ignore_index: i64,
-) -> Result<(Tensor, Tensor)> {
+/// Error unless `w` holds one weight per class.
+fn check_class_weight(op: &'static str, w: &Tensor, classes: usize) -> Result<()> {
+    if w.shape() == [classes] {
+        return Ok(());
+    }
+    Err(Error::shape(
+        op,
+        format!(
+            "weight must have shape [{classes}] (one per class), got {:?}",
+            w.shape()
+        ),
+    ))
+}
+
+/// Error unless `target` holds i64 class indices shaped like `input` `(N, C, ...)` without
+/// dim 1.
+fn check_index_target_shape(op: &'static str, input: &Tensor, target: &Tensor) -> Result<()> {
     if target.dtype() != DType::I64 {
         return Err(Error::dtype(
             op,
@@ -119,17 +124,40 @@ fn index_targets(
             ),
         ));
     }
-    let classes = input.shape()[1] as i64;
-    let values = target.to_vec::<i64>()?;
-    if let Some(bad) = values
+    Ok(())
+}
+
+/// Error naming the first target that is neither `ignore_index` nor a class in `0..classes`.
+fn check_index_target_values(
+    op: &'static str,
+    values: &[i64],
+    classes: usize,
+    ignore_index: i64,
+) -> Result<()> {
+    let classes = classes as i64;
+    match values
         .iter()
         .find(|&&v| v != ignore_index && !(0..classes).contains(&v))
     {
-        return Err(Error::index(
+        None => Ok(()),
+        Some(bad) => Err(Error::index(
             op,
             format!("target {bad} is out of bounds for {classes} classes"),
-        ));
+        )),
     }
+}
+
+/// Checked class-index targets: the targets with ignored entries replaced by 0, and a float
+/// mask (1 = kept) shaped like the targets.
+fn index_targets(
+    op: &'static str,
+    input: &Tensor,
+    target: &Tensor,
+    ignore_index: i64,
+) -> Result<(Tensor, Tensor)> {
+    check_index_target_shape(op, input, target)?;
+    let values = target.to_vec::<i64>()?;
+    check_index_target_values(op, &values, input.shape()[1], ignore_index)?;
     let keep = target.ne_scalar(ignore_index as f64)?;
     let safe = target.masked_fill(&keep.logical_not()?, 0.0)?;
     Ok((safe, keep.to_dtype(input.dtype())?))
@@ -155,6 +183,9 @@ fn batch_of_one(input: &Tensor, target: &Tensor) -> Result<(Tensor, Tensor)> {
 ///
 /// One fused op: the log-softmax is computed once and the backward is
 /// `g * (softmax * sum(q) - q)` where `q` is the (weighted, smoothed) target distribution.
+/// Class-index targets on the CPU take a row-wise kernel that keeps two numbers per sample
+/// for the backward ([`crate::backend::cpu::cross_entropy`]); everything else is composed
+/// from tensor ops.
 pub fn cross_entropy(
     input: &Tensor,
     target: &Tensor,
@@ -163,20 +194,209 @@ pub fn cross_entropy(
     reduction: Reduction,
     label_smoothing: f64,
 ) -> Result<Tensor> {
-    const OP: &str = "cross_entropy";
-    require_float(OP, "input", input)?;
+    require_float(CE, "input", input)?;
     if input.ndim() == 0 {
         return Err(Error::shape(
-            OP,
+            CE,
             "input must have at least 1 dim (C,) or (N, C, ...), got shape []",
         ));
     }
     if !(0.0..=1.0).contains(&label_smoothing) {
         return Err(Error::invalid(
-            OP,
+            CE,
             format!("label_smoothing must be between 0.0 and 1.0, got {label_smoothing}"),
         ));
     }
+    if fused_ce_applies(input, target, weight) {
+        return fused_cross_entropy(
+            input,
+            target,
+            weight,
+            ignore_index,
+            reduction,
+            label_smoothing,
+        );
+    }
+    composite_cross_entropy(
+        input,
+        target,
+        weight,
+        ignore_index,
+        reduction,
+        label_smoothing,
+    )
+}
+
+/// The op name in cross-entropy's errors and saved tensors.
+const CE: &str = "cross_entropy";
+
+/// True when the row-wise CPU kernel takes these arguments (already checked by
+/// [`cross_entropy`]): class-index (i64) targets and everything on the CPU, with at least
+/// one class. Probability targets, other devices and zero classes take the composite path,
+/// which also reports the errors of non-i64 integer targets.
+fn fused_ce_applies(input: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> bool {
+    let classes = if input.ndim() == 1 {
+        input.shape()[0]
+    } else {
+        input.shape()[1]
+    };
+    input.device() == Device::Cpu
+        && target.dtype() == DType::I64
+        && target.device() == Device::Cpu
+        && weight.is_none_or(|w| w.device() == Device::Cpu)
+        && classes > 0
+}
+
+/// Cross entropy with class-index targets through the row-wise CPU kernel. The input is
+/// brought to contiguous rows `(samples, C)` by differentiable tensor ops (a batch of one
+/// for `(C,)`; for `(N, C, d1, ...)` the class dim moved last, which copies), so autograd
+/// carries the kernel's gradient back through them. f16/bf16 compute in f32.
+fn fused_cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    let (x, t) = batch_of_one(input, target)?;
+    let classes = x.shape()[1];
+    if let Some(w) = weight {
+        check_class_weight(CE, w, classes)?;
+    }
+    check_index_target_shape(CE, &x, &t)?;
+    let samples = t.numel();
+    let rows = if x.ndim() > 2 {
+        // (N, C, d1, ...) -> (N, d1, ..., C): one row per sample and position, in the
+        // targets' row-major order.
+        let mut dims: Vec<isize> = (0..x.ndim() as isize).filter(|&d| d != 1).collect();
+        dims.push(1);
+        x.permute(&dims)?
+            .contiguous()?
+            .reshape(&[samples as isize, classes as isize])?
+    } else {
+        x.contiguous()?
+    };
+    let t = t.contiguous()?;
+    let args = CeArgs {
+        classes,
+        ignore_index,
+        reduction,
+        label_smoothing,
+    };
+    let loss = match rows.dtype() {
+        DType::F64 => fused_ce_typed::<f64>(&rows, &t, weight, args)?,
+        _ => fused_ce_typed::<f32>(&rows.to_dtype(DType::F32)?, &t, weight, args)?,
+    };
+    // Per-sample losses take the targets' shape (0-d for an unbatched input).
+    let loss = match reduction {
+        Reduction::None => loss.reshape(&dims_of(target.shape()))?,
+        Reduction::Mean | Reduction::Sum => loss,
+    };
+    loss.to_dtype(input.dtype())
+}
+
+/// A shape as the `isize` dims that `reshape` takes.
+fn dims_of(shape: &[usize]) -> Vec<isize> {
+    shape.iter().map(|&d| d as isize).collect()
+}
+
+/// The scalar arguments of the fused cross-entropy.
+#[derive(Clone, Copy)]
+struct CeArgs {
+    classes: usize,
+    ignore_index: i64,
+    reduction: Reduction,
+    label_smoothing: f64,
+}
+
+impl CeArgs {
+    /// The kernel's parameters, with the class weights converted to its dtype.
+    fn params<T>(self, weight: Option<&[T]>) -> Params<'_, T> {
+        Params {
+            classes: self.classes,
+            weight,
+            ignore_index: self.ignore_index,
+            label_smoothing: self.label_smoothing,
+        }
+    }
+}
+
+/// Run `f` on the elements of a contiguous CPU tensor of dtype `T`, without copying.
+fn with_cpu_slice<T: CpuElement, R>(t: &Tensor, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+    debug_assert!(t.is_contiguous());
+    let storage = t.storage();
+    let data = storage
+        .as_cpu()
+        .and_then(|s| s.as_slice::<T>())
+        .ok_or_else(|| Error::dtype(CE, format!("expected a CPU tensor of {}", T::DTYPE)))?;
+    let start = t.layout().offset();
+    Ok(f(&data[start..start + t.numel()]))
+}
+
+/// The kernel on contiguous rows `x` `(samples, C)` of dtype `T` and contiguous targets
+/// (`samples` of them, any shape): per-sample losses `(samples,)` for `None`, else a scalar.
+/// Records the backward, which saves `x`, the targets and two numbers per sample.
+fn fused_ce_typed<T: CeFloat>(
+    x: &Tensor,
+    t: &Tensor,
+    weight: Option<&Tensor>,
+    a: CeArgs,
+) -> Result<Tensor> {
+    let w = weight
+        .map(|w| w.detach().to_dtype(T::DTYPE)?.to_vec::<T>())
+        .transpose()?;
+    let params = a.params(w.as_deref());
+    let fwd = with_cpu_slice(t, |ts: &[i64]| -> Result<_> {
+        check_index_target_values(CE, ts, a.classes, a.ignore_index)?;
+        with_cpu_slice(x, |xs: &[T]| ce_kernel::forward(xs, ts, params))
+    })??;
+    let total = || fwd.losses.iter().sum::<f64>();
+    let out = match a.reduction {
+        Reduction::None => {
+            let per: Vec<T> = fwd.losses.iter().map(|&l| T::of(l)).collect();
+            Tensor::from_vec(per, &[fwd.losses.len()])?
+        }
+        Reduction::Sum => Tensor::scalar(T::of(total())),
+        // 0 / 0 = NaN when every target is ignored (or there are none), as in PyTorch.
+        Reduction::Mean => Tensor::scalar(T::of(total() / fwd.weight_total)),
+    };
+    if !needs_grad(&[x]) {
+        return Ok(out);
+    }
+    let (saved_x, saved_t) = (x.save(CE), t.save(CE));
+    let (stats, weight_total) = (fwd.stats, fwd.weight_total);
+    Ok(out.record(CE, &[x], move |g, _| {
+        let (x, t) = (saved_x.get()?, saved_t.get()?);
+        let per_row;
+        let g = match a.reduction {
+            Reduction::None => {
+                per_row = g.to_dtype(T::DTYPE)?.to_vec::<T>()?;
+                RowGrad::PerRow(&per_row)
+            }
+            Reduction::Sum => RowGrad::Uniform(g.item_f64()?),
+            Reduction::Mean => RowGrad::Uniform(g.item_f64()? / weight_total),
+        };
+        let params = a.params(w.as_deref());
+        let dx = with_cpu_slice(t, |ts: &[i64]| {
+            with_cpu_slice(x, |xs: &[T]| ce_kernel::backward(xs, ts, params, &stats, g))
+        })??;
+        Ok(vec![Some(Tensor::from_vec(dx, x.shape())?)])
+    }))
+}
+
+/// The composite cross entropy (any device, index or probability targets): log-softmax,
+/// the target distribution `q` as a tensor, `-sum(q * logp)`; backward
+/// `g * (exp(logp) * sum(q) - q)`. The reference the fused kernel is tested against.
+fn composite_cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    const OP: &str = CE;
     let prob = target.dtype().is_float();
     let unbatched = input.ndim() == 1;
     let (x, t) = batch_of_one(input, target)?;

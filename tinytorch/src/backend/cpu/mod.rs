@@ -5,6 +5,7 @@ pub(crate) mod attention;
 mod binary;
 mod conv;
 mod convert;
+pub(crate) mod cross_entropy;
 mod fast_math;
 pub(crate) mod index;
 mod matmul;
