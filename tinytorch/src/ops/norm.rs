@@ -1,10 +1,12 @@
 //! Fused LayerNorm / RMSNorm on the CPU (`backend/cpu/norm.rs`) and on CUDA
 //! (`backend/cuda/norm.rs`) as one autograd op: the forward saves the input and each row's
-//! mean and rstd, the backward is the kernel's closed form. `nn::functional::{layer_norm,
+//! mean and rstd, the backward is the kernel's closed form. Training-mode batch norm has a
+//! fused CPU kernel of the same kind ([`fused_batch_norm`]). `nn::functional::{layer_norm,
 //! rms_norm}` check their arguments, then call this when [`fused_applies`] and compose
 //! tensor ops otherwise.
 
 use crate::autograd::needs_grad;
+use crate::backend::cpu::batch_norm as bn;
 use crate::backend::cpu::norm::{self, Affine, NormFloat, NormKind, Wanted};
 use crate::backend::cpu::CpuElement;
 use crate::error::{Error, Result};
@@ -142,6 +144,85 @@ fn fused_typed<T: NormFloat + CpuElement>(
         }
         Ok(out)
     }))
+}
+
+/// Training-mode batch normalisation of an `(N, C, *)` input through the fused CPU kernel
+/// (`backend/cpu/batch_norm.rs`), as one autograd op. Returns `y` (x's dtype promoted with
+/// the parameters') and the batch mean and biased variance, `(C,)` in the compute dtype and
+/// outside the graph (for the running statistics). Arguments are checked by the caller;
+/// f16/bf16 compute in f32.
+pub(crate) fn fused_batch_norm(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let out_dtype = [weight, bias]
+        .into_iter()
+        .flatten()
+        .fold(x.dtype(), |d, p| DType::promote(d, p.dtype()));
+    let (y, mean, var) = if out_dtype == DType::F64 {
+        batch_norm_typed::<f64>(x, weight, bias, eps)?
+    } else {
+        batch_norm_typed::<f32>(x, weight, bias, eps)?
+    };
+    Ok((y.to_dtype(out_dtype)?, mean, var))
+}
+
+/// [`fused_batch_norm`] computing in `T`.
+fn batch_norm_typed<T: NormFloat + CpuElement>(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    const OP: &str = "batch_norm";
+    let x = x.to_dtype(T::DTYPE)?.contiguous()?;
+    let shape = x.shape().to_vec();
+    let d = bn::Dims {
+        n: shape[0],
+        c: shape[1],
+        s: shape[2..].iter().product(),
+    };
+    // Casts that carry the gradients back to the parameters' own dtypes.
+    let cast = |p: Option<&Tensor>| p.map(|p| p.to_dtype(T::DTYPE)).transpose();
+    let (weight, bias) = (cast(weight)?, cast(bias)?);
+    let (weight, bias) = (weight.as_ref(), bias.as_ref());
+    let values = |p: Option<&Tensor>| p.map(|p| p.to_vec::<T>()).transpose();
+    let (w, b) = (values(weight)?, values(bias)?);
+    let (y, stats) = with_slice(OP, &x, |xs| {
+        bn::forward(xs, d, w.as_deref(), b.as_deref(), eps)
+    })?;
+    let y = Tensor::from_vec(y, &shape)?;
+    let mean = Tensor::from_vec(stats.mean.clone(), &[d.c])?;
+    let var = Tensor::from_vec(stats.var.clone(), &[d.c])?;
+    let inputs: Vec<&Tensor> = [Some(&x), weight, bias].into_iter().flatten().collect();
+    if !needs_grad(&inputs) {
+        return Ok((y, mean, var));
+    }
+    let saved_x = x.save(OP);
+    let saved = Arc::new((w, stats));
+    let (has_w, has_b) = (weight.is_some(), bias.is_some());
+    let y = y.record(OP, &inputs, move |g, needs| {
+        let (w, stats) = &*saved;
+        let x = saved_x.get()?;
+        let g = g.to_dtype(T::DTYPE)?.contiguous()?;
+        let grads = with_slice(OP, x, |xs| {
+            with_slice(OP, &g, |gs| {
+                bn::backward(xs, gs, d, w.as_deref(), stats, needs[0])
+            })
+        })??;
+        let channel = |v: Vec<T>| Tensor::from_vec(v, &[d.c]).map(Some);
+        let mut out = vec![grads.dx.map(|v| Tensor::from_vec(v, &shape)).transpose()?];
+        if has_w {
+            out.push(channel(grads.dweight)?);
+        }
+        if has_b {
+            out.push(channel(grads.dbias)?);
+        }
+        Ok(out)
+    });
+    Ok((y, mean, var))
 }
 
 /// The CUDA buffer under `t` as a kernel input (`t` contiguous, `s` its storage).

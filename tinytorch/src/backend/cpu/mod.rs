@@ -2,6 +2,7 @@
 //! family of primitives. All kernels walk their operands with `strided::MultiStrided`.
 
 pub(crate) mod attention;
+pub(crate) mod batch_norm;
 mod binary;
 mod conv;
 mod convert;

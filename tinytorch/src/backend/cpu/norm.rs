@@ -86,7 +86,7 @@ pub struct NormStats<T> {
 
 /// `sum_i f(a_i, b_i)` in 8 lanes.
 #[inline(always)]
-fn lane_sum<T: NormFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
+pub(super) fn lane_sum<T: NormFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
     let mut acc = [T::ZERO; LANES];
     let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let (ra, rb) = (ca.remainder(), cb.remainder());

@@ -3,11 +3,13 @@
 //!
 //! Every reduction is a [`Fold`]: an accumulator with `init`, `step`, `merge` and `finish`.
 //! The driver [`reduce_typed`] splits the input layout into the *kept* dims (one output
-//! element each) and the *reduced* dims, then picks one of three paths:
+//! element each) and the *reduced* dims, then picks one of four paths:
 //! - rows: the reduced dims merge into one contiguous run, so each output folds a slice
 //!   (parallel over outputs, or over chunks of one long row);
 //! - columns: the kept dims merge into one contiguous run, so the kernel adds whole input rows
 //!   into a vector of accumulators (a vectorisable loop), e.g. summing over the batch dim;
+//! - segments: the reduced dims end in a contiguous run (e.g. the per-channel sum of an
+//!   NCHW tensor over N, H and W), so each output folds several slices;
 //! - otherwise the input is copied with the reduced dims last, then folded as rows.
 //!
 //! [`reduce_reference`] is the naive path (one output at a time, element by element) that the
@@ -25,6 +27,9 @@ use std::ops::Add;
 
 /// Elements per parallel task when one long row is split across threads.
 const ROW_CHUNK: usize = 1 << 16;
+/// Shortest contiguous run of reduced elements folded in place; shorter runs are gathered
+/// into rows first.
+const MIN_SEGMENT: usize = 16;
 /// Independent accumulators in the blocked sum: enough for the compiler to use full vector
 /// registers and hide the add latency.
 const LANES: usize = 16;
@@ -329,6 +334,14 @@ fn reduce_typed<T: CpuElement, F: Fold<T>>(
     if kshape.len() == 1 && kstrides[0] == 1 {
         return fold_columns(v, kept.offset(), kshape[0], &offsets(&red), f);
     }
+    let inner = rshape[rshape.len() - 1];
+    if rstrides[rstrides.len() - 1] == 1 && inner >= MIN_SEGMENT {
+        // The reduced dims end in a contiguous run (e.g. the sum over (N, H, W) of an NCHW
+        // tensor): fold the runs where they lie.
+        let k = rshape.len() - 1;
+        let outer = Layout::from_parts(rshape[..k].to_vec(), rstrides[..k].to_vec(), 0);
+        return fold_segments(v, &offsets(&kept), &offsets(&outer), inner, f);
+    }
     // General case: copy with the reduced dims last, then fold contiguous rows.
     let perm: Vec<isize> = (0..l.ndim())
         .filter(|d| !dims.contains(d))
@@ -338,7 +351,46 @@ fn reduce_typed<T: CpuElement, F: Fold<T>>(
     let permuted = l.permute("reduce", &perm).expect("valid permutation");
     let data = map1(v, &permuted, |x| x);
     let row_starts: Vec<usize> = (0..n_out).map(|o| o * n_red).collect();
-    fold_rows(&data, &row_starts, n_red, f)
+    let out = fold_rows(&data, &row_starts, n_red, f);
+    super::pool::recycle(T::into_storage(data));
+    out
+}
+
+/// `out[o] = fold of the runs v[k + s .. k + s + len]` for `k = kept[o]` and every `s` in
+/// `segments`. The runs are folded in fixed groups whose results merge in order, so the
+/// result does not depend on the number of threads.
+fn fold_segments<T: CpuElement, F: Fold<T>>(
+    v: &[T],
+    kept: &[usize],
+    segments: &[usize],
+    len: usize,
+    f: &F,
+) -> Vec<F::Out> {
+    let group = (ROW_CHUNK / len).max(1);
+    let part = |k: usize, segs: &[usize]| {
+        segs.iter().fold(f.init(), |a, &s| {
+            f.merge(a, f.fold_slice(&v[k + s..k + s + len]))
+        })
+    };
+    let merge_all = |parts: &mut dyn Iterator<Item = F::Acc>| {
+        f.finish(parts.fold(f.init(), |a, b| f.merge(a, b)))
+    };
+    let one = |&k: &usize| merge_all(&mut segments.chunks(group).map(|c| part(k, c)));
+    let total = kept.len() * segments.len() * len;
+    let threads = rayon::current_num_threads();
+    if total < PAR_THRESHOLD || threads == 1 {
+        return kept.iter().map(one).collect();
+    }
+    if kept.len() >= 2 * threads {
+        return kept.par_iter().with_min_len(1).map(one).collect();
+    }
+    // Few outputs: each output's groups of runs in parallel.
+    kept.iter()
+        .map(|&k| {
+            let parts: Vec<F::Acc> = segments.par_chunks(group).map(|c| part(k, c)).collect();
+            merge_all(&mut parts.into_iter())
+        })
+        .collect()
 }
 
 /// One output per row `v[start..start + len]`.
@@ -961,7 +1013,7 @@ mod tests {
         }
     }
 
-    /// Every fast path (rows, columns, general copy; sequential and parallel) against the
+    /// Every fast path (rows, columns, segments, general copy; sequential and parallel) against the
     /// naive reference, for every op.
     #[test]
     fn fast_paths_match_reference() {
@@ -978,6 +1030,11 @@ mod tests {
             (vec![40000, 3], vec![0]),
             (vec![9000, 5], vec![1]),
             (vec![2, 70000], vec![0]),
+            // Segments: per-channel reductions of NCHW tensors (few and many channels).
+            (vec![8, 3, 5, 20], vec![0, 2, 3]),
+            (vec![16, 16, 32, 32], vec![0, 2, 3]),
+            (vec![64, 2, 32, 32], vec![0, 2, 3]),
+            (vec![6, 4, 40], vec![0, 2]),
         ];
         let ops = [
             ReduceOp::Sum,
@@ -1009,6 +1066,28 @@ mod tests {
                     close(&fast, &slow, 1e-5);
                 }
             }
+        }
+    }
+
+    #[test]
+    fn segment_sums_do_not_depend_on_the_thread_count() {
+        for shape in [[64usize, 2, 32, 32], [64, 16, 32, 32]] {
+            let n = shape.iter().product();
+            let s = CpuStorage::F32(lcg(n, 11));
+            let sum = || reduce(&s, &Layout::contiguous(&shape), ReduceOp::Sum, &[0, 2, 3]);
+            let one_thread = rayon::ThreadPoolBuilder::new()
+                .num_threads(1)
+                .build()
+                .unwrap()
+                .install(sum)
+                .unwrap();
+            let three_threads = rayon::ThreadPoolBuilder::new()
+                .num_threads(3)
+                .build()
+                .unwrap()
+                .install(sum)
+                .unwrap();
+            assert_eq!(one_thread, three_threads, "{shape:?}");
         }
     }
 

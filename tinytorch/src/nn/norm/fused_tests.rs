@@ -122,3 +122,56 @@ fn fused_layer_and_rms_norm_match_the_composite_form() {
     assert_eq!(y.grad_fn_name(), Some("layer_norm"));
     assert_eq!(y.device(), Device::Cpu);
 }
+
+#[test]
+fn fused_batch_norm_matches_the_composite_form() {
+    use super::{batch_norm, batch_norm_composite};
+    // (input shape, transpose the input's first two dims first): (N, C), (N, C, L), NCHW
+    // with a lane tail, non-contiguous, and large enough for the threaded path.
+    let cases: &[(&[usize], bool)] = &[
+        (&[6, 3], false),
+        (&[4, 3, 5], false),
+        (&[2, 3, 4, 5], false),
+        (&[5, 4, 3, 3], true),
+        (&[16, 8, 17, 19], false),
+    ];
+    for dtype in [DType::F64, DType::F32, DType::F16, DType::BF16] {
+        for &(shape, transpose) in cases {
+            let mut x = leaf(shape, dtype, 0.0);
+            if transpose {
+                x = x.transpose(0, 1).unwrap();
+            }
+            let c = x.shape()[1];
+            for (with_w, with_b) in [(true, true), (true, false), (false, true), (false, false)] {
+                let params = [
+                    with_w.then(|| leaf(&[c], dtype, 1.0)),
+                    with_b.then(|| leaf(&[c], dtype, 2.0)),
+                ];
+                let what = format!("{dtype} {shape:?} t={transpose} w={with_w} b={with_b}");
+                let fused = run(&x, &params, dtype, &|x, w, b| {
+                    batch_norm(x, None, None, w, b, true, 0.1, 1e-5).unwrap()
+                });
+                let comp = run(&x, &params, DType::F64, &|x, w, b| {
+                    batch_norm_composite(x, w, b, 1e-5).unwrap().0
+                });
+                for (i, (f, c)) in fused.iter().zip(&comp).enumerate() {
+                    assert_close(f, c, tol(dtype), &format!("batch_norm {what} #{i}"));
+                }
+            }
+        }
+    }
+    // The running statistics see the batch mean and the unbiased variance.
+    let x = leaf(&[4, 2, 3], DType::F32, 0.0);
+    let (rm, rv) = (
+        Tensor::zeros(&[2], DType::F32, Device::Cpu).unwrap(),
+        Tensor::ones(&[2], DType::F32, Device::Cpu).unwrap(),
+    );
+    let y = batch_norm(&x, Some(&rm), Some(&rv), None, None, true, 0.1, 1e-5).unwrap();
+    assert_eq!(y.grad_fn_name(), Some("batch_norm"));
+    let (_, mean, var) = batch_norm_composite(&x, None, None, 1e-5).unwrap();
+    let unbiased = var.mul_scalar(12.0 / 11.0).unwrap();
+    let want_rm = mean.mul_scalar(0.1).unwrap();
+    let want_rv = unbiased.mul_scalar(0.1).unwrap().add_scalar(0.9).unwrap();
+    assert_close(&rm, &want_rm, 1e-6, "running_mean");
+    assert_close(&rv, &want_rv, 1e-6, "running_var");
+}
