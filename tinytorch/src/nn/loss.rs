@@ -6,8 +6,8 @@
 
 use crate::autograd::{needs_grad, no_grad};
 use crate::backend::cpu::cross_entropy::{self as ce_kernel, CeFloat, Params, RowGrad};
-use crate::backend::cpu::CpuElement;
 use crate::error::{Error, Result};
+use crate::ops::with_cpu_slice;
 use crate::tensor::{DType, Device, Tensor};
 
 /// How per-element losses are combined (`reduction=` in PyTorch). The default is `Mean`.
@@ -322,18 +322,6 @@ impl CeArgs {
     }
 }
 
-/// Run `f` on the elements of a contiguous CPU tensor of dtype `T`, without copying.
-fn with_cpu_slice<T: CpuElement, R>(t: &Tensor, f: impl FnOnce(&[T]) -> R) -> Result<R> {
-    debug_assert!(t.is_contiguous());
-    let storage = t.storage();
-    let data = storage
-        .as_cpu()
-        .and_then(|s| s.as_slice::<T>())
-        .ok_or_else(|| Error::dtype(CE, format!("expected a CPU tensor of {}", T::DTYPE)))?;
-    let start = t.layout().offset();
-    Ok(f(&data[start..start + t.numel()]))
-}
-
 /// The kernel on contiguous rows `x` `(samples, C)` of dtype `T` and contiguous targets
 /// (`samples` of them, any shape): per-sample losses `(samples,)` for `None`, else a scalar.
 /// Records the backward, which saves `x`, the targets and two numbers per sample.
@@ -347,9 +335,9 @@ fn fused_ce_typed<T: CeFloat>(
         .map(|w| w.detach().to_dtype(T::DTYPE)?.to_vec::<T>())
         .transpose()?;
     let params = a.params(w.as_deref());
-    let fwd = with_cpu_slice(t, |ts: &[i64]| -> Result<_> {
+    let fwd = with_cpu_slice(CE, t, |ts: &[i64]| -> Result<_> {
         check_index_target_values(CE, ts, a.classes, a.ignore_index)?;
-        with_cpu_slice(x, |xs: &[T]| ce_kernel::forward(xs, ts, params))
+        with_cpu_slice(CE, x, |xs: &[T]| ce_kernel::forward(xs, ts, params))
     })??;
     let total = || fwd.losses.iter().sum::<f64>();
     let out = match a.reduction {
@@ -378,8 +366,10 @@ fn fused_ce_typed<T: CeFloat>(
             Reduction::Mean => RowGrad::Uniform(g.item_f64()? / weight_total),
         };
         let params = a.params(w.as_deref());
-        let dx = with_cpu_slice(t, |ts: &[i64]| {
-            with_cpu_slice(x, |xs: &[T]| ce_kernel::backward(xs, ts, params, &stats, g))
+        let dx = with_cpu_slice(CE, t, |ts: &[i64]| {
+            with_cpu_slice(CE, x, |xs: &[T]| {
+                ce_kernel::backward(xs, ts, params, &stats, g)
+            })
         })??;
         Ok(vec![Some(Tensor::from_vec(dx, x.shape())?)])
     }))

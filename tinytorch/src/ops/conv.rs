@@ -11,10 +11,11 @@
 
 use crate::amp::to_autocast;
 use crate::autograd::needs_grad;
+use crate::backend::cpu::conv_gemm::{self, Conv, ConvFloat};
 use crate::backend::ConvGeometry;
 use crate::error::{Error, Result};
-use crate::ops::{same_device, PadMode};
-use crate::tensor::Tensor;
+use crate::ops::{same_device, with_cpu_slice, PadMode};
+use crate::tensor::{DType, Device, Tensor};
 
 /// The `padding` argument of a convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -386,6 +387,15 @@ fn conv2d_4d(
             window_count(wp, k[1], stride[1], dilation[1]),
         ],
     };
+    let on_cpu = [Some(x), Some(w), bias]
+        .into_iter()
+        .flatten()
+        .all(|t| t.device() == Device::Cpu);
+    match x.dtype() {
+        DType::F32 if on_cpu => return conv2d_cpu::<f32>(op, x, w, bias, geom, co, groups),
+        DType::F64 if on_cpu => return conv2d_cpu::<f64>(op, x, w, bias, geom, co, groups),
+        _ => {}
+    }
     let chunks = BatchChunks::new(&geom, x.dtype().size_in_bytes());
     let (xd, wd, bd) = (x.detach(), w.detach(), bias.map(|b| b.detach()));
     let mut outs = Vec::new();
@@ -450,6 +460,86 @@ fn conv2d_4d(
         let gw = gw
             .map(|t| t.transpose(1, 2)?.reshape(&to_isize(&w_shape)))
             .transpose()?;
+        let mut grads = vec![gx, gw];
+        if has_bias {
+            grads.push(match need[2] {
+                true => Some(g.sum(&[0, 2, 3], false)?),
+                false => None,
+            });
+        }
+        Ok(grads)
+    }))
+}
+
+/// `conv2d` of f32/f64 CPU tensors (shapes checked) through the chunk-parallel kernels of
+/// `backend/cpu/conv_gemm.rs`, with its backward node. The im2col + gemm composition below
+/// serves the other dtypes and devices, and is the reference these kernels are tested
+/// against.
+#[allow(clippy::too_many_arguments)]
+fn conv2d_cpu<T: ConvFloat>(
+    op: &'static str,
+    x: &Tensor,
+    w: &Tensor,
+    bias: Option<&Tensor>,
+    geom: ConvGeometry,
+    co: usize,
+    groups: usize,
+) -> Result<Tensor> {
+    let conv = Conv {
+        geom,
+        out_channels: co,
+        groups,
+    };
+    let xc = x.detach().contiguous()?;
+    let mut wc = w.detach().contiguous()?;
+    if wc.shares_storage(&xc) {
+        // One lock per buffer below: a second read lock on one buffer can deadlock.
+        wc = wc.contiguous_copy()?;
+    }
+    let b = bias.map(|b| b.to_vec::<T>()).transpose()?;
+    let y = with_cpu_slice(op, &xc, |xs| {
+        with_cpu_slice(op, &wc, |ws| {
+            conv_gemm::forward(xs, ws, b.as_deref(), &conv)
+        })
+    })??;
+    let out = Tensor::from_vec(y, &[geom.batch, co, geom.output[0], geom.output[1]])?;
+    let mut inputs = vec![x, w];
+    inputs.extend(bias);
+    if !needs_grad(&inputs) {
+        return Ok(out);
+    }
+    // grad_input needs the weight only, grad_weight the input only.
+    let saved_w = x.requires_grad().then(|| wc.save(op));
+    let saved_x = w.requires_grad().then(|| xc.save(op));
+    let (x_shape, w_shape) = (x.shape().to_vec(), w.shape().to_vec());
+    let has_bias = bias.is_some();
+    Ok(out.record(op, &inputs, move |g, need| {
+        let mut g = g.contiguous()?;
+        let saved = [&saved_w, &saved_x].into_iter().flatten();
+        if saved
+            .clone()
+            .any(|s| s.get().is_ok_and(|t| t.shares_storage(&g)))
+        {
+            g = g.contiguous_copy()?;
+        }
+        let gx = match (&saved_w, need[0]) {
+            (Some(w), true) => {
+                let v = with_cpu_slice(op, &g, |gy: &[T]| {
+                    with_cpu_slice(op, w.get()?, |ws| conv_gemm::backward_input(gy, ws, &conv))
+                })??;
+                Some(Tensor::from_vec(v, &x_shape)?)
+            }
+            _ => None,
+        };
+        let gw = match (&saved_x, need[1]) {
+            (Some(x), true) => {
+                let v = with_cpu_slice(op, &g, |gy: &[T]| {
+                    with_cpu_slice(op, x.get()?, |xs| conv_gemm::backward_weight(xs, gy, &conv))
+                })??;
+                Some(Tensor::from_vec(v, &w_shape)?)
+            }
+            _ => None,
+        };
         let mut grads = vec![gx, gw];
         if has_bias {
             grads.push(match need[2] {

@@ -42,6 +42,38 @@ pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// Run `f` on the elements of a contiguous CPU tensor of dtype `T`, without copying (the
+/// fused CPU kernels read their operands this way); an error naming `op` for another dtype
+/// or a tensor on another device.
+pub(crate) fn with_cpu_slice<T: crate::backend::cpu::CpuElement, R>(
+    op: &'static str,
+    t: &Tensor,
+    f: impl FnOnce(&[T]) -> R,
+) -> Result<R> {
+    // (An empty tensor's strides are arbitrary: its slice is simply empty.)
+    debug_assert!(t.is_contiguous() || t.numel() == 0);
+    let storage = t.storage();
+    let data = storage
+        .as_cpu()
+        .and_then(|s| s.as_slice::<T>())
+        .ok_or_else(|| {
+            Error::dtype(
+                op,
+                format!(
+                    "expected a CPU tensor of {}, got {} on {}",
+                    T::DTYPE,
+                    t.dtype(),
+                    t.device()
+                ),
+            )
+        })?;
+    if t.numel() == 0 {
+        return Ok(f(&[]));
+    }
+    let start = t.layout().offset();
+    Ok(f(&data[start..start + t.numel()]))
+}
+
 /// Run `f` with read access to the storages of `a` and `b`, taking one lock when they share a
 /// buffer (a second read lock on the same RwLock from one thread can deadlock).
 pub(crate) fn with_storages2<R>(

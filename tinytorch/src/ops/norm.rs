@@ -9,7 +9,8 @@ use crate::autograd::needs_grad;
 use crate::backend::cpu::batch_norm as bn;
 use crate::backend::cpu::norm::{self, Affine, NormFloat, NormKind, Wanted};
 use crate::backend::cpu::CpuElement;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::ops::with_cpu_slice;
 use crate::tensor::{DType, Device, Tensor};
 use std::sync::Arc;
 
@@ -77,22 +78,6 @@ struct Args {
     kind: NormKind,
 }
 
-/// Run `f` on the elements of a contiguous CPU tensor of dtype `T`, without copying.
-fn with_slice<T: CpuElement, R>(
-    op: &'static str,
-    t: &Tensor,
-    f: impl FnOnce(&[T]) -> R,
-) -> Result<R> {
-    debug_assert!(t.is_contiguous());
-    let storage = t.storage();
-    let data = storage
-        .as_cpu()
-        .and_then(|s| s.as_slice::<T>())
-        .ok_or_else(|| Error::dtype(op, format!("expected a CPU tensor of {}", T::DTYPE)))?;
-    let start = t.layout().offset();
-    Ok(f(&data[start..start + t.numel()]))
-}
-
 fn fused_typed<T: NormFloat + CpuElement>(
     x: &Tensor,
     normalized_shape: &[usize],
@@ -107,7 +92,8 @@ fn fused_typed<T: NormFloat + CpuElement>(
         weight: w.as_deref(),
         bias: b.as_deref(),
     };
-    let (out, stats) = with_slice(a.op, &x, |xs| norm::forward(xs, a.n, affine, a.eps, a.kind))?;
+    let (out, stats) =
+        with_cpu_slice(a.op, &x, |xs| norm::forward(xs, a.n, affine, a.eps, a.kind))?;
     let y = Tensor::from_vec(out, x.shape())?;
     let inputs: Vec<&Tensor> = [Some(&x), weight, bias].into_iter().flatten().collect();
     if !needs_grad(&inputs) {
@@ -127,8 +113,8 @@ fn fused_typed<T: NormFloat + CpuElement>(
             bias: has_b && needs[1 + has_w as usize],
         };
         let g = g.contiguous()?;
-        let grads = with_slice(a.op, x, |xs| {
-            with_slice(a.op, &g, |gs| {
+        let grads = with_cpu_slice(a.op, x, |xs| {
+            with_cpu_slice(a.op, &g, |gs| {
                 norm::backward(xs, gs, a.n, w.as_deref(), stats, a.kind, want)
             })
         })??;
@@ -190,7 +176,7 @@ fn batch_norm_typed<T: NormFloat + CpuElement>(
     let (weight, bias) = (weight.as_ref(), bias.as_ref());
     let values = |p: Option<&Tensor>| p.map(|p| p.to_vec::<T>()).transpose();
     let (w, b) = (values(weight)?, values(bias)?);
-    let (y, stats) = with_slice(OP, &x, |xs| {
+    let (y, stats) = with_cpu_slice(OP, &x, |xs| {
         bn::forward(xs, d, w.as_deref(), b.as_deref(), eps)
     })?;
     let y = Tensor::from_vec(y, &shape)?;
@@ -207,8 +193,8 @@ fn batch_norm_typed<T: NormFloat + CpuElement>(
         let (w, stats) = &*saved;
         let x = saved_x.get()?;
         let g = g.to_dtype(T::DTYPE)?.contiguous()?;
-        let grads = with_slice(OP, x, |xs| {
-            with_slice(OP, &g, |gs| {
+        let grads = with_cpu_slice(OP, x, |xs| {
+            with_cpu_slice(OP, &g, |gs| {
                 bn::backward(xs, gs, d, w.as_deref(), stats, needs[0])
             })
         })??;
@@ -238,7 +224,7 @@ fn cuda_input<'a>(
             storage,
             offset: t.layout().offset(),
         }),
-        crate::backend::Storage::Cpu(_) => Err(Error::invalid(
+        crate::backend::Storage::Cpu(_) => Err(crate::error::Error::invalid(
             op,
             format!("expected a CUDA tensor, got one on {}", t.device()),
         )),

@@ -17,6 +17,7 @@ use crate::backend::{BackendStorage, ConvGeometry};
 use crate::error::{Error, Result};
 use crate::tensor::Layout;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 use std::ops::AddAssign;
 
 /// `(N, C, H, W)` input in any layout -> contiguous columns `(C*kh*kw, N*OH*OW)`.
@@ -95,40 +96,68 @@ fn coord(o: usize, s: usize, tap: usize, pad: usize) -> usize {
 }
 
 fn im2col_typed<T: CpuElement>(x: &[T], l: &Layout, g: &ConvGeometry) -> Vec<T> {
-    let (rows, ncols) = (g.rows(), g.cols());
-    let mut out = super::pool::zeros::<T>(rows * ncols);
-    if out.is_empty() {
-        return out;
+    let len = g.rows() * g.cols();
+    let mut out = super::pool::take::<T>(len);
+    im2col_into(
+        x,
+        l,
+        g,
+        &mut out.spare_capacity_mut()[..len],
+        len >= PAR_THRESHOLD,
+    );
+    // SAFETY: `im2col_into` wrote every element of the first `len`.
+    unsafe { out.set_len(len) };
+    out
+}
+
+/// im2col of `x[l]` into `out` (`g.rows() * g.cols()` elements), writing every element
+/// (zeros in the padding, so the buffer needs no clearing first); in parallel over rows
+/// when `parallel`.
+pub(super) fn im2col_into<T: CpuElement>(
+    x: &[T],
+    l: &Layout,
+    g: &ConvGeometry,
+    out: &mut [MaybeUninit<T>],
+    parallel: bool,
+) {
+    let ncols = g.cols();
+    if out.is_empty() || ncols == 0 {
+        return;
     }
     let st = l.strides();
     let (sn, sc, sh, sw) = (st[0], st[1], st[2], st[3]);
     let off = l.offset();
     let [oh, ow] = g.output;
     let plane = oh * ow;
-    let fill_row = |r: usize, dst: &mut [T]| {
+    let zero = MaybeUninit::new(T::zero());
+    let fill_row = |r: usize, dst: &mut [MaybeUninit<T>]| {
         let (c, i, j) = g.tap(r);
         let (th, tw) = (i * g.dilation[0], j * g.dilation[1]);
         let (h_lo, h_hi) = valid_range(oh, g.input[0], g.stride[0], th, g.padding[0]);
         let (w_lo, w_hi) = valid_range(ow, g.input[1], g.stride[1], tw, g.padding[1]);
         for n in 0..g.batch {
             let img = &mut dst[n * plane..(n + 1) * plane];
+            img[..h_lo * ow].fill(zero);
+            img[h_hi * ow..].fill(zero);
             for y in h_lo..h_hi {
                 let ih = coord(y, g.stride[0], th, g.padding[0]);
                 let base = off + n * sn + c * sc + ih * sh;
                 let line = &mut img[y * ow..(y + 1) * ow];
+                line[..w_lo].fill(zero);
+                line[w_hi..].fill(zero);
                 if g.stride[1] == 1 && sw == 1 {
                     let start = base + coord(w_lo, 1, tw, g.padding[1]);
-                    line[w_lo..w_hi].copy_from_slice(&x[start..start + (w_hi - w_lo)]);
+                    line[w_lo..w_hi].write_copy_of_slice(&x[start..start + (w_hi - w_lo)]);
                 } else {
                     for (xo, d) in line[w_lo..w_hi].iter_mut().enumerate() {
                         let iw = coord(w_lo + xo, g.stride[1], tw, g.padding[1]);
-                        *d = x[base + iw * sw];
+                        d.write(x[base + iw * sw]);
                     }
                 }
             }
         }
     };
-    if out.len() >= PAR_THRESHOLD {
+    if parallel {
         out.par_chunks_mut(ncols)
             .enumerate()
             .for_each(|(r, dst)| fill_row(r, dst));
@@ -137,20 +166,42 @@ fn im2col_typed<T: CpuElement>(x: &[T], l: &Layout, g: &ConvGeometry) -> Vec<T> 
             .enumerate()
             .for_each(|(r, dst)| fill_row(r, dst));
     }
-    out
 }
 
 fn col2im_typed<T: CpuElement + AddAssign>(cols: &[T], g: &ConvGeometry) -> Vec<T> {
+    let len = g.batch * g.channels * g.input[0] * g.input[1];
+    let mut out = super::pool::take::<T>(len);
+    col2im_into(
+        cols,
+        g,
+        &mut out.spare_capacity_mut()[..len],
+        cols.len() >= PAR_THRESHOLD,
+    );
+    // SAFETY: `col2im_into` wrote every element of the first `len`.
+    unsafe { out.set_len(len) };
+    out
+}
+
+/// col2im of the contiguous `cols` into `out` (`(N, C, H, W)` of `g`), writing every
+/// element; in parallel over the output planes when `parallel`.
+pub(super) fn col2im_into<T: CpuElement + AddAssign>(
+    cols: &[T],
+    g: &ConvGeometry,
+    out: &mut [MaybeUninit<T>],
+    parallel: bool,
+) {
     let [h, w] = g.input;
-    let mut out = super::pool::zeros::<T>(g.batch * g.channels * h * w);
     if out.is_empty() {
-        return out;
+        return;
     }
     let ncols = g.cols();
     let [oh, ow] = g.output;
     let plane = oh * ow;
     let taps = g.kernel[0] * g.kernel[1];
-    let fill_plane = |p: usize, dst: &mut [T]| {
+    let fill_plane = |p: usize, dst: &mut [MaybeUninit<T>]| {
+        dst.fill(MaybeUninit::new(T::zero()));
+        // SAFETY: every element of `dst` was just initialised.
+        let dst = unsafe { &mut *(dst as *mut [MaybeUninit<T>] as *mut [T]) };
         let (n, c) = (p / g.channels, p % g.channels);
         for t in 0..taps {
             let (i, j) = (t / g.kernel[1], t % g.kernel[1]);
@@ -178,7 +229,7 @@ fn col2im_typed<T: CpuElement + AddAssign>(cols: &[T], g: &ConvGeometry) -> Vec<
         }
     };
     let hw = (h * w).max(1);
-    if cols.len() >= PAR_THRESHOLD {
+    if parallel {
         out.par_chunks_mut(hw)
             .enumerate()
             .for_each(|(p, dst)| fill_plane(p, dst));
@@ -187,7 +238,6 @@ fn col2im_typed<T: CpuElement + AddAssign>(cols: &[T], g: &ConvGeometry) -> Vec<
             .enumerate()
             .for_each(|(p, dst)| fill_plane(p, dst));
     }
-    out
 }
 
 #[cfg(test)]
