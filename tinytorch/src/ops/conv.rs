@@ -1,6 +1,8 @@
 //! Convolutions (`torch.nn.functional.conv1d/conv2d/conv_transpose2d`) as im2col + gemm.
 //!
-//! `conv2d` splits the batch into chunks whose column matrix fits in a few megabytes; for each
+//! On the CPU, f32/f64 `conv2d` runs the chunk-parallel kernels of
+//! `backend/cpu/conv_gemm.rs` (one thread per chunk of images, forward and both gradients).
+//! Other dtypes and devices take the composition described next. `conv2d` splits the batch into chunks whose column matrix fits in a few megabytes; for each
 //! chunk it gathers the input windows into a `(Ci*kh*kw, n*OH*OW)` column matrix with the
 //! `im2col` backend primitive and multiplies it by the weight with one batched gemm over the
 //! groups. Its hand-written backward node runs chunk by chunk too:

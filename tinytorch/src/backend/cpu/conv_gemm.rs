@@ -27,6 +27,7 @@ use crate::backend::ConvGeometry;
 use crate::tensor::Layout;
 use gemm::Parallelism;
 use rayon::prelude::*;
+use std::borrow::Cow;
 use std::mem::MaybeUninit;
 use std::ops::{Add, AddAssign};
 
@@ -101,16 +102,11 @@ impl Conv {
     }
     /// The upstream gradient of images `start..start + nb` as the `(Co, nb*L)` matrix
     /// (borrowed as is for a single image).
-    fn grad_matrix<'a, T: ConvFloat>(
-        &self,
-        gy: &'a [T],
-        start: usize,
-        nb: usize,
-    ) -> GradMatrix<'a, T> {
+    fn grad_matrix<'a, T: ConvFloat>(&self, gy: &'a [T], start: usize, nb: usize) -> Cow<'a, [T]> {
         let (co, l) = (self.out_channels, self.l());
         let chunk = &gy[start * co * l..(start + nb) * co * l];
         if nb == 1 {
-            return GradMatrix::Borrowed(chunk);
+            return Cow::Borrowed(chunk);
         }
         let mut m = super::pool::take::<T>(chunk.len());
         for o in 0..co {
@@ -118,22 +114,7 @@ impl Conv {
                 m.extend_from_slice(&chunk[(i * co + o) * l..(i * co + o + 1) * l]);
             }
         }
-        GradMatrix::Owned(m)
-    }
-}
-
-/// The `(Co, nb*L)` gradient matrix of a chunk.
-enum GradMatrix<'a, T> {
-    Borrowed(&'a [T]),
-    Owned(Vec<T>),
-}
-
-impl<T> GradMatrix<'_, T> {
-    fn as_slice(&self) -> &[T] {
-        match self {
-            GradMatrix::Borrowed(s) => s,
-            GradMatrix::Owned(v) => v,
-        }
+        Cow::Owned(m)
     }
 }
 
@@ -305,7 +286,7 @@ pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
                         rs: 1,
                         cs: k,
                     };
-                    let gp = gm.as_slice().as_ptr().add(g * cog * nl);
+                    let gp = gm.as_ptr().add(g * cog * nl);
                     let gg = Mat {
                         ptr: gp,
                         rs: nl,
@@ -320,7 +301,7 @@ pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
         unsafe { gcols.set_len(gc.rows() * nl) };
         col2im_into(&gcols, &gc, dst, false);
         recycle(gcols);
-        if let GradMatrix::Owned(v) = gm {
+        if let Cow::Owned(v) = gm {
             recycle(v);
         }
     };
@@ -360,7 +341,7 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
                         cs: 1,
                     };
                     let gt = Mat {
-                        ptr: gm.as_slice().as_ptr().add(g * cog * nl),
+                        ptr: gm.as_ptr().add(g * cog * nl),
                         rs: 1,
                         cs: nl,
                     };
@@ -370,7 +351,7 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
             }
         }
         recycle(cols);
-        if let GradMatrix::Owned(v) = gm {
+        if let Cow::Owned(v) = gm {
             recycle(v);
         }
         dwt
