@@ -462,14 +462,7 @@ fn conv2d_4d(
         let gw = gw
             .map(|t| t.transpose(1, 2)?.reshape(&to_isize(&w_shape)))
             .transpose()?;
-        let mut grads = vec![gx, gw];
-        if has_bias {
-            grads.push(match need[2] {
-                true => Some(g.sum(&[0, 2, 3], false)?),
-                false => None,
-            });
-        }
-        Ok(grads)
+        with_bias_grad(vec![gx, gw], g, has_bias, need)
     }))
 }
 
@@ -542,15 +535,25 @@ fn conv2d_cpu<T: ConvFloat>(
             }
             _ => None,
         };
-        let mut grads = vec![gx, gw];
-        if has_bias {
-            grads.push(match need[2] {
-                true => Some(g.sum(&[0, 2, 3], false)?),
-                false => None,
-            });
-        }
-        Ok(grads)
+        with_bias_grad(vec![gx, gw], &g, has_bias, need)
     }))
+}
+
+/// A convolution backward's gradients: `[input, weight]`, then the bias's (the sum of `g`
+/// over N, H and W) when the convolution has one.
+fn with_bias_grad(
+    mut grads: Vec<Option<Tensor>>,
+    g: &Tensor,
+    has_bias: bool,
+    need: &[bool],
+) -> Result<Vec<Option<Tensor>>> {
+    if has_bias {
+        grads.push(match need[2] {
+            true => Some(g.sum(&[0, 2, 3], false)?),
+            false => None,
+        });
+    }
+    Ok(grads)
 }
 
 /// The batch split into runs of images whose column matrix fits in about `TARGET_BYTES`: one

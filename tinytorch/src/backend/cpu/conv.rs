@@ -241,14 +241,20 @@ pub(super) fn col2im_into<T: CpuElement + AddAssign>(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use half::{bf16, f16};
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
     /// The output size of one spatial dim (PyTorch's formula).
-    fn out_len(len: usize, k: usize, s: usize, p: usize, d: usize) -> usize {
+    pub(in crate::backend::cpu) fn out_len(
+        len: usize,
+        k: usize,
+        s: usize,
+        p: usize,
+        d: usize,
+    ) -> usize {
         (len + 2 * p - d * (k - 1) - 1) / s + 1
     }
 

@@ -123,12 +123,18 @@ fn recycle<T: CpuElement>(v: Vec<T>) {
     super::pool::recycle(T::into_storage(v));
 }
 
-/// A row-major matrix operand: pointer, row stride, column stride.
+/// A matrix operand: pointer, row stride, column stride.
 #[derive(Clone, Copy)]
 struct Mat<T> {
     ptr: *const T,
     rs: usize,
     cs: usize,
+}
+
+impl<T> Mat<T> {
+    fn new(ptr: *const T, rs: usize, cs: usize) -> Self {
+        Mat { ptr, rs, cs }
+    }
 }
 
 /// `dst (m, n; row stride dst_rs, unit column stride) = [dst +] a (m, k) @ b (k, n)` on the
@@ -195,16 +201,8 @@ pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> 
             // (K*G, nl) column matrix and Y_g rows g*cog.. of `y`: all in bounds, and `y`
             // is a buffer of its own.
             unsafe {
-                let wg = Mat {
-                    ptr: w.as_ptr().add(g * cog * k),
-                    rs: k,
-                    cs: 1,
-                };
-                let cg = Mat {
-                    ptr: cols.as_ptr().add(g * k * nl),
-                    rs: nl,
-                    cs: 1,
-                };
+                let wg = Mat::new(w.as_ptr().add(g * cog * k), k, 1);
+                let cg = Mat::new(cols.as_ptr().add(g * k * nl), nl, 1);
                 let yg = y.as_mut_ptr().add(g * cog * nl).cast::<T>();
                 gemm_serial(cog, nl, k, yg, nl, false, wg, cg);
             }
@@ -281,17 +279,9 @@ pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
                 // `gcols` (room for rows * nl elements): in bounds, and `gcols` is a buffer
                 // of its own.
                 unsafe {
-                    let wt = Mat {
-                        ptr: w.as_ptr().add(g * cog * k),
-                        rs: 1,
-                        cs: k,
-                    };
+                    let wt = Mat::new(w.as_ptr().add(g * cog * k), 1, k);
                     let gp = gm.as_ptr().add(g * cog * nl);
-                    let gg = Mat {
-                        ptr: gp,
-                        rs: nl,
-                        cs: 1,
-                    };
+                    let gg = Mat::new(gp, nl, 1);
                     let dst = spare.as_mut_ptr().add(g * k * nl).cast::<T>();
                     gemm_serial(k, nl, cog, dst, nl, false, wt, gg);
                 }
@@ -335,16 +325,8 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
                 // view of rows g*cog.. of the (Co, nl) gradient matrix, and the destination
                 // block g of `dwt`: all in bounds, and `dwt` is a buffer of its own.
                 unsafe {
-                    let cg = Mat {
-                        ptr: cols.as_ptr().add(g * k * nl),
-                        rs: nl,
-                        cs: 1,
-                    };
-                    let gt = Mat {
-                        ptr: gm.as_ptr().add(g * cog * nl),
-                        rs: 1,
-                        cs: nl,
-                    };
+                    let cg = Mat::new(cols.as_ptr().add(g * k * nl), nl, 1);
+                    let gt = Mat::new(gm.as_ptr().add(g * cog * nl), 1, nl);
                     let dst = dwt.as_mut_ptr().add(g * k * cog);
                     gemm_serial(k, cog, nl, dst, cog, false, cg, gt);
                 }
@@ -375,6 +357,7 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::conv::tests::out_len;
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
@@ -416,10 +399,6 @@ mod tests {
             }
         }
         (y, dx, dw)
-    }
-
-    fn out_len(len: usize, k: usize, s: usize, p: usize, d: usize) -> usize {
-        (len + 2 * p - d * (k - 1) - 1) / s + 1
     }
 
     #[test]
