@@ -38,6 +38,13 @@ enum Command {
 }
 
 fn main() {
+    // Rust ignores SIGPIPE, so printing into a closed pipe (`tinytorch bench | head`)
+    // panics; with the default action the process ends quietly, as command-line tools do.
+    #[cfg(unix)]
+    // SAFETY: called before any other thread exists; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Train(args) => train::train(&args),
