@@ -7,7 +7,7 @@
 use crate::autograd::{needs_grad, no_grad};
 use crate::backend::cpu::cross_entropy::{self as ce_kernel, CeFloat, Params, RowGrad};
 use crate::error::{Error, Result};
-use crate::ops::with_cpu_slice;
+use crate::ops::with_cpu_slices2;
 use crate::tensor::{DType, Device, Tensor};
 
 /// How per-element losses are combined (`reduction=` in PyTorch). The default is `Mean`.
@@ -335,9 +335,9 @@ fn fused_ce_typed<T: CeFloat>(
         .map(|w| w.detach().to_dtype(T::DTYPE)?.to_vec::<T>())
         .transpose()?;
     let params = a.params(w.as_deref());
-    let fwd = with_cpu_slice(CE, t, |ts: &[i64]| -> Result<_> {
+    let fwd = with_cpu_slices2(CE, t, x, |ts: &[i64], xs: &[T]| -> Result<_> {
         check_index_target_values(CE, ts, a.classes, a.ignore_index)?;
-        with_cpu_slice(CE, x, |xs: &[T]| ce_kernel::forward(xs, ts, params))
+        Ok(ce_kernel::forward(xs, ts, params))
     })??;
     let total = || fwd.losses.iter().sum::<f64>();
     let out = match a.reduction {
@@ -366,11 +366,9 @@ fn fused_ce_typed<T: CeFloat>(
             Reduction::Mean => RowGrad::Uniform(g.item_f64()? / weight_total),
         };
         let params = a.params(w.as_deref());
-        let dx = with_cpu_slice(CE, t, |ts: &[i64]| {
-            with_cpu_slice(CE, x, |xs: &[T]| {
-                ce_kernel::backward(xs, ts, params, &stats, g)
-            })
-        })??;
+        let dx = with_cpu_slices2(CE, t, x, |ts: &[i64], xs: &[T]| {
+            ce_kernel::backward(xs, ts, params, &stats, g)
+        })?;
         Ok(vec![Some(Tensor::from_vec(dx, x.shape())?)])
     }))
 }

@@ -16,7 +16,7 @@ use crate::autograd::needs_grad;
 use crate::backend::cpu::conv_gemm::{self, Conv, ConvFloat};
 use crate::backend::ConvGeometry;
 use crate::error::{Error, Result};
-use crate::ops::{same_device, with_cpu_slice, PadMode};
+use crate::ops::{same_device, with_cpu_slices2, PadMode};
 use crate::tensor::{DType, Device, Tensor};
 
 /// The `padding` argument of a convolution.
@@ -485,18 +485,11 @@ fn conv2d_cpu<T: ConvFloat>(
         out_channels: co,
         groups,
     };
-    let xc = x.detach().contiguous()?;
-    let mut wc = w.detach().contiguous()?;
-    if wc.shares_storage(&xc) {
-        // One lock per buffer below: a second read lock on one buffer can deadlock.
-        wc = wc.contiguous_copy()?;
-    }
+    let (xc, wc) = (x.detach().contiguous()?, w.detach().contiguous()?);
     let b = bias.map(|b| b.to_vec::<T>()).transpose()?;
-    let y = with_cpu_slice(op, &xc, |xs| {
-        with_cpu_slice(op, &wc, |ws| {
-            conv_gemm::forward(xs, ws, b.as_deref(), &conv)
-        })
-    })??;
+    let y = with_cpu_slices2(op, &xc, &wc, |xs, ws| {
+        conv_gemm::forward(xs, ws, b.as_deref(), &conv)
+    })?;
     let out = Tensor::from_vec(y, &[geom.batch, co, geom.output[0], geom.output[1]])?;
     let mut inputs = vec![x, w];
     inputs.extend(bias);
@@ -509,28 +502,21 @@ fn conv2d_cpu<T: ConvFloat>(
     let (x_shape, w_shape) = (x.shape().to_vec(), w.shape().to_vec());
     let has_bias = bias.is_some();
     Ok(out.record(op, &inputs, move |g, need| {
-        let mut g = g.contiguous()?;
-        let saved = [&saved_w, &saved_x].into_iter().flatten();
-        if saved
-            .clone()
-            .any(|s| s.get().is_ok_and(|t| t.shares_storage(&g)))
-        {
-            g = g.contiguous_copy()?;
-        }
+        let g = g.contiguous()?;
         let gx = match (&saved_w, need[0]) {
             (Some(w), true) => {
-                let v = with_cpu_slice(op, &g, |gy: &[T]| {
-                    with_cpu_slice(op, w.get()?, |ws| conv_gemm::backward_input(gy, ws, &conv))
-                })??;
+                let v = with_cpu_slices2(op, &g, w.get()?, |gy: &[T], ws| {
+                    conv_gemm::backward_input(gy, ws, &conv)
+                })?;
                 Some(Tensor::from_vec(v, &x_shape)?)
             }
             _ => None,
         };
         let gw = match (&saved_x, need[1]) {
             (Some(x), true) => {
-                let v = with_cpu_slice(op, &g, |gy: &[T]| {
-                    with_cpu_slice(op, x.get()?, |xs| conv_gemm::backward_weight(xs, gy, &conv))
-                })??;
+                let v = with_cpu_slices2(op, &g, x.get()?, |gy: &[T], xs| {
+                    conv_gemm::backward_weight(xs, gy, &conv)
+                })?;
                 Some(Tensor::from_vec(v, &w_shape)?)
             }
             _ => None,

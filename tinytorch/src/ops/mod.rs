@@ -42,6 +42,33 @@ pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// The elements of the contiguous CPU tensor `t` (whose storage is `s`) as a slice of `T`;
+/// an error naming `op` for another dtype or a tensor on another device.
+fn cpu_slice<'a, T: crate::backend::cpu::CpuElement>(
+    op: &'static str,
+    t: &Tensor,
+    s: &'a Storage,
+) -> Result<&'a [T]> {
+    // (An empty tensor's strides are arbitrary: its slice is simply empty.)
+    debug_assert!(t.is_contiguous() || t.numel() == 0);
+    let data = s.as_cpu().and_then(|s| s.as_slice::<T>()).ok_or_else(|| {
+        Error::dtype(
+            op,
+            format!(
+                "expected a CPU tensor of {}, got {} on {}",
+                T::DTYPE,
+                t.dtype(),
+                t.device()
+            ),
+        )
+    })?;
+    if t.numel() == 0 {
+        return Ok(&[]);
+    }
+    let start = t.layout().offset();
+    Ok(&data[start..start + t.numel()])
+}
+
 /// Run `f` on the elements of a contiguous CPU tensor of dtype `T`, without copying (the
 /// fused CPU kernels read their operands this way); an error naming `op` for another dtype
 /// or a tensor on another device.
@@ -50,28 +77,24 @@ pub(crate) fn with_cpu_slice<T: crate::backend::cpu::CpuElement, R>(
     t: &Tensor,
     f: impl FnOnce(&[T]) -> R,
 ) -> Result<R> {
-    // (An empty tensor's strides are arbitrary: its slice is simply empty.)
-    debug_assert!(t.is_contiguous() || t.numel() == 0);
-    let storage = t.storage();
-    let data = storage
-        .as_cpu()
-        .and_then(|s| s.as_slice::<T>())
-        .ok_or_else(|| {
-            Error::dtype(
-                op,
-                format!(
-                    "expected a CPU tensor of {}, got {} on {}",
-                    T::DTYPE,
-                    t.dtype(),
-                    t.device()
-                ),
-            )
-        })?;
-    if t.numel() == 0 {
-        return Ok(f(&[]));
-    }
-    let start = t.layout().offset();
-    Ok(f(&data[start..start + t.numel()]))
+    Ok(f(cpu_slice(op, t, &t.storage())?))
+}
+
+/// Two-tensor form of [`with_cpu_slice`]; one lock when both tensors view one buffer (see
+/// [`with_storages2`]).
+pub(crate) fn with_cpu_slices2<A, B, R>(
+    op: &'static str,
+    a: &Tensor,
+    b: &Tensor,
+    f: impl FnOnce(&[A], &[B]) -> R,
+) -> Result<R>
+where
+    A: crate::backend::cpu::CpuElement,
+    B: crate::backend::cpu::CpuElement,
+{
+    with_storages2(a, b, |sa, sb| {
+        Ok(f(cpu_slice(op, a, sa)?, cpu_slice(op, b, sb)?))
+    })
 }
 
 /// Run `f` with read access to the storages of `a` and `b`, taking one lock when they share a

@@ -10,7 +10,7 @@ use crate::backend::cpu::batch_norm as bn;
 use crate::backend::cpu::norm::{self, Affine, NormFloat, NormKind, Wanted};
 use crate::backend::cpu::CpuElement;
 use crate::error::Result;
-use crate::ops::with_cpu_slice;
+use crate::ops::{with_cpu_slice, with_cpu_slices2};
 use crate::tensor::{DType, Device, Tensor};
 use std::sync::Arc;
 
@@ -113,11 +113,9 @@ fn fused_typed<T: NormFloat + CpuElement>(
             bias: has_b && needs[1 + has_w as usize],
         };
         let g = g.contiguous()?;
-        let grads = with_cpu_slice(a.op, x, |xs| {
-            with_cpu_slice(a.op, &g, |gs| {
-                norm::backward(xs, gs, a.n, w.as_deref(), stats, a.kind, want)
-            })
-        })??;
+        let grads = with_cpu_slices2(a.op, x, &g, |xs, gs| {
+            norm::backward(xs, gs, a.n, w.as_deref(), stats, a.kind, want)
+        })?;
         let param = |d: Option<Vec<T>>| -> Result<Option<Tensor>> {
             d.map(|d| Tensor::from_vec(d, &param_shape)).transpose()
         };
@@ -193,11 +191,9 @@ fn batch_norm_typed<T: NormFloat + CpuElement>(
         let (w, stats) = &*saved;
         let x = saved_x.get()?;
         let g = g.to_dtype(T::DTYPE)?.contiguous()?;
-        let grads = with_cpu_slice(OP, x, |xs| {
-            with_cpu_slice(OP, &g, |gs| {
-                bn::backward(xs, gs, d, w.as_deref(), stats, needs[0])
-            })
-        })??;
+        let grads = with_cpu_slices2(OP, x, &g, |xs, gs| {
+            bn::backward(xs, gs, d, w.as_deref(), stats, needs[0])
+        })?;
         let channel = |v: Vec<T>| Tensor::from_vec(v, &[d.c]).map(Some);
         let mut out = vec![grads.dx.map(|v| Tensor::from_vec(v, &shape)).transpose()?];
         if has_w {

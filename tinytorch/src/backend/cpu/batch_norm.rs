@@ -75,15 +75,11 @@ fn per_channel<const K: usize>(
     };
     let per = d.rows_per_task();
     let groups = d.rows().div_ceil(per);
+    let task = |t: usize| group(t * per, ((t + 1) * per).min(d.rows()));
     let parts: Vec<Vec<[f64; K]>> = if d.parallel() {
-        (0..groups)
-            .into_par_iter()
-            .map(|t| group(t * per, ((t + 1) * per).min(d.rows())))
-            .collect()
+        (0..groups).into_par_iter().map(task).collect()
     } else {
-        (0..groups)
-            .map(|t| group(t * per, ((t + 1) * per).min(d.rows())))
-            .collect()
+        (0..groups).map(task).collect()
     };
     let mut total = vec![[0.0; K]; d.c];
     for part in parts {

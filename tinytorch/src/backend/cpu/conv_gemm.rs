@@ -185,6 +185,27 @@ unsafe fn assume_init_mut<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
     &mut *(s as *mut [MaybeUninit<T>] as *mut [T])
 }
 
+/// A fresh output of `per_image` elements per image, its chunks of images written in
+/// parallel by `task(chunk, slice)`, which must write every element of its slice.
+fn write_by_chunks<T: ConvFloat>(
+    c: &Conv,
+    per_image: usize,
+    task: impl Fn((usize, usize), &mut [MaybeUninit<T>]) + Sync,
+) -> Vec<T> {
+    let len = c.geom.batch * per_image;
+    let mut out = super::pool::take::<T>(len);
+    if len > 0 {
+        let chunks = c.chunks::<T>();
+        out.spare_capacity_mut()[..len]
+            .par_chunks_mut(c.per_chunk::<T>() * per_image)
+            .zip(chunks.par_iter())
+            .for_each(|(d, &chunk)| task(chunk, d));
+    }
+    // SAFETY: every chunk task wrote its whole slice of the first `len` elements.
+    unsafe { out.set_len(len) };
+    out
+}
+
 /// Forward: `(N, Co, OH, OW)` from the contiguous input `x` `(N, Ci, H, W)`, weight `w`
 /// `(Co, Ci/G, kh, kw)` and optional bias `(Co,)`.
 pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> Vec<T> {
@@ -245,18 +266,7 @@ pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> 
         }
         recycle(cols);
     };
-    let len = c.geom.batch * co * l;
-    let mut out = super::pool::take::<T>(len);
-    if len > 0 {
-        let chunks = c.chunks::<T>();
-        out.spare_capacity_mut()[..len]
-            .par_chunks_mut(c.per_chunk::<T>() * co * l)
-            .zip(chunks.par_iter())
-            .for_each(|(d, &chunk)| task(chunk, d));
-    }
-    // SAFETY: every chunk task wrote its whole slice of the first `len` elements.
-    unsafe { out.set_len(len) };
-    out
+    write_by_chunks(c, co * l, task)
 }
 
 /// Gradient of the input, `(N, Ci, H, W)`, from the contiguous upstream gradient `gy`
@@ -295,18 +305,7 @@ pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
             recycle(v);
         }
     };
-    let len = c.geom.batch * c.image();
-    let mut out = super::pool::take::<T>(len);
-    if len > 0 {
-        let chunks = c.chunks::<T>();
-        out.spare_capacity_mut()[..len]
-            .par_chunks_mut(c.per_chunk::<T>() * c.image())
-            .zip(chunks.par_iter())
-            .for_each(|(d, &chunk)| task(chunk, d));
-    }
-    // SAFETY: every chunk task's col2im wrote its whole slice of the first `len` elements.
-    unsafe { out.set_len(len) };
-    out
+    write_by_chunks(c, c.image(), task)
 }
 
 /// Gradient of the weight, `(Co, Ci/G, kh, kw)`, from the contiguous input and upstream
