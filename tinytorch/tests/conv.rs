@@ -3710,3 +3710,67 @@ fn chunked_batch_matches_image_by_image() {
     }
     close("grad_weight", &gw.to_vec_f64().unwrap(), &gw_sum, 1e-3);
 }
+
+/// f32 `conv2d` and its gradients, run on the Winograd path (3x3 and 5x5, stride 1, at least
+/// 32 channels) and on im2col with the path switched off, both against the f64 im2col path;
+/// non-contiguous input, odd sizes, bias and no bias. Errors are measured against the sum of
+/// the absolute values of each result's terms (the same convolution of `|x|`, `|w|`, `|g|`),
+/// the scale f32 rounding error grows with.
+#[test]
+fn conv2d_f32_winograd_matches_f64() {
+    let f64s = |t: &Tensor| t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
+    let err = |got: &Tensor, want: &Tensor, terms: &Tensor| -> f64 {
+        let (g, w, t) = (f64s(got), f64s(want), f64s(terms));
+        assert_eq!(g.len(), w.len());
+        let scale = t.iter().fold(1e-30f64, |m, v| m.max(v.abs()));
+        let diff = g.iter().zip(&w).map(|(a, b)| (a - b).abs());
+        diff.fold(0.0, f64::max) / scale
+    };
+    // The output and gradients of `sum(conv2d(x, w, b) * g)`, with g = det or |det|.
+    let run = |x: &Tensor, w: &Tensor, b: Option<&Tensor>, pad: ConvPadding, abs_g: bool| {
+        // Fresh leaves each run, so gradients do not accumulate across runs.
+        let leaf = |t: &Tensor| t.detach().requires_grad_(true).unwrap();
+        let (x, w, b) = (leaf(x), leaf(w), b.map(leaf));
+        let y = x.conv2d(&w, b.as_ref(), [1, 1], pad, [1, 1], 1).unwrap();
+        let mut g = det(y.shape(), 0.37).to_dtype(y.dtype()).unwrap();
+        if abs_g {
+            g = g.abs().unwrap();
+        }
+        y.mul(&g).unwrap().sum_all().unwrap().backward().unwrap();
+        let mut out = vec![y, x.grad().unwrap(), w.grad().unwrap()];
+        out.extend(b.map(|b| b.grad().unwrap()));
+        out
+    };
+    let cases = [
+        (3, 32, 40, [11, 9], ConvPadding::Same, true),
+        (5, 36, 32, [13, 10], ConvPadding::Explicit(2, 1), false),
+        (3, 33, 34, [7, 8], ConvPadding::Valid, true),
+    ];
+    for (k, ci, co, [h, w], pad, bias) in cases {
+        // (N, H, W, C) permuted to (N, C, H, W): a non-contiguous input.
+        let x = det(&[3, h, w, ci], 0.71).permute(&[0, 3, 1, 2]).unwrap();
+        let wt = det(&[co, ci, k, k], 0.53).mul_scalar(0.2).unwrap();
+        let b = bias.then(|| det(&[co], 0.9));
+        let want = run(&x, &wt, b.as_ref(), pad, false);
+        let abs = |t: &Tensor| t.abs().unwrap();
+        let terms = run(&abs(&x), &abs(&wt), b.as_ref().map(abs).as_ref(), pad, true);
+        let f32s = |t: &Tensor| t.to_dtype(DType::F32).unwrap().detach();
+        let (x32, w32, b32) = (f32s(&x), f32s(&wt), b.as_ref().map(f32s));
+        let wino = run(&x32, &w32, b32.as_ref(), pad, false);
+        tinytorch::ops::set_winograd_convolution(false);
+        let im2col = run(&x32, &w32, b32.as_ref(), pad, false);
+        tinytorch::ops::set_winograd_convolution(true);
+        for (i, name) in ["output", "grad input", "grad weight", "grad bias"]
+            .iter()
+            .enumerate()
+            .take(want.len())
+        {
+            let e_wino = err(&wino[i], &want[i], &terms[i]);
+            let e_im2col = err(&im2col[i], &want[i], &terms[i]);
+            assert!(e_wino < 4e-6, "k={k} {name}: Winograd error {e_wino:e}");
+            assert!(e_im2col < 1e-6, "k={k} {name}: im2col error {e_im2col:e}");
+        }
+        // The two f32 paths round differently: the Winograd one really ran.
+        assert_ne!(f64s(&wino[0]), f64s(&im2col[0]));
+    }
+}

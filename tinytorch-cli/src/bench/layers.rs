@@ -110,15 +110,21 @@ fn batch_for(device: Device, n: usize, flops_per_sample: f64) -> usize {
     n
 }
 
-/// The rows of the table on `device` whose family contains `filter` (all without one); the
-/// other families' inputs are never allocated.
+/// The rows of the table on `device` whose family or parameters (as compact JSON, e.g.
+/// `"ci":512`) contain `filter` (all without one); the other rows' inputs are never allocated.
 pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
-    let wanted = |family: &str| filter.is_none_or(|f| family.contains(f));
+    let wanted = |family: &str, params: &Value| {
+        filter.is_none_or(|f| family.contains(f) || params.to_string().contains(f))
+    };
     let mut rows = Vec::new();
-    for &(n, ci, hw, co, k, same) in CONV.iter().filter(|_| wanted("conv2d")) {
+    for &(n, ci, hw, co, k, same) in CONV {
         let out_hw = if same { hw } else { hw - k + 1 };
         let per_sample = 2.0 * (co * ci * k * k * out_hw * out_hw) as f64;
         let n = batch_for(device, n, per_sample);
+        let params = json!({"n": n, "ci": ci, "hw": hw, "co": co, "k": k, "padding": if same { "same" } else { "valid" }});
+        if !wanted("conv2d", &params) {
+            continue;
+        }
         let (x, w, b) = (
             randn(&[n, ci, hw, hw], device)?,
             randn(&[co, ci, k, k], device)?,
@@ -132,15 +138,20 @@ pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
         };
         rows.push(LayerRow {
             family: "conv2d",
-            params: json!({"n": n, "ci": ci, "hw": hw, "co": co, "k": k, "padding": if same { "same" } else { "valid" }}),
+            params,
             run: Box::new(move || {
                 let (x, w, b) = (leaf(&x)?, leaf(&w)?, leaf(&b)?);
-                x.conv2d(&w, Some(&b), [1, 1], pad, [1, 1], 1)?.backward_with(Some(&g), false)
+                x.conv2d(&w, Some(&b), [1, 1], pad, [1, 1], 1)?
+                    .backward_with(Some(&g), false)
             }),
         });
     }
-    for &(n, fin, fout) in LINEAR.iter().filter(|_| wanted("linear")) {
+    for &(n, fin, fout) in LINEAR {
         let n = batch_for(device, n, 2.0 * (fin * fout) as f64);
+        let params = json!({"batch": n, "in": fin, "out": fout});
+        if !wanted("linear", &params) {
+            continue;
+        }
         let (x, w, b, g) = (
             randn(&[n, fin], device)?,
             randn(&[fout, fin], device)?,
@@ -149,32 +160,40 @@ pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
         );
         rows.push(LayerRow {
             family: "linear",
-            params: json!({"batch": n, "in": fin, "out": fout}),
+            params,
             run: Box::new(move || {
                 let (x, w, b) = (leaf(&x)?, leaf(&w)?, leaf(&b)?);
                 tinytorch::nn::functional::linear(&x, &w, Some(&b))?.backward_with(Some(&g), false)
             }),
         });
     }
-    for &(n, c, hw) in RELU.iter().filter(|_| wanted("relu")) {
+    for &(n, c, hw) in RELU {
+        let params = json!({"n": n, "c": c, "hw": hw});
+        if !wanted("relu", &params) {
+            continue;
+        }
         let (x, g) = (
             randn(&[n, c, hw, hw], device)?,
             randn(&[n, c, hw, hw], device)?,
         );
         rows.push(LayerRow {
             family: "relu",
-            params: json!({"n": n, "c": c, "hw": hw}),
+            params,
             run: Box::new(move || leaf(&x)?.relu()?.backward_with(Some(&g), false)),
         });
     }
-    for &(n, c, hw) in POOL.iter().filter(|_| wanted("global_avg_pool")) {
+    for &(n, c, hw) in POOL {
+        let params = json!({"n": n, "c": c, "hw": hw});
+        if !wanted("global_avg_pool", &params) {
+            continue;
+        }
         let (x, g) = (
             randn(&[n, c, hw, hw], device)?,
             randn(&[n, c, 1, 1], device)?,
         );
         rows.push(LayerRow {
             family: "global_avg_pool",
-            params: json!({"n": n, "c": c, "hw": hw}),
+            params,
             run: Box::new(move || {
                 leaf(&x)?
                     .adaptive_avg_pool2d([1, 1])?
@@ -182,13 +201,17 @@ pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
             }),
         });
     }
-    for &(n, classes) in CROSS_ENTROPY.iter().filter(|_| wanted("cross_entropy")) {
+    for &(n, classes) in CROSS_ENTROPY {
+        let params = json!({"n": n, "classes": classes});
+        if !wanted("cross_entropy", &params) {
+            continue;
+        }
         let logits = randn(&[n, classes], device)?;
         let targets: Vec<i64> = (0..n).map(|i| ((i * 7919) % classes) as i64).collect();
         let y = Tensor::from_vec(targets, &[n])?.to_device(device)?;
         rows.push(LayerRow {
             family: "cross_entropy",
-            params: json!({"n": n, "classes": classes}),
+            params,
             run: Box::new(move || {
                 cross_entropy(&leaf(&logits)?, &y, None, -100, Reduction::Mean, 0.0)?.backward()
             }),

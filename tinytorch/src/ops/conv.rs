@@ -1,8 +1,9 @@
 //! Convolutions (`torch.nn.functional.conv1d/conv2d/conv_transpose2d`) as im2col + gemm.
 //!
 //! On the CPU, f32/f64 `conv2d` runs the chunk-parallel kernels of
-//! `backend/cpu/conv_gemm.rs` (one thread per chunk of images, forward and both gradients).
-//! Other dtypes and devices take the composition described next. `conv2d` splits the batch into chunks whose column matrix fits in a few megabytes; for each
+//! `backend/cpu/conv_gemm.rs` (one thread per chunk of images, forward and both gradients),
+//! or for f32 3x3 and 5x5 stride-1 kernels the Winograd kernels of `backend/cpu/winograd.rs`
+//! (switched off with [`set_winograd_convolution`]). Other dtypes and devices take the composition described next. `conv2d` splits the batch into chunks whose column matrix fits in a few megabytes; for each
 //! chunk it gathers the input windows into a `(Ci*kh*kw, n*OH*OW)` column matrix with the
 //! `im2col` backend primitive and multiplies it by the weight with one batched gemm over the
 //! groups. Its hand-written backward node runs chunk by chunk too:
@@ -14,6 +15,8 @@
 use crate::amp::to_autocast;
 use crate::autograd::needs_grad;
 use crate::backend::cpu::conv_gemm::{self, Conv, ConvFloat};
+use crate::backend::cpu::winograd;
+pub use crate::backend::cpu::winograd::set_enabled as set_winograd_convolution;
 use crate::backend::ConvGeometry;
 use crate::error::{Error, Result};
 use crate::ops::{same_device, with_cpu_slices2, PadMode};
@@ -467,7 +470,7 @@ fn conv2d_4d(
 }
 
 /// `conv2d` of f32/f64 CPU tensors (shapes checked) through the chunk-parallel kernels of
-/// `backend/cpu/conv_gemm.rs`, with its backward node. The im2col + gemm composition below
+/// `backend/cpu/conv_gemm.rs` or `backend/cpu/winograd.rs`, with its backward node. The im2col + gemm composition below
 /// serves the other dtypes and devices, and is the reference these kernels are tested
 /// against.
 #[allow(clippy::too_many_arguments)]
@@ -487,8 +490,11 @@ fn conv2d_cpu<T: ConvFloat>(
     };
     let (xc, wc) = (x.detach().contiguous()?, w.detach().contiguous()?);
     let b = bias.map(|b| b.to_vec::<T>()).transpose()?;
-    let y = with_cpu_slices2(op, &xc, &wc, |xs, ws| {
-        conv_gemm::forward(xs, ws, b.as_deref(), &conv)
+    // Decided once, so that the backward pass matches the forward's algorithm.
+    let wino = winograd::applies::<T>(&conv);
+    let y = with_cpu_slices2(op, &xc, &wc, |xs, ws| match wino {
+        true => winograd::forward(xs, ws, b.as_deref(), &conv),
+        false => conv_gemm::forward(xs, ws, b.as_deref(), &conv),
     })?;
     let out = Tensor::from_vec(y, &[geom.batch, co, geom.output[0], geom.output[1]])?;
     let mut inputs = vec![x, w];
@@ -505,8 +511,9 @@ fn conv2d_cpu<T: ConvFloat>(
         let g = g.contiguous()?;
         let gx = match (&saved_w, need[0]) {
             (Some(w), true) => {
-                let v = with_cpu_slices2(op, &g, w.get()?, |gy: &[T], ws| {
-                    conv_gemm::backward_input(gy, ws, &conv)
+                let v = with_cpu_slices2(op, &g, w.get()?, |gy: &[T], ws| match wino {
+                    true => winograd::backward_input(gy, ws, &conv),
+                    false => conv_gemm::backward_input(gy, ws, &conv),
                 })?;
                 Some(Tensor::from_vec(v, &x_shape)?)
             }
@@ -514,8 +521,9 @@ fn conv2d_cpu<T: ConvFloat>(
         };
         let gw = match (&saved_x, need[1]) {
             (Some(x), true) => {
-                let v = with_cpu_slices2(op, &g, x.get()?, |gy: &[T], xs| {
-                    conv_gemm::backward_weight(xs, gy, &conv)
+                let v = with_cpu_slices2(op, &g, x.get()?, |gy: &[T], xs| match wino {
+                    true => winograd::backward_weight(xs, gy, &conv),
+                    false => conv_gemm::backward_weight(xs, gy, &conv),
                 })?;
                 Some(Tensor::from_vec(v, &w_shape)?)
             }

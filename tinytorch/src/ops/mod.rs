@@ -19,7 +19,7 @@ mod softmax;
 mod unary;
 mod view;
 
-pub use conv::ConvPadding;
+pub use conv::{set_winograd_convolution, ConvPadding};
 pub use shape::PadMode;
 pub use view::SliceArg;
 

@@ -29,12 +29,22 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::mem::MaybeUninit;
-use std::ops::{Add, AddAssign};
+use std::ops::{Add, AddAssign, Mul};
 
 /// The element types of this path: those with a `gemm` kernel and exact accumulation.
-pub trait ConvFloat: CpuElement + AddAssign + Add<Output = Self> + Copy + Send + Sync {}
-impl ConvFloat for f32 {}
-impl ConvFloat for f64 {}
+pub trait ConvFloat:
+    CpuElement + AddAssign + Add<Output = Self> + Mul<Output = Self> + PartialEq + Copy + Send + Sync
+{
+    /// Whether 3x3 and 5x5 convolutions of this type take the Winograd path (f32 only: f64
+    /// is kept on the exactly summed im2col path).
+    const WINOGRAD: bool;
+}
+impl ConvFloat for f32 {
+    const WINOGRAD: bool = true;
+}
+impl ConvFloat for f64 {
+    const WINOGRAD: bool = false;
+}
 
 /// Bytes of one chunk's column matrix.
 const CHUNK_BYTES: usize = 4 << 20;
@@ -125,14 +135,14 @@ fn recycle<T: CpuElement>(v: Vec<T>) {
 
 /// A matrix operand: pointer, row stride, column stride.
 #[derive(Clone, Copy)]
-struct Mat<T> {
+pub(super) struct Mat<T> {
     ptr: *const T,
     rs: usize,
     cs: usize,
 }
 
 impl<T> Mat<T> {
-    fn new(ptr: *const T, rs: usize, cs: usize) -> Self {
+    pub(super) fn new(ptr: *const T, rs: usize, cs: usize) -> Self {
         Mat { ptr, rs, cs }
     }
 }
@@ -144,7 +154,7 @@ impl<T> Mat<T> {
 /// Every element the strides address must lie inside the allocations behind the pointers,
 /// and `dst` must not overlap `a` or `b`.
 #[allow(clippy::too_many_arguments)]
-unsafe fn gemm_serial<T: ConvFloat>(
+pub(super) unsafe fn gemm_serial<T: ConvFloat>(
     m: usize,
     n: usize,
     k: usize,
@@ -355,7 +365,7 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::conv::tests::out_len;
     use super::*;
     use rand::{Rng, SeedableRng};
@@ -363,7 +373,12 @@ mod tests {
 
     /// `y[n, o, oy, ox]`, `dx` and `dw` straight from the definition of a grouped, strided,
     /// dilated, padded convolution, for the upstream gradient `gy`.
-    fn naive(x: &[f64], w: &[f64], gy: &[f64], c: &Conv) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    pub(in crate::backend::cpu) fn naive(
+        x: &[f64],
+        w: &[f64],
+        gy: &[f64],
+        c: &Conv,
+    ) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
         let g = c.geom;
         let (co, cig) = (c.out_channels, g.channels / c.groups);
         let [h, wd] = g.input;

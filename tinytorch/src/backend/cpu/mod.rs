@@ -16,6 +16,7 @@ pub mod pool;
 pub(crate) mod reduce;
 pub mod strided;
 pub(crate) mod unary;
+pub(crate) mod winograd;
 
 use crate::backend::{
     ArgReduceOp, BackendStorage, BinaryOp, CmpOp, ConvGeometry, ReduceOp, ScanOp, UnaryOp,

@@ -1,0 +1,1008 @@
+//! Winograd convolution on the CPU: 3x3 kernels as F(4x4, 3x3), 5x5 kernels as F(2x2, 5x5),
+//! stride 1, no dilation, one group; forward and both gradients.
+//!
+//! Each output tile of `m x m` positions is computed from a `6 x 6` input tile with
+//! `Y = A^T [ (G w G^T) . (B^T d B) ] A`, so a tile costs 36 multiplications per input and
+//! output channel instead of `m^2 r^2` (4x fewer for 3x3, 2.8x for 5x5). Summed over input
+//! channels, the elementwise products become 36 independent gemms per block of tiles:
+//! ```text
+//! forward / grad input:  M[xi] (Co, T) = U[xi] (Co, Ci) @ V[xi] (Ci, T)
+//! grad weight:           S[xi]^T (Ci, Co) += V[xi] (Ci, T) @ Gt[xi]^T (T, Co)
+//! ```
+//! with `U = G w G^T`, `V = B^T d B` and, for the weight gradient, the transformed upstream
+//! gradient `Gt = A g A^T` (the same algorithm with the roles of kernel and output swapped:
+//! `dW = G^T S G`). The input gradient is the forward correlation of the upstream gradient
+//! with the rotated, channel-transposed kernel and padding `r - 1 - p`.
+//!
+//! The matrices come from the Toom-Cook construction on the points 0, 1, -1, 1/2, -2 and
+//! infinity: with `V` the evaluation matrix of degree-5 polynomials, `B^T = V^-T`, `G`
+//! evaluates the kernel polynomial and `A^T` is the transpose of the evaluation of the output
+//! polynomial. That point set gave the smallest f32 error of the sets tried (measured with a
+//! 256-channel sum: about 2e-6 of the largest output, against 6e-6 for 0, +-1, +-2); results
+//! differ from the im2col path by that rounding, as cuDNN's and oneDNN's Winograd kernels do.
+//! [`set_enabled`] switches the path off.
+//!
+//! Work is split like `conv_gemm`: a rayon task per chunk of images, and inside it blocks of
+//! about `BLOCK_TILES` tiles (whole tile rows) so that one block's transformed tiles stay in
+//! cache between the transform and the gemms. Chunk boundaries depend only on the sizes, and
+//! partial weight gradients are added in chunk order, so results do not depend on the number
+//! of threads.
+
+use super::conv_gemm::{gemm_serial, Conv, ConvFloat, Mat};
+use super::pool;
+use rayon::prelude::*;
+use std::mem::MaybeUninit;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Side of every transformed tile: `m + r - 1` for F(4, 3) and F(2, 5) alike.
+const ALPHA: usize = 6;
+/// Elements of one transformed tile.
+const TILE: usize = ALPHA * ALPHA;
+/// The finite interpolation points; the sixth point is infinity.
+const POINTS: [f64; ALPHA - 1] = [0.0, 1.0, -1.0, 0.5, -2.0];
+/// Tiles per block (rounded to whole tile rows).
+const BLOCK_TILES: usize = 128;
+/// A batch is cut into at least this many chunks, so that both threads get work.
+const MIN_CHUNKS: usize = 4;
+/// With fewer input or output channels than this the gemms are too small to pay for the
+/// transforms, and im2col + gemm is used. Measured (batch 64, 3x3, 2 threads, forward +
+/// backward, Winograd / im2col ms): 16 ch 32x32 14.4 / 12.6, 32 ch 16x16 11.8 / 11.6,
+/// 64 ch 8x8 11.7 / 10.9, 64 ch 16x16 26.9 / 40.6, 128 ch 8x8 32.7 / 37.0; seed-cnn's
+/// 48 -> 96 5x5 layer 30 / 38 (batch 8, 32x32).
+const MIN_CHANNELS: usize = 32;
+
+static ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// Turn the Winograd path for f32 convolutions on or off (on by default). Off, every CPU
+/// convolution runs as im2col + gemm, whose rounding matches a direct summation more closely.
+pub fn set_enabled(enabled: bool) {
+    ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether the convolution `c` of element type `T` runs here.
+pub fn applies<T: ConvFloat>(c: &Conv) -> bool {
+    let g = &c.geom;
+    T::WINOGRAD
+        && ENABLED.load(Ordering::Relaxed)
+        && c.groups == 1
+        && g.stride == [1, 1]
+        && g.dilation == [1, 1]
+        && g.kernel[0] == g.kernel[1]
+        && matches!(g.kernel[0], 3 | 5)
+        && g.channels >= MIN_CHANNELS
+        && c.out_channels >= MIN_CHANNELS
+        && g.batch * g.output[0] * g.output[1] > 0
+}
+
+/// The matrices of F(m, r), row-major.
+struct Transforms<T> {
+    m: usize,
+    r: usize,
+    /// Output transform `A^T`, `(m, ALPHA)`.
+    at: Vec<T>,
+    /// Kernel transform `G`, `(ALPHA, r)`.
+    g: Vec<T>,
+    /// Data transform `B^T`, `(ALPHA, ALPHA)`.
+    bt: Vec<T>,
+}
+
+/// The `(ALPHA, n)` matrix evaluating a polynomial of `n` coefficients at the points (the
+/// last row, at infinity, picks the leading coefficient).
+fn evaluation(n: usize) -> Vec<f64> {
+    let mut e = vec![0.0; ALPHA * n];
+    for (j, p) in POINTS.iter().enumerate() {
+        for i in 0..n {
+            e[j * n + i] = p.powi(i as i32);
+        }
+    }
+    e[(ALPHA - 1) * n + n - 1] = 1.0;
+    e
+}
+
+/// The inverse of the `n x n` matrix `a` (Gauss-Jordan with partial pivoting).
+fn invert(mut a: Vec<f64>, n: usize) -> Vec<f64> {
+    let mut inv: Vec<f64> = (0..n * n)
+        .map(|i| if i / n == i % n { 1.0 } else { 0.0 })
+        .collect();
+    for col in 0..n {
+        let pivot = (col..n)
+            .max_by(|&x, &y| a[x * n + col].abs().total_cmp(&a[y * n + col].abs()))
+            .unwrap_or(col);
+        for k in 0..n {
+            a.swap(col * n + k, pivot * n + k);
+            inv.swap(col * n + k, pivot * n + k);
+        }
+        let d = a[col * n + col];
+        for k in 0..n {
+            a[col * n + k] /= d;
+            inv[col * n + k] /= d;
+        }
+        for row in (0..n).filter(|&row| row != col) {
+            let f = a[row * n + col];
+            for k in 0..n {
+                a[row * n + k] -= f * a[col * n + k];
+                inv[row * n + k] -= f * inv[col * n + k];
+            }
+        }
+    }
+    inv
+}
+
+impl<T: ConvFloat> Transforms<T> {
+    /// F(ALPHA + 1 - r, r).
+    fn new(r: usize) -> Self {
+        let m = ALPHA + 1 - r;
+        let cast = |v: Vec<f64>| v.into_iter().map(T::from_f64).collect::<Vec<T>>();
+        let inv = invert(evaluation(ALPHA), ALPHA);
+        let em = evaluation(m);
+        Transforms {
+            m,
+            r,
+            at: cast(
+                (0..m * ALPHA)
+                    .map(|x| em[(x % ALPHA) * m + x / ALPHA])
+                    .collect(),
+            ),
+            g: cast(evaluation(r)),
+            bt: cast(
+                (0..TILE)
+                    .map(|x| inv[(x % ALPHA) * ALPHA + x / ALPHA])
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// One stride-1 correlation of `(N, Ci, H, W)` planes with `r x r` kernels into
+/// `(N, Co, OH, OW)`: output `y` under tap `u` reads input `y + u - pad` (zero outside).
+#[derive(Clone, Copy, Debug)]
+struct Corr {
+    n: usize,
+    ci: usize,
+    co: usize,
+    input: [usize; 2],
+    output: [usize; 2],
+    pad: [isize; 2],
+    /// Tiles down and across one output plane.
+    tiles: [usize; 2],
+}
+
+impl Corr {
+    fn new(
+        n: usize,
+        ci: usize,
+        co: usize,
+        input: [usize; 2],
+        output: [usize; 2],
+        pad: [isize; 2],
+        m: usize,
+    ) -> Corr {
+        let tiles = [output[0].div_ceil(m), output[1].div_ceil(m)];
+        Corr {
+            n,
+            ci,
+            co,
+            input,
+            output,
+            pad,
+            tiles,
+        }
+    }
+    /// The forward convolution `c`.
+    fn forward(c: &Conv, m: usize) -> Corr {
+        let g = &c.geom;
+        let pad = [g.padding[0] as isize, g.padding[1] as isize];
+        Corr::new(
+            g.batch,
+            g.channels,
+            c.out_channels,
+            g.input,
+            g.output,
+            pad,
+            m,
+        )
+    }
+    /// The input gradient of `c`: the upstream gradient correlated with the rotated kernel.
+    fn input_grad(c: &Conv, m: usize) -> Corr {
+        let g = &c.geom;
+        let r = g.kernel[0] as isize;
+        let pad = [r - 1 - g.padding[0] as isize, r - 1 - g.padding[1] as isize];
+        Corr::new(
+            g.batch,
+            c.out_channels,
+            g.channels,
+            g.output,
+            g.input,
+            pad,
+            m,
+        )
+    }
+    /// Images per chunk.
+    fn per_chunk(&self) -> usize {
+        self.n.div_ceil(MIN_CHUNKS).max(1)
+    }
+    /// `(first image, images)` of every chunk.
+    fn chunks(&self) -> Vec<(usize, usize)> {
+        let per = self.per_chunk();
+        (0..self.n)
+            .step_by(per)
+            .map(|s| (s, per.min(self.n - s)))
+            .collect()
+    }
+    /// Tile rows per block.
+    fn block_rows(&self) -> usize {
+        (BLOCK_TILES / self.tiles[1]).max(1)
+    }
+    /// The blocks (ranges of global tile rows `image * tiles[0] + row`) of images
+    /// `start..start + nb`.
+    fn blocks(&self, start: usize, nb: usize) -> impl Iterator<Item = Range<usize>> {
+        let (first, end, step) = (
+            start * self.tiles[0],
+            (start + nb) * self.tiles[0],
+            self.block_rows(),
+        );
+        (first..end)
+            .step_by(step)
+            .map(move |b| b..(b + step).min(end))
+    }
+    /// Most tiles in one block.
+    fn max_block_tiles(&self) -> usize {
+        self.block_rows().min(self.n * self.tiles[0]) * self.tiles[1]
+    }
+}
+
+/// `dst += c * src`.
+#[inline(always)]
+fn axpy<T: ConvFloat>(dst: &mut [T], c: T, src: &[T]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d += c * s;
+    }
+}
+
+/// `dst = sum_k coef(k) * src(k)` over `k < taps` (at most `ALPHA`), skipping zero
+/// coefficients, in one pass over `dst` (the sum of each element stays in a register).
+#[inline(always)]
+fn combine<'a, T: ConvFloat + 'a>(
+    dst: &mut [T],
+    taps: usize,
+    coef: impl Fn(usize) -> T,
+    src: impl Fn(usize) -> &'a [T],
+) {
+    let len = dst.len();
+    let mut c = [T::zero(); ALPHA];
+    let mut s: [&[T]; ALPHA] = [&[]; ALPHA];
+    let mut n = 0;
+    for k in 0..taps {
+        let ck = coef(k);
+        if ck != T::zero() {
+            (c[n], s[n]) = (ck, &src(k)[..len]);
+            n += 1;
+        }
+    }
+    match n {
+        0 => dst.fill(T::zero()),
+        1 => dst.iter_mut().zip(s[0]).for_each(|(d, &a)| *d = c[0] * a),
+        2 => {
+            let (s0, s1) = (s[0], s[1]);
+            for i in 0..len {
+                dst[i] = c[0] * s0[i] + c[1] * s1[i];
+            }
+        }
+        3 => {
+            let (s0, s1, s2) = (s[0], s[1], s[2]);
+            for i in 0..len {
+                dst[i] = c[0] * s0[i] + c[1] * s1[i] + c[2] * s2[i];
+            }
+        }
+        4 => {
+            let (s0, s1, s2, s3) = (s[0], s[1], s[2], s[3]);
+            for i in 0..len {
+                dst[i] = c[0] * s0[i] + c[1] * s1[i] + c[2] * s2[i] + c[3] * s3[i];
+            }
+        }
+        _ => {
+            let (s0, s1, s2, s3) = (s[0], s[1], s[2], s[3]);
+            for i in 0..len {
+                dst[i] = c[0] * s0[i] + c[1] * s1[i] + c[2] * s2[i] + c[3] * s3[i];
+            }
+            for j in 4..n {
+                axpy(dst, c[j], s[j]);
+            }
+        }
+    }
+}
+
+/// Scratch of one task.
+struct Scratch<T> {
+    /// Phase planes of the input (`transform_input`) or upstream gradient (`transform_grad`).
+    phases: Vec<T>,
+    /// Vertically transformed phase planes; `P` of `transform_output`.
+    z: Vec<T>,
+    /// One transformed tile element over the block; `Y` of `transform_output`.
+    row: Vec<T>,
+}
+
+impl<T: ConvFloat> Scratch<T> {
+    fn new() -> Self {
+        Scratch {
+            phases: Vec::new(),
+            z: Vec::new(),
+            row: Vec::new(),
+        }
+    }
+}
+
+/// The first `len` elements of `v`, zeroed.
+fn zeroed<T: ConvFloat>(v: &mut Vec<T>, len: usize) -> &mut [T] {
+    v.clear();
+    v.resize(len, T::zero());
+    v
+}
+
+/// The runs of the tile rows `rows` (global: `image * tiles_down + row`) that lie in one
+/// image, as `(image, first row, rows, first padded row)`, each run followed by `ext` spare
+/// padded rows.
+fn segments(rows: Range<usize>, tiles_down: usize, ext: usize) -> Vec<[usize; 4]> {
+    let (mut segs, mut r, mut padded) = (Vec::new(), rows.start, 0);
+    while r < rows.end {
+        let (img, ty) = (r / tiles_down, r % tiles_down);
+        let n = (tiles_down - ty).min(rows.end - r);
+        segs.push([img, ty, n, padded]);
+        padded += n + ext;
+        r += n;
+    }
+    segs
+}
+
+/// `V (TILE, Ci, T) = B^T d B` for every tile of the tile rows `rows` of `x` `(N, Ci, H, W)`.
+///
+/// Tap `k` of the tile at `(ty, tx)` is input row `ty * m + k`, i.e. row `ty + k / m` of
+/// phase `k % m` (and the same across). So each channel is first split into `m x m` phase
+/// planes, `phases[jy][jx][row][i]` = input `(row * m + jy, i * m + jx)` (relative to the
+/// block and the padding; one scalar copy per input element), after which both passes of
+/// the transform are vector operations over the whole block reading shifted runs of a plane.
+/// Every image's rows get `ext` spare rows and every row `ext` spare columns, so the shifted
+/// runs never cross into a neighbour's data; their results are dropped when the tiles are
+/// packed into `v`.
+#[inline(always)]
+fn transform_input<T: ConvFloat>(
+    x: &[T],
+    c: &Corr,
+    tr: &Transforms<T>,
+    rows: Range<usize>,
+    v: &mut [T],
+    s: &mut Scratch<T>,
+) {
+    let (m, [h, w], [th, tw]) = (tr.m, c.input, c.tiles);
+    let ext = (ALPHA - 1) / m;
+    let sw = tw + ext;
+    let t = rows.len() * tw;
+    let segs = segments(rows, th, ext);
+    let padded_rows = segs.last().map_or(0, |g| g[3] + g[2] + ext);
+    // Room for the runs shifted by up to `ext` rows and `ext` columns.
+    let span = padded_rows * sw;
+    let plane = span + ext * sw + ext;
+    zeroed(&mut s.z, ALPHA * m * plane);
+    s.row.resize(span, T::zero());
+    for ch in 0..c.ci {
+        let ph = zeroed(&mut s.phases, m * m * plane);
+        for &[img, ty0, n, p0] in &segs {
+            let src_plane = &x[(img * c.ci + ch) * h * w..][..h * w];
+            for yy in 0..n + ext {
+                for jy in 0..m {
+                    let y = (((ty0 + yy) * m + jy) as isize) - c.pad[0];
+                    if y < 0 || y >= h as isize {
+                        continue;
+                    }
+                    let src = &src_plane[y as usize * w..][..w];
+                    for jx in 0..m {
+                        // Column i of phase jx is input column i * m + jx - pad.
+                        let dst = &mut ph[(jy * m + jx) * plane + (p0 + yy) * sw..][..sw];
+                        // Skip the columns left of the input, then take every m-th.
+                        let shift = jx as isize - c.pad[1];
+                        let skip = ((-shift).max(0) as usize).div_ceil(m);
+                        let first = (skip * m) as isize + shift;
+                        if first < w as isize {
+                            let col = src[first as usize..].iter().step_by(m);
+                            dst[skip..].iter_mut().zip(col).for_each(|(d, &v)| *d = v);
+                        }
+                    }
+                }
+            }
+        }
+        // Vertical: z[a][jx] = sum_k B^T[a][k] phases[k % m][jx] shifted by k / m rows.
+        for a in 0..ALPHA {
+            for jx in 0..m {
+                combine(
+                    &mut s.z[(a * m + jx) * plane..][..span],
+                    ALPHA,
+                    |k| tr.bt[a * ALPHA + k],
+                    |k| &ph[((k % m) * m + jx) * plane + (k / m) * sw..][..span],
+                );
+            }
+        }
+        // Horizontal: V[a][b] = sum_k B^T[b][k] z[a][k % m] shifted by k / m columns.
+        for a in 0..ALPHA {
+            for b in 0..ALPHA {
+                let z = &s.z;
+                combine(
+                    &mut s.row[..span],
+                    ALPHA,
+                    |k| tr.bt[b * ALPHA + k],
+                    |k| &z[(a * m + k % m) * plane + k / m..][..span],
+                );
+                let out = &mut v[((a * ALPHA + b) * c.ci + ch) * t..][..t];
+                let mut packed = out.chunks_exact_mut(tw);
+                for &[_, _, n, p0] in &segs {
+                    for (yy, dst) in (0..n).zip(&mut packed) {
+                        dst.copy_from_slice(&s.row[(p0 + yy) * sw..][..tw]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `Gt (TILE, Co, T) = A g A^T` for every tile of the tile rows `rows` of the upstream
+/// gradient `gy` `(N, Co, OH, OW)` (zero past the output's edge). Output tiles do not
+/// overlap, so the `m x m` phase planes (`phases[jy][jx][t]` = element `(jy, jx)` of tile
+/// `t`) hold each element once and both passes run over whole planes.
+#[inline(always)]
+fn transform_grad<T: ConvFloat>(
+    gy: &[T],
+    c: &Corr,
+    tr: &Transforms<T>,
+    rows: Range<usize>,
+    gt: &mut [T],
+    s: &mut Scratch<T>,
+) {
+    let (m, [oh, ow], [th, tw]) = (tr.m, c.output, c.tiles);
+    let t = rows.len() * tw;
+    // A[a][i] = A^T[i][a].
+    let a_of = |a: usize, i: usize| tr.at[i * ALPHA + a];
+    zeroed(&mut s.z, ALPHA * m * t);
+    for o in 0..c.co {
+        let ph = zeroed(&mut s.phases, m * m * t);
+        for (bi, gr) in rows.clone().enumerate() {
+            let (img, ty) = (gr / th, gr % th);
+            let plane = &gy[(img * c.co + o) * oh * ow..][..oh * ow];
+            for jy in 0..m.min(oh - ty * m) {
+                let src = &plane[(ty * m + jy) * ow..][..ow];
+                for jx in 0..m {
+                    let dst = &mut ph[(jy * m + jx) * t + bi * tw..][..tw];
+                    for (d, &v) in dst.iter_mut().zip(src.iter().skip(jx).step_by(m)) {
+                        *d = v;
+                    }
+                }
+            }
+        }
+        // Vertical: z[a][jx] = sum_jy A[a][jy] phases[jy][jx].
+        for a in 0..ALPHA {
+            for jx in 0..m {
+                combine(
+                    &mut s.z[(a * m + jx) * t..][..t],
+                    m,
+                    |jy| a_of(a, jy),
+                    |jy| &ph[(jy * m + jx) * t..][..t],
+                );
+            }
+        }
+        // Horizontal: Gt[a][b] = sum_jx A[b][jx] z[a][jx].
+        for a in 0..ALPHA {
+            for b in 0..ALPHA {
+                let z = &s.z;
+                combine(
+                    &mut gt[((a * ALPHA + b) * c.co + o) * t..][..t],
+                    m,
+                    |jx| a_of(b, jx),
+                    |jx| &z[(a * m + jx) * t..][..t],
+                );
+            }
+        }
+    }
+}
+
+/// Output rows of the tile rows `rows` from `M (TILE, Co, T)`: `Y = A^T M A` (+ bias) per
+/// tile, written into `out`, the `(nb, Co, OH, OW)` output of the chunk whose first tile row
+/// is `first_row`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn transform_output<T: ConvFloat>(
+    mm: &[T],
+    c: &Corr,
+    tr: &Transforms<T>,
+    rows: Range<usize>,
+    first_row: usize,
+    bias: Option<&[T]>,
+    out: &mut [MaybeUninit<T>],
+    s: &mut Scratch<T>,
+) {
+    let (m, [oh, ow], [th, tw]) = (tr.m, c.output, c.tiles);
+    let t = rows.len() * tw;
+    // P (m, ALPHA, T) in z, Y (m, m, T) in row.
+    s.z.resize(m * ALPHA * t, T::zero());
+    s.row.resize(m * m * t, T::zero());
+    for o in 0..c.co {
+        let (p, y) = (&mut s.z, &mut s.row);
+        // P[i][b] = sum_a A^T[i][a] M[a][b].
+        for i in 0..m {
+            for b in 0..ALPHA {
+                combine(
+                    &mut p[(i * ALPHA + b) * t..][..t],
+                    ALPHA,
+                    |a| tr.at[i * ALPHA + a],
+                    |a| &mm[((a * ALPHA + b) * c.co + o) * t..][..t],
+                );
+            }
+        }
+        // Y[i][j] = sum_b P[i][b] A^T[j][b].
+        for i in 0..m {
+            for j in 0..m {
+                let p = &*p;
+                combine(
+                    &mut y[(i * m + j) * t..][..t],
+                    ALPHA,
+                    |b| tr.at[j * ALPHA + b],
+                    |b| &p[(i * ALPHA + b) * t..][..t],
+                );
+            }
+        }
+        let b0 = bias.map_or(T::zero(), |b| b[o]);
+        for (bi, gr) in rows.clone().enumerate() {
+            let (img, ty) = ((gr - first_row) / th, gr % th);
+            let plane = &mut out[(img * c.co + o) * oh * ow..][..oh * ow];
+            for i in 0..m.min(oh - ty * m) {
+                let orow = &mut plane[(ty * m + i) * ow..][..ow];
+                for j in 0..m {
+                    let src = &y[(i * m + j) * t + bi * tw..][..tw];
+                    let cols = orow.iter_mut().skip(j).step_by(m);
+                    cols.zip(src).for_each(|(d, &v)| {
+                        d.write(v + b0);
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// `U (TILE, rows, cols) = G k G^T` of every kernel of `w` `(Co, Ci, r, r)`: with
+/// `rotate`, the kernel of the input gradient (`rows = Ci`, `cols = Co`, each kernel turned
+/// by 180 degrees), else `rows = Co`, `cols = Ci`. In parallel over rows, each row's
+/// transforms running over vectors of `cols` kernels.
+fn transform_weight<T: ConvFloat>(
+    w: &[T],
+    co: usize,
+    ci: usize,
+    tr: &Transforms<T>,
+    rotate: bool,
+) -> Vec<T> {
+    let (r, g) = (tr.r, &tr.g);
+    let rr = r * r;
+    let (rows, cols) = if rotate { (ci, co) } else { (co, ci) };
+    let per_row: Vec<Vec<T>> = (0..rows)
+        .into_par_iter()
+        .map(|row| {
+            // The row's kernels tap-major, (r*r, cols); turning a kernel by 180 degrees
+            // reverses its taps.
+            let mut taps = vec![T::zero(); rr * cols];
+            for col in 0..cols {
+                let (o, c) = if rotate { (col, row) } else { (row, col) };
+                let k = &w[(o * ci + c) * rr..][..rr];
+                for (tap, &v) in k.iter().enumerate() {
+                    let at = if rotate { rr - 1 - tap } else { tap };
+                    taps[at * cols + col] = v;
+                }
+            }
+            // (G k) as (ALPHA, r, cols), then (G k) G^T as (TILE, cols).
+            let mut gk = vec![T::zero(); ALPHA * r * cols];
+            for a in 0..ALPHA {
+                for j in 0..r {
+                    let dst = &mut gk[(a * r + j) * cols..][..cols];
+                    for i in 0..r {
+                        axpy(dst, g[a * r + i], &taps[(i * r + j) * cols..][..cols]);
+                    }
+                }
+            }
+            let mut out = vec![T::zero(); TILE * cols];
+            for a in 0..ALPHA {
+                for b in 0..ALPHA {
+                    let dst = &mut out[(a * ALPHA + b) * cols..][..cols];
+                    for j in 0..r {
+                        axpy(dst, g[b * r + j], &gk[(a * r + j) * cols..][..cols]);
+                    }
+                }
+            }
+            out
+        })
+        .collect();
+    let mut u = vec![T::zero(); TILE * rows * cols];
+    for (row, out) in per_row.iter().enumerate() {
+        for xi in 0..TILE {
+            u[(xi * rows + row) * cols..][..cols].copy_from_slice(&out[xi * cols..][..cols]);
+        }
+    }
+    u
+}
+
+/// The weight gradient `(Co, Ci, r, r)` from the summed `S^T (TILE, Ci, Co)`:
+/// `dW[o][c] = G^T S[.][c][o] G`, in parallel over input channels, over vectors of `Co`.
+fn untransform_weight_grad<T: ConvFloat>(
+    st: &[T],
+    co: usize,
+    ci: usize,
+    tr: &Transforms<T>,
+) -> Vec<T> {
+    let (r, g) = (tr.r, &tr.g);
+    let per_channel: Vec<Vec<T>> = (0..ci)
+        .into_par_iter()
+        .map(|ch| {
+            let srow = |xi: usize| &st[(xi * ci + ch) * co..][..co];
+            // G^T S as (r, ALPHA, co), then (G^T S) G as (r, r, co).
+            let mut gs = vec![T::zero(); r * ALPHA * co];
+            for u in 0..r {
+                for b in 0..ALPHA {
+                    let dst = &mut gs[(u * ALPHA + b) * co..][..co];
+                    for a in 0..ALPHA {
+                        axpy(dst, g[a * r + u], srow(a * ALPHA + b));
+                    }
+                }
+            }
+            let mut d = vec![T::zero(); r * r * co];
+            for u in 0..r {
+                for v in 0..r {
+                    let dst = &mut d[(u * r + v) * co..][..co];
+                    for b in 0..ALPHA {
+                        axpy(dst, g[b * r + v], &gs[(u * ALPHA + b) * co..][..co]);
+                    }
+                }
+            }
+            d
+        })
+        .collect();
+    let rr = r * r;
+    let mut dw = vec![T::zero(); co * ci * rr];
+    for (ch, d) in per_channel.iter().enumerate() {
+        for o in 0..co {
+            for tap in 0..rr {
+                dw[(o * ci + ch) * rr + tap] = d[tap * co + o];
+            }
+        }
+    }
+    dw
+}
+
+/// Whether the CPU has AVX2 and FMA, for the `*_avx2` copies of the chunk kernels (the
+/// transforms are `#[inline(always)]` into them, so they vectorise 8 wide instead of SSE2's 4).
+fn has_avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return std::arch::is_x86_feature_detected!("avx2")
+        && std::arch::is_x86_feature_detected!("fma");
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
+/// The correlation `c` of `x` with the transformed kernels `u` `(TILE, Co, Ci)`, plus bias.
+fn correlate<T: ConvFloat>(
+    x: &[T],
+    u: &[T],
+    bias: Option<&[T]>,
+    c: &Corr,
+    tr: &Transforms<T>,
+) -> Vec<T> {
+    let per_image = c.co * c.output[0] * c.output[1];
+    let len = c.n * per_image;
+    let mut out = pool::take::<T>(len);
+    let chunks = c.chunks();
+    out.spare_capacity_mut()[..len]
+        .par_chunks_mut(c.per_chunk() * per_image)
+        .zip(chunks.par_iter())
+        .for_each(|(dst, &(start, nb))| {
+            #[cfg(target_arch = "x86_64")]
+            if has_avx2() {
+                // SAFETY: the CPU has the features the copy is compiled for.
+                return unsafe { correlate_chunk_avx2(x, u, bias, c, tr, start, nb, dst) };
+            }
+            correlate_chunk(x, u, bias, c, tr, start, nb, dst)
+        });
+    // SAFETY: every chunk wrote its whole slice (each output element lies in one tile).
+    unsafe { out.set_len(len) };
+    out
+}
+
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn correlate_chunk<T: ConvFloat>(
+    x: &[T],
+    u: &[T],
+    bias: Option<&[T]>,
+    c: &Corr,
+    tr: &Transforms<T>,
+    start: usize,
+    nb: usize,
+    dst: &mut [MaybeUninit<T>],
+) {
+    let tmax = c.max_block_tiles();
+    let mut v = pool::zeros::<T>(TILE * c.ci * tmax);
+    let mut mm = pool::zeros::<T>(TILE * c.co * tmax);
+    let mut s = Scratch::new();
+    for rows in c.blocks(start, nb) {
+        let t = rows.len() * c.tiles[1];
+        transform_input(x, c, tr, rows.clone(), &mut v, &mut s);
+        for xi in 0..TILE {
+            // SAFETY: U[xi] is (Co, Ci), V[xi] (Ci, t) and M[xi] (Co, t), each inside its
+            // buffer; `mm` is a buffer of its own.
+            unsafe {
+                let ux = Mat::new(u.as_ptr().add(xi * c.co * c.ci), c.ci, 1);
+                let vx = Mat::new(v.as_ptr().add(xi * c.ci * t), t, 1);
+                gemm_serial(
+                    c.co,
+                    t,
+                    c.ci,
+                    mm.as_mut_ptr().add(xi * c.co * t),
+                    t,
+                    false,
+                    ux,
+                    vx,
+                );
+            }
+        }
+        transform_output(&mm, c, tr, rows, start * c.tiles[0], bias, dst, &mut s);
+    }
+    pool::recycle(T::into_storage(v));
+    pool::recycle(T::into_storage(mm));
+}
+
+/// [`correlate_chunk`] compiled for AVX2 + FMA.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[allow(clippy::too_many_arguments)]
+unsafe fn correlate_chunk_avx2<T: ConvFloat>(
+    x: &[T],
+    u: &[T],
+    bias: Option<&[T]>,
+    c: &Corr,
+    tr: &Transforms<T>,
+    start: usize,
+    nb: usize,
+    dst: &mut [MaybeUninit<T>],
+) {
+    correlate_chunk(x, u, bias, c, tr, start, nb, dst)
+}
+
+/// Forward: `(N, Co, OH, OW)` from the contiguous input `x` `(N, Ci, H, W)`, weight `w`
+/// `(Co, Ci, r, r)` and optional bias `(Co,)` (`applies(c)` must hold).
+pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> Vec<T> {
+    let tr = Transforms::new(c.geom.kernel[0]);
+    let u = transform_weight(w, c.out_channels, c.geom.channels, &tr, false);
+    correlate(x, &u, bias, &Corr::forward(c, tr.m), &tr)
+}
+
+/// Gradient of the input, `(N, Ci, H, W)`, from the contiguous upstream gradient `gy`
+/// `(N, Co, OH, OW)` and the weight.
+pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
+    let tr = Transforms::new(c.geom.kernel[0]);
+    let u = transform_weight(w, c.out_channels, c.geom.channels, &tr, true);
+    correlate(gy, &u, None, &Corr::input_grad(c, tr.m), &tr)
+}
+
+/// `S^T (TILE, Ci, Co)`, the transformed weight gradient of images `start..start + nb`.
+#[inline(always)]
+fn weight_chunk<T: ConvFloat>(
+    x: &[T],
+    gy: &[T],
+    corr: &Corr,
+    tr: &Transforms<T>,
+    start: usize,
+    nb: usize,
+) -> Vec<T> {
+    let (ci, co) = (corr.ci, corr.co);
+    let tmax = corr.max_block_tiles();
+    let mut v = pool::zeros::<T>(TILE * ci * tmax);
+    let mut gt = pool::zeros::<T>(TILE * co * tmax);
+    let mut st = pool::take::<T>(TILE * ci * co);
+    let mut s = Scratch::new();
+    for (block, rows) in corr.blocks(start, nb).enumerate() {
+        let t = rows.len() * corr.tiles[1];
+        transform_input(x, corr, tr, rows.clone(), &mut v, &mut s);
+        transform_grad(gy, corr, tr, rows, &mut gt, &mut s);
+        for xi in 0..TILE {
+            // SAFETY: V[xi] is (Ci, t), Gt[xi]^T the transposed view of the (Co, t) block
+            // and S^T[xi] (Ci, Co), each inside its buffer (`st` has room for TILE * ci *
+            // co); `st` is a buffer of its own. The first block overwrites, later ones add.
+            unsafe {
+                let vx = Mat::new(v.as_ptr().add(xi * ci * t), t, 1);
+                let gx = Mat::new(gt.as_ptr().add(xi * co * t), 1, t);
+                let dst = st.spare_capacity_mut().as_mut_ptr().add(xi * ci * co);
+                gemm_serial(ci, co, t, dst.cast::<T>(), co, block > 0, vx, gx);
+            }
+        }
+    }
+    // SAFETY: the first block's gemms (every chunk has one) wrote every element.
+    unsafe { st.set_len(TILE * ci * co) };
+    pool::recycle(T::into_storage(v));
+    pool::recycle(T::into_storage(gt));
+    st
+}
+
+/// [`weight_chunk`] compiled for AVX2 + FMA.
+///
+/// # Safety
+/// The CPU must have AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn weight_chunk_avx2<T: ConvFloat>(
+    x: &[T],
+    gy: &[T],
+    corr: &Corr,
+    tr: &Transforms<T>,
+    start: usize,
+    nb: usize,
+) -> Vec<T> {
+    weight_chunk(x, gy, corr, tr, start, nb)
+}
+
+/// Gradient of the weight, `(Co, Ci, r, r)`, from the contiguous input and upstream gradient.
+pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
+    let (r, co, ci) = (c.geom.kernel[0], c.out_channels, c.geom.channels);
+    let tr = Transforms::new(r);
+    let corr = Corr::forward(c, tr.m);
+    let part = |&(start, nb): &(usize, usize)| {
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2() {
+            // SAFETY: the CPU has the features the copy is compiled for.
+            return unsafe { weight_chunk_avx2(x, gy, &corr, &tr, start, nb) };
+        }
+        weight_chunk(x, gy, &corr, &tr, start, nb)
+    };
+    let mut parts = corr
+        .chunks()
+        .par_iter()
+        .map(part)
+        .collect::<Vec<Vec<T>>>()
+        .into_iter();
+    // Added in chunk order (in parallel over elements), so the sum does not depend on the
+    // thread count.
+    let mut total = parts
+        .next()
+        .unwrap_or_else(|| vec![T::zero(); TILE * ci * co]);
+    for p in parts {
+        total
+            .par_chunks_mut(1 << 14)
+            .zip(p.par_chunks(1 << 14))
+            .for_each(|(t, p)| t.iter_mut().zip(p).for_each(|(t, &v)| *t += v));
+        pool::recycle(T::into_storage(p));
+    }
+    let dw = untransform_weight_grad(&total, co, ci, &tr);
+    pool::recycle(T::into_storage(total));
+    dw
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::conv::tests::out_len;
+    use super::super::conv_gemm::tests::naive;
+    use super::*;
+    use crate::backend::ConvGeometry;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    #[test]
+    fn transforms_compute_a_correlation_exactly() {
+        for r in [3, 5] {
+            let tr = Transforms::<f64>::new(r);
+            let m = tr.m;
+            let mut rng = ChaCha8Rng::seed_from_u64(r as u64);
+            let d: Vec<f64> = (0..ALPHA).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let k: Vec<f64> = (0..r).map(|_| rng.random_range(-1.0..1.0)).collect();
+            // y = A^T [(G k) . (B^T d)]
+            let gk: Vec<f64> = (0..ALPHA)
+                .map(|a| (0..r).map(|i| tr.g[a * r + i] * k[i]).sum())
+                .collect();
+            let bd: Vec<f64> = (0..ALPHA)
+                .map(|a| (0..ALPHA).map(|i| tr.bt[a * ALPHA + i] * d[i]).sum())
+                .collect();
+            for i in 0..m {
+                let y: f64 = (0..ALPHA)
+                    .map(|a| tr.at[i * ALPHA + a] * gk[a] * bd[a])
+                    .sum();
+                let want: f64 = (0..r).map(|u| d[i + u] * k[u]).sum();
+                assert!(
+                    (y - want).abs() < 1e-12,
+                    "F({m}, {r}) output {i}: {y} vs {want}"
+                );
+            }
+        }
+    }
+
+    /// The largest difference between `got` and `want`, relative to the largest `|want|`.
+    fn rel_err(got: &[f64], want: &[f64]) -> f64 {
+        assert_eq!(got.len(), want.len());
+        let scale = want.iter().fold(1e-30f64, |m, v| m.max(v.abs()));
+        got.iter()
+            .zip(want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max)
+            / scale
+    }
+
+    #[test]
+    fn winograd_convolution_matches_the_definition() {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let mut cases = 0;
+        while cases < 30 {
+            let r = [3, 5][cases % 2];
+            let padding = [rng.random_range(0..r), rng.random_range(0..r)];
+            let input = [rng.random_range(1..21), rng.random_range(1..21)];
+            if (0..2).any(|a| input[a] + 2 * padding[a] < r) {
+                continue;
+            }
+            let output = [0, 1].map(|a| out_len(input[a], r, 1, padding[a], 1));
+            // One image, several chunks, and a short last chunk; 20-wide inputs also run
+            // several blocks per chunk.
+            let batch = [1, 3, 9][cases % 3];
+            let c = Conv {
+                geom: ConvGeometry {
+                    batch,
+                    channels: rng.random_range(1..7),
+                    input,
+                    kernel: [r, r],
+                    stride: [1, 1],
+                    dilation: [1, 1],
+                    padding,
+                    output,
+                },
+                out_channels: rng.random_range(1..7),
+                groups: 1,
+            };
+            let rand_vec = |rng: &mut ChaCha8Rng, n: usize| -> Vec<f64> {
+                (0..n).map(|_| rng.random_range(-1.0..1.0)).collect()
+            };
+            let (ci, co) = (c.geom.channels, c.out_channels);
+            let [oh, ow] = output;
+            let x = rand_vec(&mut rng, batch * ci * input[0] * input[1]);
+            let w = rand_vec(&mut rng, co * ci * r * r);
+            let gy = rand_vec(&mut rng, batch * co * oh * ow);
+            let bias = rand_vec(&mut rng, co);
+            let (y_ref, dx_ref, dw_ref) = naive(&x, &w, &gy, &c);
+            let y_bias: Vec<f64> = y_ref
+                .iter()
+                .enumerate()
+                .map(|(i, v)| v + bias[(i / (oh * ow)) % co])
+                .collect();
+            let check = |got: &[f64], want: &[f64], tol: f64, what: &str| {
+                let e = rel_err(got, want);
+                assert!(e < tol, "{what} {c:?}: relative error {e:e}");
+            };
+            check(&forward(&x, &w, Some(&bias), &c), &y_bias, 1e-12, "forward");
+            check(&backward_input(&gy, &w, &c), &dx_ref, 1e-12, "grad input");
+            check(&backward_weight(&x, &gy, &c), &dw_ref, 1e-12, "grad weight");
+            // f32: the transforms round; within a few ulps of the largest value.
+            let f = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
+            let d = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<f64>>();
+            let (x32, w32, gy32) = (f(&x), f(&w), f(&gy));
+            check(
+                &d(forward(&x32, &w32, Some(&f(&bias)), &c)),
+                &y_bias,
+                1e-5,
+                "f32 forward",
+            );
+            check(
+                &d(backward_input(&gy32, &w32, &c)),
+                &dx_ref,
+                1e-5,
+                "f32 grad input",
+            );
+            check(
+                &d(backward_weight(&x32, &gy32, &c)),
+                &dw_ref,
+                1e-5,
+                "f32 grad weight",
+            );
+            cases += 1;
+        }
+    }
+}
