@@ -3711,8 +3711,8 @@ fn chunked_batch_matches_image_by_image() {
     close("grad_weight", &gw.to_vec_f64().unwrap(), &gw_sum, 1e-3);
 }
 
-/// f32 `conv2d` and its gradients, run on the Winograd path (3x3 and 5x5, stride 1, at least
-/// 32 channels) and on im2col with the path switched off, both against the f64 im2col path;
+/// f32 `conv2d` and its gradients, run on the Winograd path (3x3 and 5x5, stride 1, enough
+/// channels, outputs of at least 12x12) and on im2col with the path switched off, both against the f64 im2col path;
 /// non-contiguous input, odd sizes, bias and no bias. Errors are measured against the sum of
 /// the absolute values of each result's terms (the same convolution of `|x|`, `|w|`, `|g|`),
 /// the scale f32 rounding error grows with.
@@ -3742,9 +3742,9 @@ fn conv2d_f32_winograd_matches_f64() {
         out
     };
     let cases = [
-        (3, 32, 40, [11, 9], ConvPadding::Same, true),
-        (5, 36, 32, [13, 10], ConvPadding::Explicit(2, 1), false),
-        (3, 33, 34, [7, 8], ConvPadding::Valid, true),
+        (3, 48, 64, [13, 12], ConvPadding::Same, true),
+        (5, 64, 48, [14, 15], ConvPadding::Explicit(2, 1), false),
+        (3, 50, 52, [14, 15], ConvPadding::Valid, true),
     ];
     for (k, ci, co, [h, w], pad, bias) in cases {
         // (N, H, W, C) permuted to (N, C, H, W): a non-contiguous input.

@@ -2,8 +2,8 @@
 //!
 //! On the CPU, f32/f64 `conv2d` runs the chunk-parallel kernels of
 //! `backend/cpu/conv_gemm.rs` (one thread per chunk of images, forward and both gradients),
-//! or for f32 3x3 and 5x5 stride-1 kernels the Winograd kernels of `backend/cpu/winograd.rs`
-//! (switched off with [`set_winograd_convolution`]). Other dtypes and devices take the composition described next. `conv2d` splits the batch into chunks whose column matrix fits in a few megabytes; for each
+//! or for f32 3x3 and 5x5 stride-1 kernels with enough channels the Winograd kernels of
+//! `backend/cpu/winograd.rs` (switched off with [`set_winograd_convolution`]). Other dtypes and devices take the composition described next. `conv2d` splits the batch into chunks whose column matrix fits in a few megabytes; for each
 //! chunk it gathers the input windows into a `(Ci*kh*kw, n*OH*OW)` column matrix with the
 //! `im2col` backend primitive and multiplies it by the weight with one batched gemm over the
 //! groups. Its hand-written backward node runs chunk by chunk too:

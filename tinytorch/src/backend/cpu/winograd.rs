@@ -34,6 +34,7 @@ use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::LazyLock;
 
 /// Side of every transformed tile: `m + r - 1` for F(4, 3) and F(2, 5) alike.
 const ALPHA: usize = 6;
@@ -45,17 +46,28 @@ const POINTS: [f64; ALPHA - 1] = [0.0, 1.0, -1.0, 0.5, -2.0];
 const BLOCK_TILES: usize = 128;
 /// A batch is cut into at least this many chunks, so that both threads get work.
 const MIN_CHUNKS: usize = 4;
-/// With fewer input or output channels than this the gemms are too small to pay for the
-/// transforms, and im2col + gemm is used. Measured (batch 64, 3x3, 2 threads, forward +
-/// backward, Winograd / im2col ms): 16 ch 32x32 14.4 / 12.6, 32 ch 16x16 11.8 / 11.6,
-/// 64 ch 8x8 11.7 / 10.9, 64 ch 16x16 26.9 / 40.6, 128 ch 8x8 32.7 / 37.0; seed-cnn's
-/// 48 -> 96 5x5 layer 30 / 38 (batch 8, 32x32).
-const MIN_CHANNELS: usize = 32;
+/// The gemms' work per tile grows with `Ci * Co`, the transforms' with `Ci + Co`: below
+/// `Ci * Co / (Ci + Co) = MIN_CHANNEL_RATIO` (32 -> 32 channels gives 16) the transforms cost
+/// more than they save, and im2col + gemm is used; so it is on images whose output is
+/// smaller than `MIN_OUTPUT` across, where most of every 6x6 tile is padding. Measured
+/// (batch 64, 3x3, 2 threads, forward + backward, Winograd / im2col ms): 16 ch 32x32
+/// 14.4 / 12.6, 32 ch 16x16 11.8 / 11.6, 64 ch 8x8 11.7 / 10.9, 64 ch 16x16 26.9 / 40.6,
+/// 128 ch 8x8 32.7 / 37.0; 256 -> 255 ch 28x28 (batch 8) 88 / 138; seed-cnn's 48 -> 96 5x5
+/// layer (batch 8, 32x32) 30-35 / 38-42; the resnet20 training step 7-10% slower with
+/// Winograd on every layer that has 32 channels or more.
+const MIN_CHANNEL_RATIO: usize = 24;
+/// See [`MIN_CHANNEL_RATIO`].
+const MIN_OUTPUT: usize = 12;
 
-static ENABLED: AtomicBool = AtomicBool::new(true);
+/// Whether the path is on: `TINYTORCH_WINOGRAD=0` in the environment switches it off at
+/// start-up, [`set_enabled`] at any time.
+static ENABLED: LazyLock<AtomicBool> = LazyLock::new(|| {
+    AtomicBool::new(std::env::var("TINYTORCH_WINOGRAD").map_or(true, |v| v != "0"))
+});
 
-/// Turn the Winograd path for f32 convolutions on or off (on by default). Off, every CPU
-/// convolution runs as im2col + gemm, whose rounding matches a direct summation more closely.
+/// Turn the Winograd path for f32 convolutions on or off (on by default, or as the
+/// environment variable `TINYTORCH_WINOGRAD=0|1` says). Off, every CPU convolution runs as
+/// im2col + gemm, whose rounding matches a direct summation more closely.
 pub fn set_enabled(enabled: bool) {
     ENABLED.store(enabled, Ordering::Relaxed);
 }
@@ -70,9 +82,9 @@ pub fn applies<T: ConvFloat>(c: &Conv) -> bool {
         && g.dilation == [1, 1]
         && g.kernel[0] == g.kernel[1]
         && matches!(g.kernel[0], 3 | 5)
-        && g.channels >= MIN_CHANNELS
-        && c.out_channels >= MIN_CHANNELS
-        && g.batch * g.output[0] * g.output[1] > 0
+        && g.channels * c.out_channels >= MIN_CHANNEL_RATIO * (g.channels + c.out_channels)
+        && g.output[0].min(g.output[1]) >= MIN_OUTPUT
+        && g.batch > 0
 }
 
 /// The matrices of F(m, r), row-major.
@@ -246,9 +258,9 @@ impl Corr {
             .step_by(step)
             .map(move |b| b..(b + step).min(end))
     }
-    /// Most tiles in one block.
-    fn max_block_tiles(&self) -> usize {
-        self.block_rows().min(self.n * self.tiles[0]) * self.tiles[1]
+    /// Most tiles in one block of a chunk of `nb` images.
+    fn max_block_tiles(&self, nb: usize) -> usize {
+        self.block_rows().min(nb * self.tiles[0]) * self.tiles[1]
     }
 }
 
@@ -722,7 +734,7 @@ fn correlate_chunk<T: ConvFloat>(
     nb: usize,
     dst: &mut [MaybeUninit<T>],
 ) {
-    let tmax = c.max_block_tiles();
+    let tmax = c.max_block_tiles(nb);
     let mut v = pool::zeros::<T>(TILE * c.ci * tmax);
     let mut mm = pool::zeros::<T>(TILE * c.co * tmax);
     let mut s = Scratch::new();
@@ -800,7 +812,7 @@ fn weight_chunk<T: ConvFloat>(
     nb: usize,
 ) -> Vec<T> {
     let (ci, co) = (corr.ci, corr.co);
-    let tmax = corr.max_block_tiles();
+    let tmax = corr.max_block_tiles(nb);
     let mut v = pool::zeros::<T>(TILE * ci * tmax);
     let mut gt = pool::zeros::<T>(TILE * co * tmax);
     let mut st = pool::take::<T>(TILE * ci * co);
