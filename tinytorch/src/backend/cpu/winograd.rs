@@ -48,8 +48,8 @@ const BLOCK_TILES: usize = 128;
 const MIN_CHUNKS: usize = 4;
 /// The gemms' work per tile grows with `Ci * Co`, the transforms' with `Ci + Co`: below
 /// `Ci * Co / (Ci + Co) = MIN_CHANNEL_RATIO` (32 -> 32 channels gives 16) the transforms cost
-/// more than they save, and im2col + gemm is used; so it is on images whose output is
-/// smaller than `MIN_OUTPUT` across, where most of every 6x6 tile is padding. Measured
+/// more than they save, and im2col + gemm is used; likewise when the output is smaller than
+/// `MIN_OUTPUT` across, where much of every tile is padding. Measured
 /// (batch 64, 3x3, 2 threads, forward + backward, Winograd / im2col ms): 16 ch 32x32
 /// 14.4 / 12.6, 32 ch 16x16 11.8 / 11.6, 64 ch 8x8 11.7 / 10.9, 64 ch 16x16 26.9 / 40.6,
 /// 128 ch 8x8 32.7 / 37.0; 256 -> 255 ch 28x28 (batch 8) 88 / 138; seed-cnn's 48 -> 96 5x5
