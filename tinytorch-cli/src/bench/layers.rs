@@ -6,7 +6,7 @@
 //! batch and the iteration count is bounded by a time budget. Each JSON row carries its
 //! parameters, so scripts/bench_layers_torch.py times exactly the same work in PyTorch.
 
-use super::timer::median_ms;
+use super::timer::{median_fixed_ms, median_ms};
 use serde_json::{json, Value};
 use std::time::Duration;
 use tinytorch::nn::functional::cross_entropy;
@@ -232,17 +232,7 @@ pub fn time_row(row: &LayerRow, device: Device, budget: Duration) -> Result<f64>
     if device.is_cpu() {
         return median_ms(5, budget, timed);
     }
-    for _ in 0..20 {
-        timed()?;
-    }
-    let mut times = Vec::with_capacity(80);
-    for _ in 0..80 {
-        let t = std::time::Instant::now();
-        timed()?;
-        times.push(t.elapsed().as_secs_f64() * 1e3);
-    }
-    times.sort_by(|a, b| a.total_cmp(b));
-    Ok(times[times.len() / 2])
+    median_fixed_ms(20, 80, timed)
 }
 
 /// Evict the GPU's L2 cache between families: sum a ~96 MiB scratch tensor.
