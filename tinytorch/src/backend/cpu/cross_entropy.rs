@@ -29,6 +29,8 @@
 //! over rayon threads only when the input is large enough to pay for the hand-off.
 
 use super::fast_math::exp_f32;
+#[cfg(target_arch = "x86_64")]
+use super::fast_math::has_avx2_fma;
 use rayon::prelude::*;
 use std::ops::{Add, Mul, Sub};
 
@@ -348,7 +350,7 @@ fn forward_rows<T: CeFloat>(
             // SAFETY: the CPU supports the features, checked just above.
             return unsafe { simd::forward_rows_avx512(ctx, r0, losses, stats) };
         }
-        if simd::has_avx2() {
+        if has_avx2_fma() {
             // SAFETY: as above.
             return unsafe { simd::forward_rows_avx2(ctx, r0, losses, stats) };
         }
@@ -371,7 +373,7 @@ fn backward_rows<T: CeFloat>(
             // SAFETY: the CPU supports the features, checked just above.
             return unsafe { simd::backward_rows_avx512(ctx, r0, dx, stats, g) };
         }
-        if simd::has_avx2() {
+        if has_avx2_fma() {
             // SAFETY: as above.
             return unsafe { simd::backward_rows_avx2(ctx, r0, dx, stats, g) };
         }
@@ -388,12 +390,7 @@ mod simd {
     pub fn has_avx512() -> bool {
         std::arch::is_x86_feature_detected!("avx512f")
             && std::arch::is_x86_feature_detected!("avx512vl")
-            && has_avx2()
-    }
-
-    /// True when the CPU has AVX2 and FMA.
-    pub fn has_avx2() -> bool {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+            && has_avx2_fma()
     }
 
     /// [`forward_rows_portable`] with AVX-512.

@@ -74,11 +74,18 @@ pub fn gelu_grad_f32(x: f32) -> f32 {
     0.5 * (1.0 + erf_f32(x * FRAC_1_SQRT_2)) + x * INV_SQRT_2PI * exp_f32(-0.5 * x * x)
 }
 
+/// True when the CPU has AVX2 and FMA, the features of the `*_avx2` copies of the CPU
+/// kernels (the baseline x86-64 target only allows 4-wide SSE).
+#[cfg(target_arch = "x86_64")]
+pub fn has_avx2_fma() -> bool {
+    std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+}
+
 /// GELU's backward `out = g * gelu'(x)` over contiguous f32 slices of one length, with AVX2
 /// and FMA when the CPU has them (the baseline x86-64 target only allows 4-wide SSE).
 pub fn gelu_backward_f32(g: &[f32], x: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+    if has_avx2_fma() {
         // SAFETY: the CPU supports AVX2 and FMA, checked just above.
         return unsafe { gelu_backward_f32_avx2(g, x, out) };
     }

@@ -29,6 +29,8 @@
 //! of threads.
 
 use super::conv_gemm::{gemm_serial, Conv, ConvFloat, Mat};
+#[cfg(target_arch = "x86_64")]
+use super::fast_math::has_avx2_fma;
 use super::pool;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
@@ -307,13 +309,8 @@ fn combine<'a, T: ConvFloat + 'a>(
                 dst[i] = c[0] * s0[i] + c[1] * s1[i] + c[2] * s2[i];
             }
         }
-        4 => {
-            let (s0, s1, s2, s3) = (s[0], s[1], s[2], s[3]);
-            for i in 0..len {
-                dst[i] = c[0] * s0[i] + c[1] * s1[i] + c[2] * s2[i] + c[3] * s3[i];
-            }
-        }
         _ => {
+            // Four terms in one pass, any more added after (at most two).
             let (s0, s1, s2, s3) = (s[0], s[1], s[2], s[3]);
             for i in 0..len {
                 dst[i] = c[0] * s0[i] + c[1] * s1[i] + c[2] * s2[i] + c[3] * s3[i];
@@ -684,16 +681,6 @@ fn untransform_weight_grad<T: ConvFloat>(
     dw
 }
 
-/// Whether the CPU has AVX2 and FMA, for the `*_avx2` copies of the chunk kernels (the
-/// transforms are `#[inline(always)]` into them, so they vectorise 8 wide instead of SSE2's 4).
-fn has_avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("avx2")
-        && std::arch::is_x86_feature_detected!("fma");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
-}
-
 /// The correlation `c` of `x` with the transformed kernels `u` `(TILE, Co, Ci)`, plus bias.
 fn correlate<T: ConvFloat>(
     x: &[T],
@@ -711,7 +698,7 @@ fn correlate<T: ConvFloat>(
         .zip(chunks.par_iter())
         .for_each(|(dst, &(start, nb))| {
             #[cfg(target_arch = "x86_64")]
-            if has_avx2() {
+            if has_avx2_fma() {
                 // SAFETY: the CPU has the features the copy is compiled for.
                 return unsafe { correlate_chunk_avx2(x, u, bias, c, tr, start, nb, dst) };
             }
@@ -765,7 +752,8 @@ fn correlate_chunk<T: ConvFloat>(
     pool::recycle(T::into_storage(mm));
 }
 
-/// [`correlate_chunk`] compiled for AVX2 + FMA.
+/// [`correlate_chunk`] compiled for AVX2 + FMA (the transforms are `#[inline(always)]` into
+/// it, so they vectorise 8 wide instead of SSE2's 4).
 ///
 /// # Safety
 /// The CPU must have AVX2 and FMA.
@@ -864,7 +852,7 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     let corr = Corr::forward(c, tr.m);
     let part = |&(start, nb): &(usize, usize)| {
         #[cfg(target_arch = "x86_64")]
-        if has_avx2() {
+        if has_avx2_fma() {
             // SAFETY: the CPU has the features the copy is compiled for.
             return unsafe { weight_chunk_avx2(x, gy, &corr, &tr, start, nb) };
         }
