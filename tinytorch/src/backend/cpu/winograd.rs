@@ -1,10 +1,11 @@
-//! Winograd convolution on the CPU: 3x3 kernels as F(4x4, 3x3), 5x5 kernels as F(2x2, 5x5),
+//! Winograd convolution on the CPU: 3x3 kernels as F(4x4, 3x3), 5x5 kernels as F(4x4, 5x5),
 //! stride 1, no dilation, one group; forward and both gradients.
 //!
-//! Each output tile of `m x m` positions is computed from a `6 x 6` input tile with
-//! `Y = A^T [ (G w G^T) . (B^T d B) ] A`, so a tile costs 36 multiplications per input and
-//! output channel instead of `m^2 r^2` (4x fewer for 3x3, 2.8x for 5x5). Summed over input
-//! channels, the elementwise products become 36 independent gemms per block of tiles:
+//! Each output tile of `4 x 4` positions is computed from an `alpha x alpha` input tile
+//! (`alpha = 4 + r - 1`: 6 for 3x3, 8 for 5x5) with `Y = A^T [ (G w G^T) . (B^T d B) ] A`,
+//! so a tile costs `alpha^2` multiplications per input and output channel instead of
+//! `16 r^2` (4x fewer for 3x3, 6.25x for 5x5). Summed over input channels, the elementwise
+//! products become `alpha^2` independent gemms per block of tiles:
 //! ```text
 //! forward / grad input:  M[xi] (Co, T) = U[xi] (Co, Ci) @ V[xi] (Ci, T)
 //! grad weight:           S[xi]^T (Ci, Co) += V[xi] (Ci, T) @ Gt[xi]^T (T, Co)
@@ -14,12 +15,14 @@
 //! `dW = G^T S G`). The input gradient is the forward correlation of the upstream gradient
 //! with the rotated, channel-transposed kernel and padding `r - 1 - p`.
 //!
-//! The matrices come from the Toom-Cook construction on the points 0, 1, -1, 1/2, -2 and
-//! infinity: with `V` the evaluation matrix of degree-5 polynomials, `B^T = V^-T`, `G`
-//! evaluates the kernel polynomial and `A^T` is the transpose of the evaluation of the output
-//! polynomial. That point set gave the smallest f32 error of the sets tried (measured with a
-//! 256-channel sum: about 2e-6 of the largest output, against 6e-6 for 0, +-1, +-2); results
-//! differ from the im2col path by that rounding, as cuDNN's and oneDNN's Winograd kernels do.
+//! The matrices come from the Toom-Cook construction on `alpha - 1` small points and
+//! infinity ([`points`]): with `V` the evaluation matrix of polynomials of degree
+//! `alpha - 1`, `B^T = V^-T`, `G` evaluates the kernel polynomial and `A^T` is the transpose
+//! of the evaluation of the output polynomial. For 3x3 the points 0, 1, -1, 1/2, -2 gave the
+//! smallest f32 error of the sets tried (a 256-channel sum: about 2e-6 of the largest
+//! output, against 6e-6 for 0, +-1, +-2); for 5x5, 0, +-1, +-1/2, +-2 (about 4e-6 for a
+//! 48-channel sum, 2.7x F(2x2, 5x5)'s error for 2.25x fewer multiplications). Results differ
+//! from the im2col path by that rounding, as cuDNN's and oneDNN's Winograd kernels do.
 //! [`set_enabled`] switches the path off.
 //!
 //! Work is split like `conv_gemm`: a rayon task per chunk of images, and inside it blocks of
@@ -38,27 +41,31 @@ use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::LazyLock;
 
-/// Side of every transformed tile: `m + r - 1` for F(4, 3) and F(2, 5) alike.
-const ALPHA: usize = 6;
-/// Elements of one transformed tile.
-const TILE: usize = ALPHA * ALPHA;
-/// The finite interpolation points; the sixth point is infinity.
-const POINTS: [f64; ALPHA - 1] = [0.0, 1.0, -1.0, 0.5, -2.0];
+/// Side of the largest transformed tile (`m + r - 1 = 8` for F(4, 5)).
+const MAX_ALPHA: usize = 8;
 /// Tiles per block (rounded to whole tile rows).
 const BLOCK_TILES: usize = 128;
 /// A batch is cut into at least this many chunks, so that both threads get work.
 const MIN_CHUNKS: usize = 4;
 /// The gemms' work per tile grows with `Ci * Co`, the transforms' with `Ci + Co`: below
-/// `Ci * Co / (Ci + Co) = MIN_CHANNEL_RATIO` (32 -> 32 channels gives 16) the transforms cost
-/// more than they save, and im2col + gemm is used; likewise when the output is smaller than
-/// `MIN_OUTPUT` across, where much of every tile is padding. Measured
-/// (batch 64, 3x3, 2 threads, forward + backward, Winograd / im2col ms): 16 ch 32x32
-/// 14.4 / 12.6, 32 ch 16x16 11.8 / 11.6, 64 ch 8x8 11.7 / 10.9, 64 ch 16x16 26.9 / 40.6,
-/// 128 ch 8x8 32.7 / 37.0; 256 -> 255 ch 28x28 (batch 8) 88 / 138; seed-cnn's 48 -> 96 5x5
-/// layer (batch 8, 32x32) 30-35 / 38-42; the resnet20 training step 7-10% slower with
-/// Winograd on every layer that has 32 channels or more.
-const MIN_CHANNEL_RATIO: usize = 24;
-/// See [`MIN_CHANNEL_RATIO`].
+/// `Ci * Co / (Ci + Co) = min_channel_ratio(r)` (32 -> 32 channels gives 16) the transforms
+/// cost more than they save, and im2col + gemm is used; likewise when the output is smaller
+/// than `MIN_OUTPUT` across, where much of every tile is padding. Measured (2 threads,
+/// forward + backward, Winograd / im2col ms). 3x3, batch 64: 16 ch 32x32 14.4 / 12.6, 32 ch
+/// 16x16 11.8 / 11.6, 64 ch 8x8 11.7 / 10.9, 64 ch 16x16 26.9 / 40.6, 128 ch 8x8 32.7 /
+/// 37.0; 256 -> 255 ch 28x28 (batch 8) 88 / 138; the resnet20 training step 7-10% slower
+/// with Winograd on every layer that has 32 channels or more. 5x5 (F(4, 5), 6.25x fewer
+/// multiplications than the definition against F(4, 3)'s 4x), 28x28, batch 16: 8 -> 16 ch
+/// 2.95 / 2.57, 16 -> 16 5.75 / 4.14, 16 -> 32 6.38 / 6.58, 32 -> 32 9.3 / 13.1, 24 -> 48
+/// 10.4 / 13.2.
+fn min_channel_ratio(r: usize) -> usize {
+    if r == 5 {
+        12
+    } else {
+        24
+    }
+}
+/// See [`min_channel_ratio`].
 const MIN_OUTPUT: usize = 12;
 
 /// Whether the path is on: `TINYTORCH_WINOGRAD=0` in the environment switches it off at
@@ -84,7 +91,8 @@ pub fn applies<T: ConvFloat>(c: &Conv) -> bool {
         && g.dilation == [1, 1]
         && g.kernel[0] == g.kernel[1]
         && matches!(g.kernel[0], 3 | 5)
-        && g.channels * c.out_channels >= MIN_CHANNEL_RATIO * (g.channels + c.out_channels)
+        && g.channels * c.out_channels
+            >= min_channel_ratio(g.kernel[0]) * (g.channels + c.out_channels)
         && g.output[0].min(g.output[1]) >= MIN_OUTPUT
         && g.batch > 0
 }
@@ -93,24 +101,41 @@ pub fn applies<T: ConvFloat>(c: &Conv) -> bool {
 struct Transforms<T> {
     m: usize,
     r: usize,
-    /// Output transform `A^T`, `(m, ALPHA)`.
+    /// Side of a transformed tile, `m + r - 1`.
+    alpha: usize,
+    /// Elements of a transformed tile, `alpha^2`.
+    tile: usize,
+    /// Output transform `A^T`, `(m, alpha)`.
     at: Vec<T>,
-    /// Kernel transform `G`, `(ALPHA, r)`.
+    /// Kernel transform `G`, `(alpha, r)`.
     g: Vec<T>,
-    /// Data transform `B^T`, `(ALPHA, ALPHA)`.
+    /// Data transform `B^T`, `(alpha, alpha)`.
     bt: Vec<T>,
 }
 
-/// The `(ALPHA, n)` matrix evaluating a polynomial of `n` coefficients at the points (the
+/// The `alpha - 1` finite interpolation points of tiles of side `alpha` (the last point is
+/// infinity). Small points of both signs keep the transforms' entries small: measured (f32,
+/// 48-channel 5x5 sums, numpy) F(4, 5) on these points errs by 4e-6 of the largest output
+/// (median; 1.3e-5 at most), against 7e-6 for 0, +-1, +-2, 1/2, -1/4 and 4e-5 for
+/// 0, +-1, +-1/2, 1/4, -2.
+fn points(alpha: usize) -> &'static [f64] {
+    match alpha {
+        6 => &[0.0, 1.0, -1.0, 0.5, -2.0],
+        8 => &[0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0],
+        _ => unreachable!("no Winograd points for tiles of side {alpha}"),
+    }
+}
+
+/// The `(alpha, n)` matrix evaluating a polynomial of `n` coefficients at the points (the
 /// last row, at infinity, picks the leading coefficient).
-fn evaluation(n: usize) -> Vec<f64> {
-    let mut e = vec![0.0; ALPHA * n];
-    for (j, p) in POINTS.iter().enumerate() {
+fn evaluation(alpha: usize, n: usize) -> Vec<f64> {
+    let mut e = vec![0.0; alpha * n];
+    for (j, p) in points(alpha).iter().enumerate() {
         for i in 0..n {
             e[j * n + i] = p.powi(i as i32);
         }
     }
-    e[(ALPHA - 1) * n + n - 1] = 1.0;
+    e[(alpha - 1) * n + n - 1] = 1.0;
     e
 }
 
@@ -144,24 +169,27 @@ fn invert(mut a: Vec<f64>, n: usize) -> Vec<f64> {
 }
 
 impl<T: ConvFloat> Transforms<T> {
-    /// F(ALPHA + 1 - r, r).
+    /// F(4, r): output tiles of 4 x 4 for both kernel sizes (`r` is 3 or 5).
     fn new(r: usize) -> Self {
-        let m = ALPHA + 1 - r;
+        let m = 4;
+        let alpha = m + r - 1;
         let cast = |v: Vec<f64>| v.into_iter().map(T::from_f64).collect::<Vec<T>>();
-        let inv = invert(evaluation(ALPHA), ALPHA);
-        let em = evaluation(m);
+        let inv = invert(evaluation(alpha, alpha), alpha);
+        let em = evaluation(alpha, m);
         Transforms {
             m,
             r,
+            alpha,
+            tile: alpha * alpha,
             at: cast(
-                (0..m * ALPHA)
-                    .map(|x| em[(x % ALPHA) * m + x / ALPHA])
+                (0..m * alpha)
+                    .map(|x| em[(x % alpha) * m + x / alpha])
                     .collect(),
             ),
-            g: cast(evaluation(r)),
+            g: cast(evaluation(alpha, r)),
             bt: cast(
-                (0..TILE)
-                    .map(|x| inv[(x % ALPHA) * ALPHA + x / ALPHA])
+                (0..alpha * alpha)
+                    .map(|x| inv[(x % alpha) * alpha + x / alpha])
                     .collect(),
             ),
         }
@@ -274,7 +302,7 @@ fn axpy<T: ConvFloat>(dst: &mut [T], c: T, src: &[T]) {
     }
 }
 
-/// `dst = sum_k coef(k) * src(k)` over `k < taps` (at most `ALPHA`), skipping zero
+/// `dst = sum_k coef(k) * src(k)` over `k < taps` (at most `MAX_ALPHA`), skipping zero
 /// coefficients, in one pass over `dst` (the sum of each element stays in a register).
 #[inline(always)]
 fn combine<'a, T: ConvFloat + 'a>(
@@ -284,8 +312,8 @@ fn combine<'a, T: ConvFloat + 'a>(
     src: impl Fn(usize) -> &'a [T],
 ) {
     let len = dst.len();
-    let mut c = [T::zero(); ALPHA];
-    let mut s: [&[T]; ALPHA] = [&[]; ALPHA];
+    let mut c = [T::zero(); MAX_ALPHA];
+    let mut s: [&[T]; MAX_ALPHA] = [&[]; MAX_ALPHA];
     let mut n = 0;
     for k in 0..taps {
         let ck = coef(k);
@@ -364,7 +392,7 @@ fn segments(rows: Range<usize>, tiles_down: usize, ext: usize) -> Vec<[usize; 4]
     segs
 }
 
-/// `V (TILE, Ci, T) = B^T d B` for every tile of the tile rows `rows` of `x` `(N, Ci, H, W)`.
+/// `V (alpha^2, Ci, T) = B^T d B` for every tile of the tile rows `rows` of `x` `(N, Ci, H, W)`.
 ///
 /// Tap `k` of the tile at `(ty, tx)` is input row `ty * m + k`, i.e. row `ty + k / m` of
 /// phase `k % m` (and the same across). So each channel is first split into `m x m` phase
@@ -383,8 +411,8 @@ fn transform_input<T: ConvFloat>(
     v: &mut [T],
     s: &mut Scratch<T>,
 ) {
-    let (m, [h, w], [th, tw]) = (tr.m, c.input, c.tiles);
-    let ext = (ALPHA - 1) / m;
+    let (m, alpha, [h, w], [th, tw]) = (tr.m, tr.alpha, c.input, c.tiles);
+    let ext = (alpha - 1) / m;
     let sw = tw + ext;
     let t = rows.len() * tw;
     let segs = segments(rows, th, ext);
@@ -392,7 +420,7 @@ fn transform_input<T: ConvFloat>(
     // Room for the runs shifted by up to `ext` rows and `ext` columns.
     let span = padded_rows * sw;
     let plane = span + ext * sw + ext;
-    zeroed(&mut s.z, ALPHA * m * plane);
+    zeroed(&mut s.z, alpha * m * plane);
     s.row.resize(span, T::zero());
     for ch in 0..c.ci {
         let ph = zeroed(&mut s.phases, m * m * plane);
@@ -421,27 +449,27 @@ fn transform_input<T: ConvFloat>(
             }
         }
         // Vertical: z[a][jx] = sum_k B^T[a][k] phases[k % m][jx] shifted by k / m rows.
-        for a in 0..ALPHA {
+        for a in 0..alpha {
             for jx in 0..m {
                 combine(
                     &mut s.z[(a * m + jx) * plane..][..span],
-                    ALPHA,
-                    |k| tr.bt[a * ALPHA + k],
+                    alpha,
+                    |k| tr.bt[a * alpha + k],
                     |k| &ph[((k % m) * m + jx) * plane + (k / m) * sw..][..span],
                 );
             }
         }
         // Horizontal: V[a][b] = sum_k B^T[b][k] z[a][k % m] shifted by k / m columns.
-        for a in 0..ALPHA {
-            for b in 0..ALPHA {
+        for a in 0..alpha {
+            for b in 0..alpha {
                 let z = &s.z;
                 combine(
                     &mut s.row[..span],
-                    ALPHA,
-                    |k| tr.bt[b * ALPHA + k],
+                    alpha,
+                    |k| tr.bt[b * alpha + k],
                     |k| &z[(a * m + k % m) * plane + k / m..][..span],
                 );
-                let out = &mut v[((a * ALPHA + b) * c.ci + ch) * t..][..t];
+                let out = &mut v[((a * alpha + b) * c.ci + ch) * t..][..t];
                 let mut packed = out.chunks_exact_mut(tw);
                 for &[_, _, n, p0] in &segs {
                     for (yy, dst) in (0..n).zip(&mut packed) {
@@ -453,7 +481,7 @@ fn transform_input<T: ConvFloat>(
     }
 }
 
-/// `Gt (TILE, Co, T) = A g A^T` for every tile of the tile rows `rows` of the upstream
+/// `Gt (alpha^2, Co, T) = A g A^T` for every tile of the tile rows `rows` of the upstream
 /// gradient `gy` `(N, Co, OH, OW)` (zero past the output's edge). Output tiles do not
 /// overlap, so the `m x m` phase planes (`phases[jy][jx][t]` = element `(jy, jx)` of tile
 /// `t`) hold each element once and both passes run over whole planes.
@@ -466,11 +494,11 @@ fn transform_grad<T: ConvFloat>(
     gt: &mut [T],
     s: &mut Scratch<T>,
 ) {
-    let (m, [oh, ow], [th, tw]) = (tr.m, c.output, c.tiles);
+    let (m, alpha, [oh, ow], [th, tw]) = (tr.m, tr.alpha, c.output, c.tiles);
     let t = rows.len() * tw;
     // A[a][i] = A^T[i][a].
-    let a_of = |a: usize, i: usize| tr.at[i * ALPHA + a];
-    zeroed(&mut s.z, ALPHA * m * t);
+    let a_of = |a: usize, i: usize| tr.at[i * alpha + a];
+    zeroed(&mut s.z, alpha * m * t);
     for o in 0..c.co {
         let ph = zeroed(&mut s.phases, m * m * t);
         for (bi, gr) in rows.clone().enumerate() {
@@ -487,7 +515,7 @@ fn transform_grad<T: ConvFloat>(
             }
         }
         // Vertical: z[a][jx] = sum_jy A[a][jy] phases[jy][jx].
-        for a in 0..ALPHA {
+        for a in 0..alpha {
             for jx in 0..m {
                 combine(
                     &mut s.z[(a * m + jx) * t..][..t],
@@ -498,11 +526,11 @@ fn transform_grad<T: ConvFloat>(
             }
         }
         // Horizontal: Gt[a][b] = sum_jx A[b][jx] z[a][jx].
-        for a in 0..ALPHA {
-            for b in 0..ALPHA {
+        for a in 0..alpha {
+            for b in 0..alpha {
                 let z = &s.z;
                 combine(
-                    &mut gt[((a * ALPHA + b) * c.co + o) * t..][..t],
+                    &mut gt[((a * alpha + b) * c.co + o) * t..][..t],
                     m,
                     |jx| a_of(b, jx),
                     |jx| &z[(a * m + jx) * t..][..t],
@@ -512,7 +540,7 @@ fn transform_grad<T: ConvFloat>(
     }
 }
 
-/// Output rows of the tile rows `rows` from `M (TILE, Co, T)`: `Y = A^T M A` (+ bias) per
+/// Output rows of the tile rows `rows` from `M (alpha^2, Co, T)`: `Y = A^T M A` (+ bias) per
 /// tile, written into `out`, the `(nb, Co, OH, OW)` output of the chunk whose first tile row
 /// is `first_row`.
 #[allow(clippy::too_many_arguments)]
@@ -527,21 +555,21 @@ fn transform_output<T: ConvFloat>(
     out: &mut [MaybeUninit<T>],
     s: &mut Scratch<T>,
 ) {
-    let (m, [oh, ow], [th, tw]) = (tr.m, c.output, c.tiles);
+    let (m, alpha, [oh, ow], [th, tw]) = (tr.m, tr.alpha, c.output, c.tiles);
     let t = rows.len() * tw;
-    // P (m, ALPHA, T) in z, Y (m, m, T) in row.
-    s.z.resize(m * ALPHA * t, T::zero());
+    // P (m, alpha, T) in z, Y (m, m, T) in row.
+    s.z.resize(m * alpha * t, T::zero());
     s.row.resize(m * m * t, T::zero());
     for o in 0..c.co {
         let (p, y) = (&mut s.z, &mut s.row);
         // P[i][b] = sum_a A^T[i][a] M[a][b].
         for i in 0..m {
-            for b in 0..ALPHA {
+            for b in 0..alpha {
                 combine(
-                    &mut p[(i * ALPHA + b) * t..][..t],
-                    ALPHA,
-                    |a| tr.at[i * ALPHA + a],
-                    |a| &mm[((a * ALPHA + b) * c.co + o) * t..][..t],
+                    &mut p[(i * alpha + b) * t..][..t],
+                    alpha,
+                    |a| tr.at[i * alpha + a],
+                    |a| &mm[((a * alpha + b) * c.co + o) * t..][..t],
                 );
             }
         }
@@ -551,9 +579,9 @@ fn transform_output<T: ConvFloat>(
                 let p = &*p;
                 combine(
                     &mut y[(i * m + j) * t..][..t],
-                    ALPHA,
-                    |b| tr.at[j * ALPHA + b],
-                    |b| &p[(i * ALPHA + b) * t..][..t],
+                    alpha,
+                    |b| tr.at[j * alpha + b],
+                    |b| &p[(i * alpha + b) * t..][..t],
                 );
             }
         }
@@ -575,7 +603,7 @@ fn transform_output<T: ConvFloat>(
     }
 }
 
-/// `U (TILE, rows, cols) = G k G^T` of every kernel of `w` `(Co, Ci, r, r)`: with
+/// `U (alpha^2, rows, cols) = G k G^T` of every kernel of `w` `(Co, Ci, r, r)`: with
 /// `rotate`, the kernel of the input gradient (`rows = Ci`, `cols = Co`, each kernel turned
 /// by 180 degrees), else `rows = Co`, `cols = Ci`. In parallel over rows, each row's
 /// transforms running over vectors of `cols` kernels.
@@ -586,7 +614,7 @@ fn transform_weight<T: ConvFloat>(
     tr: &Transforms<T>,
     rotate: bool,
 ) -> Vec<T> {
-    let (r, g) = (tr.r, &tr.g);
+    let (r, g, alpha, tile) = (tr.r, &tr.g, tr.alpha, tr.tile);
     let rr = r * r;
     let (rows, cols) = if rotate { (ci, co) } else { (co, ci) };
     let per_row: Vec<Vec<T>> = (0..rows)
@@ -603,9 +631,9 @@ fn transform_weight<T: ConvFloat>(
                     taps[at * cols + col] = v;
                 }
             }
-            // (G k) as (ALPHA, r, cols), then (G k) G^T as (TILE, cols).
-            let mut gk = vec![T::zero(); ALPHA * r * cols];
-            for a in 0..ALPHA {
+            // (G k) as (alpha, r, cols), then (G k) G^T as (alpha^2, cols).
+            let mut gk = vec![T::zero(); alpha * r * cols];
+            for a in 0..alpha {
                 for j in 0..r {
                     let dst = &mut gk[(a * r + j) * cols..][..cols];
                     for i in 0..r {
@@ -613,10 +641,10 @@ fn transform_weight<T: ConvFloat>(
                     }
                 }
             }
-            let mut out = vec![T::zero(); TILE * cols];
-            for a in 0..ALPHA {
-                for b in 0..ALPHA {
-                    let dst = &mut out[(a * ALPHA + b) * cols..][..cols];
+            let mut out = vec![T::zero(); tile * cols];
+            for a in 0..alpha {
+                for b in 0..alpha {
+                    let dst = &mut out[(a * alpha + b) * cols..][..cols];
                     for j in 0..r {
                         axpy(dst, g[b * r + j], &gk[(a * r + j) * cols..][..cols]);
                     }
@@ -625,16 +653,16 @@ fn transform_weight<T: ConvFloat>(
             out
         })
         .collect();
-    let mut u = vec![T::zero(); TILE * rows * cols];
+    let mut u = vec![T::zero(); tile * rows * cols];
     for (row, out) in per_row.iter().enumerate() {
-        for xi in 0..TILE {
+        for xi in 0..tile {
             u[(xi * rows + row) * cols..][..cols].copy_from_slice(&out[xi * cols..][..cols]);
         }
     }
     u
 }
 
-/// The weight gradient `(Co, Ci, r, r)` from the summed `S^T (TILE, Ci, Co)`:
+/// The weight gradient `(Co, Ci, r, r)` from the summed `S^T (alpha^2, Ci, Co)`:
 /// `dW[o][c] = G^T S[.][c][o] G`, in parallel over input channels, over vectors of `Co`.
 fn untransform_weight_grad<T: ConvFloat>(
     st: &[T],
@@ -642,18 +670,18 @@ fn untransform_weight_grad<T: ConvFloat>(
     ci: usize,
     tr: &Transforms<T>,
 ) -> Vec<T> {
-    let (r, g) = (tr.r, &tr.g);
+    let (r, g, alpha) = (tr.r, &tr.g, tr.alpha);
     let per_channel: Vec<Vec<T>> = (0..ci)
         .into_par_iter()
         .map(|ch| {
             let srow = |xi: usize| &st[(xi * ci + ch) * co..][..co];
-            // G^T S as (r, ALPHA, co), then (G^T S) G as (r, r, co).
-            let mut gs = vec![T::zero(); r * ALPHA * co];
+            // G^T S as (r, alpha, co), then (G^T S) G as (r, r, co).
+            let mut gs = vec![T::zero(); r * alpha * co];
             for u in 0..r {
-                for b in 0..ALPHA {
-                    let dst = &mut gs[(u * ALPHA + b) * co..][..co];
-                    for a in 0..ALPHA {
-                        axpy(dst, g[a * r + u], srow(a * ALPHA + b));
+                for b in 0..alpha {
+                    let dst = &mut gs[(u * alpha + b) * co..][..co];
+                    for a in 0..alpha {
+                        axpy(dst, g[a * r + u], srow(a * alpha + b));
                     }
                 }
             }
@@ -661,8 +689,8 @@ fn untransform_weight_grad<T: ConvFloat>(
             for u in 0..r {
                 for v in 0..r {
                     let dst = &mut d[(u * r + v) * co..][..co];
-                    for b in 0..ALPHA {
-                        axpy(dst, g[b * r + v], &gs[(u * ALPHA + b) * co..][..co]);
+                    for b in 0..alpha {
+                        axpy(dst, g[b * r + v], &gs[(u * alpha + b) * co..][..co]);
                     }
                 }
             }
@@ -681,7 +709,7 @@ fn untransform_weight_grad<T: ConvFloat>(
     dw
 }
 
-/// The correlation `c` of `x` with the transformed kernels `u` `(TILE, Co, Ci)`, plus bias.
+/// The correlation `c` of `x` with the transformed kernels `u` `(alpha^2, Co, Ci)`, plus bias.
 fn correlate<T: ConvFloat>(
     x: &[T],
     u: &[T],
@@ -721,14 +749,14 @@ fn correlate_chunk<T: ConvFloat>(
     nb: usize,
     dst: &mut [MaybeUninit<T>],
 ) {
-    let tmax = c.max_block_tiles(nb);
-    let mut v = pool::zeros::<T>(TILE * c.ci * tmax);
-    let mut mm = pool::zeros::<T>(TILE * c.co * tmax);
+    let (tmax, tile) = (c.max_block_tiles(nb), tr.tile);
+    let mut v = pool::zeros::<T>(tile * c.ci * tmax);
+    let mut mm = pool::zeros::<T>(tile * c.co * tmax);
     let mut s = Scratch::new();
     for rows in c.blocks(start, nb) {
         let t = rows.len() * c.tiles[1];
         transform_input(x, c, tr, rows.clone(), &mut v, &mut s);
-        for xi in 0..TILE {
+        for xi in 0..tile {
             // SAFETY: U[xi] is (Co, Ci), V[xi] (Ci, t) and M[xi] (Co, t), each inside its
             // buffer; `mm` is a buffer of its own.
             unsafe {
@@ -789,7 +817,7 @@ pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
     correlate(gy, &u, None, &Corr::input_grad(c, tr.m), &tr)
 }
 
-/// `S^T (TILE, Ci, Co)`, the transformed weight gradient of images `start..start + nb`.
+/// `S^T (alpha^2, Ci, Co)`, the transformed weight gradient of images `start..start + nb`.
 #[inline(always)]
 fn weight_chunk<T: ConvFloat>(
     x: &[T],
@@ -800,18 +828,18 @@ fn weight_chunk<T: ConvFloat>(
     nb: usize,
 ) -> Vec<T> {
     let (ci, co) = (corr.ci, corr.co);
-    let tmax = corr.max_block_tiles(nb);
-    let mut v = pool::zeros::<T>(TILE * ci * tmax);
-    let mut gt = pool::zeros::<T>(TILE * co * tmax);
-    let mut st = pool::take::<T>(TILE * ci * co);
+    let (tmax, tile) = (corr.max_block_tiles(nb), tr.tile);
+    let mut v = pool::zeros::<T>(tile * ci * tmax);
+    let mut gt = pool::zeros::<T>(tile * co * tmax);
+    let mut st = pool::take::<T>(tile * ci * co);
     let mut s = Scratch::new();
     for (block, rows) in corr.blocks(start, nb).enumerate() {
         let t = rows.len() * corr.tiles[1];
         transform_input(x, corr, tr, rows.clone(), &mut v, &mut s);
         transform_grad(gy, corr, tr, rows, &mut gt, &mut s);
-        for xi in 0..TILE {
+        for xi in 0..tile {
             // SAFETY: V[xi] is (Ci, t), Gt[xi]^T the transposed view of the (Co, t) block
-            // and S^T[xi] (Ci, Co), each inside its buffer (`st` has room for TILE * ci *
+            // and S^T[xi] (Ci, Co), each inside its buffer (`st` has room for tile * ci *
             // co); `st` is a buffer of its own. The first block overwrites, later ones add.
             unsafe {
                 let vx = Mat::new(v.as_ptr().add(xi * ci * t), t, 1);
@@ -822,7 +850,7 @@ fn weight_chunk<T: ConvFloat>(
         }
     }
     // SAFETY: the first block's gemms (every chunk has one) wrote every element.
-    unsafe { st.set_len(TILE * ci * co) };
+    unsafe { st.set_len(tile * ci * co) };
     pool::recycle(T::into_storage(v));
     pool::recycle(T::into_storage(gt));
     st
@@ -868,7 +896,7 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     // thread count.
     let mut total = parts
         .next()
-        .unwrap_or_else(|| vec![T::zero(); TILE * ci * co]);
+        .unwrap_or_else(|| vec![T::zero(); tr.tile * ci * co]);
     for p in parts {
         total
             .par_chunks_mut(1 << 14)
@@ -894,20 +922,20 @@ mod tests {
     fn transforms_compute_a_correlation_exactly() {
         for r in [3, 5] {
             let tr = Transforms::<f64>::new(r);
-            let m = tr.m;
+            let (m, alpha) = (tr.m, tr.alpha);
             let mut rng = ChaCha8Rng::seed_from_u64(r as u64);
-            let d: Vec<f64> = (0..ALPHA).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let d: Vec<f64> = (0..alpha).map(|_| rng.random_range(-1.0..1.0)).collect();
             let k: Vec<f64> = (0..r).map(|_| rng.random_range(-1.0..1.0)).collect();
             // y = A^T [(G k) . (B^T d)]
-            let gk: Vec<f64> = (0..ALPHA)
+            let gk: Vec<f64> = (0..alpha)
                 .map(|a| (0..r).map(|i| tr.g[a * r + i] * k[i]).sum())
                 .collect();
-            let bd: Vec<f64> = (0..ALPHA)
-                .map(|a| (0..ALPHA).map(|i| tr.bt[a * ALPHA + i] * d[i]).sum())
+            let bd: Vec<f64> = (0..alpha)
+                .map(|a| (0..alpha).map(|i| tr.bt[a * alpha + i] * d[i]).sum())
                 .collect();
             for i in 0..m {
-                let y: f64 = (0..ALPHA)
-                    .map(|a| tr.at[i * ALPHA + a] * gk[a] * bd[a])
+                let y: f64 = (0..alpha)
+                    .map(|a| tr.at[i * alpha + a] * gk[a] * bd[a])
                     .sum();
                 let want: f64 = (0..r).map(|u| d[i + u] * k[u]).sum();
                 assert!(
