@@ -3711,13 +3711,21 @@ fn chunked_batch_matches_image_by_image() {
     close("grad_weight", &gw.to_vec_f64().unwrap(), &gw_sum, 1e-3);
 }
 
-/// f32 `conv2d` and its gradients, run on the Winograd path (3x3 and 5x5, stride 1, enough
-/// channels, outputs of at least 12x12) and on im2col with the path switched off, both against the f64 im2col path;
-/// non-contiguous input, odd sizes, bias and no bias. Errors are measured against the sum of
-/// the absolute values of each result's terms (the same convolution of `|x|`, `|w|`, `|g|`),
-/// the scale f32 rounding error grows with.
-#[test]
-fn conv2d_f32_winograd_matches_f64() {
+/// A convolution case: `(kernel, stride, ci, co, [h, w], padding, bias)`.
+type ConvCase = (usize, usize, usize, usize, [usize; 2], ConvPadding, bool);
+
+/// f32 `conv2d` and its gradients on a fast path (switched on and off by `set_path`) and
+/// with it switched off, both against the f64 im2col path, for the `cases`: non-contiguous
+/// input, odd sizes, bias and no bias. Errors are measured against the sum of the absolute
+/// values of each result's terms (the same convolution of `|x|`, `|w|`, `|g|`), the scale f32
+/// rounding error grows with; the fast path must stay within `tol` of it. With `rounds_differently`, the two f32
+/// results must differ (the fast path really ran).
+fn f32_path_matches_f64(
+    cases: &[ConvCase],
+    set_path: fn(bool),
+    tol: f64,
+    rounds_differently: bool,
+) {
     let f64s = |t: &Tensor| t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
     let err = |got: &Tensor, want: &Tensor, terms: &Tensor| -> f64 {
         let (g, w, t) = (f64s(got), f64s(want), f64s(terms));
@@ -3727,11 +3735,11 @@ fn conv2d_f32_winograd_matches_f64() {
         diff.fold(0.0, f64::max) / scale
     };
     // The output and gradients of `sum(conv2d(x, w, b) * g)`, with g = det or |det|.
-    let run = |x: &Tensor, w: &Tensor, b: Option<&Tensor>, pad: ConvPadding, abs_g: bool| {
+    let run = |x: &Tensor, w: &Tensor, b: Option<&Tensor>, s: usize, pad, abs_g: bool| {
         // Fresh leaves each run, so gradients do not accumulate across runs.
         let leaf = |t: &Tensor| t.detach().requires_grad_(true).unwrap();
         let (x, w, b) = (leaf(x), leaf(w), b.map(leaf));
-        let y = x.conv2d(&w, b.as_ref(), [1, 1], pad, [1, 1], 1).unwrap();
+        let y = x.conv2d(&w, b.as_ref(), [s, s], pad, [1, 1], 1).unwrap();
         let mut g = det(y.shape(), 0.37).to_dtype(y.dtype()).unwrap();
         if abs_g {
             g = g.abs().unwrap();
@@ -3741,36 +3749,80 @@ fn conv2d_f32_winograd_matches_f64() {
         out.extend(b.map(|b| b.grad().unwrap()));
         out
     };
-    let cases = [
-        (3, 48, 64, [13, 12], ConvPadding::Same, true),
-        (5, 64, 48, [14, 15], ConvPadding::Explicit(2, 1), false),
-        (3, 50, 52, [14, 15], ConvPadding::Valid, true),
-    ];
-    for (k, ci, co, [h, w], pad, bias) in cases {
+    for &(k, s, ci, co, [h, w], pad, bias) in cases {
         // (N, H, W, C) permuted to (N, C, H, W): a non-contiguous input.
         let x = det(&[3, h, w, ci], 0.71).permute(&[0, 3, 1, 2]).unwrap();
         let wt = det(&[co, ci, k, k], 0.53).mul_scalar(0.2).unwrap();
         let b = bias.then(|| det(&[co], 0.9));
-        let want = run(&x, &wt, b.as_ref(), pad, false);
+        let want = run(&x, &wt, b.as_ref(), s, pad, false);
         let abs = |t: &Tensor| t.abs().unwrap();
-        let terms = run(&abs(&x), &abs(&wt), b.as_ref().map(abs).as_ref(), pad, true);
+        let terms = run(
+            &abs(&x),
+            &abs(&wt),
+            b.as_ref().map(abs).as_ref(),
+            s,
+            pad,
+            true,
+        );
         let f32s = |t: &Tensor| t.to_dtype(DType::F32).unwrap().detach();
         let (x32, w32, b32) = (f32s(&x), f32s(&wt), b.as_ref().map(f32s));
-        let wino = run(&x32, &w32, b32.as_ref(), pad, false);
-        tinytorch::ops::set_winograd_convolution(false);
-        let im2col = run(&x32, &w32, b32.as_ref(), pad, false);
-        tinytorch::ops::set_winograd_convolution(true);
+        let fast = run(&x32, &w32, b32.as_ref(), s, pad, false);
+        set_path(false);
+        let other = run(&x32, &w32, b32.as_ref(), s, pad, false);
+        set_path(true);
         for (i, name) in ["output", "grad input", "grad weight", "grad bias"]
             .iter()
             .enumerate()
             .take(want.len())
         {
-            let e_wino = err(&wino[i], &want[i], &terms[i]);
-            let e_im2col = err(&im2col[i], &want[i], &terms[i]);
-            assert!(e_wino < 4e-6, "k={k} {name}: Winograd error {e_wino:e}");
-            assert!(e_im2col < 1e-6, "k={k} {name}: im2col error {e_im2col:e}");
+            let e_fast = err(&fast[i], &want[i], &terms[i]);
+            // Switched off: im2col, or the direct path's plain sum.
+            let e_other = err(&other[i], &want[i], &terms[i]);
+            assert!(e_fast < tol, "k={k} {name}: fast path error {e_fast:e}");
+            assert!(
+                e_other < 1e-6,
+                "k={k} {name}: error {e_other:e} with it off"
+            );
         }
-        // The two f32 paths round differently: the Winograd one really ran.
-        assert_ne!(f64s(&wino[0]), f64s(&im2col[0]));
+        if rounds_differently {
+            assert!(
+                f64s(&fast[0]) != f64s(&other[0]),
+                "k={k}: the fast path did not run"
+            );
+        }
     }
+}
+
+/// The Winograd path: 3x3 and 5x5, stride 1, enough channels, outputs of at least 12x12.
+#[test]
+fn conv2d_f32_winograd_matches_f64() {
+    let cases = [
+        (3, 1, 48, 64, [13, 12], ConvPadding::Same, true),
+        (5, 1, 64, 48, [14, 15], ConvPadding::Explicit(2, 1), false),
+        (3, 1, 50, 52, [14, 15], ConvPadding::Valid, true),
+    ];
+    f32_path_matches_f64(&cases, tinytorch::ops::set_winograd_convolution, 4e-6, true);
+}
+
+/// The direct AVX-512 path, on convolutions that Winograd does not take: strided, "valid"
+/// (input gradient on col2im), more than one 64-channel panel, channel counts that are not
+/// multiples of 16. Skipped where the CPU has no AVX-512F.
+#[test]
+fn conv2d_f32_direct_matches_f64() {
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = std::arch::is_x86_feature_detected!("avx512f");
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx512 = false;
+    if !avx512 {
+        eprintln!("skipped: the CPU has no AVX-512F");
+        return;
+    }
+    let cases = [
+        (3, 1, 16, 16, [9, 10], ConvPadding::Same, false),
+        (3, 2, 20, 70, [9, 8], ConvPadding::Explicit(1, 1), true),
+        (7, 1, 9, 33, [12, 12], ConvPadding::Valid, true),
+        (1, 1, 40, 24, [5, 6], ConvPadding::Valid, false),
+    ];
+    // Both paths sum the kernel entries in the same order, often to the same bits.
+    f32_path_matches_f64(&cases, tinytorch::ops::set_direct_convolution, 1e-6, false);
 }

@@ -14,6 +14,8 @@
 
 use crate::amp::to_autocast;
 use crate::autograd::needs_grad;
+use crate::backend::cpu::conv_direct;
+pub use crate::backend::cpu::conv_direct::set_enabled as set_direct_convolution;
 use crate::backend::cpu::conv_gemm::{self, Conv, ConvFloat};
 use crate::backend::cpu::winograd;
 pub use crate::backend::cpu::winograd::set_enabled as set_winograd_convolution;
@@ -491,10 +493,11 @@ fn conv2d_cpu<T: ConvFloat>(
     let (xc, wc) = (x.detach().contiguous()?, w.detach().contiguous()?);
     let b = bias.map(|b| b.to_vec::<T>()).transpose()?;
     // Decided once, so that the backward pass matches the forward's algorithm.
-    let wino = winograd::applies::<T>(&conv);
-    let y = with_cpu_slices2(op, &xc, &wc, |xs, ws| match wino {
-        true => winograd::forward(xs, ws, b.as_deref(), &conv),
-        false => conv_gemm::forward(xs, ws, b.as_deref(), &conv),
+    let algo = CpuConvAlgo::of::<T>(&conv);
+    let y = with_cpu_slices2(op, &xc, &wc, |xs, ws| match algo {
+        CpuConvAlgo::Winograd => winograd::forward(xs, ws, b.as_deref(), &conv),
+        CpuConvAlgo::Direct => conv_direct::forward(xs, ws, b.as_deref(), &conv),
+        CpuConvAlgo::Gemm => conv_gemm::forward(xs, ws, b.as_deref(), &conv),
     })?;
     let out = Tensor::from_vec(y, &[geom.batch, co, geom.output[0], geom.output[1]])?;
     let mut inputs = vec![x, w];
@@ -511,9 +514,12 @@ fn conv2d_cpu<T: ConvFloat>(
         let g = g.contiguous()?;
         let gx = match (&saved_w, need[0]) {
             (Some(w), true) => {
-                let v = with_cpu_slices2(op, &g, w.get()?, |gy: &[T], ws| match wino {
-                    true => winograd::backward_input(gy, ws, &conv),
-                    false => conv_gemm::backward_input(gy, ws, &conv),
+                let v = with_cpu_slices2(op, &g, w.get()?, |gy: &[T], ws| match algo {
+                    CpuConvAlgo::Winograd => winograd::backward_input(gy, ws, &conv),
+                    // Strided convolutions' input gradients stay on col2im.
+                    CpuConvAlgo::Direct => conv_direct::backward_input(gy, ws, &conv)
+                        .unwrap_or_else(|| conv_gemm::backward_input(gy, ws, &conv)),
+                    CpuConvAlgo::Gemm => conv_gemm::backward_input(gy, ws, &conv),
                 })?;
                 Some(Tensor::from_vec(v, &x_shape)?)
             }
@@ -521,9 +527,10 @@ fn conv2d_cpu<T: ConvFloat>(
         };
         let gw = match (&saved_x, need[1]) {
             (Some(x), true) => {
-                let v = with_cpu_slices2(op, &g, x.get()?, |gy: &[T], xs| match wino {
-                    true => winograd::backward_weight(xs, gy, &conv),
-                    false => conv_gemm::backward_weight(xs, gy, &conv),
+                let v = with_cpu_slices2(op, &g, x.get()?, |gy: &[T], xs| match algo {
+                    CpuConvAlgo::Winograd => winograd::backward_weight(xs, gy, &conv),
+                    CpuConvAlgo::Direct => conv_direct::backward_weight(xs, gy, &conv),
+                    CpuConvAlgo::Gemm => conv_gemm::backward_weight(xs, gy, &conv),
                 })?;
                 Some(Tensor::from_vec(v, &w_shape)?)
             }
@@ -531,6 +538,27 @@ fn conv2d_cpu<T: ConvFloat>(
         };
         with_bias_grad(vec![gx, gw], &g, has_bias, need)
     }))
+}
+
+/// The kernels a CPU `conv2d` of f32/f64 runs: Winograd where it applies (f32 3x3/5x5 with
+/// enough channels), else the direct AVX-512 kernels (f32), else im2col + gemm.
+#[derive(Clone, Copy, Debug)]
+enum CpuConvAlgo {
+    Winograd,
+    Direct,
+    Gemm,
+}
+
+impl CpuConvAlgo {
+    fn of<T: ConvFloat>(conv: &Conv) -> CpuConvAlgo {
+        if winograd::applies::<T>(conv) {
+            CpuConvAlgo::Winograd
+        } else if conv_direct::applies::<T>(conv) {
+            CpuConvAlgo::Direct
+        } else {
+            CpuConvAlgo::Gemm
+        }
+    }
 }
 
 /// A convolution backward's gradients: `[input, weight]`, then the bias's (the sum of `g`

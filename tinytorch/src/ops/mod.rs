@@ -19,7 +19,7 @@ mod softmax;
 mod unary;
 mod view;
 
-pub use conv::{set_winograd_convolution, ConvPadding};
+pub use conv::{set_direct_convolution, set_winograd_convolution, ConvPadding};
 pub use shape::PadMode;
 pub use view::SliceArg;
 

@@ -38,12 +38,29 @@ pub trait ConvFloat:
     /// Whether 3x3 and 5x5 convolutions of this type take the Winograd path (f32 only: f64
     /// is kept on the exactly summed im2col path).
     const WINOGRAD: bool;
+    /// The slice as f32 when `Self` is f32, the type of the direct kernels
+    /// (`conv_direct`); `None` for f64.
+    fn as_f32_slice(s: &[Self]) -> Option<&[f32]>;
+    /// An f32 result as `Self` (the identity for f32).
+    fn from_f32_vec(v: Vec<f32>) -> Vec<Self>;
 }
 impl ConvFloat for f32 {
     const WINOGRAD: bool = true;
+    fn as_f32_slice(s: &[f32]) -> Option<&[f32]> {
+        Some(s)
+    }
+    fn from_f32_vec(v: Vec<f32>) -> Vec<f32> {
+        v
+    }
 }
 impl ConvFloat for f64 {
     const WINOGRAD: bool = false;
+    fn as_f32_slice(_: &[f64]) -> Option<&[f32]> {
+        None
+    }
+    fn from_f32_vec(v: Vec<f32>) -> Vec<f64> {
+        v.into_iter().map(f64::from).collect()
+    }
 }
 
 /// Bytes of one chunk's column matrix.

@@ -5,6 +5,7 @@ pub(crate) mod attention;
 pub(crate) mod batch_norm;
 mod binary;
 mod conv;
+pub(crate) mod conv_direct;
 pub(crate) mod conv_gemm;
 mod convert;
 pub(crate) mod cross_entropy;

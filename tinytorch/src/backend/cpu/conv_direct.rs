@@ -1,0 +1,690 @@
+//! Direct convolution of f32 NCHW tensors on CPUs with AVX-512F: forward, weight gradient and
+//! (stride 1) input gradient, without a column matrix.
+//!
+//! im2col copies every input element `kh*kw` times into a column matrix that the gemm then
+//! reads and packs once more, and col2im scatters the input gradient back the same way; on
+//! resnet20 those copies were about 30% of a training step. Here the gemm reads its operand
+//! where it lies (an "indirect" gemm, as XNNPACK's convolutions do): with the input
+//! zero-padded once, output position `p` under kernel entry `k = (ci, i, j)` reads
+//! `xpad[base[p] + koff[k]]`, where `base[p]` is the corner of `p`'s window and
+//! `koff[k] = ci*Hp*Wp + i*dh*Wp + j*dw` the tap inside it. So
+//!
+//! ```text
+//! forward:      Y^T  (P, Co) = sum_k xpad[base[p] + koff[k]] * W^T[k][co]
+//! grad weight:  dW^T (K, Co) = sum_p xpad[base[p] + koff[k]] * dY^T[p][co]
+//! grad input:   the forward of the upstream gradient padded by d*(r-1) - pad with the
+//!               kernel turned by 180 degrees and its channels swapped (stride 1)
+//! ```
+//!
+//! Any stride, dilation and padding works for the forward and the weight gradient (`base`
+//! and `koff` absorb them). The microkernels hold a tile of 6 positions (or 6 kernel entries)
+//! by up to 64 channels in 24 zmm accumulators; each step broadcasts 6 input values, loads
+//! up to 4 vectors of weights (or upstream gradients) and issues up to 24 FMAs. Channels are
+//! padded to a multiple of 16 in the packed operands, so the kernels need no masks, and
+//! results come out position-major and are transposed to NCHW in one pass.
+//!
+//! Work is split into tasks that depend only on the sizes (ranges of position tiles for the
+//! forward, ranges of kernel-entry tiles for the weight gradient, each summing over every
+//! position in a fixed order), so results do not depend on the number of threads.
+//! [`set_enabled`] switches the path off; `conv_gemm` is the reference it is tested against.
+
+use super::conv_gemm::{Conv, ConvFloat};
+use super::{pool, CpuElement};
+use crate::backend::ConvGeometry;
+use rayon::prelude::*;
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::LazyLock;
+
+/// Fewest kernel entries (`Ci * kh * kw`) the path takes; see [`applies`].
+const MIN_ENTRIES: usize = 32;
+/// Lanes of one zmm vector of f32.
+const LANES: usize = 16;
+/// Channels per packed panel: 4 vectors, the widest microkernel.
+const PANEL: usize = 4 * LANES;
+/// Positions (forward) or kernel entries (weight gradient) per microkernel tile.
+const MR: usize = 6;
+/// Kernel entries per block of the forward's sum, so that a block of a weight panel
+/// (`KC * 64 * 4` bytes = 128 KiB) stays in L2 across the tiles of a task.
+const KC: usize = 512;
+/// Position tiles per forward task.
+const TASK_TILES: usize = 64;
+/// Positions per block of the weight gradient's sum (their upstream gradients stay in L2
+/// across the kernel-entry tiles of a task).
+const WEIGHT_BLOCK: usize = 256;
+
+/// Whether the path is on: `TINYTORCH_DIRECT_CONV=0` in the environment switches it off at
+/// start-up, [`set_enabled`] at any time.
+static ENABLED: LazyLock<AtomicBool> = LazyLock::new(|| {
+    AtomicBool::new(std::env::var("TINYTORCH_DIRECT_CONV").map_or(true, |v| v != "0"))
+});
+
+/// Turn the direct f32 convolution on or off (on by default where the CPU has AVX-512F, or
+/// as `TINYTORCH_DIRECT_CONV=0|1` says). Off, f32 convolutions that Winograd does not take
+/// run as im2col + gemm.
+pub fn set_enabled(enabled: bool) {
+    ENABLED.store(enabled, Ordering::Relaxed);
+}
+
+/// Whether the CPU has AVX-512F, the instruction set of the microkernels.
+fn has_avx512f() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Whether the convolution `c` of element type `T` runs here (f32, one group, a non-empty
+/// problem, AVX-512F, and at least `MIN_ENTRIES` kernel entries: with fewer the
+/// microkernel's setup outweighs its short sum, e.g. 3 -> 16 channels 3x3 measured 1.5x
+/// slower than im2col).
+pub fn applies<T: ConvFloat>(c: &Conv) -> bool {
+    let g = &c.geom;
+    T::as_f32_slice(&[]).is_some()
+        && ENABLED.load(Ordering::Relaxed)
+        && c.groups == 1
+        && g.rows() >= MIN_ENTRIES
+        && g.batch * g.channels * c.out_channels * g.output[0] * g.output[1] > 0
+        && has_avx512f()
+}
+
+/// The input gradient of `c` as a forward correlation, when the direct path computes it:
+/// stride 1, padding at most the dilated kernel's reach (`d*(r-1) >= pad`), and an input
+/// at most 1.25x the output's size. The correlation multiplies the whole padded upstream
+/// gradient, zeros included, so it does `H*W / (OH*OW)` times the necessary work: 3x for
+/// a 7x7 "valid" convolution of 14x14 images, measured 30% slower than col2im.
+fn input_grad_geometry(c: &Conv) -> Option<ConvGeometry> {
+    let g = &c.geom;
+    let reach = |a: usize| g.dilation[a] * (g.kernel[a] - 1);
+    let (inputs, outputs) = (g.input[0] * g.input[1], g.output[0] * g.output[1]);
+    if g.stride != [1, 1] || (0..2).any(|a| g.padding[a] > reach(a)) || 4 * inputs > 5 * outputs {
+        return None;
+    }
+    Some(ConvGeometry {
+        batch: g.batch,
+        channels: c.out_channels,
+        input: g.output,
+        kernel: g.kernel,
+        stride: [1, 1],
+        dilation: g.dilation,
+        padding: [reach(0) - g.padding[0], reach(1) - g.padding[1]],
+        output: g.input,
+    })
+}
+
+/// A `(K, C)` operand packed for the microkernels: `C` padded to `cp`, a multiple of 16, and
+/// cut into panels of up to 64 channels, each panel `(K, width)` row-major; the panel that
+/// starts at channel `s` begins at element `K * s`.
+struct Panels {
+    k: usize,
+    cp: usize,
+    data: Vec<f32>,
+}
+
+impl Panels {
+    /// Pack `at(k, c)` for `k < K`, `c < C`; the padding channels are zero.
+    fn new(k: usize, c: usize, at: impl Fn(usize, usize) -> f32 + Sync) -> Panels {
+        let cp = c.div_ceil(LANES) * LANES;
+        let mut data = vec![0.0f32; k * cp];
+        data.par_chunks_mut(k * PANEL)
+            .enumerate()
+            .for_each(|(pi, panel)| {
+                let (start, width) = (pi * PANEL, panel.len() / k.max(1));
+                for (kk, row) in panel.chunks_exact_mut(width.max(1)).enumerate() {
+                    for (j, v) in row.iter_mut().enumerate() {
+                        if start + j < c {
+                            *v = at(kk, start + j);
+                        }
+                    }
+                }
+            });
+        Panels { k, cp, data }
+    }
+
+    /// `(first channel, width)` of every panel.
+    fn panels(&self) -> impl Iterator<Item = (usize, usize)> {
+        let cp = self.cp;
+        (0..cp).step_by(PANEL).map(move |s| (s, PANEL.min(cp - s)))
+    }
+}
+
+/// The zero-padded input `(N, C, Hp, Wp)` of a geometry: every row and column that a window
+/// reads, so the kernels need no bounds checks. Borrowed when nothing needs padding.
+struct Padded<'a> {
+    data: Cow<'a, [f32]>,
+    hp: usize,
+    wp: usize,
+}
+
+fn pad<'a>(x: &'a [f32], g: &ConvGeometry) -> Padded<'a> {
+    let [h, w] = g.input;
+    // The last row (column) a window reads, plus one, in padded coordinates.
+    let reach = |a: usize| g.stride[a] * (g.output[a] - 1) + g.dilation[a] * (g.kernel[a] - 1) + 1;
+    let (hp, wp) = (
+        (g.padding[0] + h).max(reach(0)),
+        (g.padding[1] + w).max(reach(1)),
+    );
+    if hp == h && wp == w {
+        return Padded {
+            data: Cow::Borrowed(x),
+            hp,
+            wp,
+        };
+    }
+    let [ph, pw] = g.padding;
+    let mut data = pool::zeros::<f32>(g.batch * g.channels * hp * wp);
+    data.par_chunks_mut(hp * wp)
+        .zip(x.par_chunks(h * w))
+        .for_each(|(dst, src)| {
+            for (y, row) in src.chunks_exact(w).enumerate() {
+                dst[(ph + y) * wp + pw..][..w].copy_from_slice(row);
+            }
+        });
+    Padded {
+        data: Cow::Owned(data),
+        hp,
+        wp,
+    }
+}
+
+impl Padded<'_> {
+    /// Hand an owned buffer back to the caching allocator.
+    fn recycle(self) {
+        if let Cow::Owned(v) = self.data {
+            pool::recycle(f32::into_storage(v));
+        }
+    }
+}
+
+/// `koff[k]` of every kernel entry `k = (ci, i, j)`, the weight's own order.
+fn offsets(g: &ConvGeometry, hp: usize, wp: usize) -> Vec<usize> {
+    let [kh, kw] = g.kernel;
+    let [dh, dw] = g.dilation;
+    (0..g.channels)
+        .flat_map(|c| (0..kh).flat_map(move |i| (0..kw).map(move |j| (c, i, j))))
+        .map(|(c, i, j)| c * hp * wp + i * dh * wp + j * dw)
+        .collect()
+}
+
+/// `base[p]` of the output positions `p0..p0 + n` (`(image, oy, ox)` in NCHW order) in the
+/// padded input, into `out`; `n` may run past the last position, whose base is repeated.
+fn bases(g: &ConvGeometry, hp: usize, wp: usize, p0: usize, n: usize, out: &mut Vec<usize>) {
+    let [oh, ow] = g.output;
+    let last = g.batch * oh * ow - 1;
+    let (mut img, q) = (p0.min(last) / (oh * ow), p0.min(last) % (oh * ow));
+    let (mut oy, mut ox) = (q / ow, q % ow);
+    out.clear();
+    for p in p0..p0 + n {
+        out.push(img * g.channels * hp * wp + oy * g.stride[0] * wp + ox * g.stride[1]);
+        if p < last {
+            ox += 1;
+            if ox == ow {
+                (ox, oy) = (0, oy + 1);
+                if oy == oh {
+                    (oy, img) = (0, img + 1);
+                }
+            }
+        }
+    }
+}
+
+/// `dst (rows, cols) = src^T (+ bias per row)`, `src` being `(cols, ld)`, in blocks of 16
+/// source rows so that the strided reads stay in L1.
+fn transpose_into(
+    src: &[f32],
+    ld: usize,
+    dst: &mut [std::mem::MaybeUninit<f32>],
+    rows: usize,
+    cols: usize,
+    bias: Option<&[f32]>,
+) {
+    for q0 in (0..cols).step_by(LANES) {
+        let qn = LANES.min(cols - q0);
+        for r in 0..rows {
+            let b = bias.map_or(0.0, |b| b[r]);
+            let d = &mut dst[r * cols + q0..][..qn];
+            for (q, d) in d.iter_mut().enumerate() {
+                d.write(src[(q0 + q) * ld + r] + b);
+            }
+        }
+    }
+}
+
+/// The correlation of `x` `(N, C, H, W)` with the packed `(C*kh*kw, Co)` weight `w` under
+/// the geometry `g`, plus bias: `(N, Co, OH, OW)`.
+fn correlate(x: &[f32], w: &Panels, co: usize, g: &ConvGeometry, bias: Option<&[f32]>) -> Vec<f32> {
+    let xp = pad(x, g);
+    let koff = offsets(g, xp.hp, xp.wp);
+    let (l, cp) = (g.output[0] * g.output[1], w.cp);
+    let positions = g.batch * l;
+    let tiles = positions.div_ceil(MR);
+    // Y^T (tiles * MR, cp): every element is written by the microkernels (the rows past
+    // `positions` repeat the last position and are dropped).
+    let mut yt = pool::take::<f32>(tiles * MR * cp);
+    let xs: &[f32] = &xp.data;
+    // A few tasks per thread, each of whole tiles (the split does not change any result).
+    let per_task = tiles
+        .div_ceil(4 * rayon::current_num_threads().max(1))
+        .clamp(1, TASK_TILES);
+    yt.spare_capacity_mut()[..tiles * MR * cp]
+        .par_chunks_mut(per_task * MR * cp)
+        .enumerate()
+        .for_each(|(task, dst)| {
+            let task_tiles = dst.len() / (MR * cp);
+            let mut base = Vec::with_capacity(task_tiles * MR);
+            bases(
+                g,
+                xp.hp,
+                xp.wp,
+                task * per_task * MR,
+                task_tiles * MR,
+                &mut base,
+            );
+            for (ps, width) in w.panels() {
+                for k0 in (0..w.k).step_by(KC) {
+                    let kn = KC.min(w.k - k0);
+                    // SAFETY: the panel block is rows k0..k0+kn of the (K, width) panel that
+                    // starts at K*ps; tile rows lie in `dst`; every base + koff lies inside
+                    // the padded input, which holds every row and column a window reads.
+                    let wk = unsafe { w.data.as_ptr().add(w.k * ps + k0 * width) };
+                    for (t, tile) in base.chunks_exact(MR).enumerate() {
+                        let tile: &[usize; MR] = tile.try_into().expect("tiles of MR");
+                        unsafe {
+                            let out = dst.as_mut_ptr().add(t * MR * cp + ps).cast::<f32>();
+                            forward_tile(
+                                width / LANES,
+                                xs.as_ptr(),
+                                tile,
+                                &koff[k0..k0 + kn],
+                                wk,
+                                out,
+                                cp,
+                                k0 > 0,
+                            );
+                        }
+                    }
+                }
+            }
+        });
+    // SAFETY: every tile's rows were written for every panel (the first k-block stores).
+    unsafe { yt.set_len(tiles * MR * cp) };
+    xp.recycle();
+    // (N*L, cp) -> (N, Co, L), adding the bias.
+    let mut out = pool::take::<f32>(g.batch * co * l);
+    out.spare_capacity_mut()[..g.batch * co * l]
+        .par_chunks_mut(co * l)
+        .zip(yt.par_chunks(l * cp))
+        .for_each(|(dst, src)| transpose_into(src, cp, dst, co, l, bias));
+    // SAFETY: every (image, channel, position) was written.
+    unsafe { out.set_len(g.batch * co * l) };
+    pool::recycle(f32::into_storage(yt));
+    out
+}
+
+/// The `(N*L, cp)` transpose of the upstream gradient `(N, Co, L)`, zero in the padding
+/// channels.
+fn transpose_grad(gy: &[f32], n: usize, co: usize, l: usize, cp: usize) -> Vec<f32> {
+    let mut gt = pool::zeros::<f32>(n * l * cp);
+    gt.par_chunks_mut(l * cp)
+        .zip(gy.par_chunks(co * l))
+        .for_each(|(dst, src)| {
+            // Blocks of 16 positions, so that the strided writes stay in L1.
+            for q0 in (0..l).step_by(LANES) {
+                let qn = LANES.min(l - q0);
+                for (o, row) in src.chunks_exact(l).enumerate() {
+                    for (q, &v) in row[q0..q0 + qn].iter().enumerate() {
+                        dst[(q0 + q) * cp + o] = v;
+                    }
+                }
+            }
+        });
+    gt
+}
+
+/// Forward: `(N, Co, OH, OW)` from the contiguous input `(N, Ci, H, W)`, weight
+/// `(Co, Ci, kh, kw)` and optional bias (`applies(c)` must hold).
+pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> Vec<T> {
+    let (x, w) = (f32s(x), f32s(w));
+    let bias = bias.map(f32s);
+    let k = c.geom.rows();
+    let packed = Panels::new(k, c.out_channels, |kk, o| w[o * k + kk]);
+    T::from_f32_vec(correlate(x, &packed, c.out_channels, &c.geom, bias))
+}
+
+/// Gradient of the input `(N, Ci, H, W)` from the contiguous upstream gradient, when the
+/// direct path computes it (stride 1, padding within the kernel's reach); `None` otherwise.
+pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Option<Vec<T>> {
+    let gg = input_grad_geometry(c)?;
+    let (gy, w) = (f32s(gy), f32s(w));
+    let [kh, kw] = c.geom.kernel;
+    let (ci, taps) = (c.geom.channels, kh * kw);
+    // Entry (o, i, j) of the turned kernel for input channel ci: w[o][ci][kh-1-i][kw-1-j].
+    let packed = Panels::new(c.out_channels * taps, ci, |kk, cin| {
+        let (o, t) = (kk / taps, kk % taps);
+        w[(o * ci + cin) * taps + taps - 1 - t]
+    });
+    Some(T::from_f32_vec(correlate(gy, &packed, ci, &gg, None)))
+}
+
+/// Gradient of the weight `(Co, Ci, kh, kw)` from the contiguous input and upstream gradient.
+pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
+    let (x, gy) = (f32s(x), f32s(gy));
+    let g = &c.geom;
+    let (co, k, l) = (c.out_channels, g.rows(), g.output[0] * g.output[1]);
+    let positions = g.batch * l;
+    let cp = co.div_ceil(LANES) * LANES;
+    let xp = pad(x, g);
+    let mut koff = offsets(g, xp.hp, xp.wp);
+    let ktiles = k.div_ceil(MR);
+    // Entries past K read the window's corner; their rows are dropped.
+    koff.resize(ktiles * MR, 0);
+    let gt = transpose_grad(gy, g.batch, co, l, cp);
+    // dW^T (ktiles * MR, cp), tasks over ranges of kernel-entry tiles.
+    // Every task reads the whole upstream gradient: a few tasks per thread, no more.
+    let per_task = ktiles.div_ceil(2 * rayon::current_num_threads().max(1));
+    let mut dwt = vec![0.0f32; ktiles * MR * cp];
+    let xs: &[f32] = &xp.data;
+    dwt.par_chunks_mut(per_task * MR * cp)
+        .enumerate()
+        .for_each(|(task, dst)| {
+            let first = task * per_task;
+            let task_tiles = dst.len() / (MR * cp);
+            let mut base = Vec::with_capacity(WEIGHT_BLOCK);
+            for p0 in (0..positions).step_by(WEIGHT_BLOCK) {
+                let pn = WEIGHT_BLOCK.min(positions - p0);
+                bases(g, xp.hp, xp.wp, p0, pn, &mut base);
+                for (ps, width) in (0..cp).step_by(PANEL).map(|s| (s, PANEL.min(cp - s))) {
+                    for t in 0..task_tiles {
+                        let kt = first + t;
+                        let ko: [usize; MR] = std::array::from_fn(|i| koff[kt * MR + i]);
+                        // SAFETY: the gradient block is rows p0..p0+pn of the (P, cp)
+                        // transpose, channels ps..ps+width; the tile's rows lie in `dst`;
+                        // every base + koff lies inside the padded input.
+                        unsafe {
+                            let out = dst.as_mut_ptr().add(t * MR * cp + ps);
+                            weight_tile(
+                                width / LANES,
+                                xs.as_ptr(),
+                                &base,
+                                &ko,
+                                gt.as_ptr().add(p0 * cp + ps),
+                                cp,
+                                out,
+                                cp,
+                                p0 > 0,
+                            );
+                        }
+                    }
+                }
+            }
+        });
+    xp.recycle();
+    pool::recycle(f32::into_storage(gt));
+    // (K, cp) -> (Co, K).
+    let mut dw = Vec::with_capacity(co * k);
+    for o in 0..co {
+        dw.extend((0..k).map(|kk| dwt[kk * cp + o]));
+    }
+    T::from_f32_vec(dw)
+}
+
+/// `x` as f32 (the path only runs for f32: see `applies`).
+fn f32s<T: ConvFloat>(x: &[T]) -> &[f32] {
+    T::as_f32_slice(x).expect("the direct convolution runs on f32 only")
+}
+
+/// One forward tile: `out[i][j] (+)= sum_k x[bases[i] + koff[k]] * w[k][j]` for the 6
+/// positions `i` and `nv * 16` channels `j` (row stride `ldo`; `w` rows of `nv * 16`).
+///
+/// # Safety
+/// The CPU must have AVX-512F, `nv` must be 1 to 4, and every address read or written must
+/// lie inside its buffer.
+#[allow(clippy::too_many_arguments)]
+unsafe fn forward_tile(
+    nv: usize,
+    x: *const f32,
+    bases: &[usize; MR],
+    koff: &[usize],
+    w: *const f32,
+    out: *mut f32,
+    ldo: usize,
+    accumulate: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    match nv {
+        1 => avx512::forward_tile::<1>(x, bases, koff, w, out, ldo, accumulate),
+        2 => avx512::forward_tile::<2>(x, bases, koff, w, out, ldo, accumulate),
+        3 => avx512::forward_tile::<3>(x, bases, koff, w, out, ldo, accumulate),
+        _ => avx512::forward_tile::<4>(x, bases, koff, w, out, ldo, accumulate),
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("the direct convolution needs AVX-512F")
+}
+
+/// One weight-gradient tile: `out[i][j] (+)= sum_p x[bases[p] + koff[i]] * g[p][j]` for the
+/// 6 kernel entries `i` and `nv * 16` channels `j` (`g` row stride `ldg`, `out` row stride
+/// `ldo`).
+///
+/// # Safety
+/// As [`forward_tile`].
+#[allow(clippy::too_many_arguments)]
+unsafe fn weight_tile(
+    nv: usize,
+    x: *const f32,
+    bases: &[usize],
+    koff: &[usize; MR],
+    g: *const f32,
+    ldg: usize,
+    out: *mut f32,
+    ldo: usize,
+    accumulate: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    match nv {
+        1 => avx512::weight_tile::<1>(x, bases, koff, g, ldg, out, ldo, accumulate),
+        2 => avx512::weight_tile::<2>(x, bases, koff, g, ldg, out, ldo, accumulate),
+        3 => avx512::weight_tile::<3>(x, bases, koff, g, ldg, out, ldo, accumulate),
+        _ => avx512::weight_tile::<4>(x, bases, koff, g, ldg, out, ldo, accumulate),
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("the direct convolution needs AVX-512F")
+}
+
+/// The AVX-512 microkernels: `MR x NV` zmm accumulators, one broadcast per row and step.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{LANES, MR};
+    use std::arch::x86_64::*;
+
+    /// See [`super::forward_tile`].
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn forward_tile<const NV: usize>(
+        x: *const f32,
+        bases: &[usize; MR],
+        koff: &[usize],
+        w: *const f32,
+        out: *mut f32,
+        ldo: usize,
+        accumulate: bool,
+    ) {
+        let mut acc = [[_mm512_setzero_ps(); NV]; MR];
+        if accumulate {
+            for (i, row) in acc.iter_mut().enumerate() {
+                for (j, a) in row.iter_mut().enumerate() {
+                    *a = _mm512_loadu_ps(out.add(i * ldo + j * LANES));
+                }
+            }
+        }
+        let rows: [*const f32; MR] = std::array::from_fn(|i| x.add(bases[i]));
+        let mut wk = w;
+        for &o in koff {
+            let mut wv = [_mm512_setzero_ps(); NV];
+            for (j, v) in wv.iter_mut().enumerate() {
+                *v = _mm512_loadu_ps(wk.add(j * LANES));
+            }
+            for (row, a) in rows.iter().zip(acc.iter_mut()) {
+                let xb = _mm512_set1_ps(*row.add(o));
+                for (a, &v) in a.iter_mut().zip(&wv) {
+                    *a = _mm512_fmadd_ps(xb, v, *a);
+                }
+            }
+            wk = wk.add(NV * LANES);
+        }
+        for (i, row) in acc.iter().enumerate() {
+            for (j, &a) in row.iter().enumerate() {
+                _mm512_storeu_ps(out.add(i * ldo + j * LANES), a);
+            }
+        }
+    }
+
+    /// See [`super::weight_tile`].
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    pub unsafe fn weight_tile<const NV: usize>(
+        x: *const f32,
+        bases: &[usize],
+        koff: &[usize; MR],
+        g: *const f32,
+        ldg: usize,
+        out: *mut f32,
+        ldo: usize,
+        accumulate: bool,
+    ) {
+        let mut acc = [[_mm512_setzero_ps(); NV]; MR];
+        if accumulate {
+            for (i, row) in acc.iter_mut().enumerate() {
+                for (j, a) in row.iter_mut().enumerate() {
+                    *a = _mm512_loadu_ps(out.add(i * ldo + j * LANES));
+                }
+            }
+        }
+        let ko = *koff;
+        let mut gp = g;
+        for &b in bases {
+            let xb = x.add(b);
+            let mut gv = [_mm512_setzero_ps(); NV];
+            for (j, v) in gv.iter_mut().enumerate() {
+                *v = _mm512_loadu_ps(gp.add(j * LANES));
+            }
+            for (&o, a) in ko.iter().zip(acc.iter_mut()) {
+                let xv = _mm512_set1_ps(*xb.add(o));
+                for (a, &v) in a.iter_mut().zip(&gv) {
+                    *a = _mm512_fmadd_ps(xv, v, *a);
+                }
+            }
+            gp = gp.add(ldg);
+        }
+        for (i, row) in acc.iter().enumerate() {
+            for (j, &a) in row.iter().enumerate() {
+                _mm512_storeu_ps(out.add(i * ldo + j * LANES), a);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::conv::tests::out_len;
+    use super::super::conv_gemm::tests::naive;
+    use super::*;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// Random geometries (strides, dilations, paddings, channel counts past one panel and
+    /// not multiples of 16, position and kernel-entry counts not multiples of 6) against the
+    /// definition computed in f64.
+    #[test]
+    fn direct_convolution_matches_the_definition() {
+        if !has_avx512f() {
+            eprintln!("skipped: the CPU has no AVX-512F");
+            return;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(21);
+        let (mut cases, mut input_grads) = (0, 0);
+        while cases < 40 {
+            let kernel = [rng.random_range(1..6), rng.random_range(1..6)];
+            let mut stride = [rng.random_range(1..3), rng.random_range(1..3)];
+            let dilation = [rng.random_range(1..3), rng.random_range(1..3)];
+            let mut padding = [rng.random_range(0..4), rng.random_range(0..4)];
+            let mut input = [rng.random_range(1..12), rng.random_range(1..12)];
+            if cases % 3 == 1 {
+                // About "same": the input gradient runs here too.
+                stride = [1, 1];
+                padding = [0, 1].map(|a| dilation[a] * (kernel[a] - 1) / 2);
+                input = input.map(|v| v + 6);
+            }
+            let span = |a: usize| dilation[a] * (kernel[a] - 1) + 1;
+            if (0..2).any(|a| input[a] + 2 * padding[a] < span(a)) {
+                continue;
+            }
+            let output =
+                [0, 1].map(|a| out_len(input[a], kernel[a], stride[a], padding[a], dilation[a]));
+            let (ci, co) = if cases % 4 == 0 {
+                (rng.random_range(1..40), rng.random_range(60..140))
+            } else {
+                (rng.random_range(1..8), rng.random_range(1..40))
+            };
+            let batch = [1, 2, 5][cases % 3];
+            let c = Conv {
+                geom: ConvGeometry {
+                    batch,
+                    channels: ci,
+                    input,
+                    kernel,
+                    stride,
+                    dilation,
+                    padding,
+                    output,
+                },
+                out_channels: co,
+                groups: 1,
+            };
+            let rand_vec = |rng: &mut ChaCha8Rng, n: usize| -> Vec<f64> {
+                (0..n).map(|_| rng.random_range(-1.0..1.0)).collect()
+            };
+            let x = rand_vec(&mut rng, batch * ci * input[0] * input[1]);
+            let w = rand_vec(&mut rng, co * ci * kernel[0] * kernel[1]);
+            let gy = rand_vec(&mut rng, batch * co * output[0] * output[1]);
+            let bias = rand_vec(&mut rng, co);
+            let (y_ref, dx_ref, dw_ref) = naive(&x, &w, &gy, &c);
+            let l = output[0] * output[1];
+            let y_ref: Vec<f64> = (0..y_ref.len())
+                .map(|i| y_ref[i] + bias[(i / l) % co])
+                .collect();
+            let f = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
+            // f32 sums of up to about a thousand products of values in [-1, 1].
+            let close = |got: &[f32], want: &[f64], what: &str| {
+                assert_eq!(got.len(), want.len(), "{what} {c:?}");
+                for (a, b) in got.iter().zip(want) {
+                    let tol = 5e-5 * (1.0 + b.abs());
+                    assert!((*a as f64 - b).abs() < tol, "{what} {c:?}: {a} vs {b}");
+                }
+            };
+            close(
+                &forward(&f(&x), &f(&w), Some(&f(&bias)), &c),
+                &y_ref,
+                "forward",
+            );
+            close(
+                &backward_weight(&f(&x), &f(&gy), &c),
+                &dw_ref,
+                "grad weight",
+            );
+            // Strided, over-padded and "valid" convolutions leave it to col2im.
+            if let Some(dx) = backward_input(&f(&gy), &f(&w), &c) {
+                close(&dx, &dx_ref, "grad input");
+                input_grads += 1;
+            }
+            cases += 1;
+        }
+        assert!(
+            input_grads >= 8,
+            "only {input_grads} input gradients ran here"
+        );
+    }
+}
