@@ -3793,13 +3793,14 @@ fn f32_path_matches_f64(
     }
 }
 
-/// The Winograd path: 3x3 and 5x5, stride 1, enough channels, outputs of at least 12x12.
+/// The Winograd path: 3x3 and 5x5, stride 1, enough channels (`Ci*Co >= 40*(Ci+Co)` for
+/// 3x3 where the direct path is the alternative), outputs of at least 12x12.
 #[test]
 fn conv2d_f32_winograd_matches_f64() {
     let cases = [
-        (3, 1, 48, 64, [13, 12], ConvPadding::Same, true),
+        (3, 1, 96, 80, [13, 12], ConvPadding::Same, true),
         (5, 1, 64, 48, [14, 15], ConvPadding::Explicit(2, 1), false),
-        (3, 1, 50, 52, [14, 15], ConvPadding::Valid, true),
+        (3, 1, 90, 100, [14, 15], ConvPadding::Valid, true),
     ];
     f32_path_matches_f64(&cases, tinytorch::ops::set_winograd_convolution, 4e-6, true);
 }

@@ -38,6 +38,8 @@ use std::sync::LazyLock;
 
 /// Fewest kernel entries (`Ci * kh * kw`) the path takes; see [`applies`].
 const MIN_ENTRIES: usize = 32;
+/// Fewest multiply-adds of the forward pass the path takes; see [`applies`].
+const MIN_WORK: usize = 8 << 20;
 /// Lanes of one zmm vector of f32.
 const LANES: usize = 16;
 /// Channels per packed panel: 4 vectors, the widest microkernel.
@@ -52,6 +54,10 @@ const TASK_TILES: usize = 64;
 /// Positions per block of the weight gradient's sum (their upstream gradients stay in L2
 /// across the kernel-entry tiles of a task).
 const WEIGHT_BLOCK: usize = 256;
+/// Positions per partial sum of the weight gradient: every task reads the upstream
+/// gradients of its positions once per panel, and 8192 positions of 64 channels (2 MiB) is
+/// about what L2 and L3 hold for two cores.
+const TASK_POSITIONS: usize = 8192;
 
 /// Whether the path is on: `TINYTORCH_DIRECT_CONV=0` in the environment switches it off at
 /// start-up, [`set_enabled`] at any time.
@@ -78,30 +84,49 @@ fn has_avx512f() -> bool {
     }
 }
 
-/// Whether the convolution `c` of element type `T` runs here (f32, one group, a non-empty
-/// problem, AVX-512F, and at least `MIN_ENTRIES` kernel entries: with fewer the
-/// microkernel's setup outweighs its short sum, e.g. 3 -> 16 channels 3x3 measured 1.5x
-/// slower than im2col).
+/// Whether the convolution `c` of element type `T` runs here: f32, one group, AVX-512F, and
+/// where it was measured faster than im2col + gemm (2 threads, forward + backward):
+/// - at least `MIN_ENTRIES` kernel entries (3 -> 16 channels 3x3: 1.5x slower with fewer,
+///   the microkernel's setup outweighing its short sum) and a kernel larger than 1x1 (whose
+///   im2col is a plain copy: 256 -> 48 channels at 8x8 2.2x slower here);
+/// - at least `MIN_WORK` multiply-adds (8 -> 16 channels 3x3, 32x32, batch 2: 2.4x slower,
+///   the padding, packing and transposes each costing a pass and a fork-join);
+/// - output channels that pad to a multiple of 16 with little waste ([`pads_well`]).
 pub fn applies<T: ConvFloat>(c: &Conv) -> bool {
     let g = &c.geom;
+    let work = g.batch * g.output[0] * g.output[1] * c.out_channels * g.rows();
     T::as_f32_slice(&[]).is_some()
         && ENABLED.load(Ordering::Relaxed)
         && c.groups == 1
         && g.rows() >= MIN_ENTRIES
-        && g.batch * g.channels * c.out_channels * g.output[0] * g.output[1] > 0
+        && g.kernel[0] * g.kernel[1] > 1
+        && work >= MIN_WORK
+        && pads_well(c.out_channels)
         && has_avx512f()
+}
+
+/// Whether `c` channels padded to a multiple of 16 waste at most a fifth of the
+/// microkernels' lanes (3 input channels padded to 16 made the input gradient of a 3 -> 64
+/// 7x7 convolution at 224x224 1.5x slower than col2im).
+fn pads_well(c: usize) -> bool {
+    5 * c >= 4 * c.div_ceil(LANES) * LANES
 }
 
 /// The input gradient of `c` as a forward correlation, when the direct path computes it:
 /// stride 1, padding at most the dilated kernel's reach (`d*(r-1) >= pad`), and an input
 /// at most 1.25x the output's size. The correlation multiplies the whole padded upstream
 /// gradient, zeros included, so it does `H*W / (OH*OW)` times the necessary work: 3x for
-/// a 7x7 "valid" convolution of 14x14 images, measured 30% slower than col2im.
+/// a 7x7 "valid" convolution of 14x14 images, measured 30% slower than col2im. The input
+/// channels must pad well to a multiple of 16 ([`pads_well`]).
 fn input_grad_geometry(c: &Conv) -> Option<ConvGeometry> {
     let g = &c.geom;
     let reach = |a: usize| g.dilation[a] * (g.kernel[a] - 1);
     let (inputs, outputs) = (g.input[0] * g.input[1], g.output[0] * g.output[1]);
-    if g.stride != [1, 1] || (0..2).any(|a| g.padding[a] > reach(a)) || 4 * inputs > 5 * outputs {
+    if g.stride != [1, 1]
+        || (0..2).any(|a| g.padding[a] > reach(a))
+        || 4 * inputs > 5 * outputs
+        || !pads_well(g.channels)
+    {
         return None;
     }
     Some(ConvGeometry {
@@ -383,45 +408,70 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     // Entries past K read the window's corner; their rows are dropped.
     koff.resize(ktiles * MR, 0);
     let gt = transpose_grad(gy, g.batch, co, l, cp);
-    // dW^T (ktiles * MR, cp), tasks over ranges of kernel-entry tiles.
-    // Every task reads the whole upstream gradient: a few tasks per thread, no more.
-    let per_task = ktiles.div_ceil(2 * rayon::current_num_threads().max(1));
-    let mut dwt = vec![0.0f32; ktiles * MR * cp];
+    // Partial dW^T (ktiles * MR, cp) of every range of TASK_POSITIONS positions (fixed, so
+    // the partial sums and their order do not depend on the number of threads), each computed
+    // by tasks over ranges of kernel-entry tiles (split further when there are few ranges,
+    // so that every thread gets work).
+    let ranges = positions.div_ceil(TASK_POSITIONS);
+    let threads = rayon::current_num_threads().max(1);
+    let per_task = ktiles.div_ceil((2 * threads).div_ceil(ranges));
+    let part = ktiles * MR * cp;
+    let mut parts = pool::take::<f32>(ranges * part);
     let xs: &[f32] = &xp.data;
-    dwt.par_chunks_mut(per_task * MR * cp)
+    parts.spare_capacity_mut()[..ranges * part]
+        .par_chunks_mut(part)
         .enumerate()
-        .for_each(|(task, dst)| {
-            let first = task * per_task;
-            let task_tiles = dst.len() / (MR * cp);
-            let mut base = Vec::with_capacity(WEIGHT_BLOCK);
-            for p0 in (0..positions).step_by(WEIGHT_BLOCK) {
-                let pn = WEIGHT_BLOCK.min(positions - p0);
-                bases(g, xp.hp, xp.wp, p0, pn, &mut base);
-                for (ps, width) in (0..cp).step_by(PANEL).map(|s| (s, PANEL.min(cp - s))) {
-                    for t in 0..task_tiles {
-                        let kt = first + t;
-                        let ko: [usize; MR] = std::array::from_fn(|i| koff[kt * MR + i]);
-                        // SAFETY: the gradient block is rows p0..p0+pn of the (P, cp)
-                        // transpose, channels ps..ps+width; the tile's rows lie in `dst`;
-                        // every base + koff lies inside the padded input.
-                        unsafe {
-                            let out = dst.as_mut_ptr().add(t * MR * cp + ps);
-                            weight_tile(
-                                width / LANES,
-                                xs.as_ptr(),
-                                &base,
-                                &ko,
-                                gt.as_ptr().add(p0 * cp + ps),
-                                cp,
-                                out,
-                                cp,
-                                p0 > 0,
-                            );
+        .for_each(|(range, partial)| {
+            let (p_start, p_end) = (
+                range * TASK_POSITIONS,
+                positions.min((range + 1) * TASK_POSITIONS),
+            );
+            partial
+                .par_chunks_mut(per_task * MR * cp)
+                .enumerate()
+                .for_each(|(task, dst)| {
+                    let first = task * per_task;
+                    let task_tiles = dst.len() / (MR * cp);
+                    let mut base = Vec::with_capacity(WEIGHT_BLOCK);
+                    for p0 in (p_start..p_end).step_by(WEIGHT_BLOCK) {
+                        let pn = WEIGHT_BLOCK.min(p_end - p0);
+                        bases(g, xp.hp, xp.wp, p0, pn, &mut base);
+                        for (ps, width) in (0..cp).step_by(PANEL).map(|s| (s, PANEL.min(cp - s))) {
+                            for t in 0..task_tiles {
+                                let kt = first + t;
+                                let ko: [usize; MR] = std::array::from_fn(|i| koff[kt * MR + i]);
+                                // SAFETY: the gradient block is rows p0..p0+pn of the (P, cp)
+                                // transpose, channels ps..ps+width; the tile's rows lie in
+                                // `dst`; every base + koff lies inside the padded input. The
+                                // range's first block stores, later ones add.
+                                unsafe {
+                                    let out = dst.as_mut_ptr().add(t * MR * cp + ps).cast::<f32>();
+                                    weight_tile(
+                                        width / LANES,
+                                        xs.as_ptr(),
+                                        &base,
+                                        &ko,
+                                        gt.as_ptr().add(p0 * cp + ps),
+                                        cp,
+                                        out,
+                                        cp,
+                                        p0 > p_start,
+                                    );
+                                }
+                            }
                         }
                     }
-                }
-            }
+                });
         });
+    // SAFETY: every range's first block wrote all of its partial.
+    unsafe { parts.set_len(ranges * part) };
+    // Added in range order.
+    let (dwt, rest) = parts.split_at_mut(part);
+    for p in rest.chunks_exact(part) {
+        dwt.par_chunks_mut(1 << 14)
+            .zip(p.par_chunks(1 << 14))
+            .for_each(|(t, p)| t.iter_mut().zip(p).for_each(|(t, &v)| *t += v));
+    }
     xp.recycle();
     pool::recycle(f32::into_storage(gt));
     // (K, cp) -> (Co, K).
@@ -429,6 +479,7 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     for o in 0..co {
         dw.extend((0..k).map(|kk| dwt[kk * cp + o]));
     }
+    pool::recycle(f32::into_storage(parts));
     T::from_f32_vec(dw)
 }
 
@@ -626,6 +677,9 @@ mod tests {
                 [0, 1].map(|a| out_len(input[a], kernel[a], stride[a], padding[a], dilation[a]));
             let (ci, co) = if cases % 4 == 0 {
                 (rng.random_range(1..40), rng.random_range(60..140))
+            } else if cases % 3 == 1 {
+                // Input channels that pad well to 16, so the input gradient runs here.
+                (rng.random_range(13..17), rng.random_range(1..40))
             } else {
                 (rng.random_range(1..8), rng.random_range(1..40))
             };

@@ -31,6 +31,7 @@
 //! partial weight gradients are added in chunk order, so results do not depend on the number
 //! of threads.
 
+use super::conv_direct;
 use super::conv_gemm::{gemm_serial, Conv, ConvFloat, Mat};
 #[cfg(target_arch = "x86_64")]
 use super::fast_math::has_avx2_fma;
@@ -58,11 +59,16 @@ const MIN_CHUNKS: usize = 4;
 /// multiplications than the definition against F(4, 3)'s 4x), 28x28, batch 16: 8 -> 16 ch
 /// 2.95 / 2.57, 16 -> 16 5.75 / 4.14, 16 -> 32 6.38 / 6.58, 32 -> 32 9.3 / 13.1, 24 -> 48
 /// 10.4 / 13.2.
-fn min_channel_ratio(r: usize) -> usize {
-    if r == 5 {
-        12
-    } else {
-        24
+///
+/// Where the direct AVX-512 kernels (`conv_direct`) would take the convolution instead of
+/// im2col, 3x3 needs a ratio of 40 (Winograd / direct ms: 128 -> 32 ch 16x16 valid, batch 32,
+/// 14.0 / 11.4; 64 -> 64 ch 16x16, batch 16, 7.7 / 5.6; 64 -> 128 ch 28x28, batch 8,
+/// 13.2 / 15.5); 5x5 keeps 12 (32 -> 32 ch 28x28 12.3 / 14.8, 16 -> 32 6.6 / 6.0).
+fn min_channel_ratio(r: usize, direct: bool) -> usize {
+    match (r, direct) {
+        (5, _) => 12,
+        (_, true) => 40,
+        (_, false) => 24,
     }
 }
 /// See [`min_channel_ratio`].
@@ -92,7 +98,8 @@ pub fn applies<T: ConvFloat>(c: &Conv) -> bool {
         && g.kernel[0] == g.kernel[1]
         && matches!(g.kernel[0], 3 | 5)
         && g.channels * c.out_channels
-            >= min_channel_ratio(g.kernel[0]) * (g.channels + c.out_channels)
+            >= min_channel_ratio(g.kernel[0], conv_direct::applies::<T>(c))
+                * (g.channels + c.out_channels)
         && g.output[0].min(g.output[1]) >= MIN_OUTPUT
         && g.batch > 0
 }
