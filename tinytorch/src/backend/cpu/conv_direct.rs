@@ -257,28 +257,6 @@ fn bases(g: &ConvGeometry, hp: usize, wp: usize, p0: usize, n: usize, out: &mut 
     }
 }
 
-/// `dst (rows, cols) = src^T (+ bias per row)`, `src` being `(cols, ld)`, in blocks of 16
-/// source rows so that the strided reads stay in L1.
-fn transpose_into(
-    src: &[f32],
-    ld: usize,
-    dst: &mut [std::mem::MaybeUninit<f32>],
-    rows: usize,
-    cols: usize,
-    bias: Option<&[f32]>,
-) {
-    for q0 in (0..cols).step_by(LANES) {
-        let qn = LANES.min(cols - q0);
-        for r in 0..rows {
-            let b = bias.map_or(0.0, |b| b[r]);
-            let d = &mut dst[r * cols + q0..][..qn];
-            for (q, d) in d.iter_mut().enumerate() {
-                d.write(src[(q0 + q) * ld + r] + b);
-            }
-        }
-    }
-}
-
 /// The correlation of `x` `(N, C, H, W)` with the packed `(C*kh*kw, Co)` weight `w` under
 /// the geometry `g`, plus bias: `(N, Co, OH, OW)`.
 fn correlate(x: &[f32], w: &Panels, co: usize, g: &ConvGeometry, bias: Option<&[f32]>) -> Vec<f32> {
@@ -343,7 +321,11 @@ fn correlate(x: &[f32], w: &Panels, co: usize, g: &ConvGeometry, bias: Option<&[
     out.spare_capacity_mut()[..g.batch * co * l]
         .par_chunks_mut(co * l)
         .zip(yt.par_chunks(l * cp))
-        .for_each(|(dst, src)| transpose_into(src, cp, dst, co, l, bias));
+        .for_each(|(dst, src)| {
+            // SAFETY: `src` is (l, cp) and `dst` (co, l) with co <= cp; the path runs only
+            // where the CPU has AVX-512F.
+            unsafe { transpose_out(src, cp, dst.as_mut_ptr().cast(), co, l, bias) }
+        });
     // SAFETY: every (image, channel, position) was written.
     unsafe { out.set_len(g.batch * co * l) };
     pool::recycle(f32::into_storage(yt));
@@ -353,20 +335,17 @@ fn correlate(x: &[f32], w: &Panels, co: usize, g: &ConvGeometry, bias: Option<&[
 /// The `(N*L, cp)` transpose of the upstream gradient `(N, Co, L)`, zero in the padding
 /// channels.
 fn transpose_grad(gy: &[f32], n: usize, co: usize, l: usize, cp: usize) -> Vec<f32> {
-    let mut gt = pool::zeros::<f32>(n * l * cp);
-    gt.par_chunks_mut(l * cp)
+    let mut gt = pool::take::<f32>(n * l * cp);
+    gt.spare_capacity_mut()[..n * l * cp]
+        .par_chunks_mut(l * cp)
         .zip(gy.par_chunks(co * l))
         .for_each(|(dst, src)| {
-            // Blocks of 16 positions, so that the strided writes stay in L1.
-            for q0 in (0..l).step_by(LANES) {
-                let qn = LANES.min(l - q0);
-                for (o, row) in src.chunks_exact(l).enumerate() {
-                    for (q, &v) in row[q0..q0 + qn].iter().enumerate() {
-                        dst[(q0 + q) * cp + o] = v;
-                    }
-                }
-            }
+            // SAFETY: `src` is (co, l) and `dst` (l, cp); the path runs only where the CPU
+            // has AVX-512F.
+            unsafe { transpose_in(src, co, l, dst.as_mut_ptr().cast(), cp) }
         });
+    // SAFETY: `transpose_in` wrote every element (zeros in the padding channels).
+    unsafe { gt.set_len(n * l * cp) };
     gt
 }
 
@@ -545,11 +524,134 @@ unsafe fn weight_tile(
     unreachable!("the direct convolution needs AVX-512F")
 }
 
-/// The AVX-512 microkernels: `MR x NV` zmm accumulators, one broadcast per row and step.
+/// `dst (rows, cols; row stride cols) = src^T (+ bias[r] on row r)`, `src` being
+/// `(cols, ld)` with `rows <= ld` and `ld` a multiple of 16.
+///
+/// # Safety
+/// The CPU must have AVX-512F; `src` and `dst` must hold those matrices.
+unsafe fn transpose_out(
+    src: &[f32],
+    ld: usize,
+    dst: *mut f32,
+    rows: usize,
+    cols: usize,
+    bias: Option<&[f32]>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    avx512::transpose_out(src, ld, dst, rows, cols, bias);
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("the direct convolution needs AVX-512F")
+}
+
+/// `dst (cols, ld) = src^T`, zero in columns `rows..ld`, `src` being `(rows, cols)` and `ld`
+/// a multiple of 16 of at least `rows`.
+///
+/// # Safety
+/// As [`transpose_out`].
+unsafe fn transpose_in(src: &[f32], rows: usize, cols: usize, dst: *mut f32, ld: usize) {
+    #[cfg(target_arch = "x86_64")]
+    avx512::transpose_in(src, rows, cols, dst, ld);
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("the direct convolution needs AVX-512F")
+}
+
+/// The AVX-512 microkernels (`MR x NV` zmm accumulators, one broadcast per row and step) and
+/// the 16x16 block transposes between position-major and NCHW layouts.
 #[cfg(target_arch = "x86_64")]
 mod avx512 {
     use super::{LANES, MR};
     use std::arch::x86_64::*;
+
+    /// The transpose of the 16x16 matrix whose rows are `r`, in four rounds of shuffles
+    /// (pairs of elements, of 64-bit pairs, then of 128-bit quarters twice).
+    #[inline(always)]
+    unsafe fn transpose16(mut r: [__m512; 16]) -> [__m512; 16] {
+        let mut t = [_mm512_setzero_ps(); 16];
+        for i in 0..8 {
+            t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+            t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+        }
+        let (lo, hi) = (
+            |a: __m512, b: __m512| {
+                _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+            },
+            |a: __m512, b: __m512| {
+                _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)))
+            },
+        );
+        for g in 0..4 {
+            let b = 4 * g;
+            r[b] = lo(t[b], t[b + 2]);
+            r[b + 1] = hi(t[b], t[b + 2]);
+            r[b + 2] = lo(t[b + 1], t[b + 3]);
+            r[b + 3] = hi(t[b + 1], t[b + 3]);
+        }
+        for h in 0..2 {
+            let b = 8 * h;
+            for j in 0..4 {
+                t[b + j] = _mm512_shuffle_f32x4::<0x88>(r[b + j], r[b + 4 + j]);
+                t[b + 4 + j] = _mm512_shuffle_f32x4::<0xdd>(r[b + j], r[b + 4 + j]);
+            }
+        }
+        for j in 0..8 {
+            r[j] = _mm512_shuffle_f32x4::<0x88>(t[j], t[8 + j]);
+            r[8 + j] = _mm512_shuffle_f32x4::<0xdd>(t[j], t[8 + j]);
+        }
+        r
+    }
+
+    /// The mask of the first `n` lanes.
+    fn lanes(n: usize) -> __mmask16 {
+        ((1u32 << n) - 1) as __mmask16
+    }
+
+    /// See [`super::transpose_out`].
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn transpose_out(
+        src: &[f32],
+        ld: usize,
+        dst: *mut f32,
+        rows: usize,
+        cols: usize,
+        bias: Option<&[f32]>,
+    ) {
+        for q0 in (0..cols).step_by(LANES) {
+            let qn = LANES.min(cols - q0);
+            for r0 in (0..rows).step_by(LANES) {
+                let block = std::array::from_fn(|q| match q < qn {
+                    true => _mm512_loadu_ps(src[(q0 + q) * ld + r0..][..LANES].as_ptr()),
+                    false => _mm512_setzero_ps(),
+                });
+                let t = transpose16(block);
+                for (r, &v) in t.iter().enumerate().take(rows - r0) {
+                    let v = match bias {
+                        Some(b) => _mm512_add_ps(v, _mm512_set1_ps(b[r0 + r])),
+                        None => v,
+                    };
+                    _mm512_mask_storeu_ps(dst.add((r0 + r) * cols + q0), lanes(qn), v);
+                }
+            }
+        }
+    }
+
+    /// See [`super::transpose_in`].
+    #[target_feature(enable = "avx512f")]
+    pub unsafe fn transpose_in(src: &[f32], rows: usize, cols: usize, dst: *mut f32, ld: usize) {
+        for q0 in (0..cols).step_by(LANES) {
+            let qn = LANES.min(cols - q0);
+            for r0 in (0..ld).step_by(LANES) {
+                let block = std::array::from_fn(|r| match r0 + r < rows {
+                    true => {
+                        _mm512_maskz_loadu_ps(lanes(qn), src.as_ptr().add((r0 + r) * cols + q0))
+                    }
+                    false => _mm512_setzero_ps(),
+                });
+                for (q, &v) in transpose16(block).iter().enumerate().take(qn) {
+                    _mm512_storeu_ps(dst.add((q0 + q) * ld + r0), v);
+                }
+            }
+        }
+    }
 
     /// See [`super::forward_tile`].
     #[target_feature(enable = "avx512f")]
@@ -645,6 +747,35 @@ mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
+
+    /// Both block transposes against the definition, on sizes with partial blocks.
+    #[test]
+    fn transposes_match_the_definition() {
+        if !has_avx512f() {
+            eprintln!("skipped: the CPU has no AVX-512F");
+            return;
+        }
+        for (rows, cols) in [(16usize, 16usize), (5, 37), (33, 16), (48, 3), (17, 50)] {
+            let ld = rows.div_ceil(LANES) * LANES;
+            let src: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+            // (rows, cols) -> (cols, ld), zero past `rows`.
+            let mut t = vec![f32::NAN; cols * ld];
+            unsafe { transpose_in(&src, rows, cols, t.as_mut_ptr(), ld) };
+            for q in 0..cols {
+                for r in 0..ld {
+                    let want = if r < rows { src[r * cols + q] } else { 0.0 };
+                    assert_eq!(t[q * ld + r], want, "in {rows}x{cols} at ({q}, {r})");
+                }
+            }
+            // And back, plus a bias per row.
+            let bias: Vec<f32> = (0..rows).map(|r| 0.5 + r as f32).collect();
+            let mut back = vec![f32::NAN; rows * cols];
+            unsafe { transpose_out(&t, ld, back.as_mut_ptr(), rows, cols, Some(&bias)) };
+            for (i, (&b, &s)) in back.iter().zip(&src).enumerate() {
+                assert_eq!(b, s + bias[i / cols], "out {rows}x{cols} at {i}");
+            }
+        }
+    }
 
     /// Random geometries (strides, dilations, paddings, channel counts past one panel and
     /// not multiples of 16, position and kernel-entry counts not multiples of 6) against the
