@@ -137,19 +137,31 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
     let dst_all = &mut out.spare_capacity_mut()[..len];
     let per_matrix = d.m * d.n * d.k;
     let threads = rayon::current_num_threads();
+    // gemm computes a row-major product as C^T = B^T A^T and packs B^T (n, k) into panels
+    // that serve only m rows of A. For a linear layer's weight (B = W^T, unit stride along
+    // k) and a small batch (m < n) that copy of the whole weight dominated: linear 16 x 1024
+    // -> 4096 spent half its time packing. Computed column-major instead, gemm packs only A
+    // (m, k) and reads B in place; the (m, n) result is then transposed into place.
+    let column_major = d.m < d.n && mb.rs == 1 && mb.cs != 1;
     let one = |dst: &mut [MaybeUninit<T>], i: usize, par: Parallelism| {
+        let mut scratch = column_major.then(|| super::pool::take::<T>(d.m * d.n));
+        let (ptr, dst_cs, dst_rs) = match &mut scratch {
+            Some(t) => (t.spare_capacity_mut().as_mut_ptr(), d.m, 1),
+            None => (dst.as_mut_ptr(), 1, d.n),
+        };
         // SAFETY: `check` proved that every element [i, r, c] of both layouts is inside its
         // slice, so the matrix starts are in bounds and gemm's reads at
-        // start + r*rs + c*cs (r < rows, c < cols) stay in bounds; `dst` is one row-major
-        // (m, n) block of `out`. With read_dst false gemm computes dst = 1 * lhs * rhs.
+        // start + r*rs + c*cs (r < rows, c < cols) stay in bounds; the destination is one
+        // row-major (m, n) block of `out` or an (m, n) column-major scratch buffer. With
+        // read_dst false gemm computes dst = 1 * lhs * rhs.
         unsafe {
             gemm::gemm(
                 d.m,
                 d.n,
                 d.k,
-                dst.as_mut_ptr().cast::<T>(),
-                1,
-                d.n as isize,
+                ptr.cast::<T>(),
+                dst_cs as isize,
+                dst_rs as isize,
                 false,
                 a.as_ptr().add(ma.at(i, 0, 0)),
                 ma.cs as isize,
@@ -164,6 +176,16 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
                 false,
                 par,
             )
+        }
+        if let Some(mut t) = scratch {
+            // SAFETY: gemm wrote all m * n elements.
+            unsafe { t.set_len(d.m * d.n) };
+            for (r, row) in dst.chunks_exact_mut(d.n).enumerate() {
+                for (c, v) in row.iter_mut().enumerate() {
+                    v.write(t[c * d.m + r]);
+                }
+            }
+            super::pool::recycle(T::into_storage(t));
         }
     };
     let block = d.m * d.n;
