@@ -23,9 +23,9 @@
 //! padded to a multiple of 16 in the packed operands, so the kernels need no masks, and
 //! results come out position-major and are transposed to NCHW in one pass.
 //!
-//! Work is split into tasks that depend only on the sizes (ranges of position tiles for the
-//! forward, ranges of kernel-entry tiles for the weight gradient, each summing over every
-//! position in a fixed order), so results do not depend on the number of threads.
+//! Every output of the forward is one task's sum over the kernel entries in order; the
+//! weight gradient is summed over fixed ranges of `TASK_POSITIONS` positions, whose partial
+//! sums are added in range order. So results do not depend on the number of threads.
 //! [`set_enabled`] switches the path off; `conv_gemm` is the reference it is tested against.
 
 use super::conv_gemm::{Conv, ConvFloat};
@@ -185,6 +185,7 @@ struct Padded<'a> {
     wp: usize,
 }
 
+/// The padded copy of the `(N, C, H, W)` input `x` of the geometry `g`.
 fn pad<'a>(x: &'a [f32], g: &ConvGeometry) -> Padded<'a> {
     let [h, w] = g.input;
     // The last row (column) a window reads, plus one, in padded coordinates.
@@ -653,6 +654,35 @@ mod avx512 {
         }
     }
 
+    /// The `MR x NV` accumulators of a tile: zero, or the tile's current values in `out`
+    /// (row stride `ldo`) when `accumulate`.
+    #[inline(always)]
+    unsafe fn load_tile<const NV: usize>(
+        out: *const f32,
+        ldo: usize,
+        accumulate: bool,
+    ) -> [[__m512; NV]; MR] {
+        let mut acc = [[_mm512_setzero_ps(); NV]; MR];
+        if accumulate {
+            for (i, row) in acc.iter_mut().enumerate() {
+                for (j, a) in row.iter_mut().enumerate() {
+                    *a = _mm512_loadu_ps(out.add(i * ldo + j * LANES));
+                }
+            }
+        }
+        acc
+    }
+
+    /// Store a tile's accumulators into `out` (row stride `ldo`).
+    #[inline(always)]
+    unsafe fn store_tile<const NV: usize>(acc: &[[__m512; NV]; MR], out: *mut f32, ldo: usize) {
+        for (i, row) in acc.iter().enumerate() {
+            for (j, &a) in row.iter().enumerate() {
+                _mm512_storeu_ps(out.add(i * ldo + j * LANES), a);
+            }
+        }
+    }
+
     /// See [`super::forward_tile`].
     #[target_feature(enable = "avx512f")]
     #[allow(clippy::too_many_arguments)]
@@ -665,14 +695,7 @@ mod avx512 {
         ldo: usize,
         accumulate: bool,
     ) {
-        let mut acc = [[_mm512_setzero_ps(); NV]; MR];
-        if accumulate {
-            for (i, row) in acc.iter_mut().enumerate() {
-                for (j, a) in row.iter_mut().enumerate() {
-                    *a = _mm512_loadu_ps(out.add(i * ldo + j * LANES));
-                }
-            }
-        }
+        let mut acc = load_tile::<NV>(out, ldo, accumulate);
         let rows: [*const f32; MR] = std::array::from_fn(|i| x.add(bases[i]));
         let mut wk = w;
         for &o in koff {
@@ -688,11 +711,7 @@ mod avx512 {
             }
             wk = wk.add(NV * LANES);
         }
-        for (i, row) in acc.iter().enumerate() {
-            for (j, &a) in row.iter().enumerate() {
-                _mm512_storeu_ps(out.add(i * ldo + j * LANES), a);
-            }
-        }
+        store_tile(&acc, out, ldo);
     }
 
     /// See [`super::weight_tile`].
@@ -708,14 +727,7 @@ mod avx512 {
         ldo: usize,
         accumulate: bool,
     ) {
-        let mut acc = [[_mm512_setzero_ps(); NV]; MR];
-        if accumulate {
-            for (i, row) in acc.iter_mut().enumerate() {
-                for (j, a) in row.iter_mut().enumerate() {
-                    *a = _mm512_loadu_ps(out.add(i * ldo + j * LANES));
-                }
-            }
-        }
+        let mut acc = load_tile::<NV>(out, ldo, accumulate);
         let ko = *koff;
         let mut gp = g;
         for &b in bases {
@@ -732,11 +744,7 @@ mod avx512 {
             }
             gp = gp.add(ldg);
         }
-        for (i, row) in acc.iter().enumerate() {
-            for (j, &a) in row.iter().enumerate() {
-                _mm512_storeu_ps(out.add(i * ldo + j * LANES), a);
-            }
-        }
+        store_tile(&acc, out, ldo);
     }
 }
 
