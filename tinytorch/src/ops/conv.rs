@@ -1,16 +1,20 @@
 //! Convolutions (`torch.nn.functional.conv1d/conv2d/conv_transpose2d`) as im2col + gemm.
 //!
-//! On the CPU, f32/f64 `conv2d` runs the chunk-parallel kernels of
-//! `backend/cpu/conv_gemm.rs` (one thread per chunk of images, forward and both gradients),
-//! or for f32 3x3 and 5x5 stride-1 kernels with enough channels the Winograd kernels of
-//! `backend/cpu/winograd.rs` (switched off with [`set_winograd_convolution`]). Other dtypes and devices take the composition described next. `conv2d` splits the batch into chunks whose column matrix fits in a few megabytes; for each
+//! On the CPU, f32/f64 `conv2d` runs the chunk-parallel kernels of `backend/cpu/conv_gemm.rs`
+//! (one thread per chunk of images, forward and both gradients), or for f32 3x3 and 5x5
+//! stride-1 kernels with enough channels the Winograd kernels of `backend/cpu/winograd.rs`
+//! (switched off with [`set_winograd_convolution`]), or for other f32 convolutions on AVX-512
+//! CPUs the direct kernels of `backend/cpu/conv_direct.rs` (switched off with
+//! [`set_direct_convolution`]). Other dtypes and devices take the composition described next.
+//! `conv2d` splits the batch into chunks whose column matrix fits in a few megabytes; for each
 //! chunk it gathers the input windows into a `(Ci*kh*kw, n*OH*OW)` column matrix with the
 //! `im2col` backend primitive and multiplies it by the weight with one batched gemm over the
 //! groups. Its hand-written backward node runs chunk by chunk too:
 //! `grad_input = col2im(W^T @ grad_out)`, `grad_weight = sum of (cols @ grad_out^T)^T` (the
-//! columns rebuilt from the saved input), `grad_bias = sum(grad_out)`. `conv1d` is a `conv2d` of height 1; `conv_transpose2d` is a `conv2d` of the
-//! zero-stuffed, padded input with the flipped kernel, built from differentiable views.
-//! Pooling still uses the view-based [`patches`].
+//! columns rebuilt from the saved input), `grad_bias = sum(grad_out)`. `conv1d` is a `conv2d`
+//! of height 1; `conv_transpose2d` is a `conv2d` of the zero-stuffed, padded input with the
+//! flipped kernel, built from differentiable views. Pooling still uses the view-based
+//! [`patches`].
 
 use crate::amp::to_autocast;
 use crate::autograd::needs_grad;
@@ -471,10 +475,10 @@ fn conv2d_4d(
     }))
 }
 
-/// `conv2d` of f32/f64 CPU tensors (shapes checked) through the chunk-parallel kernels of
-/// `backend/cpu/conv_gemm.rs` or `backend/cpu/winograd.rs`, with its backward node. The im2col + gemm composition below
-/// serves the other dtypes and devices, and is the reference these kernels are tested
-/// against.
+/// `conv2d` of f32/f64 CPU tensors (shapes checked) through the kernels of
+/// `backend/cpu/conv_gemm.rs`, `winograd.rs` or `conv_direct.rs`, with its backward node.
+/// The im2col + gemm composition below serves the other dtypes and devices, and is the
+/// reference these kernels are tested against.
 #[allow(clippy::too_many_arguments)]
 fn conv2d_cpu<T: ConvFloat>(
     op: &'static str,
@@ -516,7 +520,8 @@ fn conv2d_cpu<T: ConvFloat>(
             (Some(w), true) => {
                 let v = with_cpu_slices2(op, &g, w.get()?, |gy: &[T], ws| match algo {
                     CpuConvAlgo::Winograd => winograd::backward_input(gy, ws, &conv),
-                    // Strided convolutions' input gradients stay on col2im.
+                    // Input gradients it does not take (strided, "valid", channels that
+                    // pad badly to 16) stay on col2im.
                     CpuConvAlgo::Direct => conv_direct::backward_input(gy, ws, &conv)
                         .unwrap_or_else(|| conv_gemm::backward_input(gy, ws, &conv)),
                     CpuConvAlgo::Gemm => conv_gemm::backward_input(gy, ws, &conv),
