@@ -172,9 +172,13 @@ impl Panels {
 
     /// `(first channel, width)` of every panel.
     fn panels(&self) -> impl Iterator<Item = (usize, usize)> {
-        let cp = self.cp;
-        (0..cp).step_by(PANEL).map(move |s| (s, PANEL.min(cp - s)))
+        panels(self.cp)
     }
+}
+
+/// `(first channel, width)` of the 64-channel panels of `cp` (padded) channels.
+fn panels(cp: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..cp).step_by(PANEL).map(move |s| (s, PANEL.min(cp - s)))
 }
 
 /// The zero-padded input `(N, C, Hp, Wp)` of a geometry: every row and column that a window
@@ -416,7 +420,7 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
                     for p0 in (p_start..p_end).step_by(WEIGHT_BLOCK) {
                         let pn = WEIGHT_BLOCK.min(p_end - p0);
                         bases(g, xp.hp, xp.wp, p0, pn, &mut base);
-                        for (ps, width) in (0..cp).step_by(PANEL).map(|s| (s, PANEL.min(cp - s))) {
+                        for (ps, width) in panels(cp) {
                             for t in 0..task_tiles {
                                 let kt = first + t;
                                 let ko: [usize; MR] = std::array::from_fn(|i| koff[kt * MR + i]);
