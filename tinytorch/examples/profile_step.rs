@@ -1,26 +1,25 @@
 //! Runs training steps of a built-in model in a loop, for profilers (`perf record`,
 //! `valgrind --tool=callgrind`): `cargo run --release -p tinytorch --example profile_step --
-//! MODEL [STEPS] [BATCH]` with MODEL one of mlp, seed-cnn, lenet5, resnet20. Prints the median
-//! step time. Same step as `tinytorch bench --suite cpu`'s train_step rows.
+//! MODEL [STEPS] [BATCH]` with MODEL one of mlp, seed-cnn, lenet5, resnet20 (SGD step on
+//! random images) or gpt (the small GPT of `tinytorch bench`: 4 layers, d=128, context 64,
+//! AdamW; BATCH sequences, default 16). Prints the median step time. Same steps as
+//! `tinytorch bench --suite cpu`'s train_step rows.
 
 use std::time::Instant;
+use tinytorch::models::gpt::{Gpt, GptConfig};
 use tinytorch::models::{ImageShape, ModelKind};
 use tinytorch::nn::functional::cross_entropy;
-use tinytorch::nn::Reduction;
-use tinytorch::optim::{Optimizer, SgdOptions, SGD};
+use tinytorch::nn::{Module, Reduction};
+use tinytorch::optim::{AdamOptions, AdamW, Optimizer, SgdOptions, SGD};
 use tinytorch::{manual_seed, DType, Device, Result, Tensor};
 
-fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let kind: ModelKind = args.get(1).map_or("mlp", |s| s.as_str()).parse()?;
-    let steps: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100);
-    let batch: usize = args.get(3).and_then(|s| s.parse().ok()).unwrap_or(64);
+/// One image-classifier step: forward, cross-entropy, backward, SGD.
+fn image_step(kind: ModelKind, batch: usize) -> Result<Box<dyn FnMut() -> Result<()> + Send>> {
     let shape = if kind == ModelKind::ResNet20 {
         ImageShape::CIFAR
     } else {
         ImageShape::MNIST
     };
-    manual_seed(0);
     let mut model = kind.build(shape, 10)?;
     model.train();
     let sgd = SgdOptions {
@@ -31,20 +30,62 @@ fn main() -> Result<()> {
     let dims = [batch, shape.channels, shape.height, shape.width];
     let x = Tensor::rand(&dims, DType::F32, Device::Cpu)?;
     let y = Tensor::randint(0, 10, &[batch], Device::Cpu)?;
-    let mut times = Vec::with_capacity(steps);
-    for _ in 0..steps {
-        let t = Instant::now();
+    Ok(Box::new(move || {
         opt.zero_grad();
         let logits = model.forward(&x)?;
         cross_entropy(&logits, &y, None, -100, Reduction::Mean, 0.0)?.backward()?;
-        opt.step()?;
+        opt.step()
+    }))
+}
+
+/// One GPT step: forward, token cross-entropy, backward, AdamW.
+fn gpt_step(batch: usize) -> Result<Box<dyn FnMut() -> Result<()> + Send>> {
+    let c = GptConfig {
+        vocab_size: 512,
+        block_size: 64,
+        n_layer: 4,
+        n_head: 4,
+        n_embd: 128,
+        dropout: 0.0,
+        bias: true,
+    };
+    let model = Gpt::new(c)?;
+    let opts = AdamOptions {
+        lr: 3e-4,
+        betas: (0.9, 0.95),
+        weight_decay: 0.1,
+        ..Default::default()
+    };
+    let mut opt = AdamW::new(model.parameters(), opts)?;
+    let v = c.vocab_size as i64;
+    let x = Tensor::randint(0, v, &[batch, c.block_size], Device::Cpu)?;
+    let y = Tensor::randint(0, v, &[batch, c.block_size], Device::Cpu)?;
+    Ok(Box::new(move || {
+        opt.zero_grad();
+        model.loss(&x, &y)?.0.backward()?;
+        opt.step()
+    }))
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let name = args.get(1).map_or("mlp", |s| s.as_str());
+    let steps: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100);
+    let batch: Option<usize> = args.get(3).and_then(|s| s.parse().ok());
+    manual_seed(0);
+    let mut step = if name == "gpt" {
+        gpt_step(batch.unwrap_or(16))?
+    } else {
+        image_step(name.parse()?, batch.unwrap_or(64))?
+    };
+    let mut times = Vec::with_capacity(steps);
+    for _ in 0..steps {
+        let t = Instant::now();
+        // On a compute thread, as `tinytorch::train::train_step` runs a step.
+        tinytorch::parallel::run(&mut step)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
     times.sort_by(f64::total_cmp);
-    println!(
-        "{} x{steps}: median {:.4} ms",
-        kind.name(),
-        times[steps / 2]
-    );
+    println!("{name} x{steps}: median {:.4} ms", times[steps / 2]);
     Ok(())
 }

@@ -27,6 +27,7 @@ pub mod models;
 pub mod nn;
 pub mod ops;
 pub mod optim;
+pub mod parallel;
 pub mod tensor;
 pub mod text;
 pub mod train;

@@ -49,11 +49,14 @@ fn train_step(kind: ModelKind, shape: ImageShape, batch: usize) -> Result<CpuRow
         name: "train_step",
         params: json!({"model": kind.name(), "batch": batch, "channels": shape.channels,
                        "height": shape.height, "width": shape.width}),
+        // The step on a compute thread, as `tinytorch::train::train_step` runs it.
         run: Box::new(move || {
-            opt.zero_grad();
-            let logits = model.forward(&x)?;
-            cross_entropy(&logits, &y, None, -100, Reduction::Mean, 0.0)?.backward()?;
-            opt.step()
+            tinytorch::parallel::run(|| {
+                opt.zero_grad();
+                let logits = model.forward(&x)?;
+                cross_entropy(&logits, &y, None, -100, Reduction::Mean, 0.0)?.backward()?;
+                opt.step()
+            })
         }),
     })
 }

@@ -40,11 +40,14 @@ pub fn step() -> Result<impl FnMut() -> Result<()>> {
     let v = c.vocab_size as i64;
     let x = Tensor::randint(0, v, &shape, Device::Cpu)?;
     let y = Tensor::randint(0, v, &shape, Device::Cpu)?;
+    // The step on a compute thread, as `tinytorch lm train` runs it.
     Ok(move || -> Result<()> {
-        opt.zero_grad();
-        let (loss, _) = model.loss(&x, &y)?;
-        loss.backward()?;
-        opt.step()
+        tinytorch::parallel::run(|| {
+            opt.zero_grad();
+            let (loss, _) = model.loss(&x, &y)?;
+            loss.backward()?;
+            opt.step()
+        })
     })
 }
 

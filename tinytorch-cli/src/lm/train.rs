@@ -158,10 +158,14 @@ pub fn train_lm(a: &TrainLmArgs) -> Result<()> {
         model.train();
         for _ in 0..steps {
             let (x, y) = batch(&data.train, a.batch_size, a.block_size, &mut gen)?;
-            opt.zero_grad();
-            let (loss, logits) = model.loss(&x, &y)?;
-            loss.backward()?;
-            opt.step()?;
+            // The step on a compute thread when the model is on the CPU (`parallel`).
+            let (loss, logits) = tinytorch::parallel::run_for(x.device(), || {
+                opt.zero_grad();
+                let (loss, logits) = model.loss(&x, &y)?;
+                loss.backward()?;
+                opt.step()?;
+                Ok::<_, tinytorch::Error>((loss, logits))
+            })?;
             let l = loss.item_f64()?;
             totals.loss_sum += l * tokens_per_step as f64;
             totals.correct +=

@@ -33,6 +33,13 @@ pub fn autocast(dtype: DType) -> Result<AutocastGuard> {
     Ok(AutocastGuard { previous })
 }
 
+/// Set the autocast state of this thread (`None`: off) until the guard drops; carries a
+/// caller's state onto the thread that runs its ops (`parallel::run`).
+pub(crate) fn set_autocast_dtype(dtype: Option<DType>) -> AutocastGuard {
+    let previous = TARGET.with(|t| t.replace(dtype));
+    AutocastGuard { previous }
+}
+
 /// The dtype of the enclosing autocast scope, if any.
 pub fn autocast_dtype() -> Option<DType> {
     TARGET.with(Cell::get)

@@ -3,7 +3,7 @@
 //! flow back to the f32 master weights through the casts) while softmax and log-softmax run
 //! in f32; and a [`GradScaler`] for dynamic loss scaling.
 
-mod autocast;
+pub(crate) mod autocast;
 mod grad_scaler;
 
 pub use autocast::{autocast, autocast_dtype, AutocastGuard};

@@ -80,6 +80,12 @@ pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Res
             root.ones_like()?
         }
     };
+    // Many small kernels in a row: on the CPU, all of them run on a compute thread.
+    crate::parallel::run_for(root.device(), || run_graph(root, grad, retain_graph))
+}
+
+/// The sweep of [`backward`] from `root` with its (checked) upstream gradient `grad`.
+fn run_graph(root: &Tensor, grad: Tensor, retain_graph: bool) -> Result<()> {
     let _guard = no_grad();
     let order = topo_order(root);
     // Gradients waiting for a non-leaf tensor, and gradients reaching leaves.

@@ -7,8 +7,9 @@ use crate::tensor::Tensor;
 use std::collections::{BTreeMap, HashMap};
 
 /// A layer or model. Parameters are tensor handles that require grad; optimizers update them
-/// in place, so `load_state_dict` copies values into the existing handles.
-pub trait Module: Send {
+/// in place, so `load_state_dict` copies values into the existing handles. `Send + Sync` so
+/// that a training step can run on a compute thread (`parallel::run`).
+pub trait Module: Send + Sync {
     /// The forward pass (`module(x)`).
     fn forward(&self, x: &Tensor) -> Result<Tensor>;
 

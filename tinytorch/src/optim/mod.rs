@@ -23,7 +23,7 @@ pub use rmsprop::{RMSprop, RMSpropOptions};
 pub use sgd::{SgdOptions, SGD};
 
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
+use crate::tensor::{Device, Tensor};
 use std::collections::BTreeMap;
 
 /// One group of parameters with its own learning rate and hyperparameters (an entry of
@@ -186,6 +186,17 @@ impl OptimizerCore {
     /// under `no_grad()`.
     pub fn for_each_param(
         &mut self,
+        update: impl FnMut(&ParamGroup, &Tensor, &Tensor, &mut ParamState) -> Result<()> + Send,
+    ) -> Result<()> {
+        let params = self.groups.iter().flat_map(|g| &g.params);
+        let device = params.map(|p| p.device()).find(|d| !d.is_cpu());
+        // A few small kernels per parameter: on the CPU, all of them run on a compute thread.
+        crate::parallel::run_for(device.unwrap_or(Device::Cpu), || self.update_each(update))
+    }
+
+    /// The loop of [`Self::for_each_param`], on the calling thread.
+    fn update_each(
+        &mut self,
         mut update: impl FnMut(&ParamGroup, &Tensor, &Tensor, &mut ParamState) -> Result<()>,
     ) -> Result<()> {
         let _guard = crate::autograd::no_grad();
@@ -312,8 +323,9 @@ impl OptimizerCore {
     }
 }
 
-/// The interface of every optimizer (`torch.optim.Optimizer`).
-pub trait Optimizer {
+/// The interface of every optimizer (`torch.optim.Optimizer`). `Send` so that a training
+/// step can run on a compute thread (`parallel::run`).
+pub trait Optimizer: Send {
     /// The shared groups and state.
     fn core(&self) -> &OptimizerCore;
     /// The shared groups and state, mutably.

@@ -82,16 +82,20 @@ pub fn train_step(
     x: &Tensor,
     y: &Tensor,
 ) -> Result<(f64, u64)> {
-    opt.zero_grad();
-    let logits = model.forward(x)?;
-    let loss = cross_entropy(&logits, y, None, -100, Reduction::Mean, 0.0)?;
-    loss.backward()?;
-    opt.step()?;
-    let correct = {
-        let _guard = no_grad();
-        count_correct(&logits.detach(), y)?
-    };
-    Ok((loss.item_f64()?, correct))
+    // The whole step on a compute thread (`parallel::run_for`): its forward pass is as many
+    // small kernels as its backward.
+    crate::parallel::run_for(x.device(), || {
+        opt.zero_grad();
+        let logits = model.forward(x)?;
+        let loss = cross_entropy(&logits, y, None, -100, Reduction::Mean, 0.0)?;
+        loss.backward()?;
+        opt.step()?;
+        let correct = {
+            let _guard = no_grad();
+            count_correct(&logits.detach(), y)?
+        };
+        Ok((loss.item_f64()?, correct))
+    })
 }
 
 /// Train `model` (in training mode) on `batches` until they run out or `limit` is exhausted,
