@@ -19,7 +19,17 @@ const BLOCK_Q: usize = 64;
 const BLOCK_K: usize = 128;
 
 /// The float types the kernel runs in (half types are widened to f32 by the caller).
-pub trait AttnFloat: super::CpuElement + Copy + Send + Sync + PartialOrd + 'static {
+pub trait AttnFloat:
+    super::CpuElement
+    + Copy
+    + Send
+    + Sync
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + 'static
+{
     /// Conversion from f64.
     fn of(v: f64) -> Self;
     /// Conversion to f64.
@@ -324,17 +334,19 @@ fn forward_block<T: AttnFloat>(
             let m_new = m[r].max(blk_max);
             let alpha = exp_shifted(m[r], m_new);
             let m_t = T::of(m_new);
-            let mut sum = 0.0;
-            for (c, x) in row.iter_mut().enumerate() {
-                let p = x.exp_shifted(m_t);
-                sum += p.f64();
-                if o.dropout > 0.0 {
-                    *x = T::of(p.f64() * o.keep(b, i0 + r, j0 + c, d));
-                } else {
-                    *x = p;
+            // The row's sum in T lanes (vectorised; at most BLOCK_K terms, each <= 1).
+            let mut sum = T::of(0.0);
+            for x in row.iter_mut() {
+                *x = x.exp_shifted(m_t);
+                sum = sum + *x;
+            }
+            if o.dropout > 0.0 {
+                // Dropout weights the values; the normaliser `l` sums the undropped weights.
+                for (c, x) in row.iter_mut().enumerate() {
+                    *x = T::of(x.f64() * o.keep(b, i0 + r, j0 + c, d));
                 }
             }
-            l[r] = l[r] * alpha + sum;
+            l[r] = l[r] * alpha + sum.f64();
             m[r] = m_new;
             if alpha != 1.0 {
                 for a in &mut acc[r * d.ev..(r + 1) * d.ev] {
@@ -402,6 +414,16 @@ pub fn backward<T: AttnFloat>(
         d,
         o,
     };
+    if d.s <= BLOCK_K {
+        // One key block per head: each block's probabilities serve dK, dV and dQ at once
+        // (the passes below would compute them twice), one task per head.
+        dq.par_chunks_mut(d.l * d.e)
+            .zip(dk.par_chunks_mut(d.s * d.e))
+            .zip(dv.par_chunks_mut(d.s * d.ev))
+            .enumerate()
+            .for_each(|(b, ((dq_h, dk_h), dv_h))| ctx.key_block(b, 0, dk_h, dv_h, Some(dq_h)));
+        return (dq, dk, dv);
+    }
     // dK and dV: one task per head and key block, looping over the query blocks.
     dk.par_chunks_mut(d.s * d.e)
         .zip(dv.par_chunks_mut(d.s * d.ev))
@@ -410,7 +432,9 @@ pub fn backward<T: AttnFloat>(
             dk_h.par_chunks_mut(BLOCK_K * d.e)
                 .zip(dv_h.par_chunks_mut(BLOCK_K * d.ev))
                 .enumerate()
-                .for_each(|(kb, (dk_blk, dv_blk))| ctx.key_block(b, kb * BLOCK_K, dk_blk, dv_blk));
+                .for_each(|(kb, (dk_blk, dv_blk))| {
+                    ctx.key_block(b, kb * BLOCK_K, dk_blk, dv_blk, None)
+                });
         });
     // dQ: one task per head and query block, looping over the key blocks.
     dq.par_chunks_mut(d.l * d.e)
@@ -465,18 +489,40 @@ impl<T: AttnFloat> BackwardCtx<'_, T> {
             let i = i0 + r;
             let lse = self.lse[b * d.l + i];
             let delta = self.delta[b * d.l + i];
-            for c in 0..cols {
-                let at = r * cols + c;
-                let prob = p[at].exp_shifted(lse).f64();
+            let (p, dp) = (
+                &mut p[r * cols..(r + 1) * cols],
+                &mut dp[r * cols..(r + 1) * cols],
+            );
+            if self.o.dropout == 0.0 {
+                // dS = P * (dP - D), in T lanes (vectorised).
+                let delta = T::of(delta);
+                for (p, dp) in p.iter_mut().zip(dp.iter_mut()) {
+                    *p = p.exp_shifted(lse);
+                    *dp = *p * (*dp - delta);
+                }
+                continue;
+            }
+            for (c, (p, dp)) in p.iter_mut().zip(dp.iter_mut()).enumerate() {
+                let prob = p.exp_shifted(lse).f64();
                 let keep = self.o.keep(b, i, j0 + c, d);
                 // dS = P * (keep * dP' - D); P' = P * keep is what V was weighted by.
-                dp[at] = T::of(prob * (keep * dp[at].f64() - delta));
-                p[at] = T::of(prob * keep);
+                *dp = T::of(prob * (keep * dp.f64() - delta));
+                *p = T::of(prob * keep);
             }
         }
     }
 
-    fn key_block(&self, b: usize, j0: usize, dk_blk: &mut [T], dv_blk: &mut [T]) {
+    /// dK and dV of keys `j0..` (as many as `dk_blk` holds) of head `b`, over every query
+    /// block that sees them; with `dq_h`, also head `b`'s whole dQ (when these are all of its
+    /// keys).
+    fn key_block(
+        &self,
+        b: usize,
+        j0: usize,
+        dk_blk: &mut [T],
+        dv_blk: &mut [T],
+        mut dq_h: Option<&mut [T]>,
+    ) {
         let d = &self.d;
         let cols = dk_blk.len() / d.e;
         let mut p = vec![T::of(0.0); BLOCK_Q * cols];
@@ -511,6 +557,20 @@ impl<T: AttnFloat> BackwardCtx<'_, T> {
                 (self.q.at(b, i0), self.q.row_stride, 1),
                 self.o.scale,
             );
+            if let Some(dq) = dq_h.as_deref_mut() {
+                // dQ = scale * dS K.
+                gemm_into(
+                    rows,
+                    d.e,
+                    cols,
+                    &mut dq[i0 * d.e..],
+                    d.e,
+                    false,
+                    (ds, cols, 1),
+                    (self.k.at(b, j0), self.k.row_stride, 1),
+                    self.o.scale,
+                );
+            }
             i0 += rows;
         }
     }

@@ -81,22 +81,75 @@ pub fn has_avx2_fma() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
-/// GELU's backward `out = g * gelu'(x)` over contiguous f32 slices of one length, with AVX2
-/// and FMA when the CPU has them (the baseline x86-64 target only allows 4-wide SSE).
+/// True when the CPU has AVX-512F besides AVX2 and FMA (the `*_avx512` copies below).
+#[cfg(target_arch = "x86_64")]
+fn has_avx512f() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f") && has_avx2_fma()
+}
+
+/// GELU `out = gelu(x)` over contiguous f32 slices of one length, in the widest vector
+/// unit the CPU has (the baseline x86-64 target only allows 4-wide SSE).
+pub fn gelu_forward_f32(x: &[f32], out: &mut [f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY (both): the CPU has the features the copies are compiled for.
+        if has_avx512f() {
+            return unsafe { wide::gelu_forward_avx512(x, out) };
+        }
+        if has_avx2_fma() {
+            return unsafe { wide::gelu_forward_avx2(x, out) };
+        }
+    }
+    gelu_forward_f32_portable(x, out)
+}
+
+/// GELU's backward `out = g * gelu'(x)` over contiguous f32 slices of one length, in the
+/// widest vector unit the CPU has.
 pub fn gelu_backward_f32(g: &[f32], x: &[f32], out: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        // SAFETY: the CPU supports AVX2 and FMA, checked just above.
-        return unsafe { gelu_backward_f32_avx2(g, x, out) };
+    {
+        // SAFETY (both): the CPU has the features the copies are compiled for.
+        if has_avx512f() {
+            return unsafe { wide::gelu_backward_avx512(g, x, out) };
+        }
+        if has_avx2_fma() {
+            return unsafe { wide::gelu_backward_avx2(g, x, out) };
+        }
     }
     gelu_backward_f32_portable(g, x, out)
 }
 
-/// The portable body compiled with AVX2 and FMA enabled.
+/// The portable GELU bodies compiled with wider vector instructions enabled.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn gelu_backward_f32_avx2(g: &[f32], x: &[f32], out: &mut [f32]) {
-    gelu_backward_f32_portable(g, x, out)
+mod wide {
+    use super::{gelu_backward_f32_portable, gelu_forward_f32_portable};
+
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    pub unsafe fn gelu_forward_avx512(x: &[f32], out: &mut [f32]) {
+        gelu_forward_f32_portable(x, out)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn gelu_forward_avx2(x: &[f32], out: &mut [f32]) {
+        gelu_forward_f32_portable(x, out)
+    }
+
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    pub unsafe fn gelu_backward_avx512(g: &[f32], x: &[f32], out: &mut [f32]) {
+        gelu_backward_f32_portable(g, x, out)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn gelu_backward_avx2(g: &[f32], x: &[f32], out: &mut [f32]) {
+        gelu_backward_f32_portable(g, x, out)
+    }
+}
+
+#[inline(always)]
+fn gelu_forward_f32_portable(x: &[f32], out: &mut [f32]) {
+    for (o, &x) in out.iter_mut().zip(x) {
+        *o = gelu_f32(x);
+    }
 }
 
 #[inline(always)]
@@ -240,6 +293,28 @@ pub(super) mod tests {
         assert_eq!(erf_f32(f32::NEG_INFINITY), -1.0);
         assert!(erf_f32(f32::NAN).is_nan() && gelu_f32(f32::NAN).is_nan());
         assert_eq!(gelu_f32(0.0), 0.0);
+    }
+
+    /// The slice kernels (AVX-512 or AVX2 copies here) compute what the scalar functions
+    /// compute, element for element, including the tails shorter than a vector and NaN.
+    #[test]
+    fn gelu_slice_kernels_match_the_scalar_functions() {
+        let x: Vec<f32> = (0..1037)
+            .map(|i| (i as f32 * 0.377).sin() * 9.0)
+            .chain([f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0])
+            .collect();
+        let g: Vec<f32> = (0..x.len()).map(|i| (i as f32 * 0.91).cos()).collect();
+        for n in [0, 1, 15, 17, x.len()] {
+            let mut out = vec![0.0f32; n];
+            gelu_forward_f32(&x[..n], &mut out);
+            for (o, &x) in out.iter().zip(&x) {
+                assert_eq!(o.to_bits(), gelu_f32(x).to_bits(), "gelu({x})");
+            }
+            gelu_backward_f32(&g[..n], &x[..n], &mut out);
+            for ((o, &g), &x) in out.iter().zip(&g).zip(&x) {
+                assert_eq!(o.to_bits(), (g * gelu_grad_f32(x)).to_bits(), "gelu'({x})");
+            }
+        }
     }
 
     #[test]
