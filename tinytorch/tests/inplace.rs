@@ -240,3 +240,64 @@ fn leaf_gradients_never_alias_each_other_or_the_upstream_gradient() {
     assert!(gw.is_contiguous() && !gw.requires_grad());
     assert_eq!(gw.to_vec::<f32>().unwrap(), vec![1., 0.]);
 }
+
+/// `add_scaled_` (`add_(other, alpha=)`, the optimizers' update) equals `add_(alpha * other)`
+/// element for element: on the one-pass path (f32, f64; contiguous, strided, broadcast,
+/// self-aliasing operand) and on the two-op path (f16, a dtype mix); errors as `add_`.
+#[test]
+fn add_scaled_matches_add_of_a_scaled_operand() {
+    let cases: Vec<(Tensor, Tensor)> = vec![
+        (
+            Tensor::randn(&[5, 7], DType::F32, Device::Cpu).unwrap(),
+            Tensor::randn(&[5, 7], DType::F32, Device::Cpu).unwrap(),
+        ),
+        (
+            Tensor::randn(&[7, 5], DType::F64, Device::Cpu)
+                .unwrap()
+                .t()
+                .unwrap(),
+            Tensor::randn(&[7], DType::F64, Device::Cpu).unwrap(),
+        ),
+        (
+            Tensor::randn(&[3, 4], DType::F16, Device::Cpu).unwrap(),
+            Tensor::randn(&[3, 4], DType::F16, Device::Cpu).unwrap(),
+        ),
+        (
+            Tensor::randn(&[3, 4], DType::F32, Device::Cpu).unwrap(),
+            Tensor::randn(&[4], DType::F64, Device::Cpu).unwrap(),
+        ),
+        (Tensor::scalar(1.5f32), Tensor::scalar(-2.0f32)),
+        (
+            Tensor::zeros(&[0, 3], DType::F32, Device::Cpu).unwrap(),
+            Tensor::zeros(&[3], DType::F32, Device::Cpu).unwrap(),
+        ),
+    ];
+    // A copy with the target's strides (the second case is a transposed view).
+    let copy = |t: &Tensor| match t.is_contiguous() {
+        true => t.contiguous_copy().unwrap(),
+        false => t.t().unwrap().contiguous_copy().unwrap().t().unwrap(),
+    };
+    for (target, other) in cases {
+        for alpha in [-0.05, 0.9, 3.0] {
+            let fused = copy(&target);
+            fused.add_scaled_(&other, alpha).unwrap();
+            let reference = copy(&target);
+            reference.add_(&other.mul_scalar(alpha).unwrap()).unwrap();
+            assert_eq!(
+                fused.to_vec_f64().unwrap(),
+                reference.to_vec_f64().unwrap(),
+                "{:?} += {alpha} * {:?}",
+                target.shape(),
+                other.shape()
+            );
+        }
+    }
+    // The operand is the target itself: x += 2x.
+    let x = t(&[1., 2., 3.], &[3]);
+    x.add_scaled_(&x, 2.0).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), vec![3., 6., 9.]);
+    let err = t(&[1., 2.], &[2]).add_scaled_(&t(&[1., 2., 3.], &[3]), 1.0);
+    assert!(err.unwrap_err().to_string().contains("add_"));
+    let leaf = t(&[1.], &[1]).requires_grad_(true).unwrap();
+    assert!(leaf.add_scaled_(&t(&[1.], &[1]), 1.0).is_err());
+}

@@ -74,12 +74,12 @@ fn adadelta_update(
     let square_avg = buffer(state, "square_avg", p, 0.0)?;
     let acc_delta = buffer(state, "acc_delta", p, 0.0)?;
     square_avg.mul_scalar_(rho)?;
-    square_avg.add_(&grad.mul(&grad)?.mul_scalar(1.0 - rho)?)?;
+    square_avg.add_scaled_(&grad.mul(&grad)?, 1.0 - rho)?;
     let std = square_avg.add_scalar(eps)?.sqrt()?;
     let delta = acc_delta.add_scalar(eps)?.sqrt()?.div(&std)?.mul(&grad)?;
     acc_delta.mul_scalar_(rho)?;
-    acc_delta.add_(&delta.mul(&delta)?.mul_scalar(1.0 - rho)?)?;
-    p.sub_(&delta.mul_scalar(group.learning_rate())?)?;
+    acc_delta.add_scaled_(&delta.mul(&delta)?, 1.0 - rho)?;
+    p.add_scaled_(&delta, -group.learning_rate())?;
     Ok(())
 }
 

@@ -83,7 +83,7 @@ fn adagrad_update(
     let sum = buffer(state, "sum", p, group.get("initial_accumulator_value"))?;
     sum.add_(&grad.mul(&grad)?)?;
     let std = sum.sqrt()?.add_scalar(group.get("eps"))?;
-    p.sub_(&grad.div(&std)?.mul_scalar(clr)?)?;
+    p.add_scaled_(&grad.div(&std)?, -clr)?;
     Ok(())
 }
 

@@ -105,9 +105,9 @@ fn adam_update(
     let exp_avg = buffer(state, "exp_avg", p, 0.0)?;
     let exp_avg_sq = buffer(state, "exp_avg_sq", p, 0.0)?;
     exp_avg.mul_scalar_(beta1)?;
-    exp_avg.add_(&grad.mul_scalar(1.0 - beta1)?)?;
+    exp_avg.add_scaled_(&grad, 1.0 - beta1)?;
     exp_avg_sq.mul_scalar_(beta2)?;
-    exp_avg_sq.add_(&grad.mul(&grad)?.mul_scalar(1.0 - beta2)?)?;
+    exp_avg_sq.add_scaled_(&grad.mul(&grad)?, 1.0 - beta2)?;
     let bias_correction1 = 1.0 - beta1.powf(step);
     let bias_correction2_sqrt = (1.0 - beta2.powf(step)).sqrt();
     let second = if group.flag("amsgrad") {
@@ -121,7 +121,7 @@ fn adam_update(
         .sqrt()?
         .mul_scalar(1.0 / bias_correction2_sqrt)?
         .add_scalar(group.get("eps"))?;
-    p.sub_(&exp_avg.div(&denom)?.mul_scalar(lr / bias_correction1)?)?;
+    p.add_scaled_(&exp_avg.div(&denom)?, -lr / bias_correction1)?;
     Ok(())
 }
 

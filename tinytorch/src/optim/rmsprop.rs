@@ -82,11 +82,11 @@ fn rmsprop_update(
     let grad = effective_grad(grad, p, group.flag("maximize"), group.get("weight_decay"))?;
     let square_avg = buffer(state, "square_avg", p, 0.0)?;
     square_avg.mul_scalar_(alpha)?;
-    square_avg.add_(&grad.mul(&grad)?.mul_scalar(1.0 - alpha)?)?;
+    square_avg.add_scaled_(&grad.mul(&grad)?, 1.0 - alpha)?;
     let avg = if group.flag("centered") {
         let grad_avg = buffer(state, "grad_avg", p, 0.0)?;
         grad_avg.mul_scalar_(alpha)?;
-        grad_avg.add_(&grad.mul_scalar(1.0 - alpha)?)?;
+        grad_avg.add_scaled_(&grad, 1.0 - alpha)?;
         square_avg.sub(&grad_avg.mul(&grad_avg)?)?.sqrt()?
     } else {
         square_avg.sqrt()?
@@ -97,9 +97,9 @@ fn rmsprop_update(
         let buf = buffer(state, "momentum_buffer", p, 0.0)?;
         buf.mul_scalar_(momentum)?;
         buf.add_(&grad.div(&avg)?)?;
-        p.sub_(&buf.mul_scalar(lr)?)?;
+        p.add_scaled_(&buf, -lr)?;
     } else {
-        p.sub_(&grad.div(&avg)?.mul_scalar(lr)?)?;
+        p.add_scaled_(&grad.div(&avg)?, -lr)?;
     }
     Ok(())
 }

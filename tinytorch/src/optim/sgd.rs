@@ -81,7 +81,7 @@ fn sgd_update(
         let buf = if state.contains_key("momentum_buffer") {
             let buf = buffer(state, "momentum_buffer", p, 0.0)?;
             buf.mul_scalar_(momentum)?;
-            buf.add_(&d_p.mul_scalar(1.0 - group.get("dampening"))?)?;
+            buf.add_scaled_(&d_p, 1.0 - group.get("dampening"))?;
             buf
         } else {
             // The first step stores the gradient itself, undampened (as PyTorch).
@@ -95,7 +95,7 @@ fn sgd_update(
             buf
         };
     }
-    p.sub_(&d_p.mul_scalar(group.learning_rate())?)?;
+    p.add_scaled_(&d_p, -group.learning_rate())?;
     Ok(())
 }
 

@@ -243,6 +243,30 @@ pub fn binary_inplace(
     Ok(())
 }
 
+/// `a[al] += alpha * b[bl]` in one pass (an optimizer's update `p.add_(d, alpha=-lr)`), for
+/// f32 and f64 (alpha rounded to the dtype first, as PyTorch does); `Ok(false)`, untouched,
+/// for other dtypes, which take the two-op path.
+pub fn add_scaled_inplace(
+    a: &mut CpuStorage,
+    al: &Layout,
+    b: &CpuStorage,
+    bl: &Layout,
+    alpha: f64,
+) -> Result<bool> {
+    same_dtype("add_", a, b)?;
+    match (a, b) {
+        (CpuStorage::F32(x), CpuStorage::F32(y)) => {
+            let c = alpha as f32;
+            update2(x, al, y, bl, move |p, d| p + c * d);
+        }
+        (CpuStorage::F64(x), CpuStorage::F64(y)) => {
+            update2(x, al, y, bl, move |p, d| p + alpha * d);
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
 fn cmp_typed<T: CpuElement>(a: &[T], al: &Layout, b: &[T], bl: &Layout, op: CmpOp) -> Vec<bool> {
     let nz = |x: T| x != T::zero();
     match op {

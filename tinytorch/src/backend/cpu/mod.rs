@@ -3,7 +3,7 @@
 
 pub(crate) mod attention;
 pub(crate) mod batch_norm;
-mod binary;
+pub(crate) mod binary;
 mod conv;
 pub(crate) mod conv_direct;
 pub(crate) mod conv_gemm;
