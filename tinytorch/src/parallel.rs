@@ -4,8 +4,9 @@
 //! it is done: a futex wake-up and a context switch in both directions per op, tens of
 //! microseconds on a busy 2-core machine, which is most of the time of a small model's step.
 //! [`run`] moves a whole sequence of ops onto a pool thread instead, so that the kernels
-//! inside split their work in place. `Tensor::backward` and every optimizer's `step` use it;
-//! wrap a whole training step in it to cover the forward pass too.
+//! inside split their work in place. `Tensor::backward` (through a graph of a few nodes or
+//! more: moving costs one hand-off) and every optimizer's `step` use it, and so does
+//! `train::train_step`; wrap a hand-written training step in it to cover the forward too.
 
 use crate::amp::autocast::{autocast_dtype, set_autocast_dtype};
 use crate::autograd::{is_grad_enabled, set_grad_enabled};

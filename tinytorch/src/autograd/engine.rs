@@ -80,14 +80,24 @@ pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Res
             root.ones_like()?
         }
     };
-    // Many small kernels in a row: on the CPU, all of them run on a compute thread.
-    crate::parallel::run_for(root.device(), || run_graph(root, grad, retain_graph))
+    let order = topo_order(root);
+    if root.device().is_cpu() && order.len() >= MIN_NODES_TO_MOVE {
+        // Many kernels in a row: all of them run on a compute thread (`parallel::run`).
+        crate::parallel::run(|| run_graph(root, grad, retain_graph, &order))
+    } else {
+        run_graph(root, grad, retain_graph, &order)
+    }
 }
 
-/// The sweep of [`backward`] from `root` with its (checked) upstream gradient `grad`.
-fn run_graph(root: &Tensor, grad: Tensor, retain_graph: bool) -> Result<()> {
+/// Graphs of at least this many nodes run their backward on a compute thread. Moving there
+/// costs one hand-off (tens of microseconds on a busy machine), as much as a tiny graph's
+/// whole backward: cross-entropy alone (one node, 1024 x 63) took twice as long moved.
+const MIN_NODES_TO_MOVE: usize = 4;
+
+/// The sweep of [`backward`] from `root` with its (checked) upstream gradient `grad`, over
+/// the graph's nodes in topological `order`.
+fn run_graph(root: &Tensor, grad: Tensor, retain_graph: bool, order: &[Tensor]) -> Result<()> {
     let _guard = no_grad();
-    let order = topo_order(root);
     // Gradients waiting for a non-leaf tensor, and gradients reaching leaves.
     let mut pending: HashMap<TensorId, (Tensor, Tensor)> = HashMap::new();
     let mut leaves: HashMap<TensorId, (Tensor, Tensor)> = HashMap::new();
@@ -96,7 +106,7 @@ fn run_graph(root: &Tensor, grad: Tensor, retain_graph: bool) -> Result<()> {
     } else {
         pending.insert(root.id(), (root.clone(), grad));
     }
-    for t in &order {
+    for t in order {
         let Some((_, g)) = pending.remove(&t.id()) else {
             continue;
         };

@@ -1,6 +1,11 @@
 //! Vectorisable f32 math for hot loops. `f32::exp` calls libm once per element, which LLVM
 //! cannot vectorise; `exp_f32` is branch-free arithmetic that it can, accurate to about 2 ulp.
 //! Tests compare both with the std functions.
+//!
+//! The slice kernels write into uninitialised output (`MaybeUninit`): zero-filling a fresh
+//! buffer first is a pass over memory as long as the op itself.
+
+use std::mem::MaybeUninit;
 
 /// e^x for f32, accurate to ~2 ulp on the normal range; 0 below -87.3 (where e^x would be
 /// subnormal) and +inf above 88.72.
@@ -89,7 +94,7 @@ fn has_avx512f() -> bool {
 
 /// GELU `out = gelu(x)` over contiguous f32 slices of one length, in the widest vector
 /// unit the CPU has (the baseline x86-64 target only allows 4-wide SSE).
-pub fn gelu_forward_f32(x: &[f32], out: &mut [f32]) {
+pub fn gelu_forward_f32(x: &[f32], out: &mut [MaybeUninit<f32>]) {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY (both): the CPU has the features the copies are compiled for.
@@ -105,7 +110,7 @@ pub fn gelu_forward_f32(x: &[f32], out: &mut [f32]) {
 
 /// GELU's backward `out = g * gelu'(x)` over contiguous f32 slices of one length, in the
 /// widest vector unit the CPU has.
-pub fn gelu_backward_f32(g: &[f32], x: &[f32], out: &mut [f32]) {
+pub fn gelu_backward_f32(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY (both): the CPU has the features the copies are compiled for.
@@ -119,43 +124,44 @@ pub fn gelu_backward_f32(g: &[f32], x: &[f32], out: &mut [f32]) {
     gelu_backward_f32_portable(g, x, out)
 }
 
-/// The portable GELU bodies compiled with wider vector instructions enabled.
+/// The portable bodies compiled with wider vector instructions enabled.
 #[cfg(target_arch = "x86_64")]
 mod wide {
     use super::{gelu_backward_f32_portable, gelu_forward_f32_portable};
+    use std::mem::MaybeUninit;
 
     #[target_feature(enable = "avx512f,avx2,fma")]
-    pub unsafe fn gelu_forward_avx512(x: &[f32], out: &mut [f32]) {
+    pub unsafe fn gelu_forward_avx512(x: &[f32], out: &mut [MaybeUninit<f32>]) {
         gelu_forward_f32_portable(x, out)
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn gelu_forward_avx2(x: &[f32], out: &mut [f32]) {
+    pub unsafe fn gelu_forward_avx2(x: &[f32], out: &mut [MaybeUninit<f32>]) {
         gelu_forward_f32_portable(x, out)
     }
 
     #[target_feature(enable = "avx512f,avx2,fma")]
-    pub unsafe fn gelu_backward_avx512(g: &[f32], x: &[f32], out: &mut [f32]) {
+    pub unsafe fn gelu_backward_avx512(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
         gelu_backward_f32_portable(g, x, out)
     }
 
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn gelu_backward_avx2(g: &[f32], x: &[f32], out: &mut [f32]) {
+    pub unsafe fn gelu_backward_avx2(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
         gelu_backward_f32_portable(g, x, out)
     }
 }
 
 #[inline(always)]
-fn gelu_forward_f32_portable(x: &[f32], out: &mut [f32]) {
+fn gelu_forward_f32_portable(x: &[f32], out: &mut [MaybeUninit<f32>]) {
     for (o, &x) in out.iter_mut().zip(x) {
-        *o = gelu_f32(x);
+        o.write(gelu_f32(x));
     }
 }
 
 #[inline(always)]
-fn gelu_backward_f32_portable(g: &[f32], x: &[f32], out: &mut [f32]) {
+fn gelu_backward_f32_portable(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
     for ((o, &g), &x) in out.iter_mut().zip(g).zip(x) {
-        *o = g * gelu_grad_f32(x);
+        o.write(g * gelu_grad_f32(x));
     }
 }
 
@@ -295,8 +301,8 @@ pub(super) mod tests {
         assert_eq!(gelu_f32(0.0), 0.0);
     }
 
-    /// The slice kernels (AVX-512 or AVX2 copies here) compute what the scalar functions
-    /// compute, element for element, including the tails shorter than a vector and NaN.
+    /// The GELU slice kernels (AVX-512 or AVX2 copies here) compute what the scalar
+    /// functions compute, element for element, including the tails shorter than a vector and NaN.
     #[test]
     fn gelu_slice_kernels_match_the_scalar_functions() {
         let x: Vec<f32> = (0..1037)
@@ -305,13 +311,17 @@ pub(super) mod tests {
             .collect();
         let g: Vec<f32> = (0..x.len()).map(|i| (i as f32 * 0.91).cos()).collect();
         for n in [0, 1, 15, 17, x.len()] {
-            let mut out = vec![0.0f32; n];
-            gelu_forward_f32(&x[..n], &mut out);
-            for (o, &x) in out.iter().zip(&x) {
+            let mut buf = vec![MaybeUninit::<f32>::uninit(); n];
+            // SAFETY: each kernel call below writes every element before `out` is read.
+            let out = |b: &[MaybeUninit<f32>]| -> Vec<f32> {
+                b.iter().map(|v| unsafe { v.assume_init() }).collect()
+            };
+            gelu_forward_f32(&x[..n], &mut buf);
+            for (o, &x) in out(&buf).iter().zip(&x) {
                 assert_eq!(o.to_bits(), gelu_f32(x).to_bits(), "gelu({x})");
             }
-            gelu_backward_f32(&g[..n], &x[..n], &mut out);
-            for ((o, &g), &x) in out.iter().zip(&g).zip(&x) {
+            gelu_backward_f32(&g[..n], &x[..n], &mut buf);
+            for ((o, &g), &x) in out(&buf).iter().zip(&g).zip(&x) {
                 assert_eq!(o.to_bits(), (g * gelu_grad_f32(x)).to_bits(), "gelu'({x})");
             }
         }

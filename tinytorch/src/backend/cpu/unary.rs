@@ -528,10 +528,13 @@ pub fn unary(s: &CpuStorage, layout: &Layout, op: UnaryOp) -> Result<CpuStorage>
         // The transformer MLP's activation: the vectorised kernel on chunks across the
         // threads (the generic map computes it 4 lanes wide).
         let x = &v[a..b];
-        let mut out = super::pool::zeros::<f32>(x.len());
-        out.par_chunks_mut(PAR_CHUNK)
+        let mut out = super::pool::take::<f32>(x.len());
+        out.spare_capacity_mut()[..x.len()]
+            .par_chunks_mut(PAR_CHUNK)
             .zip(x.par_chunks(PAR_CHUNK))
             .for_each(|(o, x)| fast_math::gelu_forward_f32(x, o));
+        // SAFETY: the kernel wrote every element of each chunk.
+        unsafe { out.set_len(x.len()) };
         return Ok(CpuStorage::F32(out));
     }
     match s {
@@ -580,10 +583,13 @@ pub(crate) fn gelu_backward(
                 // 16K-element chunks across the threads.
                 (Some((g0, g1)), Some((x0, x1))) => {
                     let (g, x) = (&g[g0..g1], &x[x0..x1]);
-                    let mut out = super::pool::zeros::<f32>(x.len());
-                    out.par_chunks_mut(PAR_CHUNK)
+                    let mut out = super::pool::take::<f32>(x.len());
+                    out.spare_capacity_mut()[..x.len()]
+                        .par_chunks_mut(PAR_CHUNK)
                         .zip(g.par_chunks(PAR_CHUNK).zip(x.par_chunks(PAR_CHUNK)))
                         .for_each(|(o, (g, x))| fast_math::gelu_backward_f32(g, x, o));
+                    // SAFETY: the kernel wrote every element of each chunk.
+                    unsafe { out.set_len(x.len()) };
                     Ok(CpuStorage::F32(out))
                 }
                 _ => Ok(run(g, gl, x, xl)),
