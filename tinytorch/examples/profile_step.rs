@@ -68,6 +68,8 @@ fn gpt_step(batch: usize) -> Result<Box<dyn FnMut() -> Result<()> + Send>> {
 }
 
 fn main() -> Result<()> {
+    // As the `tinytorch` command does: the main thread is compute thread 0.
+    tinytorch::parallel::use_current_thread()?;
     let args: Vec<String> = std::env::args().collect();
     let name = args.get(1).map_or("mlp", |s| s.as_str());
     let steps: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(100);
@@ -81,7 +83,6 @@ fn main() -> Result<()> {
     let mut times = Vec::with_capacity(steps);
     for _ in 0..steps {
         let t = Instant::now();
-        // On a compute thread, as `tinytorch::train::train_step` runs a step.
         tinytorch::parallel::run(&mut step)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }

@@ -7,6 +7,10 @@
 //! inside split their work in place. `Tensor::backward` (through a graph of a few nodes or
 //! more: moving costs one hand-off) and every optimizer's `step` use it, and so does
 //! `train::train_step`; wrap a hand-written training step in it to cover the forward too.
+//!
+//! A program can do better by calling [`use_current_thread`] first thing in `main`: its main
+//! thread then becomes compute thread 0 of the pool (as OpenMP's master thread is in
+//! PyTorch), every op called from it splits its work in place, and [`run`] costs nothing.
 
 use crate::amp::autocast::{autocast_dtype, set_autocast_dtype};
 use crate::autograd::{is_grad_enabled, set_grad_enabled};
@@ -28,6 +32,25 @@ pub fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
         let _cast = set_autocast_dtype(cast);
         f()
     })
+}
+
+/// Make the calling thread compute thread 0 of rayon's global pool, which gets
+/// `RAYON_NUM_THREADS` threads in all (default: one per core), this one included. Ops called
+/// from this thread then run their parallel kernels in place, sharing the work with the other
+/// compute threads, instead of handing each kernel to the pool and sleeping until it is done.
+/// Call it at the start of `main`, before anything uses rayon, from a thread that lives as
+/// long as the program (the main thread): the pool is built once per process, so a later
+/// call, or one after the pool was started, returns an error and changes nothing.
+pub fn use_current_thread() -> crate::Result<()> {
+    rayon::ThreadPoolBuilder::new()
+        .use_current_thread()
+        .build_global()
+        .map_err(|e| {
+            crate::Error::invalid(
+                "parallel::use_current_thread",
+                format!("rayon's global pool is already built: {e}"),
+            )
+        })
 }
 
 /// [`run`] for work on `device`: CPU work moves to a compute thread, CUDA work stays on the

@@ -23,6 +23,37 @@ const GEMM_PAR_FLOPS: usize = 1 << 18;
 /// matrix per task.
 const BATCH_PAR_FLOPS: usize = 1 << 16;
 
+/// Multiply-adds per matrix below which a parallel product is split into one block of the
+/// output per thread, each computed by a single-threaded gemm, instead of gemm's own threading.
+const GEMM_SPLIT_FLOPS: usize = 1 << 24;
+
+/// Boundaries of `parts` near-equal shares of `0..len`, at multiples of 16 (a SIMD register
+/// of f32) where `len` allows.
+fn split_points(len: usize, parts: usize) -> Vec<usize> {
+    let units = len.div_ceil(16);
+    (0..=parts)
+        .map(|p| (units * p / parts * 16).min(len))
+        .collect()
+}
+
+/// A destination pointer shared by tasks that write disjoint blocks.
+#[derive(Clone, Copy)]
+struct SyncPtr<T>(*mut T);
+// SAFETY: the tasks holding copies write disjoint elements (see the callers).
+unsafe impl<T> Send for SyncPtr<T> {}
+unsafe impl<T> Sync for SyncPtr<T> {}
+
+impl<T> SyncPtr<T> {
+    /// The pointer `count` elements further (a method, so closures capture the whole
+    /// wrapper rather than its raw field).
+    ///
+    /// # Safety
+    /// As `pointer::add`.
+    unsafe fn add(self, count: usize) -> *mut T {
+        self.0.add(count)
+    }
+}
+
 /// Problem sizes: `batch` products of `(m, k) x (k, n)`.
 #[derive(Clone, Copy, Debug)]
 struct Dims {
@@ -143,39 +174,66 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
     // -> 4096 spent half its time packing. Computed column-major instead, gemm packs only A
     // (m, k) and reads B in place; the (m, n) result is then transposed into place.
     let column_major = d.m < d.n && mb.rs == 1 && mb.cs != 1;
-    let one = |dst: &mut [MaybeUninit<T>], i: usize, par: Parallelism| {
+    let one = |dst: &mut [MaybeUninit<T>], i: usize, threads: usize| {
         let mut scratch = column_major.then(|| super::pool::take::<T>(d.m * d.n));
         let (ptr, dst_cs, dst_rs) = match &mut scratch {
             Some(t) => (t.spare_capacity_mut().as_mut_ptr(), d.m, 1),
             None => (dst.as_mut_ptr(), 1, d.n),
         };
-        // SAFETY: `check` proved that every element [i, r, c] of both layouts is inside its
-        // slice, so the matrix starts are in bounds and gemm's reads at
-        // start + r*rs + c*cs (r < rows, c < cols) stay in bounds; the destination is one
-        // row-major (m, n) block of `out` or an (m, n) column-major scratch buffer. With
-        // read_dst false gemm computes dst = 1 * lhs * rhs.
-        unsafe {
-            gemm::gemm(
-                d.m,
-                d.n,
-                d.k,
-                ptr.cast::<T>(),
-                dst_cs as isize,
-                dst_rs as isize,
-                false,
-                a.as_ptr().add(ma.at(i, 0, 0)),
-                ma.cs as isize,
-                ma.rs as isize,
-                b.as_ptr().add(mb.at(i, 0, 0)),
-                mb.cs as isize,
-                mb.rs as isize,
-                T::zero(),
-                T::from_f64(1.0),
-                false,
-                false,
-                false,
-                par,
-            )
+        let out = SyncPtr(ptr.cast::<T>());
+        // The block rows r0..r1, columns c0..c1 of product `i`.
+        let block = |(r0, r1): (usize, usize), (c0, c1): (usize, usize), par: Parallelism| {
+            // SAFETY: `check` proved that every element [i, r, c] of both layouts is inside
+            // its slice, so the block's first elements are in bounds and gemm's reads at
+            // start + r*rs + c*cs (r < rows, c < cols) stay in bounds; the destination is
+            // one row-major (m, n) block of `out` or an (m, n) column-major scratch buffer,
+            // and the blocks that run at once are disjoint. With read_dst false gemm
+            // computes dst = 1 * lhs * rhs.
+            unsafe {
+                gemm::gemm(
+                    r1 - r0,
+                    c1 - c0,
+                    d.k,
+                    out.add(r0 * dst_rs + c0 * dst_cs),
+                    dst_cs as isize,
+                    dst_rs as isize,
+                    false,
+                    a.as_ptr().add(ma.at(i, r0, 0)),
+                    ma.cs as isize,
+                    ma.rs as isize,
+                    b.as_ptr().add(mb.at(i, 0, c0)),
+                    mb.cs as isize,
+                    mb.rs as isize,
+                    T::zero(),
+                    T::from_f64(1.0),
+                    false,
+                    false,
+                    false,
+                    par,
+                )
+            }
+        };
+        let (all_rows, all_cols) = ((0, d.m), (0, d.n));
+        if threads == 1 {
+            block(all_rows, all_cols, Parallelism::None);
+        } else if d.m * d.n * d.k < GEMM_SPLIT_FLOPS {
+            // Medium products: one single-threaded gemm per thread on its own share of the
+            // larger output dim. gemm's own threading synchronises its threads twice per
+            // depth slab (pack, then compute), which on a (64, 784) x (784, 128) product
+            // cost all of the second thread's gain.
+            let along_rows = d.m > d.n;
+            let len = if along_rows { d.m } else { d.n };
+            let parts = split_points(len, threads);
+            parts.par_windows(2).for_each(|w| {
+                let part = (w[0], w[1]);
+                if along_rows {
+                    block(part, all_cols, Parallelism::None)
+                } else {
+                    block(all_rows, part, Parallelism::None)
+                }
+            });
+        } else {
+            block(all_rows, all_cols, Parallelism::Rayon(threads));
         }
         if let Some(mut t) = scratch {
             // SAFETY: gemm wrote all m * n elements.
@@ -192,17 +250,17 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
     if per_matrix >= GEMM_PAR_FLOPS && threads > 1 {
         // Large matrices: gemm splits each product over the threads.
         for (i, dst) in dst_all.chunks_mut(block).enumerate() {
-            one(dst, i, Parallelism::Rayon(threads));
+            one(dst, i, threads);
         }
     } else if d.batch > 1 && per_matrix * d.batch >= BATCH_PAR_FLOPS && threads > 1 {
         // Many small matrices: one matrix per task.
         dst_all
             .par_chunks_mut(block)
             .enumerate()
-            .for_each(|(i, dst)| one(dst, i, Parallelism::None));
+            .for_each(|(i, dst)| one(dst, i, 1));
     } else {
         for (i, dst) in dst_all.chunks_mut(block).enumerate() {
-            one(dst, i, Parallelism::None);
+            one(dst, i, 1);
         }
     }
     // SAFETY: the loops above ran gemm on every (m, n) block of the first `len` elements,
@@ -296,8 +354,19 @@ mod tests {
     /// A random operand of logical shape `(batch, rows, cols)`, stored either row-major,
     /// transposed, or as one matrix broadcast over the batch, with an offset.
     fn operand(rng: &mut ChaCha8Rng, batch: usize, rows: usize, cols: usize) -> (Vec<f64>, Layout) {
-        let off = rng.random_range(0..3);
         let kind = rng.random_range(0..3);
+        operand_of_kind(rng, kind, batch, rows, cols)
+    }
+
+    /// [`operand`] stored as `kind`: 0 row-major, 1 transposed, 2 broadcast over the batch.
+    fn operand_of_kind(
+        rng: &mut ChaCha8Rng,
+        kind: usize,
+        batch: usize,
+        rows: usize,
+        cols: usize,
+    ) -> (Vec<f64>, Layout) {
+        let off = rng.random_range(0..3);
         let (nb, bs, rs, cs) = match kind {
             0 => (batch, rows * cols, cols, 1),
             1 => (batch, rows * cols, 1, rows),
@@ -397,6 +466,39 @@ mod tests {
             });
             assert!(fast.iter().zip(&slow).all(|(x, y)| (x - y).abs() < 1e-11));
         }
+    }
+
+    #[test]
+    fn split_and_threaded_products_match_naive() {
+        // Three threads, so that the output splits into uneven shares: along the rows
+        // (m > n), along the columns, through the column-major scratch (B transposed, m < n),
+        // with sizes that are not multiples of 16, and one product large enough for gemm's
+        // own threading.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(3)
+            .build()
+            .unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        pool.install(|| {
+            for (m, k, n) in [(200, 70, 37), (37, 70, 200), (61, 90, 130), (260, 260, 260)] {
+                let d = Dims { batch: 2, m, k, n };
+                assert!(d.m * d.k * d.n >= GEMM_PAR_FLOPS);
+                for (ka, kb) in [(0, 0), (1, 1), (0, 1), (2, 0)] {
+                    let (a, al) = operand_of_kind(&mut rng, ka, d.batch, d.m, d.k);
+                    let (b, bl) = operand_of_kind(&mut rng, kb, d.batch, d.k, d.n);
+                    let fast = gemm_batched(&a, Mat::of(&al), &b, Mat::of(&bl), d);
+                    let slow = naive_matmul(&a, Mat::of(&al), &b, Mat::of(&bl), d, |acc, p, q| {
+                        acc + p * q
+                    });
+                    assert!(
+                        fast.iter().zip(&slow).all(|(x, y)| (x - y).abs() < 1e-11),
+                        "{d:?} kinds {ka} {kb}"
+                    );
+                }
+            }
+        });
+        assert_eq!(split_points(37, 3), [0, 16, 32, 37]);
+        assert_eq!(split_points(200, 2), [0, 96, 200]);
     }
 
     #[test]

@@ -100,7 +100,37 @@ pub fn take<T: CpuElement>(n: usize) -> Vec<T> {
             return v;
         }
     }
-    Vec::with_capacity(n)
+    let v = Vec::with_capacity(n);
+    advise_huge_pages(&v);
+    v
+}
+
+/// Buffers from this size up are backed by 2 MiB pages where the kernel allows it.
+const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
+
+/// Ask Linux to back a fresh, untouched allocation with transparent huge pages (2 MiB)
+/// where its 2 MiB-aligned stretches allow. The system allocator maps large buffers with
+/// 4 KiB pages: streaming over a 12.8 MB tensor then takes a TLB miss and page walk every
+/// 4 KiB and, the first time, a page fault every 4 KiB. Distributions that set THP to
+/// `madvise` (the default of many) give huge pages only to ranges advised so; with `always`
+/// this changes nothing, with `never` it is ignored.
+fn advise_huge_pages<T>(v: &Vec<T>) {
+    let bytes = v.capacity() * std::mem::size_of::<T>();
+    #[cfg(target_os = "linux")]
+    if bytes >= HUGE_PAGE_MIN_BYTES {
+        const PAGE: usize = 4096;
+        let start = (v.as_ptr() as usize).next_multiple_of(PAGE);
+        let end = (v.as_ptr() as usize + bytes) / PAGE * PAGE;
+        if end > start {
+            // SAFETY: the range lies inside the Vec's own allocation; MADV_HUGEPAGE is a
+            // hint that changes no contents, and a refusal (e.g. THP compiled out) is
+            // harmless, so its result is ignored.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    let _ = bytes;
 }
 
 /// `n` zeros, in a cached buffer when one fits.
