@@ -181,8 +181,8 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
             None => (dst.as_mut_ptr(), 1, d.n),
         };
         let out = SyncPtr(ptr.cast::<T>());
-        // The block rows r0..r1, columns c0..c1 of product `i`.
-        let block = |(r0, r1): (usize, usize), (c0, c1): (usize, usize), par: Parallelism| {
+        // Rows r0..r1, columns c0..c1 of product `i`.
+        let gemm_block = |(r0, r1): (usize, usize), (c0, c1): (usize, usize), par: Parallelism| {
             // SAFETY: `check` proved that every element [i, r, c] of both layouts is inside
             // its slice, so the block's first elements are in bounds and gemm's reads at
             // start + r*rs + c*cs (r < rows, c < cols) stay in bounds; the destination is
@@ -215,8 +215,8 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
         };
         let (all_rows, all_cols) = ((0, d.m), (0, d.n));
         if threads == 1 {
-            block(all_rows, all_cols, Parallelism::None);
-        } else if d.m * d.n * d.k < GEMM_SPLIT_FLOPS {
+            gemm_block(all_rows, all_cols, Parallelism::None);
+        } else if per_matrix < GEMM_SPLIT_FLOPS {
             // Medium products: one single-threaded gemm per thread on its own share of the
             // larger output dim. gemm's own threading synchronises its threads twice per
             // depth slab (pack, then compute), which on a (64, 784) x (784, 128) product
@@ -226,14 +226,16 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
             let parts = split_points(len, threads);
             parts.par_windows(2).for_each(|w| {
                 let part = (w[0], w[1]);
-                if along_rows {
-                    block(part, all_cols, Parallelism::None)
+                if part.0 == part.1 {
+                    // A dim shorter than 16 per thread leaves some threads nothing.
+                } else if along_rows {
+                    gemm_block(part, all_cols, Parallelism::None)
                 } else {
-                    block(all_rows, part, Parallelism::None)
+                    gemm_block(all_rows, part, Parallelism::None)
                 }
             });
         } else {
-            block(all_rows, all_cols, Parallelism::Rayon(threads));
+            gemm_block(all_rows, all_cols, Parallelism::Rayon(threads));
         }
         if let Some(mut t) = scratch {
             // SAFETY: gemm wrote all m * n elements.
@@ -248,7 +250,7 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
     };
     let block = d.m * d.n;
     if per_matrix >= GEMM_PAR_FLOPS && threads > 1 {
-        // Large matrices: gemm splits each product over the threads.
+        // Large matrices: each product is split over the threads (by `one`).
         for (i, dst) in dst_all.chunks_mut(block).enumerate() {
             one(dst, i, threads);
         }
@@ -472,15 +474,22 @@ mod tests {
     fn split_and_threaded_products_match_naive() {
         // Three threads, so that the output splits into uneven shares: along the rows
         // (m > n), along the columns, through the column-major scratch (B transposed, m < n),
-        // with sizes that are not multiples of 16, and one product large enough for gemm's
-        // own threading.
+        // with sizes that are not multiples of 16, a dim too short to give every thread a
+        // share, and one product large enough for gemm's own threading.
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(3)
             .build()
             .unwrap();
         let mut rng = ChaCha8Rng::seed_from_u64(5);
         pool.install(|| {
-            for (m, k, n) in [(200, 70, 37), (37, 70, 200), (61, 90, 130), (260, 260, 260)] {
+            let sizes = [
+                (200, 70, 37),
+                (37, 70, 200),
+                (61, 90, 130),
+                (4, 20000, 8),
+                (260, 260, 260),
+            ];
+            for (m, k, n) in sizes {
                 let d = Dims { batch: 2, m, k, n };
                 assert!(d.m * d.k * d.n >= GEMM_PAR_FLOPS);
                 for (ka, kb) in [(0, 0), (1, 1), (0, 1), (2, 0)] {
