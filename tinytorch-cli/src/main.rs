@@ -46,9 +46,10 @@ fn main() {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
     let cli = Cli::parse();
-    // The main thread joins the compute pool, so the ops it calls split their work in place
-    // instead of handing every kernel to a pool thread (see tinytorch::parallel). Nothing
-    // has used rayon yet, so this cannot fail; if it did, the ops would still run.
+    // The main thread joins the compute pool (with one thread or more beside it), so the ops
+    // it calls split their work in place instead of handing every kernel to a pool thread
+    // (see tinytorch::parallel). Nothing has used rayon yet, so this cannot fail; if it did,
+    // the ops would still run, handed over.
     let _ = tinytorch::parallel::use_current_thread();
     let result = match cli.command {
         Command::Train(args) => train::train(&args),

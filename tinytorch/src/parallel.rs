@@ -41,8 +41,21 @@ pub fn run<R: Send>(f: impl FnOnce() -> R + Send) -> R {
 /// Call it at the start of `main`, before anything uses rayon, from a thread that lives as
 /// long as the program (the main thread): the pool is built once per process, so a later
 /// call, or one after the pool was started, returns an error and changes nothing.
-pub fn use_current_thread() -> crate::Result<()> {
+///
+/// Returns `Ok(false)`, and leaves the pool alone, when it would have no thread but this one:
+/// then work that other threads (a `DataLoader`'s workers) hand to the pool could not run
+/// while this thread waits for them outside rayon.
+pub fn use_current_thread() -> crate::Result<bool> {
+    let threads = std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if threads < 2 {
+        return Ok(false);
+    }
     rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
         .use_current_thread()
         .build_global()
         .map_err(|e| {
@@ -50,7 +63,8 @@ pub fn use_current_thread() -> crate::Result<()> {
                 "parallel::use_current_thread",
                 format!("rayon's global pool is already built: {e}"),
             )
-        })
+        })?;
+    Ok(true)
 }
 
 /// [`run`] for work on `device`: CPU work moves to a compute thread, CUDA work stays on the

@@ -5,8 +5,11 @@ use tinytorch::{DType, Device, Tensor};
 
 #[test]
 fn the_calling_thread_joins_the_pool_and_ops_from_it_match_a_pool_thread() {
+    // Three threads whatever the machine: with one, the call declines (see its docs).
+    std::env::set_var("RAYON_NUM_THREADS", "3");
     assert_eq!(rayon::current_thread_index(), None);
-    tinytorch::parallel::use_current_thread().unwrap();
+    assert!(tinytorch::parallel::use_current_thread().unwrap());
+    assert_eq!(rayon::current_num_threads(), 3);
     assert_eq!(rayon::current_thread_index(), Some(0));
     // Parallel kernels (a split matmul, an elementwise op above the threshold) called from
     // this thread give what they give on another compute thread.

@@ -110,6 +110,7 @@ pub fn take<T: CpuElement>(n: usize) -> Vec<T> {
 }
 
 /// Buffers from this size up are backed by 2 MiB pages where the kernel allows it.
+#[cfg(target_os = "linux")]
 const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 
 /// Ask Linux to back a fresh, untouched allocation with transparent huge pages (2 MiB)
@@ -118,24 +119,28 @@ const HUGE_PAGE_MIN_BYTES: usize = 4 << 20;
 /// 4 KiB and, the first time, a page fault every 4 KiB. Distributions that set THP to
 /// `madvise` (the default of many) give huge pages only to ranges advised so; with `always`
 /// this changes nothing, with `never` it is ignored.
+#[cfg(target_os = "linux")]
 fn advise_huge_pages<T>(v: &Vec<T>) {
     let bytes = v.capacity() * std::mem::size_of::<T>();
-    #[cfg(target_os = "linux")]
-    if bytes >= HUGE_PAGE_MIN_BYTES {
-        const PAGE: usize = 4096;
-        let start = (v.as_ptr() as usize).next_multiple_of(PAGE);
-        let end = (v.as_ptr() as usize + bytes) / PAGE * PAGE;
-        if end > start {
-            // SAFETY: the range lies inside the Vec's own allocation; MADV_HUGEPAGE is a
-            // hint that changes no contents, and a refusal (e.g. THP compiled out) is
-            // harmless, so its result is ignored.
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-            }
+    if bytes < HUGE_PAGE_MIN_BYTES {
+        return;
+    }
+    const PAGE: usize = 4096;
+    let start = (v.as_ptr() as usize).next_multiple_of(PAGE);
+    let end = (v.as_ptr() as usize + bytes) / PAGE * PAGE;
+    if end > start {
+        // SAFETY: the range lies inside the Vec's own allocation; MADV_HUGEPAGE is a hint
+        // that changes no contents, and a refusal (e.g. THP compiled out) is harmless, so
+        // its result is ignored.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
         }
     }
-    let _ = bytes;
 }
+
+/// Other systems: nothing to advise.
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages<T>(_: &Vec<T>) {}
 
 /// `n` zeros, in a cached buffer when one fits.
 pub fn zeros<T: CpuElement>(n: usize) -> Vec<T> {
