@@ -199,33 +199,20 @@ mod tests {
     #[test]
     fn the_buffer_freed_last_is_handed_out_first() {
         let n = MIN_BYTES / 4 + 3;
+        let ptr = |s: &CpuStorage| s.as_slice::<f32>().unwrap().as_ptr();
         let mut p = Pool::new(1 << 30);
         let (a, b) = (f32_buffer(n), f32_buffer(n));
-        let (pa, pb) = (
-            a.as_slice::<f32>().unwrap().as_ptr(),
-            b.as_slice::<f32>().unwrap().as_ptr(),
-        );
+        let (pa, pb) = (ptr(&a), ptr(&b));
         p.put(a);
         p.put(b);
         let first = p.take(DType::F32, n).unwrap();
-        assert_eq!(first.as_slice::<f32>().unwrap().as_ptr(), pb);
+        assert_eq!(ptr(&first), pb);
         p.put(first);
-        assert_eq!(
-            p.take(DType::F32, n)
-                .unwrap()
-                .as_slice::<f32>()
-                .unwrap()
-                .as_ptr(),
-            pb
-        );
-        assert_eq!(
-            p.take(DType::F32, n)
-                .unwrap()
-                .as_slice::<f32>()
-                .unwrap()
-                .as_ptr(),
-            pa
-        );
+        // Taken and freed again, b is still the newest; a comes last.
+        let order: Vec<_> = (0..2)
+            .map(|_| ptr(&p.take(DType::F32, n).unwrap()))
+            .collect();
+        assert_eq!(order, [pb, pa]);
     }
 
     #[test]
