@@ -224,11 +224,10 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
             let along_rows = d.m > d.n;
             let len = if along_rows { d.m } else { d.n };
             let parts = split_points(len, threads);
-            parts.par_windows(2).for_each(|w| {
+            // A dim shorter than 16 per thread leaves some shares empty.
+            parts.par_windows(2).filter(|w| w[0] < w[1]).for_each(|w| {
                 let part = (w[0], w[1]);
-                if part.0 == part.1 {
-                    // A dim shorter than 16 per thread leaves some threads nothing.
-                } else if along_rows {
+                if along_rows {
                     gemm_block(part, all_cols, Parallelism::None)
                 } else {
                     gemm_block(all_rows, part, Parallelism::None)
