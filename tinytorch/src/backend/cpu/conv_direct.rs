@@ -58,6 +58,8 @@ const WEIGHT_BLOCK: usize = 256;
 /// gradients of its positions once per panel, and 8192 positions of 64 channels (2 MiB) is
 /// about what L2 and L3 hold for two cores.
 const TASK_POSITIONS: usize = 8192;
+/// Kernel entries per task of the weight's packing.
+const PACK_ROWS: usize = 256;
 
 /// Whether the path is on: `TINYTORCH_DIRECT_CONV=0` in the environment switches it off at
 /// start-up, [`set_enabled`] at any time.
@@ -154,7 +156,7 @@ impl Panels {
     /// Pack `at(k, c)` for `k < K`, `c < C`; the padding channels are zero.
     fn new(k: usize, c: usize, at: impl Fn(usize, usize) -> f32 + Sync) -> Panels {
         let cp = c.div_ceil(LANES) * LANES;
-        let mut data = vec![0.0f32; k * cp];
+        let mut data = pool::zeros::<f32>(k * cp);
         data.par_chunks_mut(k * PANEL)
             .enumerate()
             .for_each(|(pi, panel)| {
@@ -168,6 +170,46 @@ impl Panels {
                 }
             });
         Panels { k, cp, data }
+    }
+
+    /// Pack the transpose of the row-major `(C, K)` matrix `m` (the forward's weight) with
+    /// 16x16 block transposes, in blocks of `PACK_ROWS` entries so that even one panel
+    /// splits over the threads.
+    fn transposed(m: &[f32], c: usize, k: usize) -> Panels {
+        let cp = c.div_ceil(LANES) * LANES;
+        let mut data = pool::take::<f32>(k * cp);
+        data.spare_capacity_mut()[..k * cp]
+            .par_chunks_mut((k * PANEL).max(1))
+            .enumerate()
+            .for_each(|(pi, panel)| {
+                let (start, width) = (pi * PANEL, panel.len() / k);
+                panel
+                    .par_chunks_mut(PACK_ROWS * width)
+                    .enumerate()
+                    .for_each(|(b, block)| {
+                        // SAFETY: rows start.. (at most `width`, and below `c`) and columns
+                        // k0..k0 + kn of `m` are in bounds; `block` is (kn, width); the path
+                        // runs only where the CPU has AVX-512F.
+                        unsafe {
+                            transpose_in(
+                                m.as_ptr().add(start * k + b * PACK_ROWS),
+                                k,
+                                (c - start).min(width),
+                                block.len() / width,
+                                block.as_mut_ptr().cast(),
+                                width,
+                            )
+                        }
+                    });
+            });
+        // SAFETY: `transpose_in` wrote every element (zeros in the padding channels).
+        unsafe { data.set_len(k * cp) };
+        Panels { k, cp, data }
+    }
+
+    /// Hand the packed buffer back to the caching allocator.
+    fn recycle(self) {
+        pool::recycle(f32::into_storage(self.data));
     }
 
     /// `(first channel, width)` of every panel.
@@ -347,7 +389,7 @@ fn transpose_grad(gy: &[f32], n: usize, co: usize, l: usize, cp: usize) -> Vec<f
         .for_each(|(dst, src)| {
             // SAFETY: `src` is (co, l) and `dst` (l, cp); the path runs only where the CPU
             // has AVX-512F.
-            unsafe { transpose_in(src, co, l, dst.as_mut_ptr().cast(), cp) }
+            unsafe { transpose_in(src.as_ptr(), l, co, l, dst.as_mut_ptr().cast(), cp) }
         });
     // SAFETY: `transpose_in` wrote every element (zeros in the padding channels).
     unsafe { gt.set_len(n * l * cp) };
@@ -360,8 +402,10 @@ pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> 
     let (x, w) = (f32s(x), f32s(w));
     let bias = bias.map(f32s);
     let k = c.geom.rows();
-    let packed = Panels::new(k, c.out_channels, |kk, o| w[o * k + kk]);
-    T::from_f32_vec(correlate(x, &packed, c.out_channels, &c.geom, bias))
+    let packed = Panels::transposed(w, c.out_channels, k);
+    let y = correlate(x, &packed, c.out_channels, &c.geom, bias);
+    packed.recycle();
+    T::from_f32_vec(y)
 }
 
 /// Gradient of the input `(N, Ci, H, W)` from the contiguous upstream gradient, when the
@@ -376,7 +420,9 @@ pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Option<Vec<T
         let (o, t) = (kk / taps, kk % taps);
         w[(o * ci + cin) * taps + taps - 1 - t]
     });
-    Some(T::from_f32_vec(correlate(gy, &packed, ci, &gg, None)))
+    let gx = correlate(gy, &packed, ci, &gg, None);
+    packed.recycle();
+    Some(T::from_f32_vec(gx))
 }
 
 /// Gradient of the weight `(Co, Ci, kh, kw)` from the contiguous input and upstream gradient.
@@ -458,11 +504,29 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     }
     xp.recycle();
     pool::recycle(f32::into_storage(gt));
-    // (K, cp) -> (Co, K).
-    let mut dw = Vec::with_capacity(co * k);
-    for o in 0..co {
-        dw.extend((0..k).map(|kk| dwt[kk * cp + o]));
-    }
+    // (K, cp) -> (Co, K), 16 output channels per task.
+    let mut dw = pool::take::<f32>(co * k);
+    let dwt: &[f32] = dwt;
+    dw.spare_capacity_mut()[..co * k]
+        .par_chunks_mut((LANES * k).max(1))
+        .enumerate()
+        .for_each(|(b, dst)| {
+            // SAFETY: `dwt[b * 16..]` holds the (K, cp) transpose's columns from b * 16 on
+            // and `dst` is (rows, K); the path runs only where the CPU has AVX-512F.
+            unsafe {
+                let rows = dst.len() / k;
+                transpose_out(
+                    &dwt[b * LANES..],
+                    cp,
+                    dst.as_mut_ptr().cast(),
+                    rows,
+                    k,
+                    None,
+                )
+            }
+        });
+    // SAFETY: every (output channel, entry) was written.
+    unsafe { dw.set_len(co * k) };
     pool::recycle(f32::into_storage(parts));
     T::from_f32_vec(dw)
 }
@@ -548,14 +612,21 @@ unsafe fn transpose_out(
     unreachable!("the direct convolution needs AVX-512F")
 }
 
-/// `dst (cols, ld) = src^T`, zero in columns `rows..ld`, `src` being `(rows, cols)` and `ld`
-/// a multiple of 16 of at least `rows`.
+/// `dst (cols, ld) = src^T`, zero in columns `rows..ld`, `src` being `(rows, cols)` with row
+/// stride `lds` and `ld` a multiple of 16 of at least `rows`.
 ///
 /// # Safety
 /// As [`transpose_out`].
-unsafe fn transpose_in(src: &[f32], rows: usize, cols: usize, dst: *mut f32, ld: usize) {
+unsafe fn transpose_in(
+    src: *const f32,
+    lds: usize,
+    rows: usize,
+    cols: usize,
+    dst: *mut f32,
+    ld: usize,
+) {
     #[cfg(target_arch = "x86_64")]
-    avx512::transpose_in(src, rows, cols, dst, ld);
+    avx512::transpose_in(src, lds, rows, cols, dst, ld);
     #[cfg(not(target_arch = "x86_64"))]
     unreachable!("the direct convolution needs AVX-512F")
 }
@@ -641,14 +712,19 @@ mod avx512 {
 
     /// See [`super::transpose_in`].
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn transpose_in(src: &[f32], rows: usize, cols: usize, dst: *mut f32, ld: usize) {
+    pub unsafe fn transpose_in(
+        src: *const f32,
+        lds: usize,
+        rows: usize,
+        cols: usize,
+        dst: *mut f32,
+        ld: usize,
+    ) {
         for q0 in (0..cols).step_by(LANES) {
             let qn = LANES.min(cols - q0);
             for r0 in (0..ld).step_by(LANES) {
                 let block = std::array::from_fn(|r| match r0 + r < rows {
-                    true => {
-                        _mm512_maskz_loadu_ps(lanes(qn), src.as_ptr().add((r0 + r) * cols + q0))
-                    }
+                    true => _mm512_maskz_loadu_ps(lanes(qn), src.add((r0 + r) * lds + q0)),
                     false => _mm512_setzero_ps(),
                 });
                 for (q, &v) in transpose16(block).iter().enumerate().take(qn) {
@@ -760,6 +836,24 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;
 
+    /// The block-transposed packing of a `(C, K)` matrix equals the element-wise packing, on
+    /// channel counts within one panel, past one and not multiples of 16, and entry counts
+    /// past one packing block.
+    #[test]
+    fn transposed_packing_matches_the_elementwise_one() {
+        if !has_avx512f() {
+            eprintln!("skipped: the CPU has no AVX-512F");
+            return;
+        }
+        for (c, k) in [(5usize, 1usize), (64, 300), (70, 33), (130, 600)] {
+            let m: Vec<f32> = (0..c * k).map(|i| i as f32).collect();
+            let fast = Panels::transposed(&m, c, k);
+            let slow = Panels::new(k, c, |kk, o| m[o * k + kk]);
+            assert_eq!((fast.k, fast.cp), (slow.k, slow.cp));
+            assert_eq!(fast.data, slow.data, "c={c} k={k}");
+        }
+    }
+
     /// Both block transposes against the definition, on sizes with partial blocks.
     #[test]
     fn transposes_match_the_definition() {
@@ -772,7 +866,7 @@ mod tests {
             let src: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
             // (rows, cols) -> (cols, ld), zero past `rows`.
             let mut t = vec![f32::NAN; cols * ld];
-            unsafe { transpose_in(&src, rows, cols, t.as_mut_ptr(), ld) };
+            unsafe { transpose_in(src.as_ptr(), cols, rows, cols, t.as_mut_ptr(), ld) };
             for q in 0..cols {
                 for r in 0..ld {
                     let want = if r < rows { src[r * cols + q] } else { 0.0 };
