@@ -220,6 +220,15 @@ impl Storage {
         }
     }
 
+    /// The host buffer for writing, when the storage is on the CPU.
+    pub fn as_cpu_mut(&mut self) -> Option<&mut CpuStorage> {
+        match self {
+            Storage::Cpu(s) => Some(s),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(_) => None,
+        }
+    }
+
     /// The element type.
     pub fn dtype(&self) -> DType {
         match self {

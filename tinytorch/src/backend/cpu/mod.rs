@@ -1,6 +1,7 @@
 //! The CPU backend: `CpuStorage` (a typed `Vec` per dtype) and its kernels, one file per
 //! family of primitives. All kernels walk their operands with `strided::MultiStrided`.
 
+pub(crate) mod adam;
 pub(crate) mod attention;
 pub(crate) mod batch_norm;
 pub(crate) mod binary;
