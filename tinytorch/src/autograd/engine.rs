@@ -2,8 +2,9 @@
 //! sweep that runs each node's rule and accumulates gradients, writing `.grad` of leaves.
 
 use super::grad_mode::no_grad;
+use crate::backend::BinaryOp;
 use crate::error::{Error, Result};
-use crate::tensor::{Tensor, TensorId};
+use crate::tensor::{Layout, Tensor, TensorId};
 use std::collections::{HashMap, HashSet};
 
 /// Non-leaf tensors reachable from `root`, each before every tensor it was computed from.
@@ -45,6 +46,26 @@ fn accumulate(
         }
     }
     Ok(())
+}
+
+/// `grad[part] += g` in place on the gradient already waiting for `input` (a view's input,
+/// `part` the view's place in it), when there is one that nothing else holds, of `g`'s dtype
+/// and device; `Ok(false)`, nothing done, otherwise.
+fn add_into_part(
+    map: &mut HashMap<TensorId, (Tensor, Tensor)>,
+    input: &Tensor,
+    part: &Layout,
+    g: &Tensor,
+) -> Result<bool> {
+    let Some((_, grad)) = map.get(&input.id()) else {
+        return Ok(false);
+    };
+    if !grad.owns_whole_storage() || grad.dtype() != g.dtype() || grad.device() != g.device() {
+        return Ok(false);
+    }
+    grad.storage_mut()
+        .binary_inplace(part, &g.storage(), g.layout(), BinaryOp::Add)?;
+    Ok(true)
 }
 
 /// Run backward from `root` with upstream gradient `grad` (required unless `root` has one
@@ -111,6 +132,19 @@ fn run_graph(root: &Tensor, grad: Tensor, retain_graph: bool, order: &[Tensor]) 
             continue;
         };
         let node = t.node().expect("topo_order returns non-leaf tensors");
+        if let (Some(part), [input]) = (&node.part, node.inputs.as_slice()) {
+            let map = if input.is_leaf() {
+                &mut leaves
+            } else {
+                &mut pending
+            };
+            if input.requires_grad() && node.has_rule() && add_into_part(map, input, part, &g)? {
+                if !retain_graph {
+                    node.release();
+                }
+                continue;
+            }
+        }
         let needs: Vec<bool> = node.inputs.iter().map(|i| i.requires_grad()).collect();
         let grads = {
             let rule = node.backward.lock().unwrap_or_else(|e| e.into_inner());

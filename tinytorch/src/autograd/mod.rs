@@ -13,7 +13,7 @@ pub(crate) use node::Node;
 pub use node::{BackwardFn, SavedTensor};
 
 use crate::error::Result;
-use crate::tensor::Tensor;
+use crate::tensor::{Layout, Tensor};
 use std::sync::Mutex;
 
 /// True when an op on `inputs` must record a node.
@@ -37,6 +37,29 @@ impl Tensor {
             name,
             inputs: inputs.iter().map(|t| (*t).clone()).collect(),
             backward: Mutex::new(Some(Box::new(rule))),
+            part: None,
+        })
+    }
+
+    /// Record the backward of a view that is the `part` (a layout in the input's row-major
+    /// coordinates) of `input`: `rule` embeds the gradient into zeros of the input's shape,
+    /// and the engine may add it into an existing gradient in place instead (see
+    /// [`Node::part`]).
+    pub(crate) fn record_part(
+        self,
+        name: &'static str,
+        input: &Tensor,
+        part: Layout,
+        rule: impl Fn(&Tensor, &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+    ) -> Tensor {
+        if !needs_grad(&[input]) {
+            return self;
+        }
+        self.set_node(Node {
+            name,
+            inputs: vec![input.clone()],
+            backward: Mutex::new(Some(Box::new(rule))),
+            part: Some(part),
         })
     }
 

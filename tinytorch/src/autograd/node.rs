@@ -4,7 +4,7 @@
 //! an output saved by its own rule creates no reference cycle.
 
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
+use crate::tensor::{Layout, Tensor};
 use std::sync::{Arc, Mutex};
 
 /// The backward rule of one op: given the gradient of its output and which inputs need a
@@ -18,9 +18,22 @@ pub struct Node {
     pub(crate) inputs: Vec<Tensor>,
     /// `None` once the graph has been freed by a backward pass without `retain_graph`.
     pub(crate) backward: Mutex<Option<BackwardFn>>,
+    /// For a view that picks part of its one input (narrow, slice, select): where the output
+    /// lies in the input, in the input's row-major coordinates. The engine then adds the
+    /// upstream gradient into that part of a gradient already waiting for the input, in
+    /// place, instead of running the rule (zeros of the input's size, then a full add).
+    pub(crate) part: Option<Layout>,
 }
 
 impl Node {
+    /// Whether the backward rule is still there (not freed by an earlier backward pass).
+    pub(crate) fn has_rule(&self) -> bool {
+        self.backward
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
     /// Frees the saved tensors; a second backward through this node then fails clearly.
     pub(crate) fn release(&self) {
         self.backward

@@ -57,17 +57,12 @@ fn infer_shape(op: &'static str, shape: &[isize], n: usize, from: &[usize]) -> R
     Ok(out)
 }
 
-/// The gradient of a view that picks part of its input (narrow, slice, select): zeros of the
-/// input's shape with `g` written where the view looked.
-fn embed_grad(
-    g: &Tensor,
-    in_shape: &[usize],
-    view_of: impl Fn(&Layout) -> Layout,
-) -> Result<Tensor> {
+/// The gradient of a view that picks `part` of its input (narrow, slice, select): zeros of
+/// the input's shape with `g` written where the view looked.
+fn embed_grad(g: &Tensor, in_shape: &[usize], part: &Layout) -> Result<Tensor> {
     let z = Tensor::zeros(in_shape, g.dtype(), g.device())?;
-    let dst = view_of(&Layout::contiguous(in_shape));
     z.storage_mut()
-        .copy_strided_from(&dst, &g.storage(), g.layout())?;
+        .copy_strided_from(part, &g.storage(), g.layout())?;
     Ok(z)
 }
 
@@ -84,6 +79,26 @@ impl Tensor {
             return out;
         }
         out.record(name, &[self], move |g, _| Ok(vec![Some(rule(g)?)]))
+    }
+
+    /// A view under `layout` that picks part of `self`: `part_of` gives the same view of a
+    /// row-major tensor of `self`'s shape, which is where the gradient goes.
+    fn make_part_view(
+        &self,
+        name: &'static str,
+        layout: Layout,
+        part_of: impl Fn(&Layout) -> Layout,
+    ) -> Tensor {
+        let out = self.view_with_layout(layout);
+        if !needs_grad(&[self]) {
+            return out;
+        }
+        let in_shape = self.shape().to_vec();
+        let part = part_of(&Layout::contiguous(&in_shape));
+        let region = part.clone();
+        out.record_part(name, self, part, move |g, _| {
+            Ok(vec![Some(embed_grad(g, &in_shape, &region)?)])
+        })
     }
 
     /// A view with `shape` (one entry may be -1); errors when the strides do not allow a view
@@ -265,12 +280,9 @@ impl Tensor {
         }
         let s = s as usize;
         let layout = self.layout().narrow("narrow", d, s, length)?;
-        let in_shape = self.shape().to_vec();
-        Ok(self.make_view("narrow", layout, move |g| {
-            embed_grad(g, &in_shape, |l| {
-                l.narrow("narrow", d, s, length)
-                    .expect("checked in forward")
-            })
+        Ok(self.make_part_view("narrow", layout, |l| {
+            l.narrow("narrow", d, s, length)
+                .expect("checked in forward")
         }))
     }
 
@@ -296,10 +308,7 @@ impl Tensor {
         let s = start.map_or(0, clamp);
         let e = end.map_or(size as usize, clamp);
         let layout = self.layout().slice_step(d, s, e.max(s), step);
-        let in_shape = self.shape().to_vec();
-        Ok(self.make_view("slice", layout, move |g| {
-            embed_grad(g, &in_shape, |l| l.slice_step(d, s, e.max(s), step))
-        }))
+        Ok(self.make_part_view("slice", layout, |l| l.slice_step(d, s, e.max(s), step)))
     }
 
     /// Apply several [`SliceArg`]s, one per leading dimension (`x[a:b, c:d:e]`).
@@ -330,10 +339,7 @@ impl Tensor {
         }
         let i = i as usize;
         let layout = self.layout().select(d, i);
-        let in_shape = self.shape().to_vec();
-        Ok(self.make_view("select", layout, move |g| {
-            embed_grad(g, &in_shape, |l| l.select(d, i))
-        }))
+        Ok(self.make_part_view("select", layout, |l| l.select(d, i)))
     }
 
     /// Split into `chunks` views of equal size along `dim` (the last may be smaller), as
