@@ -187,9 +187,10 @@ impl Panels {
                     .par_chunks_mut(PACK_ROWS * width)
                     .enumerate()
                     .for_each(|(b, block)| {
-                        // SAFETY: rows start.. (at most `width`, and below `c`) and columns
-                        // k0..k0 + kn of `m` are in bounds; `block` is (kn, width); the path
-                        // runs only where the CPU has AVX-512F.
+                        // SAFETY: the rows read (from `start`, at most `width`, below `c`)
+                        // and columns (from b * PACK_ROWS, `block.len() / width` of them) of
+                        // `m` are in bounds; `block` is (those columns, width); the path runs
+                        // only where the CPU has AVX-512F.
                         unsafe {
                             transpose_in(
                                 m.as_ptr().add(start * k + b * PACK_ROWS),
