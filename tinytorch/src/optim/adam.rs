@@ -5,7 +5,7 @@ use super::{
     ParamGroup, ParamState, Params,
 };
 use crate::backend::cpu::adam::{adam_step, AdamStep};
-use crate::backend::cpu::CpuElement;
+use crate::backend::cpu::binary::Arith;
 use crate::error::Result;
 use crate::tensor::{DType, Tensor};
 use num_traits::Float;
@@ -185,7 +185,7 @@ fn fused_cpu(
 }
 
 /// [`fused_cpu`] on tensors known to be eligible, of element type `T`.
-fn fused_typed<T: CpuElement + Float>(
+fn fused_typed<T: Arith + Float>(
     p: &Tensor,
     grad: &Tensor,
     exp_avg: &Tensor,

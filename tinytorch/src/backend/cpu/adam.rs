@@ -4,6 +4,7 @@
 //! arithmetic). It does the composed ops' arithmetic in their order, with every scalar
 //! rounded to the element type first, so both paths give the same bits.
 
+use super::binary::Arith;
 use num_traits::Float;
 use rayon::prelude::*;
 
@@ -63,17 +64,6 @@ impl<T: Float> Scalars<T> {
     }
 }
 
-/// `torch.maximum` of two elements: NaN if either is.
-fn maximum<T: Float>(a: T, b: T) -> T {
-    if a.is_nan() || b.is_nan() {
-        T::nan()
-    } else if a > b {
-        a
-    } else {
-        b
-    }
-}
-
 /// The decayed parameter and the new moments of one element: `(x, m, v)`.
 #[inline(always)]
 fn moments<T: Float>(s: &Scalars<T>, step: &AdamStep, x: T, g: T, m: T, v: T) -> (T, T, T) {
@@ -100,7 +90,7 @@ fn apply<T: Float>(s: &Scalars<T>, x: T, m: T, second: T) -> T {
 }
 
 /// One task's elements; `v_max` present for AMSGrad.
-fn update<T: Float>(
+fn update<T: Float + Arith>(
     s: &Scalars<T>,
     step: &AdamStep,
     p: &mut [T],
@@ -121,7 +111,7 @@ fn update<T: Float>(
         Some(vm) => {
             for ((((p, &g), m), v), vm) in elems.zip(vm.iter_mut()) {
                 let (x, mm, vv) = moments(s, step, *p, g, *m, *v);
-                (*m, *v, *vm) = (mm, vv, maximum(*vm, vv));
+                (*m, *v, *vm) = (mm, vv, Arith::maximum(*vm, vv));
                 *p = apply(s, x, mm, *vm);
             }
         }
@@ -130,7 +120,7 @@ fn update<T: Float>(
 
 /// Update `p`, `m` (first moment), `v` (second moment) and, for AMSGrad, `v_max` in place
 /// from the gradient `g`; all of one length.
-pub fn adam_step<T: Float + Send + Sync>(
+pub fn adam_step<T: Float + Arith>(
     p: &mut [T],
     g: &[T],
     m: &mut [T],

@@ -11,7 +11,7 @@ use half::{bf16, f16};
 
 /// Arithmetic on one element type, with PyTorch's semantics (integers wrap, maximum and
 /// minimum propagate NaN).
-trait Arith: CpuElement {
+pub(crate) trait Arith: CpuElement {
     fn add(self, o: Self) -> Self;
     fn sub(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
