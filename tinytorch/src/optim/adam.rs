@@ -108,27 +108,37 @@ fn adam_update(
         bias_correction1: 1.0 - beta1.powf(step),
         bias_correction2_sqrt: (1.0 - beta2.powf(step)).sqrt(),
     };
-    let exp_avg = buffer(state, "exp_avg", p, 0.0)?;
-    let exp_avg_sq = buffer(state, "exp_avg_sq", p, 0.0)?;
-    let max_sq = match group.flag("amsgrad") {
-        true => Some(buffer(state, "max_exp_avg_sq", p, 0.0)?),
-        false => None,
+    let moments = Moments {
+        exp_avg: buffer(state, "exp_avg", p, 0.0)?,
+        exp_avg_sq: buffer(state, "exp_avg_sq", p, 0.0)?,
+        max_sq: match group.flag("amsgrad") {
+            true => Some(buffer(state, "max_exp_avg_sq", p, 0.0)?),
+            false => None,
+        },
     };
-    if fused_cpu(p, grad, &exp_avg, &exp_avg_sq, max_sq.as_ref(), &s)? {
+    if fused_cpu(p, grad, &moments, &s)? {
         return Ok(());
     }
-    composed_update(p, grad, &exp_avg, &exp_avg_sq, max_sq.as_ref(), &s)
+    composed_update(p, grad, &moments, &s)
+}
+
+/// A parameter's Adam state (handles on the buffers kept in its `ParamState`).
+struct Moments {
+    /// Running average of the gradient.
+    exp_avg: Tensor,
+    /// Running average of the squared gradient.
+    exp_avg_sq: Tensor,
+    /// AMSGrad's running maximum of `exp_avg_sq`.
+    max_sq: Option<Tensor>,
 }
 
 /// The update as tensor ops (any device, dtype and layout).
-fn composed_update(
-    p: &Tensor,
-    grad: &Tensor,
-    exp_avg: &Tensor,
-    exp_avg_sq: &Tensor,
-    max_sq: Option<&Tensor>,
-    s: &AdamStep,
-) -> Result<()> {
+fn composed_update(p: &Tensor, grad: &Tensor, moments: &Moments, s: &AdamStep) -> Result<()> {
+    let Moments {
+        exp_avg,
+        exp_avg_sq,
+        max_sq,
+    } = moments;
     let grad = if s.decoupled {
         p.mul_scalar_(1.0 - s.lr * s.weight_decay)?;
         effective_grad(grad, p, s.maximize, 0.0)?
@@ -157,16 +167,9 @@ fn composed_update(
 /// The update in one pass (`backend/cpu/adam.rs`) when the parameter, gradient and buffers
 /// are contiguous CPU tensors of one float dtype (f32 or f64), no two sharing a buffer;
 /// `Ok(false)`, nothing done, otherwise.
-fn fused_cpu(
-    p: &Tensor,
-    grad: &Tensor,
-    exp_avg: &Tensor,
-    exp_avg_sq: &Tensor,
-    max_sq: Option<&Tensor>,
-    s: &AdamStep,
-) -> Result<bool> {
-    let mut all = vec![p, grad, exp_avg, exp_avg_sq];
-    all.extend(max_sq);
+fn fused_cpu(p: &Tensor, grad: &Tensor, moments: &Moments, s: &AdamStep) -> Result<bool> {
+    let mut all = vec![p, grad, &moments.exp_avg, &moments.exp_avg_sq];
+    all.extend(&moments.max_sq);
     let eligible = matches!(p.dtype(), DType::F32 | DType::F64)
         && all
             .iter()
@@ -179,8 +182,8 @@ fn fused_cpu(
         return Ok(false);
     }
     match p.dtype() {
-        DType::F32 => fused_typed::<f32>(p, grad, exp_avg, exp_avg_sq, max_sq, s),
-        _ => fused_typed::<f64>(p, grad, exp_avg, exp_avg_sq, max_sq, s),
+        DType::F32 => fused_typed::<f32>(p, grad, moments, s),
+        _ => fused_typed::<f64>(p, grad, moments, s),
     }
 }
 
@@ -188,18 +191,21 @@ fn fused_cpu(
 fn fused_typed<T: Arith + Float>(
     p: &Tensor,
     grad: &Tensor,
-    exp_avg: &Tensor,
-    exp_avg_sq: &Tensor,
-    max_sq: Option<&Tensor>,
+    moments: &Moments,
     s: &AdamStep,
 ) -> Result<bool> {
+    let Moments {
+        exp_avg,
+        exp_avg_sq,
+        max_sq,
+    } = moments;
     let g_storage = grad.storage();
     let (mut ps, mut ms, mut vs) = (
         p.storage_mut(),
         exp_avg.storage_mut(),
         exp_avg_sq.storage_mut(),
     );
-    let mut vms = max_sq.map(|t| t.storage_mut());
+    let mut vms = max_sq.as_ref().map(|t| t.storage_mut());
     let n = p.numel();
     let elems = |t: &Tensor| t.layout().offset()..t.layout().offset() + n;
     let (Some(g), Some(pd), Some(m), Some(v)) = (
@@ -340,9 +346,13 @@ mod tests {
                             .collect()
                     };
                     let (a, b) = (copies(), copies());
-                    let vm = |c: &[Tensor]| amsgrad.then(|| c[4].clone());
-                    assert!(fused_cpu(&a[0], &a[1], &a[2], &a[3], vm(&a).as_ref(), &s).unwrap());
-                    composed_update(&b[0], &b[1], &b[2], &b[3], vm(&b).as_ref(), &s).unwrap();
+                    let moments = |c: &[Tensor]| Moments {
+                        exp_avg: c[2].clone(),
+                        exp_avg_sq: c[3].clone(),
+                        max_sq: amsgrad.then(|| c[4].clone()),
+                    };
+                    assert!(fused_cpu(&a[0], &a[1], &moments(&a), &s).unwrap());
+                    composed_update(&b[0], &b[1], &moments(&b), &s).unwrap();
                     for (x, y) in a.iter().zip(&b) {
                         let (x, y) = (x.to_vec_f64().unwrap(), y.to_vec_f64().unwrap());
                         let same = x.iter().zip(&y).all(|(p, q)| p.to_bits() == q.to_bits());
@@ -373,10 +383,15 @@ mod tests {
             .unwrap()
             .t()
             .unwrap();
+        let moments = || Moments {
+            exp_avg: m(),
+            exp_avg_sq: m(),
+            max_sq: None,
+        };
         let g = m();
-        assert!(!fused_cpu(&strided, &g, &m(), &m(), None, &s).unwrap());
-        assert!(!fused_cpu(&g, &g, &m(), &m(), None, &s).unwrap());
+        assert!(!fused_cpu(&strided, &g, &moments(), &s).unwrap());
+        assert!(!fused_cpu(&g, &g, &moments(), &s).unwrap());
         let half = Tensor::zeros(&[4, 3], DType::F16, Device::Cpu).unwrap();
-        assert!(!fused_cpu(&half, &half.ones_like().unwrap(), &m(), &m(), None, &s).unwrap());
+        assert!(!fused_cpu(&half, &half.ones_like().unwrap(), &moments(), &s).unwrap());
     }
 }
