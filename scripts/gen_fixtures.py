@@ -11,8 +11,9 @@ per-op domain, and keyword arguments. For each case the safetensors file holds
     <case>.grad0, <case>.grad2, ... PyTorch's gradient for each float input (grad cases)
 
 and `__metadata__[<case>]` is JSON `{"op": ..., "kwargs": {...}}`. Scalars in kwargs that are
-integral are passed to PyTorch as Python ints, because TinyTorch's f64 scalar arguments
-follow the "integral value keeps an integer tensor integral" rule.
+integral are passed to PyTorch as Python ints, and stored that way (`2`, not `2.0`): the op
+table reads a number without '.' or an exponent as an integer `Scalar`, any other as a float
+one, so that `int_tensor * 2` stays integral and `int_tensor * 2.5` is a float, as in PyTorch.
 
 CI never runs this script: it only reads the committed fixture file.
 """
@@ -139,7 +140,7 @@ def add_case(name, op, fn, inputs, kwargs, grad):
         for i, gr in zip(diff_in, grads):
             gr = torch.zeros_like(leaves[i]) if gr is None else gr
             TENSORS[f"{name}.grad{i}"] = gr.detach().contiguous().clone()
-    META[name] = json.dumps({"op": op, "kwargs": kwargs}, separators=(",", ":"), sort_keys=True)
+    META[name] = json.dumps({"op": op, "kwargs": pykw}, separators=(",", ":"), sort_keys=True)
 
 
 def add_op(op, fn, variants, dtypes, domains=("any",), grad=True, in_dtypes=None, wide=(F32, F64)):

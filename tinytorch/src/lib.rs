@@ -34,4 +34,4 @@ pub mod train;
 
 pub use autograd::{no_grad, set_grad_enabled};
 pub use error::{Error, Result};
-pub use tensor::{manual_seed, DType, Device, Generator, Layout, Tensor};
+pub use tensor::{manual_seed, DType, Device, Generator, Layout, Scalar, Tensor};

@@ -263,11 +263,12 @@ fn where_and_masked_fill_with_shapes_that_do_not_broadcast() {
         shape_err,
         &["where", "[2]", "[2, 3]"],
     );
-    let mask = Tensor::from_vec(vec![true; 12], &[2, 2, 3]).unwrap();
+    // The out-of-place masked_fill broadcasts the tensor and the mask together (PyTorch).
+    let mask = Tensor::from_vec(vec![true; 4], &[2, 2]).unwrap();
     assert_err(
         a.masked_fill(&mask, 0.0),
         shape_err,
-        &["masked_fill", "[2, 2, 3]", "[2, 3]"],
+        &["masked_fill", "[2, 2]", "[2, 3]"],
     );
 }
 

@@ -91,8 +91,10 @@ fn fill_zero_and_empty_and_scalar_tensors() {
     x.fill_(1.0).unwrap().add_scalar_(1.0).unwrap();
     assert_eq!(x.numel(), 0);
     let s = Tensor::scalar(3i64);
-    s.add_scalar_(2.0).unwrap();
+    s.add_scalar_(2).unwrap();
     assert_eq!(s.item::<i64>().unwrap(), 5);
+    // torch: tensor(3).add_(2.0) is an error (the result type is float).
+    assert!(s.add_scalar_(2.0).is_err());
     s.zero_().unwrap();
     assert_eq!(s.item::<i64>().unwrap(), 0);
     let b = Tensor::from_vec(vec![false, true], &[2]).unwrap();
@@ -118,7 +120,7 @@ fn dtype_rules_follow_pytorch() {
         msg(b.add_(&l)).contains("result type Long can't be cast to the desired output type Bool")
     );
     // Integer operands into integer and float tensors are fine.
-    l.add_scalar_(2.0)
+    l.add_scalar_(2)
         .unwrap()
         .mul_(&Tensor::from_vec(vec![3u8], &[1]).unwrap())
         .unwrap();
@@ -140,7 +142,7 @@ fn shape_and_overlap_errors() {
     );
     let m = msg(x.expand(&[2, 3]).unwrap().add_scalar_(1.0));
     assert!(m.contains("single memory location"), "{m}");
-    assert!(msg(x.clamp_(None, None)).contains("at least one"));
+    assert!(msg(x.clamp_(None::<f64>, None)).contains("at least one"));
 }
 
 #[test]
@@ -206,7 +208,7 @@ fn clamp_in_place() {
     x.clamp_(Some(0.0), None).unwrap();
     assert_eq!(x.to_vec::<f32>().unwrap(), vec![0., 0., 0.5, 1.]);
     let l = Tensor::arange(0.0, 4.0, 1.0, DType::I64, Device::Cpu).unwrap();
-    l.clamp_(None, Some(2.0)).unwrap();
+    l.clamp_(None, Some(2)).unwrap();
     assert_eq!(l.to_vec::<i64>().unwrap(), vec![0, 1, 2, 2]);
     assert!(l
         .clamp_(Some(0.5), None)

@@ -17,9 +17,12 @@ mod compare;
 mod fixture;
 #[path = "op_table/ops.rs"]
 mod ops;
+#[path = "op_table/run.rs"]
+mod run;
 
-use fixture::{load_cases, Case};
+use fixture::Case;
 use ops::OpInfo;
+use run::{finish, grad_leaves, grads_against_torch, label, run_backward, run_op};
 use std::collections::{BTreeMap, BTreeSet};
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::{DType, Tensor};
@@ -27,6 +30,10 @@ use tinytorch::{DType, Tensor};
 /// Cases that disagree with PyTorch on purpose or by a known, reported bug: (case-name
 /// prefix, reason). They are skipped by every check and listed in the test output.
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
+
+fn load_cases() -> Vec<Case> {
+    fixture::load_cases("ops.safetensors")
+}
 
 fn known_failure(case: &Case) -> Option<&'static str> {
     KNOWN_FAILURES
@@ -53,113 +60,6 @@ fn runnable<'a>(cases: &'a [Case], table: &'a [OpInfo]) -> Vec<(&'a Case, &'a Op
         out.push((case, *info));
     }
     out
-}
-
-fn label(case: &Case, info: &OpInfo) -> String {
-    format!(
-        "case {} (op {}, dtype {})",
-        case.name, info.name, case.dtype
-    )
-}
-
-fn finish(check: &str, ran: usize, failures: Vec<String>) {
-    println!("{check}: {ran} cases, {} failures", failures.len());
-    if !failures.is_empty() {
-        let shown: Vec<&str> = failures.iter().take(60).map(String::as_str).collect();
-        panic!(
-            "{check}: {} of {ran} cases failed:\n  {}",
-            failures.len(),
-            shown.join("\n  ")
-        );
-    }
-}
-
-/// Forward, then compare each output with `want` (PyTorch's or a reference run).
-fn run_op(info: &OpInfo, case: &Case, inputs: &[Tensor]) -> Result<Vec<Tensor>, String> {
-    let outs = (info.run)(inputs, &case.kwargs).map_err(|e| format!("returned an error: {e}"))?;
-    if outs.len() != case.outputs.len() {
-        return Err(format!(
-            "{} outputs but PyTorch gives {}",
-            outs.len(),
-            case.outputs.len()
-        ));
-    }
-    Ok(outs)
-}
-
-/// Mark the inputs PyTorch differentiated as requiring grad.
-fn grad_leaves(case: &Case, inputs: Vec<Tensor>) -> Result<Vec<Tensor>, String> {
-    inputs
-        .into_iter()
-        .zip(&case.grads)
-        .map(|(x, g)| {
-            if g.is_some() {
-                x.requires_grad_(true)
-            } else {
-                Ok(x)
-            }
-        })
-        .collect::<tinytorch::Result<_>>()
-        .map_err(|e| format!("requires_grad_: {e}"))
-}
-
-/// Backward from `outs` with the case's upstream gradients; the gradient of each input that
-/// PyTorch differentiated (zeros when none reached it).
-fn run_backward(
-    case: &Case,
-    inputs: &[Tensor],
-    outs: &[Tensor],
-) -> Result<Vec<Option<Tensor>>, String> {
-    let err = |e: tinytorch::Error| format!("backward: {e}");
-    let with_grad: Vec<(usize, Tensor)> = case
-        .gouts
-        .iter()
-        .enumerate()
-        .filter_map(|(i, g)| g.as_ref().map(|g| (i, g.tensor())))
-        .collect();
-    if let [(0, g)] = with_grad.as_slice() {
-        outs[0].backward_with(Some(g), false).map_err(err)?;
-    } else {
-        let mut loss: Option<Tensor> = None;
-        for (i, g) in &with_grad {
-            let term = outs[*i].mul(g).and_then(|t| t.sum_all()).map_err(err)?;
-            loss = Some(match loss {
-                Some(l) => l.add(&term).map_err(err)?,
-                None => term,
-            });
-        }
-        loss.ok_or("no upstream gradient stored")?
-            .backward()
-            .map_err(err)?;
-    }
-    inputs
-        .iter()
-        .zip(&case.grads)
-        .map(|(x, want)| {
-            let Some(_) = want else { return Ok(None) };
-            Ok(Some(match x.grad() {
-                Some(g) => g,
-                None => x.zeros_like().map_err(err)?,
-            }))
-        })
-        .collect()
-}
-
-/// Compare the input gradients of a backward run with PyTorch's.
-fn grads_against_torch(case: &Case, grads: &[Option<Tensor>]) -> Result<(), String> {
-    for (i, (got, want)) in grads.iter().zip(&case.grads).enumerate() {
-        if let (Some(got), Some(want)) = (got, want) {
-            // Backward rules round more often than the forward in half precision.
-            let scale = if matches!(case.dtype, DType::F16 | DType::BF16) {
-                4.0
-            } else {
-                1.0
-            };
-            compare::against_torch(got, want, scale)
-                .map_err(|m| format!("grad of input {i}: {m}"))?;
-        }
-    }
-    Ok(())
 }
 
 #[test]

@@ -460,8 +460,10 @@ fn integer_dtypes_follow_pytorch() {
     keep(i.ceil(), &[-3, 0, 5]);
     keep(i.round(), &[-3, 0, 5]);
     keep(i.relu(), &[0, 0, 5]);
-    keep(i.clamp(Some(-1.0), Some(2.0)), &[-1, 0, 2]);
-    keep(i.clamp_max(1.0), &[-3, 0, 1]);
+    keep(i.clamp(Some(-1), Some(2)), &[-1, 0, 2]);
+    keep(i.clamp_max(1), &[-3, 0, 1]);
+    // torch.clamp(int64, max=1.0): a float bound gives float32, whole or not.
+    assert_eq!(i.clamp_max(1.0).unwrap().dtype(), DType::F32);
     // torch.clamp(int64, min=0.5) promotes to float32.
     let c = i.clamp(Some(0.5), None).unwrap();
     assert_eq!(c.dtype(), DType::F32);
@@ -514,22 +516,19 @@ fn integer_dtypes_follow_pytorch() {
         vec![0, 1, 4, 64]
     );
     assert_eq!(
-        u.clamp(Some(1.0), Some(300.0))
-            .unwrap()
-            .to_vec::<u8>()
-            .unwrap(),
+        u.clamp(Some(1), Some(300)).unwrap().to_vec::<u8>().unwrap(),
         vec![1, 1, 2, 200]
     );
     assert_eq!(u.relu().unwrap().dtype(), DType::U8);
 
-    // bool: sign keeps bool, square and whole-bound clamp give int64, neg/abs/relu/floor fail.
+    // bool: sign keeps bool, square and integer-bound clamp give int64, neg/abs/relu/floor fail.
     let b = Tensor::from_vec(vec![true, false], &[2]).unwrap();
     assert_eq!(
         b.sign().unwrap().to_vec::<bool>().unwrap(),
         vec![true, false]
     );
     keep(b.square(), &[1, 0]);
-    keep(b.clamp(Some(1.0), None), &[1, 1]);
+    keep(b.clamp(Some(1), None), &[1, 1]);
     assert_eq!(b.exp().unwrap().dtype(), DType::F32);
     for r in [b.neg(), b.abs(), b.relu(), b.floor(), b.ceil(), b.round()] {
         assert!(r.unwrap_err().to_string().contains("bool"));
@@ -546,7 +545,7 @@ fn f64_is_computed_in_f64() {
 #[test]
 fn clamp_arguments_and_edge_values() {
     let x = t64(&[f64::NAN, -2.0, 0.5, 3.0]);
-    let err = x.clamp(None, None).unwrap_err().to_string();
+    let err = x.clamp(None::<f64>, None).unwrap_err().to_string();
     assert!(
         err.contains("clamp") && err.contains("min") && err.contains("max"),
         "{err}"

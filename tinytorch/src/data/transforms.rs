@@ -185,7 +185,7 @@ impl Transform for RandomCrop {
         let batch = is_batch(OP, x, 2)?;
         let p = self.padding;
         let padded = if p > 0 {
-            x.pad(&[p, p, p, p], PadMode::Constant(0.0))?
+            x.pad(&[p as isize; 4], PadMode::Constant(0.0))?
         } else {
             x.clone()
         };

@@ -42,7 +42,7 @@ impl BasicBlock {
         }
         let s = self.stride;
         let sub = x.slice(2, None, None, s)?.slice(3, None, None, s)?;
-        let p = self.pad_channels;
+        let p = self.pad_channels as isize;
         sub.pad(&[0, 0, 0, 0, p, p], PadMode::Constant(0.0))
     }
 }

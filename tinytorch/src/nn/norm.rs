@@ -538,7 +538,7 @@ impl Module for BatchNorm {
         if self.training {
             if let Some(n) = &self.num_batches_tracked {
                 let _guard = no_grad();
-                n.add_scalar_(1.0)?;
+                n.add_scalar_(1)?;
             }
         }
         batch_norm(

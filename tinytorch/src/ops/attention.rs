@@ -224,10 +224,17 @@ fn composite(
     p: &Plan,
 ) -> Result<Tensor> {
     let scores = masked_scores(q, k, mask, is_causal, p.scale)?;
-    // A row with no allowed key gives zeros (PyTorch's safe softmax), not NaN.
-    let row_max = scores.amax(&[-1], true)?;
+    if p.dims.s == 0 {
+        // No keys: the empty weights times the empty values are zeros (as in PyTorch).
+        return scores.matmul(v);
+    }
+    // A row with no allowed key gives zeros (PyTorch's safe softmax), not NaN, and a zero
+    // gradient: its scores are replaced before the softmax, whose backward would
+    // otherwise meet the NaN weights of an all -inf row.
+    let row_max = scores.detach().amax(&[-1], true)?;
     let empty = row_max.eq_scalar(f64::NEG_INFINITY)?;
-    let mut w = scores.softmax(-1)?.masked_fill(&empty, 0.0)?;
+    let safe = scores.masked_fill(&empty, 0.0)?;
+    let mut w = safe.softmax(-1)?.masked_fill(&empty, 0.0)?;
     if dropout_p > 0.0 {
         w = crate::nn::functional::dropout(&w, dropout_p, true)?;
     }

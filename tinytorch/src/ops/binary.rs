@@ -5,9 +5,9 @@
 use super::{same_device, with_storages2};
 use crate::autograd::needs_grad;
 use crate::backend::BinaryOp;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tensor::layout::broadcast_shapes;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{DType, ResultType, Scalar, Tensor};
 
 /// Broadcast `a` and `b`, cast both to `dtype`, and run the primitive `op`.
 pub(crate) fn broadcast_binary(
@@ -32,37 +32,48 @@ pub(crate) fn broadcast_binary(
     Ok(Tensor::from_contiguous(s, &shape))
 }
 
-/// The dtype of `a op b`: promotion, and floats for true division.
+/// The dtype of `a op b`: PyTorch's result type (0-d tensors promote only across
+/// categories), and floats for true division.
 fn result_dtype(a: &Tensor, b: &Tensor, op: BinaryOp) -> DType {
-    let d = DType::promote(a.dtype(), b.dtype());
+    let d = ResultType::new()
+        .tensor(a.dtype(), a.ndim())
+        .tensor(b.dtype(), b.ndim())
+        .finish();
     match op {
         BinaryOp::Div => d.to_float(),
-        // bool - bool and bool ** bool are errors in PyTorch; computing them as i64 is the
-        // closest meaningful answer.
-        BinaryOp::Sub | BinaryOp::Pow if d == DType::Bool => DType::I64,
         _ => d,
     }
 }
 
-/// A 0-d tensor holding `value` with the dtype PyTorch gives `tensor op scalar`: the tensor's
-/// dtype, unless the tensor is integral and the scalar is not (then the default float).
-fn scalar_like(t: &Tensor, value: f64) -> Result<Tensor> {
-    let dtype = if !t.dtype().is_float() && value.fract() != 0.0 {
-        DType::F32
-    } else {
-        t.dtype()
-    };
-    let dtype = if dtype == DType::Bool {
-        DType::I64
-    } else {
-        dtype
-    };
-    Tensor::from_f64_values(vec![value], &[], dtype, t.device())
+/// A 0-d tensor holding `value` in the dtype PyTorch gives `tensor op value`: the tensor's,
+/// unless the number brings a higher category (`int_tensor * 2.0` is f32, `bool_tensor + 1`
+/// is i64).
+pub(crate) fn scalar_like(t: &Tensor, value: Scalar) -> Result<Tensor> {
+    let dtype = ResultType::new()
+        .tensor(t.dtype(), t.ndim())
+        .scalar(value)
+        .finish();
+    Tensor::scalar_tensor(value, dtype, t.device())
 }
 
 impl Tensor {
     fn binary_op(&self, rhs: &Tensor, op: BinaryOp, name: &'static str) -> Result<Tensor> {
         let dtype = result_dtype(self, rhs, op);
+        // PyTorch refuses these rather than guess: `mask - 1` is usually a mistake for
+        // `~mask`, and bool ** bool has no bool answer.
+        if op == BinaryOp::Sub && (self.dtype() == DType::Bool || rhs.dtype() == DType::Bool) {
+            return Err(Error::dtype(
+                name,
+                "subtraction with a bool tensor is not supported; use logical_not() or \
+                 logical_xor() to invert or compare masks",
+            ));
+        }
+        if op == BinaryOp::Pow && dtype == DType::Bool {
+            return Err(Error::dtype(
+                name,
+                "pow is not implemented for bool tensors",
+            ));
+        }
         let out = broadcast_binary(name, self, rhs, dtype, op)?;
         if !needs_grad(&[self, rhs]) {
             return Ok(out);
@@ -105,14 +116,10 @@ impl Tensor {
                     } else {
                         None
                     };
-                    // d(a/b)/db = -a / b^2
+                    // d(a/b)/db = -a / b^2, as PyTorch writes it: (a / b) / b, so that each
+                    // step promotes (b * b in a 0-d b's own, narrower dtype would round).
                     let gb = if need[1] {
-                        Some(
-                            g.mul(a.get()?)?
-                                .div(&b.mul(b)?)?
-                                .mul_scalar(-1.0)?
-                                .sum_to_shape(&sb)?,
-                        )
+                        Some(g.mul(&a.get()?.div(b)?.div(b)?)?.neg()?.sum_to_shape(&sb)?)
                     } else {
                         None
                     };
@@ -122,21 +129,23 @@ impl Tensor {
             BinaryOp::Pow => {
                 let (a, b, o) = (self.save(name), rhs.save(name), out.save(name));
                 out.record(name, &[self, rhs], move |g, need| {
-                    let (a, b) = (a.get()?, b.get()?);
-                    // d(a^b)/da = b * a^(b-1)
+                    // In the op's dtype, as PyTorch's pow_backward promotes: ln(a) of an f32
+                    // 0-d base under an f64 exponent is taken in f64.
+                    let (a, b) = (a.get()?.to_dtype(dtype)?, b.get()?.to_dtype(dtype)?);
+                    // d(a^b)/da = b * a^(b-1), defined as 0 where b == 0 (PyTorch), which
+                    // the formula would make 0 * inf = NaN at a == 0.
                     let ga = if need[0] {
-                        Some(
-                            g.mul(&b.mul(&a.pow(&b.add_scalar(-1.0)?)?)?)?
-                                .sum_to_shape(&sa)?,
-                        )
+                        let d = b.mul(&a.pow(&b.sub_scalar(1)?)?)?;
+                        let d = d.masked_fill(&b.eq_scalar(0)?, 0)?;
+                        Some(g.mul(&d)?.sum_to_shape(&sa)?)
                     } else {
                         None
                     };
                     // d(a^b)/db = a^b * ln(a); PyTorch defines it as 0 where a == 0 and b >= 0.
                     let gb = if need[1] {
-                        let zero_base = a.eq_scalar(0.0)?.logical_and(&b.ge_scalar(0.0)?)?;
+                        let zero_base = a.eq_scalar(0)?.logical_and(&b.ge_scalar(0)?)?;
                         let d = o.get()?.mul(&a.log()?)?;
-                        let d = d.masked_fill(&zero_base, 0.0)?;
+                        let d = d.masked_fill(&zero_base, 0)?;
                         Some(g.mul(&d)?.sum_to_shape(&sb)?)
                     } else {
                         None
@@ -198,44 +207,52 @@ impl Tensor {
     }
 
     /// `self + value`.
-    pub fn add_scalar(&self, value: f64) -> Result<Tensor> {
-        self.add(&scalar_like(self, value)?)
+    pub fn add_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.add(&scalar_like(self, value.into())?)
     }
     /// `self - value`.
-    pub fn sub_scalar(&self, value: f64) -> Result<Tensor> {
-        self.sub(&scalar_like(self, value)?)
+    pub fn sub_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.sub(&scalar_like(self, value.into())?)
     }
     /// `value - self` (`torch.rsub`).
-    pub fn rsub_scalar(&self, value: f64) -> Result<Tensor> {
-        scalar_like(self, value)?.sub(self)
+    pub fn rsub_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        scalar_like(self, value.into())?.sub(self)
     }
     /// `self * value`.
-    pub fn mul_scalar(&self, value: f64) -> Result<Tensor> {
-        self.mul(&scalar_like(self, value)?)
+    pub fn mul_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.mul(&scalar_like(self, value.into())?)
     }
     /// `self / value`.
-    pub fn div_scalar(&self, value: f64) -> Result<Tensor> {
-        self.div(&scalar_like(self, value)?)
+    pub fn div_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.div(&scalar_like(self, value.into())?)
     }
     /// `value / self`.
-    pub fn rdiv_scalar(&self, value: f64) -> Result<Tensor> {
-        scalar_like(self, value)?.div(self)
+    pub fn rdiv_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        scalar_like(self, value.into())?.div(self)
     }
     /// `self ** exponent` for a scalar exponent.
-    pub fn pow_scalar(&self, exponent: f64) -> Result<Tensor> {
-        self.pow(&scalar_like(self, exponent)?)
+    pub fn pow_scalar(&self, exponent: impl Into<Scalar>) -> Result<Tensor> {
+        let value = exponent.into();
+        let exponent = scalar_like(self, value)?;
+        if !exponent.dtype().is_float() && value.to_f64() < 0.0 {
+            return Err(Error::invalid(
+                "pow",
+                "integers to negative integer powers are not allowed",
+            ));
+        }
+        self.pow(&exponent)
     }
     /// `base ** self` for a scalar base.
-    pub fn rpow_scalar(&self, base: f64) -> Result<Tensor> {
-        scalar_like(self, base)?.pow(self)
+    pub fn rpow_scalar(&self, base: impl Into<Scalar>) -> Result<Tensor> {
+        scalar_like(self, base.into())?.pow(self)
     }
     /// Elementwise maximum with a scalar.
-    pub fn maximum_scalar(&self, value: f64) -> Result<Tensor> {
-        self.maximum(&scalar_like(self, value)?)
+    pub fn maximum_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.maximum(&scalar_like(self, value.into())?)
     }
     /// Elementwise minimum with a scalar.
-    pub fn minimum_scalar(&self, value: f64) -> Result<Tensor> {
-        self.minimum(&scalar_like(self, value)?)
+    pub fn minimum_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.minimum(&scalar_like(self, value.into())?)
     }
 }
 

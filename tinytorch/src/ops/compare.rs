@@ -5,7 +5,7 @@ use crate::autograd::needs_grad;
 use crate::backend::CmpOp;
 use crate::error::{Error, Result};
 use crate::tensor::layout::broadcast_shapes;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{DType, ResultType, Scalar, Tensor};
 
 impl Tensor {
     fn compare(&self, other: &Tensor, op: CmpOp, name: &'static str) -> Result<Tensor> {
@@ -13,7 +13,10 @@ impl Tensor {
         let shape = broadcast_shapes(name, self.shape(), other.shape())?;
         let dtype = match op {
             CmpOp::And | CmpOp::Or | CmpOp::Xor => DType::Bool,
-            _ => DType::promote(self.dtype(), other.dtype()),
+            _ => ResultType::new()
+                .tensor(self.dtype(), self.ndim())
+                .tensor(other.dtype(), other.ndim())
+                .finish(),
         };
         let (a, b) = (
             self.detach().to_dtype(dtype)?,
@@ -25,14 +28,8 @@ impl Tensor {
         Ok(Tensor::from_contiguous(s, &shape))
     }
 
-    fn compare_scalar(&self, value: f64, op: CmpOp, name: &'static str) -> Result<Tensor> {
-        let dtype = if !self.dtype().is_float() && value.fract() != 0.0 {
-            DType::F64
-        } else {
-            self.dtype()
-        };
-        let s = Tensor::from_f64_values(vec![value], &[], dtype, self.device())?;
-        self.compare(&s, op, name)
+    fn compare_scalar(&self, value: Scalar, op: CmpOp, name: &'static str) -> Result<Tensor> {
+        self.compare(&super::binary::scalar_like(self, value)?, op, name)
     }
 
     /// `self < other` elementwise (bool).
@@ -60,28 +57,28 @@ impl Tensor {
         self.compare(other, CmpOp::Ne, "ne")
     }
     /// `self < value` (bool).
-    pub fn lt_scalar(&self, value: f64) -> Result<Tensor> {
-        self.compare_scalar(value, CmpOp::Lt, "lt")
+    pub fn lt_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.compare_scalar(value.into(), CmpOp::Lt, "lt")
     }
     /// `self <= value` (bool).
-    pub fn le_scalar(&self, value: f64) -> Result<Tensor> {
-        self.compare_scalar(value, CmpOp::Le, "le")
+    pub fn le_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.compare_scalar(value.into(), CmpOp::Le, "le")
     }
     /// `self > value` (bool).
-    pub fn gt_scalar(&self, value: f64) -> Result<Tensor> {
-        self.compare_scalar(value, CmpOp::Gt, "gt")
+    pub fn gt_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.compare_scalar(value.into(), CmpOp::Gt, "gt")
     }
     /// `self >= value` (bool).
-    pub fn ge_scalar(&self, value: f64) -> Result<Tensor> {
-        self.compare_scalar(value, CmpOp::Ge, "ge")
+    pub fn ge_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.compare_scalar(value.into(), CmpOp::Ge, "ge")
     }
     /// `self == value` (bool).
-    pub fn eq_scalar(&self, value: f64) -> Result<Tensor> {
-        self.compare_scalar(value, CmpOp::Eq, "eq")
+    pub fn eq_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.compare_scalar(value.into(), CmpOp::Eq, "eq")
     }
     /// `self != value` (bool).
-    pub fn ne_scalar(&self, value: f64) -> Result<Tensor> {
-        self.compare_scalar(value, CmpOp::Ne, "ne")
+    pub fn ne_scalar(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.compare_scalar(value.into(), CmpOp::Ne, "ne")
     }
     /// Logical and, treating non-zero as true (`torch.logical_and`).
     pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
@@ -97,7 +94,7 @@ impl Tensor {
     }
     /// Logical not (`torch.logical_not`).
     pub fn logical_not(&self) -> Result<Tensor> {
-        self.compare_scalar(0.0, CmpOp::Eq, "logical_not")
+        self.compare_scalar(Scalar::Bool(false), CmpOp::Eq, "logical_not")
     }
 
     /// `cond ? self : other` elementwise, broadcasting all three (`torch.where(cond, self,
@@ -112,7 +109,10 @@ impl Tensor {
         }
         let shape = broadcast_shapes("where", cond.shape(), on_true.shape())?;
         let shape = broadcast_shapes("where", &shape, on_false.shape())?;
-        let dtype = DType::promote(on_true.dtype(), on_false.dtype());
+        let dtype = ResultType::new()
+            .tensor(on_true.dtype(), on_true.ndim())
+            .tensor(on_false.dtype(), on_false.ndim())
+            .finish();
         let (t, f) = (on_true.to_dtype(dtype)?, on_false.to_dtype(dtype)?);
         let lc = cond.layout().broadcast_as("where", &shape)?;
         let lt = t.layout().broadcast_as("where", &shape)?;
@@ -135,21 +135,18 @@ impl Tensor {
         }))
     }
 
-    /// `value` where `mask` is true, `self` elsewhere (`x.masked_fill(mask, value)`); the
-    /// mask broadcasts to `self`'s shape.
-    pub fn masked_fill(&self, mask: &Tensor, value: f64) -> Result<Tensor> {
-        let shape = broadcast_shapes("masked_fill", self.shape(), mask.shape())?;
-        if shape != self.shape() {
-            return Err(Error::shape(
+    /// `value` where `mask` is true, `self` elsewhere (`x.masked_fill(mask, value)`). `self`
+    /// and the bool `mask` broadcast together, as in PyTorch's out-of-place form; the result
+    /// keeps `self`'s dtype (`value` is converted to it, `-1` wrapping in u8).
+    pub fn masked_fill(&self, mask: &Tensor, value: impl Into<Scalar>) -> Result<Tensor> {
+        if mask.dtype() != DType::Bool {
+            return Err(Error::dtype(
                 "masked_fill",
-                format!(
-                    "mask of shape {:?} does not broadcast to the tensor's shape {:?}",
-                    mask.shape(),
-                    self.shape()
-                ),
+                format!("the mask must be a bool tensor, got {}", mask.dtype()),
             ));
         }
-        let fill = Tensor::from_f64_values(vec![value], &[], self.dtype(), self.device())?;
+        broadcast_shapes("masked_fill", self.shape(), mask.shape())?;
+        let fill = Tensor::scalar_tensor(value, self.dtype(), self.device())?;
         Tensor::where_cond(mask, &fill, self)
     }
 }

@@ -721,12 +721,12 @@ fn dilate_dim(x: &Tensor, dim: usize, s: usize) -> Result<Tensor> {
     }
     let d = dim as isize;
     let spread = x.unsqueeze(d + 1)?;
-    let mut pads = vec![0usize; 2 * (spread.ndim() - dim - 1)];
+    let mut pads = vec![0isize; 2 * (spread.ndim() - dim - 1)];
     let last = pads.len() - 1;
     // pads are listed from the last dim; the new unit dim is `dim + 1`.
     let idx = 2 * (spread.ndim() - 1 - (dim + 1)) + 1;
     debug_assert!(idx <= last);
-    pads[idx] = s - 1;
+    pads[idx] = s as isize - 1;
     let padded = spread.pad(&pads, PadMode::Constant(0.0))?;
     let merged = padded.flatten(d, d + 1)?;
     merged.narrow(d, 0, (len - 1) * s + 1)
@@ -734,26 +734,12 @@ fn dilate_dim(x: &Tensor, dim: usize, s: usize) -> Result<Tensor> {
 
 /// Pad (or, for negative amounts, crop) `dim` by `before`/`after` elements.
 fn pad_or_crop(x: &Tensor, dim: usize, before: isize, after: isize) -> Result<Tensor> {
-    let mut t = x.clone();
-    let nd = t.ndim();
-    if before > 0 || after > 0 {
-        let mut pads = vec![0usize; 2 * (nd - dim)];
-        let base = 2 * (nd - 1 - dim);
-        pads[base] = before.max(0) as usize;
-        pads[base + 1] = after.max(0) as usize;
-        t = t.pad(&pads, PadMode::Constant(0.0))?;
-    }
-    let cut_front = (-before).max(0) as usize;
-    let cut_back = (-after).max(0) as usize;
-    if cut_front + cut_back > 0 {
-        let len = t.shape()[dim];
-        t = t.narrow(
-            dim as isize,
-            cut_front as isize,
-            len.saturating_sub(cut_front + cut_back),
-        )?;
-    }
-    Ok(t)
+    let nd = x.ndim();
+    let mut pads = vec![0isize; 2 * (nd - dim)];
+    let base = 2 * (nd - 1 - dim);
+    pads[base] = before;
+    pads[base + 1] = after;
+    x.pad(&pads, PadMode::Constant(0.0))
 }
 
 #[allow(clippy::too_many_arguments)]

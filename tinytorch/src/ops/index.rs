@@ -8,7 +8,7 @@ use super::{same_device, with_storages2};
 use crate::autograd::needs_grad;
 use crate::error::{Error, Result};
 use crate::tensor::layout::{broadcast_shapes, normalize_dim};
-use crate::tensor::{DType, Layout, Tensor};
+use crate::tensor::{DType, Layout, Scalar, Tensor};
 
 /// Indices must be int64, as PyTorch requires for gather and scatter.
 fn check_index_dtype(op: &'static str, index: &Tensor) -> Result<()> {
@@ -298,20 +298,25 @@ impl Tensor {
 
     /// `self` with `value` written at every position of `index` along `dim` (out-of-place
     /// `x.scatter(dim, index, value)`).
-    pub fn scatter_value(&self, dim: isize, index: &Tensor, value: f64) -> Result<Tensor> {
+    pub fn scatter_value(
+        &self,
+        dim: isize,
+        index: &Tensor,
+        value: impl Into<Scalar>,
+    ) -> Result<Tensor> {
         const OP: &str = "scatter";
         same_device(OP, &[self, index])?;
         check_index_dtype(OP, index)?;
         let d = normalize_dim(OP, dim, self.ndim())?;
         check_gather_shapes(OP, self, d, index, None)?;
-        let v = Tensor::from_f64_values(vec![value], &[], self.dtype(), self.device())?;
+        let v = Tensor::scalar_tensor(value, self.dtype(), self.device())?;
         let out = self.scatter_impl(OP, d, index, &v, false)?;
         if !needs_grad(&[self]) {
             return Ok(out);
         }
         let idx = index.save(OP);
         Ok(out.record(OP, &[self], move |g, _| {
-            Ok(vec![Some(g.scatter_value(d as isize, idx.get()?, 0.0)?)])
+            Ok(vec![Some(g.scatter_value(d as isize, idx.get()?, 0)?)])
         }))
     }
 

@@ -14,7 +14,7 @@ use crate::backend::cpu::binary::add_scaled_inplace;
 use crate::backend::{BinaryOp, Storage, UnaryOp};
 use crate::error::{Error, Result};
 use crate::tensor::layout::broadcast_shapes;
-use crate::tensor::{DType, Tensor};
+use crate::tensor::{DType, ResultType, Scalar, Tensor};
 
 /// PyTorch's scalar-type names, used in its casting error messages.
 fn torch_type_name(dtype: DType) -> &'static str {
@@ -57,6 +57,12 @@ fn check_cast(op: &'static str, result: DType, out: DType) -> Result<()> {
 impl Tensor {
     /// The checks every in-place op makes on the tensor it writes to.
     fn check_inplace_target(&self, op: &'static str) -> Result<()> {
+        self.check_inplace_autograd(op)?;
+        self.check_no_overlap(op)
+    }
+
+    /// An in-place write to a tensor that autograd tracks is an error (see the module docs).
+    fn check_inplace_autograd(&self, op: &'static str) -> Result<()> {
         if is_grad_enabled() && self.requires_grad() {
             if self.is_leaf() {
                 return Err(Error::Autograd(format!(
@@ -70,12 +76,20 @@ impl Tensor {
                 self.grad_fn_name().unwrap_or("?")
             )));
         }
-        // A broadcast (stride-0) dim means several elements share one memory location.
-        let overlapping = self
-            .shape()
-            .iter()
-            .zip(self.stride())
-            .any(|(&d, &s)| d > 1 && s == 0);
+        Ok(())
+    }
+
+    /// Error when several elements share one memory location: the result would depend on
+    /// the order of the writes.
+    fn check_no_overlap(&self, op: &'static str) -> Result<()> {
+        // A broadcast (stride-0) dim means several elements share one memory location
+        // (an empty view has no elements to share one).
+        let overlapping = self.numel() > 0
+            && self
+                .shape()
+                .iter()
+                .zip(self.stride())
+                .any(|(&d, &s)| d > 1 && s == 0);
         if overlapping {
             return Err(Error::invalid(
                 op,
@@ -132,36 +146,52 @@ impl Tensor {
         name: &'static str,
     ) -> Result<Tensor> {
         self.check_inplace_target(name)?;
-        let promoted = DType::promote(self.dtype(), other.dtype());
+        let result = ResultType::new()
+            .tensor(self.dtype(), self.ndim())
+            .tensor(other.dtype(), other.ndim())
+            .finish();
+        self.inplace_arith(other, result, op, name)
+    }
+
+    /// `self = self op value` for a scalar: PyTorch's result type of the tensor and the
+    /// number must fit the tensor (`int_tensor.mul_(2.5)` is an error, `mul_(2)` is not).
+    fn scalar_inplace_op(&self, value: Scalar, op: BinaryOp, name: &'static str) -> Result<Tensor> {
+        self.check_inplace_target(name)?;
+        let result = ResultType::new()
+            .tensor(self.dtype(), self.ndim())
+            .scalar(value)
+            .finish();
+        let s = Tensor::scalar_tensor(value, self.dtype(), self.device())?;
+        self.inplace_arith(&s, result, op, name)
+    }
+
+    /// Write `self op other` into `self`, once the op's result dtype `result` is known to
+    /// fit `self`'s dtype.
+    fn inplace_arith(
+        &self,
+        other: &Tensor,
+        result: DType,
+        op: BinaryOp,
+        name: &'static str,
+    ) -> Result<Tensor> {
         let result = if op == BinaryOp::Div {
-            promoted.to_float()
+            result.to_float()
         } else {
-            promoted
+            result
         };
         check_cast(name, result, self.dtype())?;
+        if op == BinaryOp::Sub && (self.dtype() == DType::Bool || other.dtype() == DType::Bool) {
+            return Err(Error::dtype(
+                name,
+                "subtraction with a bool tensor is not supported; use logical_not() or \
+                 logical_xor() to invert or compare masks",
+            ));
+        }
         let (src, src_l) = self.inplace_operand(other, name)?;
         let src_storage = src.storage();
         self.storage_mut()
             .binary_inplace(self.layout(), &src_storage, &src_l, op)?;
         Ok(self.clone())
-    }
-
-    /// `self = self op value` for a Python-style scalar: an integral value keeps the tensor's
-    /// dtype, a fractional one is a float (an error on integer tensors, as in PyTorch).
-    fn scalar_inplace_op(&self, value: f64, op: BinaryOp, name: &'static str) -> Result<Tensor> {
-        let scalar_dtype = if value.fract() != 0.0 || !value.is_finite() {
-            DType::F32
-        } else {
-            DType::I64
-        };
-        let result = if self.dtype().is_float() {
-            self.dtype()
-        } else {
-            DType::promote(self.dtype(), scalar_dtype)
-        };
-        check_cast(name, result, self.dtype())?;
-        let s = Tensor::from_f64_values(vec![value], &[], self.dtype(), self.device())?;
-        self.binary_inplace_op(&s, op, name)
     }
 
     /// `self += other` in place, `other` broadcast to `self`'s shape (`Tensor.add_`).
@@ -206,13 +236,13 @@ impl Tensor {
     }
 
     /// `self += value` in place (`Tensor.add_(scalar)`).
-    pub fn add_scalar_(&self, value: f64) -> Result<Tensor> {
-        self.scalar_inplace_op(value, BinaryOp::Add, "add_")
+    pub fn add_scalar_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.scalar_inplace_op(value.into(), BinaryOp::Add, "add_")
     }
 
     /// `self *= value` in place (`Tensor.mul_(scalar)`).
-    pub fn mul_scalar_(&self, value: f64) -> Result<Tensor> {
-        self.scalar_inplace_op(value, BinaryOp::Mul, "mul_")
+    pub fn mul_scalar_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.scalar_inplace_op(value.into(), BinaryOp::Mul, "mul_")
     }
 
     /// Copy `src` into `self`, broadcasting it to `self`'s shape and converting it to `self`'s
@@ -226,23 +256,43 @@ impl Tensor {
         Ok(self.clone())
     }
 
-    /// Set every element to `value`, converted to the dtype (`Tensor.fill_`).
-    pub fn fill_(&self, value: f64) -> Result<Tensor> {
-        self.check_inplace_target("fill_")?;
-        self.storage_mut().fill(self.layout(), value)?;
-        Ok(self.clone())
+    /// Set every element to `value`, converted to the dtype as PyTorch converts scalars
+    /// (`Tensor.fill_`; `2.5` in an integer tensor is 2, `-1` in u8 is 255).
+    ///
+    /// Writing one value to every element is well defined even when elements share memory
+    /// (an expanded view), so, as in PyTorch, `fill_` and `zero_` allow it: they write each
+    /// memory location once.
+    pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        self.fill_as("fill_", value.into())
     }
 
     /// Set every element to zero (`Tensor.zero_`).
     pub fn zero_(&self) -> Result<Tensor> {
-        self.check_inplace_target("zero_")?;
-        self.storage_mut().fill(self.layout(), 0.0)?;
+        self.fill_as("zero_", Scalar::Float(0.0))
+    }
+
+    /// `fill_` reporting errors as `op`.
+    fn fill_as(&self, op: &'static str, value: Scalar) -> Result<Tensor> {
+        self.check_inplace_autograd(op)?;
+        let distinct = self.layout().without_broadcast_dims();
+        match value {
+            Scalar::Float(v) => self.storage_mut().fill(&distinct, v)?,
+            // Integers through an i64 0-d tensor: exact beyond 2^53, wrapping like a cast.
+            other => {
+                let s = Tensor::scalar_tensor(other, self.dtype(), self.device())?;
+                let src = s.layout().broadcast_as(op, distinct.shape())?;
+                self.storage_mut()
+                    .copy_strided_from(&distinct, &s.storage(), &src)?;
+            }
+        }
         Ok(self.clone())
     }
 
     /// Clamp every element into `[min, max]` in place; at least one bound is required, and
-    /// fractional bounds on an integer tensor are an error (`Tensor.clamp_`).
-    pub fn clamp_(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+    /// float bounds on an integer tensor are an error (`Tensor.clamp_`), as the result type
+    /// would not fit.
+    pub fn clamp_<S: Into<Scalar>>(&self, min: Option<S>, max: Option<S>) -> Result<Tensor> {
+        let (min, max) = (min.map(Into::into), max.map(Into::into));
         if min.is_none() && max.is_none() {
             return Err(Error::invalid(
                 "clamp_",
@@ -250,15 +300,19 @@ impl Tensor {
             ));
         }
         self.check_inplace_target("clamp_")?;
-        let fractional = [min, max]
-            .iter()
-            .flatten()
-            .any(|v| v.fract() != 0.0 || !v.is_finite());
-        if !self.dtype().is_float() && fractional {
-            check_cast("clamp_", DType::F32, self.dtype())?;
+        let result = ResultType::new()
+            .tensor(self.dtype(), self.ndim())
+            .scalars(min.into_iter().chain(max))
+            .finish();
+        check_cast("clamp_", result, self.dtype())?;
+        if result == DType::Bool {
+            return Err(Error::dtype(
+                "clamp_",
+                "clamp is not defined for bool tensors",
+            ));
         }
-        self.storage_mut()
-            .unary_inplace(self.layout(), UnaryOp::Clamp(min, max))?;
+        let bounds = UnaryOp::Clamp(min.map(Scalar::to_f64), max.map(Scalar::to_f64));
+        self.storage_mut().unary_inplace(self.layout(), bounds)?;
         Ok(self.clone())
     }
 }

@@ -348,8 +348,10 @@ fn grad_rhs(g: &Tensor, a: &SavedTensor, b_shape: &[usize], b_col_major: bool) -
     let a = a.get()?;
     let (a, g) = if b_shape.len() == 2 && a.ndim() > 2 {
         // b was not broadcast over a's batch dims here (it has none), so a and g share them.
+        // The row count is spelled out: `-1` is ambiguous when k or n is 0.
+        let rows = a.shape()[..a.ndim() - 1].iter().product::<usize>() as isize;
         let (k, n) = (b_shape[0] as isize, b_shape[1] as isize);
-        (a.reshape(&[-1, k])?, g.reshape(&[-1, n])?)
+        (a.reshape(&[rows, k])?, g.reshape(&[rows, n])?)
     } else {
         (a.clone(), g.clone())
     };

@@ -1,9 +1,10 @@
-//! `+ - * /` and unary `-` on `&Tensor`, `Tensor`, `Result<Tensor>` and `f64`, all giving
+//! `+ - * /` and unary `-` on `&Tensor`, `Tensor`, `Result<Tensor>`, `f64` and `i64` (a Python
+//! float and int: `&x * 2` keeps an integer tensor integral, `&x * 2.0` does not), all giving
 //! `Result<Tensor>`, so that a chain like `((&a * &b)? + &c)?` stays short. Rust's orphan rule
 //! forbids `Result<Tensor> op Result<Tensor>` and `Result<Tensor> op f64`; those need a `?`.
 
 use crate::error::Result;
-use crate::tensor::Tensor;
+use crate::tensor::{Scalar, Tensor};
 use std::ops::{Add, Div, Mul, Neg, Sub};
 
 macro_rules! tensor_binop {
@@ -44,35 +45,43 @@ macro_rules! tensor_binop {
                 self.$tensor_fn(&rhs?)
             }
         }
-        impl $trait<f64> for &Tensor {
+        scalar_binop!($trait, $method, $scalar_fn, $rscalar, f64);
+        scalar_binop!($trait, $method, $scalar_fn, $rscalar, i64);
+    };
+}
+
+/// The scalar forms for one Rust number type (`f64`: a Python float, `i64`: a Python int).
+macro_rules! scalar_binop {
+    ($trait:ident, $method:ident, $scalar_fn:ident, $rscalar:expr, $num:ty) => {
+        impl $trait<$num> for &Tensor {
             type Output = Result<Tensor>;
-            fn $method(self, rhs: f64) -> Result<Tensor> {
+            fn $method(self, rhs: $num) -> Result<Tensor> {
                 self.$scalar_fn(rhs)
             }
         }
-        impl $trait<f64> for Tensor {
+        impl $trait<$num> for Tensor {
             type Output = Result<Tensor>;
-            fn $method(self, rhs: f64) -> Result<Tensor> {
+            fn $method(self, rhs: $num) -> Result<Tensor> {
                 self.$scalar_fn(rhs)
             }
         }
-        impl $trait<&Tensor> for f64 {
+        impl $trait<&Tensor> for $num {
             type Output = Result<Tensor>;
             fn $method(self, rhs: &Tensor) -> Result<Tensor> {
                 #[allow(clippy::redundant_closure_call)]
-                ($rscalar)(rhs, self)
+                ($rscalar)(rhs, Scalar::from(self))
             }
         }
     };
 }
 
-tensor_binop!(Add, add, add, add_scalar, |t: &Tensor, s: f64| t
+tensor_binop!(Add, add, add, add_scalar, |t: &Tensor, s: Scalar| t
     .add_scalar(s));
-tensor_binop!(Sub, sub, sub, sub_scalar, |t: &Tensor, s: f64| t
+tensor_binop!(Sub, sub, sub, sub_scalar, |t: &Tensor, s: Scalar| t
     .rsub_scalar(s));
-tensor_binop!(Mul, mul, mul, mul_scalar, |t: &Tensor, s: f64| t
+tensor_binop!(Mul, mul, mul, mul_scalar, |t: &Tensor, s: Scalar| t
     .mul_scalar(s));
-tensor_binop!(Div, div, div, div_scalar, |t: &Tensor, s: f64| t
+tensor_binop!(Div, div, div, div_scalar, |t: &Tensor, s: Scalar| t
     .rdiv_scalar(s));
 
 impl Neg for &Tensor {

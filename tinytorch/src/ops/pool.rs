@@ -105,7 +105,10 @@ fn window(
 fn windows(x: &Tensor, w: &Window, fill: f64) -> Result<Tensor> {
     let [pt, pb, pl, pr] = w.pads;
     let xp = if pt + pb + pl + pr > 0 {
-        x.pad(&[pl, pr, pt, pb], PadMode::Constant(fill))?
+        x.pad(
+            &[pl as isize, pr as isize, pt as isize, pb as isize],
+            PadMode::Constant(fill),
+        )?
     } else {
         x.clone()
     };

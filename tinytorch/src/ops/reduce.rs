@@ -57,20 +57,6 @@ fn abs_of(t: &Tensor) -> Result<Tensor> {
     t.mul(&sign)
 }
 
-/// Errors unless `t` has a floating-point dtype (PyTorch's rule for mean, var, std, norm).
-fn require_float(op: &'static str, t: &Tensor) -> Result<()> {
-    if !t.dtype().is_float() {
-        return Err(Error::dtype(
-            op,
-            format!(
-                "input dtype must be a floating point dtype, got {} (cast with .to_dtype first)",
-                t.dtype()
-            ),
-        ));
-    }
-    Ok(())
-}
-
 impl Tensor {
     /// Run the reduction primitive over normalised `dims` and shape the result; no autograd.
     fn reduce_raw(&self, op: ReduceOp, dims: &[usize], keepdim: bool) -> Result<Tensor> {
@@ -104,7 +90,7 @@ impl Tensor {
     /// Mean over `dims` (empty: all dims) (`x.mean(dims, keepdim)`). Floats only, as in
     /// PyTorch; f16/bf16 accumulate in f32. The mean of an empty reduction is NaN.
     pub fn mean(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
-        require_float("mean", self)?;
+        self.require_float("mean")?;
         let d = normalize_dims("mean", dims, self.ndim())?;
         let count = reduced_count(self.shape(), &d) as f64;
         if matches!(self.dtype(), DType::F16 | DType::BF16) {
@@ -283,6 +269,12 @@ impl Tensor {
         dim: Option<isize>,
         keepdim: bool,
     ) -> Result<Tensor> {
+        if self.dtype() == DType::Bool {
+            return Err(Error::dtype(
+                name,
+                format!("{name} does not support bool input (cast to an integer dtype first)"),
+            ));
+        }
         let x = self.detach();
         let Some(dim) = dim else {
             // Over the flattened tensor; keepdim keeps every dim as size 1.
@@ -334,7 +326,7 @@ impl Tensor {
     /// PyTorch default) (`torch.var(x, dims, correction=, keepdim=)`). Floats only. A
     /// non-positive `N - correction` divides by zero (inf/NaN), as in PyTorch.
     pub fn var(&self, dims: &[isize], correction: f64, keepdim: bool) -> Result<Tensor> {
-        require_float("var", self)?;
+        self.require_float("var")?;
         let d = normalize_dims("var", dims, self.ndim())?;
         let n = reduced_count(self.shape(), &d) as f64;
         let dims_i = as_isize(&d);
@@ -347,8 +339,23 @@ impl Tensor {
 
     /// Standard deviation: the square root of [`Tensor::var`] (`torch.std`).
     pub fn std(&self, dims: &[isize], correction: f64, keepdim: bool) -> Result<Tensor> {
-        require_float("std", self)?;
-        self.var(dims, correction, keepdim)?.pow_scalar(0.5)
+        self.require_float("std")?;
+        let var = self.var(dims, correction, keepdim)?;
+        let out = {
+            let _guard = no_grad();
+            var.sqrt()?
+        };
+        if !needs_grad(&[&var]) {
+            return Ok(out);
+        }
+        let y = out.save("std");
+        Ok(out.record("std", &[&var], move |g, _| {
+            // d sqrt(v)/dv = 1 / (2 sqrt(v)), defined as 0 where the deviation is 0, as in
+            // PyTorch: the inf there would make var's backward 0 * inf = NaN.
+            let y = y.get()?;
+            let d = g.div(&y.mul_scalar(2)?)?.masked_fill(&y.eq_scalar(0)?, 0)?;
+            Ok(vec![Some(d)])
+        }))
     }
 
     /// `log(sum(exp(x)))` over `dims` (empty: all), computed stably
@@ -362,7 +369,15 @@ impl Tensor {
             squeezed_shape(x.shape(), &d)
         };
         if reduced_count(x.shape(), &d) == 0 {
-            return Tensor::full(&out_shape, f64::NEG_INFINITY, x.dtype(), x.device());
+            // Nothing to sum: -inf, with a (zero-size) zero gradient, as in PyTorch.
+            let out = Tensor::full(&out_shape, f64::NEG_INFINITY, x.dtype(), x.device())?;
+            if !needs_grad(&[&x]) {
+                return Ok(out);
+            }
+            let in_shape = x.shape().to_vec();
+            return Ok(out.record("logsumexp", &[&x], move |g, _| {
+                Ok(vec![Some(Tensor::zeros(&in_shape, g.dtype(), g.device())?)])
+            }));
         }
         let out = {
             let _guard = no_grad();
@@ -427,7 +442,7 @@ impl Tensor {
     /// `f64::INFINITY` (max of |x|, ties share the gradient), `-INFINITY` (min of |x|), 0 (count of
     /// non-zeros, no gradient) or any other p (`sum(|x|^p)^(1/p)`). Floats only.
     pub fn norm(&self, p: f64, dims: &[isize], keepdim: bool) -> Result<Tensor> {
-        require_float("norm", self)?;
+        self.require_float("norm")?;
         if p.is_nan() {
             return Err(Error::invalid("norm", "the order p must not be NaN"));
         }
@@ -452,10 +467,47 @@ impl Tensor {
                 .to_dtype(self.dtype())?
                 .sum(&dims_i, keepdim);
         }
-        abs_of(self)?
-            .pow_scalar(p)?
-            .sum(&dims_i, keepdim)?
-            .pow_scalar(1.0 / p)
+        self.norm_p(p, &d, keepdim)
+    }
+
+    /// The p-norm for any other p, `sum(|x|^p)^(1/p)`, with PyTorch's backward
+    /// (`norm_backward`): `sign(x) |x|^(p-1) * g / ||x||^(p-1)`, with the points where the
+    /// formula is 0 * inf defined as 0: elements equal to 0 when p < 1, slices whose norm is
+    /// 0 when p > 1.
+    fn norm_p(&self, p: f64, d: &[usize], keepdim: bool) -> Result<Tensor> {
+        let dims_i = as_isize(d);
+        let out = {
+            let _guard = no_grad();
+            abs_of(self)?
+                .pow_scalar(p)?
+                .sum(&dims_i, keepdim)?
+                .pow_scalar(1.0 / p)?
+        };
+        if !needs_grad(&[self]) {
+            return Ok(out);
+        }
+        let (x, y) = (self.save("norm"), out.save("norm"));
+        let kshape = as_isize(&keepdim_shape(self.shape(), d));
+        Ok(out.record("norm", &[self], move |g, _| {
+            let (x, yk, g) = (x.get()?, y.get()?.reshape(&kshape)?, g.reshape(&kshape)?);
+            let ax = x.abs()?;
+            if p < 1.0 {
+                // |x|^(p-1) is inf at x == 0; the norm's factor ||x||^(1-p) is finite.
+                let scaled = x
+                    .sign()?
+                    .mul(&ax.pow_scalar(p - 1.0)?.masked_fill(&x.eq_scalar(0)?, 0)?)?;
+                return Ok(vec![Some(scaled.mul(&g)?.mul(&yk.pow_scalar(1.0 - p)?)?)]);
+            }
+            let scaled = if p < 2.0 {
+                x.sign()?.mul(&ax.pow_scalar(p - 1.0)?)?
+            } else {
+                x.mul(&ax.pow_scalar(p - 2.0)?)?
+            };
+            let scale = g
+                .div(&yk.pow_scalar(p - 1.0)?)?
+                .masked_fill(&yk.eq_scalar(0)?, 0)?;
+            Ok(vec![Some(scaled.mul(&scale)?)])
+        }))
     }
 
     /// The 2-norm with its own backward `g * x / ||x||`, defined as 0 where the norm is 0.
@@ -481,26 +533,44 @@ impl Tensor {
         }))
     }
 
-    /// True when every element is non-zero (`x.all()`); bool 0-d output.
+    /// True when every element is non-zero (`x.all()`); 0-d output, see
+    /// [`Tensor::all_dims`] for its dtype.
     pub fn all(&self) -> Result<Tensor> {
         self.all_dims(&[], false)
     }
 
-    /// True when any element is non-zero (`x.any()`); bool 0-d output.
+    /// True when any element is non-zero (`x.any()`); 0-d output, see
+    /// [`Tensor::all_dims`] for its dtype.
     pub fn any(&self) -> Result<Tensor> {
         self.any_dims(&[], false)
     }
 
-    /// `all` over `dims` (empty: all dims) (`torch.all(x, dims, keepdim)`); bool output.
+    /// `all` over `dims` (empty: all dims) (`torch.all(x, dims, keepdim)`). The output is
+    /// bool, except for a u8 input, which gives u8 0/1 (PyTorch keeps this legacy rule).
     pub fn all_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
-        let d = normalize_dims("all", dims, self.ndim())?;
-        self.detach().reduce_raw(ReduceOp::All, &d, keepdim)
+        self.logical_reduce("all", ReduceOp::All, dims, keepdim)
     }
 
-    /// `any` over `dims` (empty: all dims) (`torch.any(x, dims, keepdim)`); bool output.
+    /// `any` over `dims` (empty: all dims) (`torch.any(x, dims, keepdim)`); the output dtype
+    /// as for [`Tensor::all_dims`].
     pub fn any_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
-        let d = normalize_dims("any", dims, self.ndim())?;
-        self.detach().reduce_raw(ReduceOp::Any, &d, keepdim)
+        self.logical_reduce("any", ReduceOp::Any, dims, keepdim)
+    }
+
+    /// `all`/`any` with PyTorch's output dtype rule.
+    fn logical_reduce(
+        &self,
+        name: &'static str,
+        op: ReduceOp,
+        dims: &[isize],
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let d = normalize_dims(name, dims, self.ndim())?;
+        let out = self.detach().reduce_raw(op, &d, keepdim)?;
+        if self.dtype() == DType::U8 {
+            return out.to_dtype(DType::U8);
+        }
+        Ok(out)
     }
 
     /// The scan primitive along `dim`; no autograd.

@@ -51,8 +51,9 @@ fn cat_plan(tensors: &[&Tensor], dim: isize) -> Result<(Vec<usize>, usize, Vec<C
     let skipped = |t: &Tensor| t.shape() == [0];
     let reference = tensors.iter().find(|t| !skipped(t)).copied();
     let Some(reference) = reference else {
-        let d = normalize_dim(OP, dim, 1)?;
-        return Ok((vec![0], d, vec![None; tensors.len()]));
+        // Only 1-D empty tensors: an empty 1-D result whatever `dim` says (PyTorch does
+        // not check it either).
+        return Ok((vec![0], 0, vec![None; tensors.len()]));
     };
     let d = normalize_dim(OP, dim, reference.ndim())?;
     let mut shape = reference.shape().to_vec();
@@ -307,10 +308,17 @@ impl Tensor {
     pub fn repeat_interleave(&self, repeats: usize, dim: Option<isize>) -> Result<Tensor> {
         let (src, d) = match dim {
             None => (self.reshape(&[-1])?, 0),
-            Some(dim) => {
-                let d = normalize_dim("repeat_interleave", dim, self.ndim())?;
-                (at_least(self, 1)?, d)
+            // PyTorch refuses a dim for a 0-d tensor here (only the flattening form works).
+            Some(_) if self.ndim() == 0 => {
+                return Err(Error::index(
+                    "repeat_interleave",
+                    "a 0-d tensor has no dim to repeat along; pass dim None to flatten it",
+                ))
             }
+            Some(dim) => (
+                self.clone(),
+                normalize_dim("repeat_interleave", dim, self.ndim())?,
+            ),
         };
         let n = src.shape()[d] as i64;
         let r = repeats as i64;
@@ -320,9 +328,11 @@ impl Tensor {
 
     /// Pad the trailing dims (`torch.nn.functional.pad`): `pads` lists (left, right) pairs
     /// starting from the last dim, e.g. `[left, right, top, bottom]` for the last two dims.
-    /// Reflect and replicate accept any number of padded dims (PyTorch limits them to the
-    /// last three); reflect needs each pad smaller than the dim it pads, as in PyTorch.
-    pub fn pad(&self, pads: &[usize], mode: PadMode) -> Result<Tensor> {
+    /// A negative pad crops that many elements from its side first, as in PyTorch (the
+    /// output size `n + left + right` must not be negative). Reflect and replicate accept any
+    /// number of padded dims (PyTorch limits them to the last three); reflect needs each pad
+    /// smaller than the dim it pads, as in PyTorch.
+    pub fn pad(&self, pads: &[isize], mode: PadMode) -> Result<Tensor> {
         const OP: &str = "pad";
         if !pads.len().is_multiple_of(2) || pads.len() / 2 > self.ndim() {
             return Err(Error::invalid(
@@ -333,19 +343,41 @@ impl Tensor {
                 ),
             ));
         }
-        // (dim, left, right) for each padded dim.
+        // Crop the negative sides (views), then pad the positive ones.
         let nd = self.ndim();
-        let plan: Vec<(usize, usize, usize)> = pads
-            .chunks(2)
-            .enumerate()
-            .map(|(k, p)| (nd - 1 - k, p[0], p[1]))
-            .collect();
+        let mut cropped = self.clone();
+        let mut plan: Vec<(usize, usize, usize)> = Vec::with_capacity(pads.len() / 2);
+        for (k, p) in pads.chunks(2).enumerate() {
+            let (d, left, right) = (nd - 1 - k, p[0], p[1]);
+            let n = self.shape()[d] as isize;
+            let (crop_left, crop_right) = ((-left).max(0), (-right).max(0));
+            if n + left + right < 0 || crop_left + crop_right > n {
+                return Err(Error::invalid(
+                    OP,
+                    format!(
+                        "the input size {n} of dim {d} with padding ({left}, {right}) leaves a negative size (input {:?})",
+                        self.shape()
+                    ),
+                ));
+            }
+            if crop_left + crop_right > 0 {
+                cropped =
+                    cropped.narrow(d as isize, crop_left, (n - crop_left - crop_right) as usize)?;
+            }
+            plan.push((d, left.max(0) as usize, right.max(0) as usize));
+        }
+        cropped.pad_nonnegative(&plan, mode)
+    }
+
+    /// [`Tensor::pad`] once every pad is a (dim, left, right) with no cropping left to do.
+    fn pad_nonnegative(&self, plan: &[(usize, usize, usize)], mode: PadMode) -> Result<Tensor> {
+        const OP: &str = "pad";
         match mode {
-            PadMode::Constant(value) => self.pad_constant(&plan, value),
+            PadMode::Constant(value) => self.pad_constant(plan, value),
             PadMode::Reflect | PadMode::Replicate => {
                 let reflect = mode == PadMode::Reflect;
                 let mut out = self.clone();
-                for &(d, left, right) in &plan {
+                for &(d, left, right) in plan {
                     if left == 0 && right == 0 {
                         continue;
                     }

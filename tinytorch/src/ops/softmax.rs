@@ -7,12 +7,20 @@ use crate::tensor::layout::normalize_dim;
 use crate::tensor::{DType, Tensor};
 
 impl Tensor {
-    /// The fused kernel on a float copy of `self` (integers become f32); no autograd.
+    /// The fused kernel on `self`, which must be a float tensor (PyTorch refuses integers
+    /// unless a dtype is given: cast first); no autograd.
     fn softmax_raw(&self, name: &'static str, dim: isize, log: bool) -> Result<(Tensor, usize)> {
-        let x = self.to_dtype(self.dtype().to_float())?;
-        let d = normalize_dim(name, dim, x.ndim())?;
-        let s = x.storage().softmax(x.layout(), d, log)?;
-        Ok((Tensor::from_contiguous(s, x.shape()), d))
+        self.require_float(name)?;
+        let d = normalize_dim(name, dim, self.ndim())?;
+        // A 0-d tensor is a row of one: exp(x - x) / 1, so NaN for an infinite x, as in
+        // PyTorch (not a constant 1).
+        let row = if self.ndim() == 0 {
+            self.reshape(&[1])?
+        } else {
+            self.clone()
+        };
+        let s = row.storage().softmax(row.layout(), d, log)?;
+        Ok((Tensor::from_contiguous(s, self.shape()), d))
     }
 
     /// `exp(x) / sum(exp(x))` along `dim` (`torch.softmax(x, dim)`). Stable for any

@@ -10,7 +10,7 @@ use crate::autograd::needs_grad;
 use crate::backend::cpu::{unary as cpu_unary, CpuStorage};
 use crate::backend::{Storage, UnaryOp};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout, Tensor};
+use crate::tensor::{DType, Layout, ResultType, Scalar, Tensor};
 
 /// Which tensor a backward rule needs: the op's input or its output (cheaper for `exp`,
 /// `sigmoid`, `tanh`, `sqrt`, whose derivatives are functions of the output).
@@ -60,15 +60,16 @@ impl Tensor {
         Ok(Tensor::from_contiguous(s, self.shape()))
     }
 
-    /// Error unless the tensor is a float tensor (for PyTorch's float-only activations).
-    fn require_float(&self, name: &'static str) -> Result<()> {
+    /// Error unless the tensor is a float tensor (PyTorch's rule for its float-only ops:
+    /// activations, softmax, mean, var, std, norm).
+    pub(crate) fn require_float(&self, name: &'static str) -> Result<()> {
         if self.dtype().is_float() {
             return Ok(());
         }
         Err(Error::dtype(
             name,
             format!(
-                "{name} is only defined for floating-point tensors, got {}",
+                "{name} is only defined for floating-point tensors, got {} (cast with to_dtype first)",
                 self.dtype()
             ),
         ))
@@ -402,51 +403,53 @@ impl Tensor {
     }
 
     /// Limit every element to `[min, max]` (`torch.clamp`); either bound may be `None`, not
-    /// both. Integer tensors keep their dtype when the bounds are whole numbers (bool then
-    /// becomes i64) and compute in f32 otherwise, as PyTorch promotes. If `min > max` every
-    /// element becomes `max`; a NaN input or bound gives NaN. The gradient passes where
-    /// `min < x < max` (strictly, as PyTorch 2.15 does: zero at the bounds).
-    pub fn clamp(&self, min: Option<f64>, max: Option<f64>) -> Result<Tensor> {
+    /// both. The result dtype is PyTorch's result type of the tensor and the bounds: an
+    /// integer tensor stays integral with integer bounds (bool becomes i64) and becomes f32
+    /// with a float bound (`clamp(Some(0.5), None)`). If `min > max` every element becomes
+    /// `max`; a NaN input or bound gives NaN. The gradient passes where `min < x < max`
+    /// (strictly, as PyTorch 2.15 does: zero at the bounds).
+    pub fn clamp<S: Into<Scalar>>(&self, min: Option<S>, max: Option<S>) -> Result<Tensor> {
+        let (min, max) = (min.map(Into::into), max.map(Into::into));
         if min.is_none() && max.is_none() {
             return Err(Error::invalid(
                 "clamp",
                 "at least one of 'min' or 'max' must not be None",
             ));
         }
-        let op = UnaryOp::Clamp(min, max);
-        let whole = |b: Option<f64>| b.is_none_or(|v| v.is_finite() && v.fract() == 0.0);
-        let out = if self.dtype().is_float() {
-            self.unary_keep_dtype(op)?
-        } else if whole(min) && whole(max) {
-            let src = if self.dtype() == DType::Bool {
-                self.to_dtype(DType::I64)?
-            } else {
-                self.clone()
-            };
-            src.unary_keep_dtype(op)?
-        } else {
-            self.unary_op(op)?
-        };
+        let dtype = ResultType::new()
+            .tensor(self.dtype(), self.ndim())
+            .scalars(min.into_iter().chain(max))
+            .finish();
+        if dtype == DType::Bool {
+            return Err(Error::dtype(
+                "clamp",
+                "clamp is not defined for bool tensors",
+            ));
+        }
+        let (lo, hi) = (min.map(Scalar::to_f64), max.map(Scalar::to_f64));
+        let out = self
+            .to_dtype(dtype)?
+            .unary_keep_dtype(UnaryOp::Clamp(lo, hi))?;
         self.unary_backward(out, "clamp", Saved::Input, move |g, x| {
             // PyTorch 2.15 passes the gradient only strictly inside the bounds (none at a
             // bound, none at NaN); comparisons with NaN are false, so NaN drops out.
-            let inside = match (min, max) {
+            let inside = match (lo, hi) {
                 (Some(lo), Some(hi)) => x.gt_scalar(lo)?.logical_and(&x.lt_scalar(hi)?)?,
                 (Some(lo), None) => x.gt_scalar(lo)?,
                 (None, Some(hi)) => x.lt_scalar(hi)?,
                 (None, None) => unreachable!("checked above"),
             };
-            g.masked_fill(&inside.logical_not()?, 0.0)
+            g.masked_fill(&inside.logical_not()?, 0)
         })
     }
 
     /// `max(self, min)` elementwise (`torch.clamp_min`); see [`Tensor::clamp`].
-    pub fn clamp_min(&self, min: f64) -> Result<Tensor> {
-        self.clamp(Some(min), None)
+    pub fn clamp_min(&self, min: impl Into<Scalar>) -> Result<Tensor> {
+        self.clamp(Some(min.into()), None)
     }
 
     /// `min(self, max)` elementwise (`torch.clamp_max`); see [`Tensor::clamp`].
-    pub fn clamp_max(&self, max: f64) -> Result<Tensor> {
-        self.clamp(None, Some(max))
+    pub fn clamp_max(&self, max: impl Into<Scalar>) -> Result<Tensor> {
+        self.clamp(None, Some(max.into()))
     }
 }

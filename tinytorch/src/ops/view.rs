@@ -18,6 +18,17 @@ pub struct SliceArg {
     pub step: usize,
 }
 
+/// Error for a 0-d tensor: chunk and split need a dim to cut (PyTorch's rule).
+fn require_dims(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.ndim() == 0 {
+        return Err(Error::shape(
+            op,
+            format!("{op} expects at least a 1-dimensional tensor, got a 0-d one"),
+        ));
+    }
+    Ok(())
+}
+
 /// Resolve a shape with at most one `-1` against `numel` elements.
 fn infer_shape(op: &'static str, shape: &[isize], n: usize, from: &[usize]) -> Result<Vec<usize>> {
     let mut infer = None;
@@ -142,11 +153,11 @@ impl Tensor {
 
     /// Swap two dimensions (`x.transpose(d0, d1)`).
     pub fn transpose(&self, d0: isize, d1: isize) -> Result<Tensor> {
+        let a = normalize_dim("transpose", d0, self.ndim())?;
+        let b = normalize_dim("transpose", d1, self.ndim())?;
         if self.ndim() == 0 {
             return Ok(self.clone());
         }
-        let a = normalize_dim("transpose", d0, self.ndim())?;
-        let b = normalize_dim("transpose", d1, self.ndim())?;
         let layout = self.layout().transpose(a, b);
         Ok(self.make_view("transpose", layout, move |g| {
             g.transpose(a as isize, b as isize)
@@ -351,14 +362,19 @@ impl Tensor {
                 "chunk expects `chunks` to be greater than 0",
             ));
         }
+        require_dims("chunk", self)?;
         let d = normalize_dim("chunk", dim, self.ndim())?;
-        let size = self.shape().get(d).copied().unwrap_or(1);
-        let split = size.div_ceil(chunks).max(1);
-        self.split(split, dim)
+        let size = self.shape()[d];
+        if size == 0 {
+            // PyTorch gives `chunks` empty pieces here (split would give one).
+            return (0..chunks).map(|_| self.narrow(dim, 0, 0)).collect();
+        }
+        self.split(size.div_ceil(chunks), dim)
     }
 
     /// Split into views of `split_size` along `dim` (the last may be smaller) (`torch.split`).
     pub fn split(&self, split_size: usize, dim: isize) -> Result<Vec<Tensor>> {
+        require_dims("split", self)?;
         let d = normalize_dim("split", dim, self.ndim())?;
         let size = self.shape()[d];
         if split_size == 0 && size > 0 {
@@ -368,7 +384,7 @@ impl Tensor {
             ));
         }
         if size == 0 {
-            return Ok(vec![self.clone()]);
+            return Ok(vec![self.narrow(dim, 0, 0)?]);
         }
         let sizes: Vec<usize> = (0..size)
             .step_by(split_size)
@@ -379,6 +395,7 @@ impl Tensor {
 
     /// Split into views with the given sizes along `dim`, which must sum to its size.
     pub fn split_sizes(&self, sizes: &[usize], dim: isize) -> Result<Vec<Tensor>> {
+        require_dims("split", self)?;
         let d = normalize_dim("split", dim, self.ndim())?;
         let total: usize = sizes.iter().sum();
         if total != self.shape()[d] {

@@ -1,7 +1,7 @@
 //! Creating tensors: from host data, constant fills, ranges and identity matrices.
 
 use super::layout::numel;
-use super::{DType, Device, Layout, Tensor};
+use super::{DType, Device, Layout, Scalar, Tensor};
 use crate::backend::cpu::CpuElement;
 use crate::backend::{CpuStorage, Storage};
 use crate::error::{Error, Result};
@@ -149,6 +149,26 @@ impl Tensor {
             v[i * m + i] = 1.0;
         }
         Tensor::from_f64_values(v, &[n, m], dtype, device)
+    }
+
+    /// A 0-d tensor of `dtype` on `device` holding `value` converted as PyTorch converts a
+    /// scalar argument: integers go through i64 exactly (so `-1` in u8 wraps to 255).
+    pub fn scalar_tensor(value: impl Into<Scalar>, dtype: DType, device: Device) -> Result<Tensor> {
+        use crate::backend::BackendStorage;
+        let cpu = match value.into() {
+            Scalar::Int(i) => CpuStorage::I64(vec![i]),
+            Scalar::Bool(b) => CpuStorage::Bool(vec![b]),
+            Scalar::Float(f) => CpuStorage::F64(vec![f]),
+        };
+        let cpu = if cpu.dtype() == dtype {
+            cpu
+        } else {
+            cpu.to_dtype(&Layout::contiguous(&[1]), dtype)?
+        };
+        Ok(Tensor::from_contiguous(
+            Storage::from_cpu(cpu, device)?,
+            &[],
+        ))
     }
 
     /// A tensor of `dtype` on `device` from f64 values (exact for integers up to 2^53).

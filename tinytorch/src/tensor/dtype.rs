@@ -1,6 +1,7 @@
 //! Element types: the `DType` tag, type promotion, and the `Element` trait that lets a kernel be
 //! written once and instantiated for every dtype.
 
+use super::scalar::Scalar;
 use half::{bf16, f16};
 use std::fmt;
 
@@ -88,6 +89,74 @@ impl DType {
         } else {
             DType::F32
         }
+    }
+}
+
+/// PyTorch's result type of an op over several operands (`torch.result_type`, c10's
+/// `ResultTypeState`). Operands fall into three priority classes: tensors with dims, 0-d
+/// tensors, and plain numbers ([`Scalar`]s). A lower class decides the dtype only when it
+/// brings a higher category (bool < integer < float) than the classes above it, so
+/// `f32[3] + f64 0-d` is f32, `i64[3] + f32 0-d` is f32 and `i64[3] * 2.0` is the default
+/// float f32, while `u8[3] + i64 0-d` stays u8.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ResultType {
+    dimensioned: Option<DType>,
+    zero_dim: Option<DType>,
+    scalar: Option<DType>,
+}
+
+impl ResultType {
+    /// No operands yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a tensor operand of `dtype` with `ndim` dims.
+    pub fn tensor(mut self, dtype: DType, ndim: usize) -> Self {
+        let slot = if ndim == 0 {
+            &mut self.zero_dim
+        } else {
+            &mut self.dimensioned
+        };
+        *slot = Some(slot.map_or(dtype, |d| DType::promote(d, dtype)));
+        self
+    }
+
+    /// Add a plain-number operand.
+    pub fn scalar(mut self, value: Scalar) -> Self {
+        let dtype = value.dtype();
+        self.scalar = Some(self.scalar.map_or(dtype, |d| DType::promote(d, dtype)));
+        self
+    }
+
+    /// Add several plain-number operands (a clamp's bounds).
+    pub fn scalars(self, values: impl IntoIterator<Item = Scalar>) -> Self {
+        values.into_iter().fold(self, ResultType::scalar)
+    }
+
+    /// The result dtype (f32 when there were no operands).
+    pub fn finish(self) -> DType {
+        combine_categories(
+            self.dimensioned,
+            combine_categories(self.zero_dim, self.scalar),
+        )
+        .unwrap_or(DType::F32)
+    }
+}
+
+/// c10's `combine_categories`: the higher class wins unless the lower one brings a higher
+/// category (a float under integers, or anything under bool).
+fn combine_categories(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+    match (higher, lower) {
+        (None, l) => l,
+        (h, None) => h,
+        (Some(h), Some(l)) => Some(if h.is_float() {
+            h
+        } else if h == DType::Bool || l.is_float() {
+            DType::promote(h, l)
+        } else {
+            h
+        }),
     }
 }
 
@@ -233,3 +302,39 @@ impl FloatElement for f32 {}
 impl FloatElement for f64 {}
 impl FloatElement for f16 {}
 impl FloatElement for bf16 {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use DType::*;
+
+    fn of(operands: &[(DType, usize)]) -> DType {
+        operands
+            .iter()
+            .fold(ResultType::new(), |r, &(d, n)| r.tensor(d, n))
+            .finish()
+    }
+
+    /// The cases of PyTorch's type promotion docs (torch.result_type), one per rule.
+    #[test]
+    fn result_type_follows_pytorchs_priority_classes() {
+        assert_eq!(of(&[(F32, 2), (F64, 0)]), F32); // same category: dims win
+        assert_eq!(of(&[(I64, 1), (F32, 0)]), F32); // 0-d brings a higher category
+        assert_eq!(of(&[(I64, 1), (F64, 0)]), F64);
+        assert_eq!(of(&[(U8, 1), (I64, 0)]), U8);
+        assert_eq!(of(&[(Bool, 1), (U8, 0)]), U8);
+        assert_eq!(of(&[(F16, 1), (BF16, 1)]), F32);
+        assert_eq!(of(&[(U8, 0), (I64, 0)]), I64); // all 0-d: plain promotion
+        assert_eq!(of(&[(F16, 1), (F64, 0), (I64, 3)]), F16);
+        let with =
+            |d: DType, n: usize, s: Scalar| ResultType::new().tensor(d, n).scalar(s).finish();
+        assert_eq!(with(I64, 1, Scalar::Float(2.0)), F32); // int tensor * 2.0
+        assert_eq!(with(I64, 1, Scalar::Int(2)), I64);
+        assert_eq!(with(Bool, 1, Scalar::Int(1)), I64);
+        assert_eq!(with(Bool, 1, Scalar::Bool(true)), Bool);
+        assert_eq!(with(F16, 1, Scalar::Float(0.5)), F16);
+        assert_eq!(with(U8, 1, Scalar::Int(300)), U8);
+        assert_eq!(with(F64, 0, Scalar::Float(0.5)), F64); // 0-d beats a number
+        assert_eq!(with(I64, 0, Scalar::Float(0.5)), F32);
+    }
+}

@@ -160,8 +160,25 @@ impl Layout {
 
     /// `Some((start, end))` of the storage range when the layout is contiguous.
     pub fn contiguous_range(&self) -> Option<(usize, usize)> {
+        if self.numel() == 0 {
+            // An empty view may sit at any offset, even past the end of its (possibly
+            // empty) storage: `select(0, 1)` of a [2, 0, 3] tensor has offset 3.
+            return Some((0, 0));
+        }
         self.is_contiguous()
             .then(|| (self.offset, self.offset + self.numel()))
+    }
+
+    /// The same storage locations, each once: every broadcast (stride-0) dim shrunk to
+    /// size 1, so a write through the result touches no location twice.
+    pub fn without_broadcast_dims(&self) -> Layout {
+        let mut l = self.clone();
+        for (d, &s) in l.shape.iter_mut().zip(&self.strides) {
+            if s == 0 && *d > 1 {
+                *d = 1;
+            }
+        }
+        l
     }
 
     /// One past the largest storage index this layout touches (0 when empty).

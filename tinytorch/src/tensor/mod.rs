@@ -7,12 +7,14 @@ mod display;
 pub mod dtype;
 pub mod layout;
 mod random;
+pub mod scalar;
 
 pub use create::IntoTensorData;
 pub use device::Device;
-pub use dtype::{DType, Element, FloatElement};
+pub use dtype::{DType, Element, FloatElement, ResultType};
 pub use layout::Layout;
 pub use random::{get_rng_state, manual_seed, set_rng_state, Generator, GeneratorState};
+pub use scalar::Scalar;
 
 use crate::autograd::Node;
 use crate::backend::cpu::CpuElement;

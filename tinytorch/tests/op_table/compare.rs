@@ -1,6 +1,9 @@
 //! Comparing TinyTorch results with PyTorch's (dtype-aware tolerances) and with themselves
 //! (bit equality for the non-contiguous reruns), and building non-contiguous copies.
 
+// Shared by the op-table and random-case test binaries; each uses a part of it.
+#![allow(dead_code)]
+
 use super::fixture::Raw;
 use tinytorch::{DType, Result, Tensor};
 
@@ -61,6 +64,17 @@ fn worst_mismatch(got: &[f64], want: &[f64], atol: f64, rtol: f64) -> Option<Str
 /// Check `got` against PyTorch's `want`: dtype, shape, then values within the dtype's
 /// tolerance times `scale`.
 pub fn against_torch(got: &Tensor, want: &Raw, scale: f64) -> std::result::Result<(), String> {
+    let (atol, rtol) = tolerance(want.dtype);
+    against_torch_within(got, want, atol * scale, rtol * scale)
+}
+
+/// [`against_torch`] with an explicit tolerance.
+pub fn against_torch_within(
+    got: &Tensor,
+    want: &Raw,
+    atol: f64,
+    rtol: f64,
+) -> std::result::Result<(), String> {
     if got.dtype() != want.dtype {
         return Err(format!(
             "dtype {} but PyTorch gives {}",
@@ -76,8 +90,7 @@ pub fn against_torch(got: &Tensor, want: &Raw, scale: f64) -> std::result::Resul
         ));
     }
     let values = got.to_vec_f64().map_err(|e| format!("to_vec_f64: {e}"))?;
-    let (atol, rtol) = tolerance(want.dtype);
-    match worst_mismatch(&values, &want.values(), atol * scale, rtol * scale) {
+    match worst_mismatch(&values, &want.values(), atol, rtol) {
         Some(m) => Err(m),
         None => Ok(()),
     }

@@ -1,10 +1,14 @@
-//! Reading the PyTorch reference cases from `tests/fixtures/ops.safetensors` (written by
-//! `scripts/gen_fixtures.py`): raw tensors, and the per-case metadata `{"op", "kwargs"}`
-//! stored as JSON in the safetensors `__metadata__`.
+//! Reading PyTorch reference cases from a fixture file: `tests/fixtures/ops.safetensors`
+//! (written by `scripts/gen_fixtures.py`) or `random_ops.safetensors` (written by
+//! `scripts/gen_random_cases.py`): raw tensors, and the per-case metadata `{"op", "kwargs",
+//! "views", "expect", "error"}` stored as JSON in the safetensors `__metadata__`.
+
+// Shared by the op-table and random-case test binaries; each uses a part of it.
+#![allow(dead_code)]
 
 use safetensors::{Dtype as StDtype, SafeTensors};
-use std::collections::BTreeMap;
-use tinytorch::{DType, Error, Result, Tensor};
+use serde_json::{Map, Value};
+use tinytorch::{DType, Error, Result, Scalar, Tensor};
 
 /// A tensor as stored in the fixture file; [`Raw::tensor`] builds a fresh TinyTorch tensor.
 #[derive(Clone, Debug)]
@@ -12,6 +16,66 @@ pub struct Raw {
     pub dtype: DType,
     pub shape: Vec<usize>,
     bytes: Vec<u8>,
+}
+
+/// One step of a view recipe (`tests/fixtures/random_ops.safetensors`): the random suite
+/// stores each input as a contiguous base and the views that turn it into the op's input.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ViewStep {
+    Transpose(isize, isize),
+    Permute(Vec<isize>),
+    /// dim, start, end (exclusive, clamped), step.
+    Slice(isize, isize, isize, usize),
+    /// dim, start, length.
+    Narrow(isize, isize, usize),
+    /// dim, index.
+    Select(isize, isize),
+    Expand(Vec<isize>),
+}
+
+impl ViewStep {
+    /// The view of `t` this step describes.
+    pub fn apply(&self, t: &Tensor) -> Result<Tensor> {
+        match self {
+            ViewStep::Transpose(a, b) => t.transpose(*a, *b),
+            ViewStep::Permute(dims) => t.permute(dims),
+            ViewStep::Slice(dim, start, end, step) => {
+                t.slice(*dim, Some(*start), Some(*end), *step)
+            }
+            ViewStep::Narrow(dim, start, len) => t.narrow(*dim, *start, *len),
+            ViewStep::Select(dim, index) => t.select(*dim, *index),
+            ViewStep::Expand(sizes) => t.expand(sizes),
+        }
+    }
+
+    fn parse(step: &Value) -> std::result::Result<ViewStep, String> {
+        let Value::Array(items) = step else {
+            return Err(format!("view step {step} is not a list"));
+        };
+        let bad = || format!("view step {step} has a bad argument");
+        let int = |i: usize| {
+            items
+                .get(i)
+                .and_then(Value::as_i64)
+                .map(|v| v as isize)
+                .ok_or_else(bad)
+        };
+        let ints = |i: usize| -> std::result::Result<Vec<isize>, String> {
+            let list = items.get(i).and_then(Value::as_array).ok_or_else(bad)?;
+            list.iter()
+                .map(|x| x.as_i64().map(|v| v as isize).ok_or_else(bad))
+                .collect()
+        };
+        Ok(match items.first().and_then(Value::as_str) {
+            Some("transpose") => ViewStep::Transpose(int(1)?, int(2)?),
+            Some("permute") => ViewStep::Permute(ints(1)?),
+            Some("slice") => ViewStep::Slice(int(1)?, int(2)?, int(3)?, int(4)? as usize),
+            Some("narrow") => ViewStep::Narrow(int(1)?, int(2)?, int(3)? as usize),
+            Some("select") => ViewStep::Select(int(1)?, int(2)?),
+            Some("expand") => ViewStep::Expand(ints(1)?),
+            _ => return Err(format!("unknown view step {step}")),
+        })
+    }
 }
 
 /// One PyTorch reference case.
@@ -28,8 +92,14 @@ pub struct Case {
     pub outputs: Vec<Raw>,
     /// Upstream gradient per output (`None` for outputs without one, e.g. indices).
     pub gouts: Vec<Option<Raw>>,
-    /// PyTorch's gradient per input (`None` for inputs that take none).
+    /// PyTorch's gradient per input (`None` for inputs that take none). With view recipes,
+    /// the gradient of the base.
     pub grads: Vec<Option<Raw>>,
+    /// Per input, the views that turn the stored base into the op's input (empty: none).
+    pub views: Vec<Vec<ViewStep>>,
+    /// `Some(PyTorch's message)` when PyTorch rejects the inputs: TinyTorch must return an
+    /// error too.
+    pub expect_error: Option<String>,
 }
 
 impl Case {
@@ -131,13 +201,10 @@ impl Raw {
     }
 }
 
-/// Load every case of the fixture file, sorted by name.
-pub fn load_cases() -> Vec<Case> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/ops.safetensors"
-    );
-    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
+/// Load every case of the fixture file `tests/fixtures/<file>`, sorted by name.
+pub fn load_cases(file: &str) -> Vec<Case> {
+    let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+    let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
     let (_, meta) = SafeTensors::read_metadata(&bytes).expect("safetensors header");
     let st = SafeTensors::deserialize(&bytes).expect("safetensors file");
     let meta = meta.metadata().clone().expect("fixture metadata");
@@ -170,17 +237,10 @@ pub fn load_cases() -> Vec<Case> {
     let mut cases: Vec<Case> = meta
         .iter()
         .map(|(name, json)| {
-            let obj = Json::parse(json)
+            let obj: Value = serde_json::from_str(json)
                 .unwrap_or_else(|e| panic!("case {name}: bad metadata {json:?}: {e}"));
-            let op = obj
-                .get("op")
-                .and_then(Json::as_str)
-                .expect("op name")
-                .to_string();
-            let kwargs = Kwargs(match obj.get("kwargs") {
-                Some(Json::Obj(m)) => m.clone(),
-                _ => BTreeMap::new(),
-            });
+            let op = obj["op"].as_str().expect("op name").to_string();
+            let kwargs = Kwargs(obj["kwargs"].as_object().cloned().unwrap_or_default());
             let inputs: Vec<Raw> = numbered(name, "in", false)
                 .into_iter()
                 .map_while(|r| r)
@@ -192,6 +252,21 @@ pub fn load_cases() -> Vec<Case> {
             let gouts = trim(numbered(name, "gout", true), outputs.len());
             let grads = trim(numbered(name, "grad", false), inputs.len());
             let dtype = dtype_from_short(name.rsplit("__").next().expect("dtype suffix"));
+            let views = obj["views"]
+                .as_array()
+                .map(|recipes| {
+                    recipes
+                        .iter()
+                        .map(|r| match r {
+                            Value::Array(steps) => steps.iter().map(ViewStep::parse).collect(),
+                            _ => Err(format!("recipe {r} is not a list")),
+                        })
+                        .collect::<std::result::Result<Vec<Vec<ViewStep>>, String>>()
+                        .unwrap_or_else(|e| panic!("case {name}: {e}"))
+                })
+                .unwrap_or_default();
+            let expect_error = (obj["expect"] == "error")
+                .then(|| obj["error"].as_str().unwrap_or("?").to_string());
             Case {
                 name: name.clone(),
                 op,
@@ -201,6 +276,8 @@ pub fn load_cases() -> Vec<Case> {
                 outputs,
                 gouts,
                 grads,
+                views,
+                expect_error,
             }
         })
         .collect();
@@ -210,166 +287,10 @@ pub fn load_cases() -> Vec<Case> {
 
 // ---- keyword arguments --------------------------------------------------------------------
 
-/// A JSON value; only what the fixture metadata uses.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Json {
-    Null,
-    Bool(bool),
-    Num(f64),
-    Str(String),
-    Arr(Vec<Json>),
-    Obj(BTreeMap<String, Json>),
-}
-
-impl Json {
-    /// Parse a complete JSON document.
-    pub fn parse(s: &str) -> std::result::Result<Json, String> {
-        let mut p = Parser {
-            s: s.as_bytes(),
-            i: 0,
-        };
-        let v = p.value()?;
-        p.ws();
-        if p.i != p.s.len() {
-            return Err(format!("trailing characters at {}", p.i));
-        }
-        Ok(v)
-    }
-    fn get(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Obj(m) => m.get(key),
-            _ => None,
-        }
-    }
-    fn as_str(&self) -> Option<&str> {
-        match self {
-            Json::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-    fn as_f64(&self) -> Option<f64> {
-        match self {
-            Json::Num(x) => Some(*x),
-            Json::Str(s) if s == "inf" => Some(f64::INFINITY),
-            Json::Str(s) if s == "-inf" => Some(f64::NEG_INFINITY),
-            _ => None,
-        }
-    }
-}
-
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl Parser<'_> {
-    fn ws(&mut self) {
-        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
-            self.i += 1;
-        }
-    }
-    fn eat(&mut self, c: u8) -> std::result::Result<(), String> {
-        self.ws();
-        if self.s.get(self.i) == Some(&c) {
-            self.i += 1;
-            Ok(())
-        } else {
-            Err(format!("expected '{}' at {}", c as char, self.i))
-        }
-    }
-    fn literal(&mut self, word: &str, v: Json) -> std::result::Result<Json, String> {
-        if self.s[self.i..].starts_with(word.as_bytes()) {
-            self.i += word.len();
-            Ok(v)
-        } else {
-            Err(format!("bad literal at {}", self.i))
-        }
-    }
-    fn string(&mut self) -> std::result::Result<String, String> {
-        self.eat(b'"')?;
-        let start = self.i;
-        while self.i < self.s.len() && self.s[self.i] != b'"' {
-            self.i += 1;
-        }
-        let out = String::from_utf8_lossy(&self.s[start..self.i]).into_owned();
-        self.eat(b'"')?;
-        Ok(out)
-    }
-    fn value(&mut self) -> std::result::Result<Json, String> {
-        self.ws();
-        match self.s.get(self.i) {
-            Some(b'{') => {
-                self.i += 1;
-                let mut m = BTreeMap::new();
-                self.ws();
-                if self.s.get(self.i) == Some(&b'}') {
-                    self.i += 1;
-                    return Ok(Json::Obj(m));
-                }
-                loop {
-                    let k = self.string()?;
-                    self.eat(b':')?;
-                    m.insert(k, self.value()?);
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {
-                            self.i += 1;
-                            return Ok(Json::Obj(m));
-                        }
-                        _ => return Err(format!("bad object at {}", self.i)),
-                    }
-                }
-            }
-            Some(b'[') => {
-                self.i += 1;
-                let mut v = Vec::new();
-                self.ws();
-                if self.s.get(self.i) == Some(&b']') {
-                    self.i += 1;
-                    return Ok(Json::Arr(v));
-                }
-                loop {
-                    v.push(self.value()?);
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {
-                            self.i += 1;
-                            return Ok(Json::Arr(v));
-                        }
-                        _ => return Err(format!("bad array at {}", self.i)),
-                    }
-                }
-            }
-            Some(b'"') => Ok(Json::Str(self.string()?)),
-            Some(b't') => self.literal("true", Json::Bool(true)),
-            Some(b'f') => self.literal("false", Json::Bool(false)),
-            Some(b'n') => self.literal("null", Json::Null),
-            Some(_) => {
-                let start = self.i;
-                while self.i < self.s.len()
-                    && matches!(
-                        self.s[self.i],
-                        b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
-                    )
-                {
-                    self.i += 1;
-                }
-                let text =
-                    std::str::from_utf8(&self.s[start..self.i]).map_err(|e| e.to_string())?;
-                text.parse::<f64>()
-                    .map(Json::Num)
-                    .map_err(|e| format!("bad number {text:?}: {e}"))
-            }
-            None => Err("unexpected end".into()),
-        }
-    }
-}
-
-/// A case's keyword arguments, with typed accessors that fail with a clear error.
+/// A case's keyword arguments, with typed accessors that fail with a clear error. JSON keeps
+/// Python's int/float distinction (`2` vs `2.0`), which [`Kwargs::scalar`] passes on.
 #[derive(Clone, Debug, Default)]
-pub struct Kwargs(BTreeMap<String, Json>);
+pub struct Kwargs(Map<String, Value>);
 
 fn missing(key: &str, what: &str) -> Error {
     Error::invalid(
@@ -378,20 +299,45 @@ fn missing(key: &str, what: &str) -> Error {
     )
 }
 
+/// A JSON number, or the strings `"inf"` / `"-inf"` that the generators write for infinities.
+fn as_f64(v: &Value) -> Option<f64> {
+    match v {
+        Value::String(s) if s == "inf" => Some(f64::INFINITY),
+        Value::String(s) if s == "-inf" => Some(f64::NEG_INFINITY),
+        v => v.as_f64(),
+    }
+}
+
 impl Kwargs {
-    fn raw(&self, key: &str) -> Option<&Json> {
+    fn raw(&self, key: &str) -> Option<&Value> {
         self.0.get(key)
     }
     /// A float (`"inf"` allowed).
     pub fn f(&self, key: &str) -> Result<f64> {
         self.raw(key)
-            .and_then(Json::as_f64)
+            .and_then(as_f64)
             .ok_or_else(|| missing(key, "a number"))
+    }
+    /// A scalar argument as Python passed it: an int (`2`), a float (`2.0`, `"inf"`) or a
+    /// bool.
+    pub fn scalar(&self, key: &str) -> Result<Scalar> {
+        match self.raw(key) {
+            Some(Value::Number(n)) if n.is_i64() => Ok(Scalar::Int(n.as_i64().expect("i64"))),
+            Some(Value::Bool(b)) => Ok(Scalar::Bool(*b)),
+            _ => self.f(key).map(Scalar::Float),
+        }
+    }
+    /// An optional scalar (`null` is `None`).
+    pub fn opt_scalar(&self, key: &str) -> Result<Option<Scalar>> {
+        match self.raw(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.scalar(key).map(Some),
+        }
     }
     /// An optional float (`null` is `None`).
     pub fn opt_f(&self, key: &str) -> Result<Option<f64>> {
         match self.raw(key) {
-            None | Some(Json::Null) => Ok(None),
+            None | Some(Value::Null) => Ok(None),
             Some(_) => self.f(key).map(Some),
         }
     }
@@ -406,7 +352,7 @@ impl Kwargs {
     /// An optional signed integer (`null` is `None`).
     pub fn opt_i(&self, key: &str) -> Result<Option<isize>> {
         match self.raw(key) {
-            None | Some(Json::Null) => Ok(None),
+            None | Some(Value::Null) => Ok(None),
             Some(_) => self.i(key).map(Some),
         }
     }
@@ -418,17 +364,17 @@ impl Kwargs {
     /// A boolean.
     pub fn b(&self, key: &str) -> Result<bool> {
         match self.raw(key) {
-            Some(Json::Bool(b)) => Ok(*b),
+            Some(Value::Bool(b)) => Ok(*b),
             _ => Err(missing(key, "a boolean")),
         }
     }
     /// A list of signed integers (shapes, dims).
     pub fn ints(&self, key: &str) -> Result<Vec<isize>> {
         match self.raw(key) {
-            Some(Json::Arr(v)) => v
+            Some(Value::Array(v)) => v
                 .iter()
                 .map(|x| {
-                    x.as_f64()
+                    as_f64(x)
                         .filter(|f| f.fract() == 0.0)
                         .map(|f| f as isize)
                         .ok_or_else(|| missing(key, "integers"))

@@ -9,6 +9,9 @@
 //! Families land in `main` one at a time; fixture cases whose op has no record here are
 //! reported as pending by `op_table::every_fixture_op_is_in_the_table`, not failed.
 
+// Shared by the op-table and random-case test binaries; each uses a part of it.
+#![allow(dead_code)]
+
 use super::fixture::Kwargs;
 use tinytorch::ops::PadMode;
 use tinytorch::{DType, Result, Tensor};
@@ -170,32 +173,32 @@ fn binary() -> Vec<OpInfo> {
         op!("maximum", 2, ALL, grad, |x, k| one(x[0].maximum(&x[1]))),
         op!("minimum", 2, ALL, grad, |x, k| one(x[0].minimum(&x[1]))),
         op!("add_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].add_scalar(k.f("value")?)
+            x[0].add_scalar(k.scalar("value")?)
         )),
         op!("sub_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].sub_scalar(k.f("value")?)
+            x[0].sub_scalar(k.scalar("value")?)
         )),
         op!("rsub_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].rsub_scalar(k.f("value")?)
+            x[0].rsub_scalar(k.scalar("value")?)
         )),
         op!("mul_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].mul_scalar(k.f("value")?)
+            x[0].mul_scalar(k.scalar("value")?)
         )),
         op!("div_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].div_scalar(k.f("value")?)
+            x[0].div_scalar(k.scalar("value")?)
         )),
         op!("rdiv_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].rdiv_scalar(k.f("value")?)
+            x[0].rdiv_scalar(k.scalar("value")?)
         )),
         op!("pow_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].pow_scalar(k.f("value")?)
+            x[0].pow_scalar(k.scalar("value")?)
         )),
         op!(
             "rpow_scalar",
             1,
             &[F32, F64, F16, BF16, I64],
             grad,
-            |x, k| one(x[0].rpow_scalar(k.f("value")?))
+            |x, k| one(x[0].rpow_scalar(k.scalar("value")?))
         ),
     ]
 }
@@ -209,22 +212,22 @@ fn compare() -> Vec<OpInfo> {
         op!("eq", 2, ALL, nograd, |x, k| one(x[0].eq(&x[1]))),
         op!("ne", 2, ALL, nograd, |x, k| one(x[0].ne(&x[1]))),
         op!("lt_scalar", 1, ALL, nograd, |x, k| one(
-            x[0].lt_scalar(k.f("value")?)
+            x[0].lt_scalar(k.scalar("value")?)
         )),
         op!("le_scalar", 1, ALL, nograd, |x, k| one(
-            x[0].le_scalar(k.f("value")?)
+            x[0].le_scalar(k.scalar("value")?)
         )),
         op!("gt_scalar", 1, ALL, nograd, |x, k| one(
-            x[0].gt_scalar(k.f("value")?)
+            x[0].gt_scalar(k.scalar("value")?)
         )),
         op!("ge_scalar", 1, ALL, nograd, |x, k| one(
-            x[0].ge_scalar(k.f("value")?)
+            x[0].ge_scalar(k.scalar("value")?)
         )),
         op!("eq_scalar", 1, ALL, nograd, |x, k| one(
-            x[0].eq_scalar(k.f("value")?)
+            x[0].eq_scalar(k.scalar("value")?)
         )),
         op!("ne_scalar", 1, ALL, nograd, |x, k| one(
-            x[0].ne_scalar(k.f("value")?)
+            x[0].ne_scalar(k.scalar("value")?)
         )),
         op!("logical_and", 2, ALL, nograd, |x, k| one(
             x[0].logical_and(&x[1])
@@ -246,7 +249,7 @@ fn compare() -> Vec<OpInfo> {
             &x[0], &x[1], &x[2]
         ))),
         op!("masked_fill", 2, ALL, grad, |x, k| one(
-            x[0].masked_fill(&x[1], k.f("value")?)
+            x[0].masked_fill(&x[1], k.scalar("value")?)
         )),
     ]
 }
@@ -365,13 +368,13 @@ fn unary() -> Vec<OpInfo> {
         op!("ceil", 1, UNARY, grad, |x, k| one(x[0].ceil())),
         op!("round", 1, UNARY, grad, |x, k| one(x[0].round())),
         op!("clamp", 1, UNARY, grad, |x, k| one(
-            x[0].clamp(k.opt_f("min")?, k.opt_f("max")?)
+            x[0].clamp(k.opt_scalar("min")?, k.opt_scalar("max")?)
         )),
         op!("clamp_min", 1, FLOATS, grad, |x, k| one(
-            x[0].clamp_min(k.f("value")?)
+            x[0].clamp_min(k.scalar("value")?)
         )),
         op!("clamp_max", 1, FLOATS, grad, |x, k| one(
-            x[0].clamp_max(k.f("value")?)
+            x[0].clamp_max(k.scalar("value")?)
         )),
     ]
 }
@@ -416,7 +419,7 @@ fn index_shape() -> Vec<OpInfo> {
             &x[2]
         ))),
         op!("scatter_value", 2, &[F32, F64], grad, |x, k| {
-            one(x[0].scatter_value(k.i("dim")?, &x[1], k.f("value")?))
+            one(x[0].scatter_value(k.i("dim")?, &x[1], k.scalar("value")?))
         }),
         op!("scatter_add", 3, FI, grad_ordered, |x, k| one(
             x[0].scatter_add(k.i("dim")?, &x[1], &x[2])
@@ -456,13 +459,13 @@ fn index_shape() -> Vec<OpInfo> {
             one(x[0].repeat_interleave(k.u("repeats")?, k.opt_i("dim")?))
         }),
         op!("pad_constant", 1, &[F32, F64], grad, |x, k| {
-            one(x[0].pad(&k.usizes("pads")?, PadMode::Constant(k.f("value")?)))
+            one(x[0].pad(&k.ints("pads")?, PadMode::Constant(k.f("value")?)))
         }),
         op!("pad_reflect", 1, &[F32, F64], grad, |x, k| one(
-            x[0].pad(&k.usizes("pads")?, PadMode::Reflect)
+            x[0].pad(&k.ints("pads")?, PadMode::Reflect)
         )),
         op!("pad_replicate", 1, &[F32, F64], grad, |x, k| one(
-            x[0].pad(&k.usizes("pads")?, PadMode::Replicate)
+            x[0].pad(&k.ints("pads")?, PadMode::Replicate)
         )),
         op!("tril", 1, ALL, grad, |x, k| one(
             x[0].tril(k.i("diagonal")? as i64)
@@ -501,20 +504,20 @@ fn inplace() -> Vec<OpInfo> {
         op!("mul_", 2, FI, nograd, |x, k| one(x[0].mul_(&x[1]))),
         op!("div_", 2, &[F32, F64], nograd, |x, k| one(x[0].div_(&x[1]))),
         op!("add_scalar_", 1, &[F32, F64], nograd, |x, k| one(
-            x[0].add_scalar_(k.f("value")?)
+            x[0].add_scalar_(k.scalar("value")?)
         )),
         op!("mul_scalar_", 1, &[F32, F64], nograd, |x, k| one(
-            x[0].mul_scalar_(k.f("value")?)
+            x[0].mul_scalar_(k.scalar("value")?)
         )),
         op!("copy_", 2, &[F32, F64, I64, Bool], nograd, |x, k| one(
             x[0].copy_(&x[1])
         )),
         op!("zero_", 1, &[F32, I64], nograd, |x, k| one(x[0].zero_())),
         op!("fill_", 1, &[F32, F64], nograd, |x, k| one(
-            x[0].fill_(k.f("value")?)
+            x[0].fill_(k.scalar("value")?)
         )),
         op!("clamp_", 1, &[F32, F64], nograd, |x, k| one(
-            x[0].clamp_(k.opt_f("min")?, k.opt_f("max")?)
+            x[0].clamp_(k.opt_scalar("min")?, k.opt_scalar("max")?)
         )),
     ]
 }

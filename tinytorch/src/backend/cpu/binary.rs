@@ -6,7 +6,7 @@ use super::strided::{map2, map3, update2};
 use super::{CpuElement, CpuStorage};
 use crate::backend::{BackendStorage, BinaryOp, CmpOp};
 use crate::error::{Error, Result};
-use crate::tensor::Layout;
+use crate::tensor::{DType, Layout};
 use half::{bf16, f16};
 
 /// Arithmetic on one element type, with PyTorch's semantics (integers wrap, maximum and
@@ -197,16 +197,20 @@ pub fn binary(
         (CpuStorage::I64(x), CpuStorage::I64(y)) => binary_typed(x, al, y, bl, op),
         (CpuStorage::U8(x), CpuStorage::U8(y)) => binary_typed(x, al, y, bl, op),
         (CpuStorage::Bool(x), CpuStorage::Bool(y)) => {
-            // PyTorch: bool + bool is logical or, bool * bool logical and.
-            let f: fn(bool, bool) -> bool = match op {
-                BinaryOp::Add | BinaryOp::Maximum => |p, q| p | q,
-                BinaryOp::Mul | BinaryOp::Minimum => |p, q| p & q,
-                _ => return Err(Error::unsupported_dtype("binary", a.dtype())),
-            };
-            CpuStorage::Bool(map2(x, al, y, bl, f))
+            CpuStorage::Bool(map2(x, al, y, bl, bool_op("binary", op)?))
         }
         _ => unreachable!("dtypes checked equal"),
     })
+}
+
+/// `op` on bools as PyTorch defines it: `+` and maximum are logical or, `*` and minimum
+/// logical and; the rest is an error.
+fn bool_op(name: &'static str, op: BinaryOp) -> Result<fn(bool, bool) -> bool> {
+    match op {
+        BinaryOp::Add | BinaryOp::Maximum => Ok(|p, q| p | q),
+        BinaryOp::Mul | BinaryOp::Minimum => Ok(|p, q| p & q),
+        _ => Err(Error::unsupported_dtype(name, DType::Bool)),
+    }
 }
 
 /// `a = a op b` elementwise, in place.
@@ -238,6 +242,9 @@ pub fn binary_inplace(
         (CpuStorage::BF16(x), CpuStorage::BF16(y)) => go(x, al, y, bl, op),
         (CpuStorage::I64(x), CpuStorage::I64(y)) => go(x, al, y, bl, op),
         (CpuStorage::U8(x), CpuStorage::U8(y)) => go(x, al, y, bl, op),
+        (CpuStorage::Bool(x), CpuStorage::Bool(y)) => {
+            update2(x, al, y, bl, bool_op("binary_", op)?)
+        }
         (a, _) => return Err(Error::unsupported_dtype("binary_", a.dtype())),
     }
     Ok(())

@@ -953,11 +953,8 @@ fn softmax_row<T: Copy, C: Real>(
 }
 
 /// Softmax or log-softmax along `dim`; integer inputs are not accepted (the ops layer casts).
+/// The layout has at least one dim (the ops layer views a 0-d tensor as a row of one).
 pub fn softmax(s: &CpuStorage, l: &Layout, dim: usize, log: bool) -> Result<CpuStorage> {
-    if l.ndim() == 0 {
-        let one = CpuStorage::F64(vec![if log { 0.0 } else { 1.0 }]);
-        return one.to_dtype(&Layout::contiguous(&[]), s.dtype());
-    }
     fn go<T: CpuElement, C: Real>(
         v: &[T],
         l: &Layout,
