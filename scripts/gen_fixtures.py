@@ -428,9 +428,12 @@ def unary():
         ("both", [(3, 4)], {"min": -0.5, "max": 0.5}),
         ("min", [(3, 4)], {"min": -0.5, "max": None}),
         ("max", [(3, 4)], {"min": None, "max": 0.5}),
-        ("0d", [()], {"min": -0.5, "max": 0.5})], FLOATS, ("clamp",))
+        ("0d", [()], {"min": -0.5, "max": 0.5}),
+        # min > max: every element becomes max.
+        ("crossed", [(3, 4)], {"min": 0.5, "max": -0.5})], FLOATS, ("clamp",))
     add_op("clamp", lambda x, min, max: torch.clamp(x, min, max), [
-        ("int", [(3, 4)], {"min": -2.0, "max": 3.0})], [I64], ("any",))
+        ("int", [(3, 4)], {"min": -2.0, "max": 3.0}),
+        ("int_crossed", [(3, 4)], {"min": 3.0, "max": -2.0})], [I64], ("any",))
     add_op("clamp_min", lambda x, value: torch.clamp_min(x, value), [("2d", [(3, 4)], {"value": -0.5})],
            FLOATS, ("clamp",))
     add_op("clamp_max", lambda x, value: torch.clamp_max(x, value), [("2d", [(3, 4)], {"value": 0.5})],

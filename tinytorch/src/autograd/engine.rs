@@ -4,7 +4,7 @@
 use super::grad_mode::no_grad;
 use crate::backend::BinaryOp;
 use crate::error::{Error, Result};
-use crate::tensor::{Layout, Tensor, TensorId};
+use crate::tensor::{Device, Layout, Tensor, TensorId};
 use std::collections::{HashMap, HashSet};
 
 /// Non-leaf tensors reachable from `root`, each before every tensor it was computed from.
@@ -68,6 +68,30 @@ fn add_into_part(
     Ok(true)
 }
 
+/// The checks PyTorch makes on a gradient given to `backward` for a tensor, each as
+/// (shape, device): the same shape, and the same device (a CPU gradient for a CUDA output
+/// would otherwise mix devices deep inside a backward rule, or land on a CUDA leaf as is).
+fn check_given_gradient(tensor: (&[usize], Device), grad: (&[usize], Device)) -> Result<()> {
+    if grad.0 != tensor.0 {
+        return Err(Error::shape(
+            "backward",
+            format!(
+                "gradient has shape {:?} but the tensor has shape {:?}",
+                grad.0, tensor.0
+            ),
+        ));
+    }
+    if grad.1 != tensor.1 {
+        // PyTorch: "invalid gradient - expected device cuda:0 but got cpu".
+        return Err(Error::Device {
+            op: "backward (the tensor, then its gradient)",
+            lhs: tensor.1,
+            rhs: grad.1,
+        });
+    }
+    Ok(())
+}
+
 /// Run backward from `root` with upstream gradient `grad` (required unless `root` has one
 /// element). Leaves' `.grad` accumulate; the graph is freed unless `retain_graph`.
 pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Result<()> {
@@ -79,16 +103,7 @@ pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Res
     }
     let grad = match grad {
         Some(g) => {
-            if g.shape() != root.shape() {
-                return Err(Error::shape(
-                    "backward",
-                    format!(
-                        "gradient has shape {:?} but the tensor has shape {:?}",
-                        g.shape(),
-                        root.shape()
-                    ),
-                ));
-            }
+            check_given_gradient((root.shape(), root.device()), (g.shape(), g.device()))?;
             g.detach()
         }
         None => {
@@ -173,12 +188,14 @@ fn run_graph(root: &Tensor, grad: Tensor, retain_graph: bool, order: &[Tensor]) 
             if !need {
                 continue;
             }
-            if grad.shape() != input.shape() {
+            if grad.shape() != input.shape() || grad.device() != input.device() {
                 return Err(Error::Autograd(format!(
-                    "backward of {} returned a gradient of shape {:?} for an input of shape {:?}",
+                    "backward of {} returned a gradient of shape {:?} on {} for an input of shape {:?} on {}",
                     node.name,
                     grad.shape(),
-                    input.shape()
+                    grad.device(),
+                    input.shape(),
+                    input.device()
                 )));
             }
             let grad = if grad.dtype() != input.dtype() {
@@ -218,5 +235,27 @@ impl Tensor {
     /// optionally keep the graph for another backward pass.
     pub fn backward_with(&self, grad: Option<&Tensor>, retain_graph: bool) -> Result<()> {
         backward(self, grad, retain_graph)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The device check runs without a GPU: it compares device values only.
+    #[test]
+    fn a_given_gradient_must_match_the_tensors_shape_and_device() {
+        let cpu = Device::Cpu;
+        let cuda = Device::Cuda(0);
+        assert!(check_given_gradient((&[2, 3], cuda), (&[2, 3], cuda)).is_ok());
+        let e = check_given_gradient((&[2, 3], cuda), (&[2, 3], cpu)).unwrap_err();
+        assert!(matches!(e, Error::Device { .. }), "{e}");
+        let msg = e.to_string();
+        assert!(
+            msg.contains("backward") && msg.contains("cuda:0") && msg.contains("cpu"),
+            "{msg}"
+        );
+        let e = check_given_gradient((&[2, 3], cpu), (&[3, 2], cpu)).unwrap_err();
+        assert!(matches!(e, Error::Shape { .. }), "{e}");
     }
 }

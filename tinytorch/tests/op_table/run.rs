@@ -67,12 +67,15 @@ pub fn run_backward(
     outs: &[Tensor],
 ) -> Result<Vec<Option<Tensor>>, String> {
     let err = |e: tinytorch::Error| format!("backward: {e}");
+    // The upstream gradients go where the outputs are (cuda:0 in the CUDA run).
     let with_grad: Vec<(usize, Tensor)> = case
         .gouts
         .iter()
         .enumerate()
         .filter_map(|(i, g)| g.as_ref().map(|g| (i, g.tensor())))
-        .collect();
+        .map(|(i, g)| g.to_device(outs[i].device()).map(|g| (i, g)))
+        .collect::<tinytorch::Result<_>>()
+        .map_err(err)?;
     if let [(0, g)] = with_grad.as_slice() {
         outs[0].backward_with(Some(g), false).map_err(err)?;
     } else {

@@ -97,6 +97,9 @@ pub fn get(ordinal: usize) -> Result<Arc<CudaDevice>> {
         });
     }
     let ctx = CudaContext::new(ordinal).map_err(|e| cuda_err("cuda", e))?;
+    if nvrtc_available() {
+        check_driver_runs_nvrtc_ptx(driver_version()?, nvrtc_version()?)?;
+    }
     // One stream orders all work, so cudarc's per-buffer events are not needed.
     // SAFETY: no other stream ever touches this context's buffers.
     unsafe { ctx.disable_event_tracking() };
@@ -117,6 +120,50 @@ pub fn get(ordinal: usize) -> Result<Arc<CudaDevice>> {
     });
     devices.insert(ordinal, d.clone());
     Ok(d)
+}
+
+/// The CUDA version the driver supports, as the driver encodes it (13000 for 13.0).
+fn driver_version() -> Result<i32> {
+    let mut v = 0;
+    // SAFETY: writes one int; the driver library is loaded (a context exists).
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }
+        .result()
+        .map_err(|e| cuda_err("cuda", e))?;
+    Ok(v)
+}
+
+/// NVRTC's (major, minor) version.
+fn nvrtc_version() -> Result<(i32, i32)> {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: writes two ints; callers check that libnvrtc loads first.
+    unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| cuda_err("cuda", e))?;
+    Ok((major, minor))
+}
+
+/// PTX from NVRTC `major.minor` loads only on a driver of that CUDA version or newer; an
+/// older driver rejects the module at load time with a bare "unsupported PTX version". Say
+/// so up front, naming both versions.
+fn check_driver_runs_nvrtc_ptx(driver: i32, nvrtc: (i32, i32)) -> Result<()> {
+    let needed = nvrtc.0 * 1000 + nvrtc.1 * 10;
+    if driver >= needed {
+        return Ok(());
+    }
+    Err(Error::Cuda {
+        op: "cuda",
+        msg: format!(
+            "the driver supports CUDA {}.{} but NVRTC is {}.{}, whose PTX needs a CUDA {}.{} \
+             driver or newer: upgrade the driver, or put an NVRTC of at most the driver's \
+             version first on LD_LIBRARY_PATH",
+            driver / 1000,
+            driver % 1000 / 10,
+            nvrtc.0,
+            nvrtc.1,
+            nvrtc.0,
+            nvrtc.1
+        ),
+    })
 }
 
 /// Keep freed memory in the device's stream-ordered pool instead of returning it to the
@@ -285,5 +332,23 @@ impl CudaDevice {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The version rule needs no GPU: NVRTC 13.0's PTX needs a 13.0 driver.
+    #[test]
+    fn an_older_driver_than_nvrtc_is_named_in_the_error() {
+        assert!(check_driver_runs_nvrtc_ptx(13000, (13, 0)).is_ok());
+        assert!(check_driver_runs_nvrtc_ptx(13020, (13, 0)).is_ok());
+        assert!(check_driver_runs_nvrtc_ptx(12080, (12, 4)).is_ok());
+        let e = check_driver_runs_nvrtc_ptx(12040, (13, 0))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("12.4") && e.contains("13.0"), "{e}");
+        assert!(check_driver_runs_nvrtc_ptx(13000, (13, 1)).is_err());
     }
 }

@@ -17,6 +17,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("conv", include_str!("kernels/conv.cu")),
     ("attention", include_str!("kernels/attention.cu")),
     ("norm", include_str!("kernels/norm.cu")),
+    ("matmul", include_str!("kernels/matmul.cu")),
 ];
 
 /// Compile module `name` to PTX for `arch` (e.g. `compute_90`; NVRTC's default when None).
@@ -57,10 +58,19 @@ fn compile_with_arch(name: &str, src: &str, arch: Option<&'static str>) -> Resul
     })
 }
 
-/// Compile every source; returns (module name, PTX size in bytes) for each.
-pub fn compile_all() -> Result<Vec<(&'static str, usize)>> {
-    SOURCES
-        .iter()
-        .map(|(name, _)| Ok((*name, compile(name, None)?.to_src().len())))
-        .collect()
+/// The GPU architectures TinyTorch supports and tests the kernels for: Ampere (A100, RTX
+/// 30xx), Ada (L4, RTX 40xx) and Hopper (H100/H200). The kernels use nothing newer than
+/// sm_80 offers; a device compiles for its own `compute_XY` at first use.
+pub const ARCHES: &[&str] = &["compute_80", "compute_86", "compute_89", "compute_90"];
+
+/// Compile every source for every architecture of [`ARCHES`]; returns (module name,
+/// architecture, PTX size in bytes) for each.
+pub fn compile_all() -> Result<Vec<(&'static str, &'static str, usize)>> {
+    let mut out = Vec::new();
+    for (name, _) in SOURCES {
+        for arch in ARCHES {
+            out.push((*name, *arch, compile(name, Some(arch))?.to_src().len()));
+        }
+    }
+    Ok(out)
 }

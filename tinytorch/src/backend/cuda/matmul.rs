@@ -1,10 +1,12 @@
 //! Batched matrix products through cuBLAS (`cublasGemmStridedBatchedEx`): f32 (TF32 only
 //! when allowed, as in PyTorch), f64, and f16/bf16 with f32 accumulation. Operands with a
 //! unit stride in either matrix dim are passed as they are (transposed when column-major);
-//! others are copied to contiguous first.
+//! others are copied to contiguous first. Integer products (i64, u8), which cuBLAS lacks,
+//! run a kernel of their own (`kernels/matmul.cu`) on any strides.
 
 use super::device::{allow_tf32, cuda_err};
-use super::{elementwise, CudaStorage};
+use super::launch::{grid, launch, KStrides};
+use super::{elementwise, suffix, CudaStorage};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Layout};
 use cudarc::cublas::sys::{
@@ -40,7 +42,37 @@ fn operand(l: &Layout) -> Option<Operand> {
     }
 }
 
+/// `(batch, m, k) @ (batch, k, n)` for integer operands, wrapping as on the CPU.
+fn matmul_int(a: &CudaStorage, al: &Layout, b: &CudaStorage, bl: &Layout) -> Result<CudaStorage> {
+    let (batch, m, k, n) = (al.shape()[0], al.shape()[1], al.shape()[2], bl.shape()[2]);
+    let out = a.alloc_like(a.dtype, batch * m * n)?;
+    if batch * m * n == 0 {
+        return Ok(out);
+    }
+    let sa = KStrides::new("matmul", al.strides(), al.offset())?;
+    let sb = KStrides::new("matmul", bl.strides(), bl.offset())?;
+    launch!(
+        &a.dev,
+        "matmul",
+        format!("matmul_int_{}", suffix(a.dtype)),
+        grid(batch * m * n),
+        batch as i64,
+        m as i64,
+        k as i64,
+        n as i64,
+        sa,
+        a.ptr(),
+        sb,
+        b.ptr(),
+        out.ptr()
+    );
+    Ok(out)
+}
+
 pub fn matmul(a: &CudaStorage, al: &Layout, b: &CudaStorage, bl: &Layout) -> Result<CudaStorage> {
+    if matches!(a.dtype, DType::I64 | DType::U8) {
+        return matmul_int(a, al, b, bl);
+    }
     // A layout cuBLAS cannot read directly is made contiguous (kept alive here).
     let (a_copy, b_copy);
     let (a, al, ao) = match operand(al) {

@@ -45,7 +45,12 @@ __device__ __forceinline__ C unary_float(int op, C x, C p0, C p1) {
     case 29: return x * p0;
     case 30: return m_pow(x, p0);
     case 31: return m_pow(p0, x);
-    case 32: return is_nan(x) ? x : (x < p0 ? p0 : (x > p1 ? p1 : x));
+    // min(max(x, lo), hi) in this order: with lo > hi every element becomes hi (PyTorch).
+    case 32: {
+        if (is_nan(x)) return x;
+        C y = x < p0 ? p0 : x;
+        return y > p1 ? p1 : y;
+    }
     case 33: return p0;  // a NaN clamp bound: every element becomes NaN
     }
     return x;
@@ -62,7 +67,10 @@ __device__ __forceinline__ i64 unary_int(int op, i64 x, i64 p0, i64 p1) {
     case 29: return wmul(x, p0);
     case 30: return wpow(x, p0);
     case 31: return x < 0 ? 0 : wpow(p0, x);
-    case 32: return x < p0 ? p0 : (x > p1 ? p1 : x);
+    case 32: {  // min(max(x, lo), hi): hi everywhere when lo > hi, as for floats
+        i64 y = x < p0 ? p0 : x;
+        return y > p1 ? p1 : y;
+    }
     }
     return x;  // floor, ceil, round: the identity on integers
 }
