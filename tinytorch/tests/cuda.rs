@@ -1,8 +1,14 @@
-//! The CUDA backend end to end: device moves, errors, the caching allocator, index errors
-//! and a training step against the CPU. Without a GPU only the error paths run; the rest
-//! print that they were skipped.
+//! The CUDA backend end to end: device moves, errors, the caching allocator, index errors,
+//! index ops in every dtype, tensors past 2^26 elements, two threads at once, and a
+//! training step against the CPU. Without a GPU only the error paths run; the rest print
+//! that they were skipped.
+//!
+//! The tests share the device's error flag and allocation counter, so each GPU test holds
+//! one lock for its whole run (they run one at a time), except the two-thread test, which
+//! uses the device from two threads on purpose, inside its own turn.
 #![cfg(feature = "cuda")]
 
+use std::sync::{Mutex, MutexGuard};
 use tinytorch::backend::cuda;
 use tinytorch::models::{seed_cnn, ImageShape};
 use tinytorch::nn::Module;
@@ -11,12 +17,29 @@ use tinytorch::{manual_seed, DType, Device, Tensor};
 
 const GPU: Device = Device::Cuda(0);
 
-fn gpu() -> bool {
-    let ok = cuda::is_available();
-    if !ok {
+/// The turn of a GPU test (`None`, after printing why, where no GPU is present).
+fn gpu() -> Option<MutexGuard<'static, ()>> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    if !cuda::is_available() {
         println!("skipped: no CUDA device");
+        return None;
     }
-    ok
+    // A test that failed while holding the lock leaves it poisoned; the next still runs.
+    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// The values of `t` (any device) as f64.
+fn vals(t: &Tensor) -> Vec<f64> {
+    t.to_vec_f64().unwrap()
+}
+
+/// `got` within `tol` (relative to the magnitude) of `want`, NaN matching NaN.
+fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: lengths");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol * (1.0 + w.abs());
+        assert!(ok, "{what}: element {i} is {g}, the CPU gives {w}");
+    }
 }
 
 #[test]
@@ -49,9 +72,7 @@ fn device_strings_parse_like_pytorch() {
 
 #[test]
 fn round_trip_keeps_values_of_every_dtype() {
-    if !gpu() {
-        return;
-    }
+    let Some(_turn) = gpu() else { return };
     let x = Tensor::arange(-5.0, 7.0, 1.0, DType::F64, Device::Cpu).unwrap();
     for dt in [
         DType::F32,
@@ -81,9 +102,7 @@ fn round_trip_keeps_values_of_every_dtype() {
 
 #[test]
 fn mixing_devices_is_a_clear_error() {
-    if !gpu() {
-        return;
-    }
+    let Some(_turn) = gpu() else { return };
     let a = Tensor::ones(&[3], DType::F32, Device::Cpu).unwrap();
     let b = a.cuda().unwrap();
     let err = a.add(&b).unwrap_err().to_string();
@@ -92,9 +111,7 @@ fn mixing_devices_is_a_clear_error() {
 
 #[test]
 fn out_of_range_index_is_reported_at_synchronisation() {
-    if !gpu() {
-        return;
-    }
+    let Some(_turn) = gpu() else { return };
     let x = Tensor::ones(&[4, 2], DType::F32, GPU).unwrap();
     let idx = Tensor::from_slice(&[0i64, 9]).cuda().unwrap();
     let err = x
@@ -109,9 +126,7 @@ fn out_of_range_index_is_reported_at_synchronisation() {
 
 #[test]
 fn training_step_matches_the_cpu_and_reuses_memory() {
-    if !gpu() {
-        return;
-    }
+    let Some(_turn) = gpu() else { return };
     manual_seed(0);
     let shape = ImageShape {
         channels: 1,
@@ -164,5 +179,163 @@ fn training_step_matches_the_cpu_and_reuses_memory() {
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f64::max);
         assert!(worst < 1e-4, "{name}: max difference {worst}");
+    }
+}
+
+#[test]
+fn index_accumulation_in_half_and_byte_dtypes_matches_the_cpu() {
+    let Some(_turn) = gpu() else { return };
+    // Repeated indices make the atomics meet on one element.
+    let index = Tensor::from_slice(&[0i64, 2, 2, 1, 0, 2]);
+    for dt in [DType::F16, DType::BF16, DType::U8, DType::F32, DType::I64] {
+        let base = Tensor::arange(0.0, 12.0, 1.0, DType::F64, Device::Cpu)
+            .unwrap()
+            .reshape(&[3, 4])
+            .unwrap()
+            .to_dtype(dt)
+            .unwrap();
+        let src = Tensor::arange(1.0, 25.0, 1.0, DType::F64, Device::Cpu)
+            .unwrap()
+            .reshape(&[6, 4])
+            .unwrap()
+            .to_dtype(dt)
+            .unwrap();
+        let want = base.index_add(0, &index, &src).unwrap();
+        let got = base
+            .cuda()
+            .unwrap()
+            .index_add(0, &index.cuda().unwrap(), &src.cuda().unwrap())
+            .unwrap();
+        assert_close(&format!("index_add {dt}"), &vals(&got), &vals(&want), 1e-2);
+        // scatter_add along dim 1 with a (3, 6) index into (3, 4).
+        let sidx = Tensor::from_vec(
+            vec![0i64, 3, 3, 1, 0, 2, 1, 1, 1, 2, 3, 0, 2, 2, 0, 0, 3, 1],
+            &[3, 6],
+        )
+        .unwrap();
+        let ssrc = src.reshape(&[3, 8]).unwrap().narrow(1, 0, 6).unwrap();
+        let want = base.scatter_add(1, &sidx, &ssrc).unwrap();
+        let got = base
+            .cuda()
+            .unwrap()
+            .scatter_add(1, &sidx.cuda().unwrap(), &ssrc.cuda().unwrap())
+            .unwrap();
+        assert_close(
+            &format!("scatter_add {dt}"),
+            &vals(&got),
+            &vals(&want),
+            1e-2,
+        );
+    }
+}
+
+#[test]
+fn out_of_range_indices_of_gather_scatter_and_index_add_are_reported() {
+    let Some(_turn) = gpu() else { return };
+    let x = Tensor::ones(&[3, 4], DType::F32, GPU).unwrap();
+    let bad = Tensor::from_vec(vec![0i64, 7, 1, 2], &[1, 4])
+        .unwrap()
+        .cuda()
+        .unwrap();
+    let src = Tensor::ones(&[1, 4], DType::F32, GPU).unwrap();
+    let results = [
+        ("gather", x.gather(0, &bad)),
+        ("scatter", x.scatter(0, &bad, &src)),
+        ("scatter_add", x.scatter_add(0, &bad, &src)),
+        (
+            "index_add",
+            x.index_add(
+                0,
+                &Tensor::from_slice(&[5i64]).cuda().unwrap(),
+                &Tensor::ones(&[1, 4], DType::F32, GPU).unwrap(),
+            ),
+        ),
+    ];
+    for (op, r) in results {
+        let err = r.and_then(|y| y.to_vec_f64()).unwrap_err().to_string();
+        assert!(err.contains("out of range"), "{op}: {err}");
+        // Reported once: the device works on.
+        assert_eq!(x.sum_all().unwrap().item_f64().unwrap(), 12.0, "{op}");
+    }
+}
+
+#[test]
+fn tensors_past_two_to_the_26_elements_take_every_path() {
+    let Some(_turn) = gpu() else { return };
+    // 2^26 + 3 elements (256 MiB in f32): past any 32-bit-per-thread indexing shortcut and
+    // past the grid-stride loop's first sweep.
+    let n = (1usize << 26) + 3;
+    let host =
+        Tensor::from_vec((0..n).map(|i| (i % 1000) as f32).collect::<Vec<_>>(), &[n]).unwrap();
+    let dev = host.cuda().unwrap();
+    // Elementwise: values come back exactly.
+    let y = dev.mul_scalar(2.0).unwrap().add_scalar(1.0).unwrap();
+    let back = vals(&y);
+    for i in [0, 1, n / 2, n - 2, n - 1] {
+        assert_eq!(back[i], ((i % 1000) * 2 + 1) as f64, "element {i}");
+    }
+    // Reduction: the sum of (i mod 1000), exact in f64.
+    let total = dev
+        .to_dtype(DType::F64)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .item_f64()
+        .unwrap();
+    let want: f64 = (0..n).map(|i| (i % 1000) as f64).sum();
+    assert_eq!(total, want);
+    // Strided copy: a transposed (2, n/2) view made contiguous.
+    let m = (n - 3) / 2;
+    let t = dev
+        .narrow(0, 0, 2 * m)
+        .unwrap()
+        .reshape(&[2, m as isize])
+        .unwrap()
+        .t()
+        .unwrap();
+    let c = vals(&t.contiguous().unwrap());
+    for r in [0, 1, m / 3, m - 1] {
+        assert_eq!(c[2 * r], (r % 1000) as f64, "row {r}");
+        assert_eq!(c[2 * r + 1], ((m + r) % 1000) as f64, "row {r}");
+    }
+}
+
+#[test]
+fn two_threads_use_the_device_at_once() {
+    let Some(_turn) = gpu() else { return };
+    let work = |seed: u64| {
+        move || {
+            let x = Tensor::arange(0.0, 4096.0, 1.0, DType::F32, Device::Cpu)
+                .unwrap()
+                .add_scalar(seed as f64)
+                .unwrap()
+                .reshape(&[64, 64])
+                .unwrap();
+            let want = vals(&x.matmul(&x.t().unwrap()).unwrap().sum(&[1], false).unwrap());
+            let g = x.cuda().unwrap();
+            for _ in 0..50 {
+                let got = vals(&g.matmul(&g.t().unwrap()).unwrap().sum(&[1], false).unwrap());
+                assert_close(&format!("thread {seed}"), &got, &want, 1e-5);
+            }
+        }
+    };
+    let a = std::thread::spawn(work(1));
+    let b = std::thread::spawn(work(2));
+    a.join().expect("thread 1");
+    b.join().expect("thread 2");
+}
+
+#[test]
+fn f64_to_half_casts_round_once() {
+    let Some(_turn) = gpu() else { return };
+    // Just above half-way between two f16 (and bf16) neighbours, by less than f32 keeps:
+    // rounding to f32 first lands exactly on the half-way point, which then goes to even.
+    let f16_case = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+    let bf16_case = 1.0 + 2f64.powi(-8) + 2f64.powi(-40);
+    let x = Tensor::from_slice(&[f16_case, bf16_case, -f16_case, 65519.0, 1e300, f64::NAN]);
+    for dt in [DType::F16, DType::BF16] {
+        let want = vals(&x.to_dtype(dt).unwrap());
+        let got = vals(&x.cuda().unwrap().to_dtype(dt).unwrap());
+        assert_close(&format!("f64 -> {dt}"), &got, &want, 0.0);
     }
 }

@@ -29,7 +29,7 @@ use run::{finish, grad_leaves, grads_against_torch, label, run_backward};
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
-use tinytorch::Tensor;
+use tinytorch::{Device, Tensor};
 
 /// Which side refuses the inputs in a deliberate difference.
 #[derive(Clone, Copy, PartialEq)]
@@ -150,13 +150,19 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, String>) -> Result<T, String> {
     }
 }
 
-/// The case's inputs: each stored base (a gradient leaf when PyTorch differentiated it),
-/// then its view recipe. Returns (bases, views).
-fn inputs(case: &Case) -> Result<(Vec<Tensor>, Vec<Tensor>), String> {
+/// The case's inputs on `device`: each stored base (a gradient leaf when PyTorch
+/// differentiated it), then its view recipe. Returns (bases, views).
+fn inputs(case: &Case, device: Device) -> Result<(Vec<Tensor>, Vec<Tensor>), String> {
+    let bases = case
+        .input_tensors()
+        .iter()
+        .map(|t| t.to_device(device))
+        .collect::<tinytorch::Result<Vec<_>>>()
+        .map_err(|e| format!("to {device}: {e}"))?;
     let bases = if case.expect_error.is_some() {
-        case.input_tensors()
+        bases
     } else {
-        grad_leaves(case, case.input_tensors())?
+        grad_leaves(case, bases)?
     };
     let mut views = Vec::with_capacity(bases.len());
     for (i, base) in bases.iter().enumerate() {
@@ -171,10 +177,17 @@ fn inputs(case: &Case) -> Result<(Vec<Tensor>, Vec<Tensor>), String> {
     Ok((bases, views))
 }
 
-/// Replay one case; `Ok(Some(i))` when it matched the deliberate difference `i`.
-fn replay(case: &Case, info: &OpInfo) -> Result<Option<usize>, String> {
-    let (bases, xs) = inputs(case)?;
-    let result = (info.run)(&xs, &case.kwargs);
+/// Replay one case on `device`; `Ok(Some(i))` when it matched the deliberate difference `i`.
+fn replay(case: &Case, info: &OpInfo, device: Device) -> Result<Option<usize>, String> {
+    let (bases, xs) = inputs(case, device)?;
+    // Reading every output back synchronises a device, so an error a kernel raises (an
+    // index out of range on CUDA) surfaces here.
+    let result = (info.run)(&xs, &case.kwargs).and_then(|outs| {
+        for o in &outs {
+            o.to_vec_f64()?;
+        }
+        Ok(outs)
+    });
     if let Some(torch_error) = &case.expect_error {
         return match result {
             Err(_) => Ok(None),
@@ -207,6 +220,9 @@ fn replay(case: &Case, info: &OpInfo) -> Result<Option<usize>, String> {
         ));
     }
     for (i, (got, want)) in outs.iter().zip(&case.outputs).enumerate() {
+        if got.device() != device {
+            return Err(format!("output {i} is on {}", got.device()));
+        }
         compare::against_torch(got, want, 1.0).map_err(|m| format!("output {i}: {m}"))?;
     }
     if info.grad && case.has_grad() {
@@ -215,8 +231,8 @@ fn replay(case: &Case, info: &OpInfo) -> Result<Option<usize>, String> {
     Ok(None)
 }
 
-#[test]
-fn random_cases_match_pytorch() {
+/// Replay every case on `device` and fail with the disagreements.
+fn replay_all(device: Device) {
     let cases = fixture::load_cases("random_ops.safetensors");
     let table = ops::table();
     let by_name: BTreeMap<&str, &OpInfo> = table.iter().map(|o| (o.name, o)).collect();
@@ -236,7 +252,7 @@ fn random_cases_match_pytorch() {
             continue;
         };
         *per_op.entry(info.name).or_default() += 1;
-        match guarded(|| replay(case, info)) {
+        match guarded(|| replay(case, info, device)) {
             Ok(Some(i)) => matched[i] += 1,
             Ok(None) if case.expect_error.is_some() => rejected += 1,
             Ok(None) => agree += 1,
@@ -245,8 +261,8 @@ fn random_cases_match_pytorch() {
     }
     let _ = std::panic::take_hook();
     println!(
-        "{} random cases over {} ops: {agree} agree with PyTorch, {rejected} rejected like \
-         PyTorch, {} differ on purpose",
+        "{} random cases over {} ops on {device}: {agree} agree with PyTorch, {rejected} \
+         rejected like PyTorch, {} differ on purpose",
         cases.len(),
         per_op.len(),
         matched.iter().sum::<usize>()
@@ -269,5 +285,26 @@ fn random_cases_match_pytorch() {
             failures.push(format!("op {op} of the table has no random case"));
         }
     }
-    finish("random cases vs PyTorch", cases.len(), failures);
+    finish(
+        &format!("random cases vs PyTorch on {device}"),
+        cases.len(),
+        failures,
+    );
+}
+
+#[test]
+fn random_cases_match_pytorch() {
+    replay_all(Device::Cpu);
+}
+
+/// The same cases on `cuda:0`: every op on transposed, permuted, sliced, selected and
+/// expanded inputs, empty and 0-d tensors, all dtypes. Skipped where no GPU is present.
+#[cfg(feature = "cuda")]
+#[test]
+fn random_cases_match_pytorch_on_cuda() {
+    if !tinytorch::backend::cuda::is_available() {
+        println!("skipped: no CUDA device");
+        return;
+    }
+    replay_all(Device::Cuda(0));
 }

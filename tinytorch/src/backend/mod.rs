@@ -160,12 +160,57 @@ impl ConvGeometry {
         self.batch * self.output[0] * self.output[1]
     }
 
+    /// Error unless `l` is an `(N, C, H, W)` input of this geometry inside a buffer of
+    /// `buffer_len` elements (a kernel walking a malformed layout would read out of bounds).
+    pub fn check_input(&self, l: &Layout, buffer_len: usize) -> Result<()> {
+        let want = [self.batch, self.channels, self.input[0], self.input[1]];
+        check_layout("im2col", "input", l, &want, buffer_len)
+    }
+
+    /// Error unless `l` is a `(C*kh*kw, N*OH*OW)` column matrix of this geometry inside a
+    /// buffer of `buffer_len` elements.
+    pub fn check_columns(&self, l: &Layout, buffer_len: usize) -> Result<()> {
+        check_layout(
+            "col2im",
+            "columns",
+            l,
+            &[self.rows(), self.cols()],
+            buffer_len,
+        )
+    }
+
     /// The `(channel, kernel row, kernel column)` of column-matrix row `r`.
     pub fn tap(&self, r: usize) -> (usize, usize, usize) {
         let taps = self.kernel[0] * self.kernel[1];
         let t = r % taps;
         (r / taps, t / self.kernel[1], t % self.kernel[1])
     }
+}
+
+/// Error unless layout `l` has shape `want` and stays inside a buffer of `buffer_len`.
+fn check_layout(
+    op: &'static str,
+    what: &str,
+    l: &Layout,
+    want: &[usize],
+    buffer_len: usize,
+) -> Result<()> {
+    if l.shape() != want {
+        return Err(Error::shape(
+            op,
+            format!(
+                "{what} layout {:?} does not match the geometry {want:?}",
+                l.shape()
+            ),
+        ));
+    }
+    if l.storage_extent() > buffer_len {
+        return Err(Error::invalid(
+            op,
+            format!("the {what} layout reaches past the end of its buffer"),
+        ));
+    }
+    Ok(())
 }
 
 /// A buffer on some device. The enum is the runtime dispatch point: an op calls one method

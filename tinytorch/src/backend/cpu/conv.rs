@@ -22,38 +22,14 @@ use std::ops::AddAssign;
 
 /// `(N, C, H, W)` input in any layout -> contiguous columns `(C*kh*kw, N*OH*OW)`.
 pub fn im2col(x: &CpuStorage, l: &Layout, g: &ConvGeometry) -> Result<CpuStorage> {
-    let want = [g.batch, g.channels, g.input[0], g.input[1]];
-    if l.shape() != want {
-        return Err(Error::shape(
-            "im2col",
-            format!(
-                "input layout {:?} does not match the geometry {want:?}",
-                l.shape()
-            ),
-        ));
-    }
-    if l.storage_extent() > x.len() {
-        return Err(Error::invalid(
-            "im2col",
-            "the layout reaches past the end of its buffer",
-        ));
-    }
+    g.check_input(l, x.len())?;
     Ok(crate::with_cpu_storage!(x, v => CpuStorage::from_vec(im2col_typed(v, l, g))))
 }
 
 /// Columns `(C*kh*kw, N*OH*OW)` in any layout -> `(N, C, H, W)` contiguous, summing the
 /// contributions of overlapping windows (the adjoint of [`im2col`]).
 pub fn col2im(cols: &CpuStorage, l: &Layout, g: &ConvGeometry) -> Result<CpuStorage> {
-    let want = [g.rows(), g.cols()];
-    if l.shape() != want {
-        return Err(Error::shape(
-            "col2im",
-            format!(
-                "columns layout {:?} does not match the geometry {want:?}",
-                l.shape()
-            ),
-        ));
-    }
+    g.check_columns(l, cols.len())?;
     let owned;
     let c = if l.is_contiguous() && l.offset() == 0 && cols.len() == l.numel() {
         cols

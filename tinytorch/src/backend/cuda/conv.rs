@@ -39,12 +39,7 @@ impl From<&ConvGeometry> for KGeometry {
 }
 
 pub fn im2col(x: &CudaStorage, l: &Layout, g: &ConvGeometry) -> Result<CudaStorage> {
-    if l.ndim() != 4 {
-        return Err(Error::shape(
-            "im2col",
-            format!("expected an (N, C, H, W) input, got {:?}", l.shape()),
-        ));
-    }
+    g.check_input(l, x.len)?;
     let total = g.rows() * g.cols();
     let out = x.alloc_like(x.dtype, total)?;
     if total > 0 {
@@ -71,6 +66,7 @@ pub fn im2col(x: &CudaStorage, l: &Layout, g: &ConvGeometry) -> Result<CudaStora
 }
 
 pub fn col2im(cols: &CudaStorage, l: &Layout, g: &ConvGeometry) -> Result<CudaStorage> {
+    g.check_columns(l, cols.len)?;
     if !cols.dtype.is_float() {
         return Err(Error::unsupported_dtype("col2im", cols.dtype));
     }

@@ -166,29 +166,37 @@ fn check_driver_runs_nvrtc_ptx(driver: i32, nvrtc: (i32, i32)) -> Result<()> {
     })
 }
 
+/// The device's default stream-ordered memory pool, where the driver has one.
+fn default_pool(ctx: &Arc<CudaContext>) -> Result<Option<cudarc::driver::sys::CUmemoryPool>> {
+    if !ctx.has_async_alloc() {
+        return Ok(None);
+    }
+    let mut pool = std::ptr::null_mut();
+    // SAFETY: a plain driver query on the device this context was made for.
+    unsafe { cudarc::driver::sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device()) }
+        .result()
+        .map_err(|e| cuda_err("cuda", e))?;
+    Ok(Some(pool))
+}
+
 /// Keep freed memory in the device's stream-ordered pool instead of returning it to the
 /// driver at every synchronisation.
 fn keep_pool_memory(ctx: &Arc<CudaContext>) -> Result<()> {
     use cudarc::driver::sys;
-    if !ctx.has_async_alloc() {
+    let Some(pool) = default_pool(ctx)? else {
         return Ok(());
-    }
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    };
     let mut threshold: u64 = u64::MAX;
-    // SAFETY: plain driver calls on the device this context was made for.
+    // SAFETY: sets a u64 attribute of this device's pool from a live u64.
     unsafe {
-        sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
-            .result()
-            .map_err(|e| cuda_err("cuda", e))?;
         sys::cuMemPoolSetAttribute(
             pool,
             sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
             &mut threshold as *mut u64 as *mut std::ffi::c_void,
         )
-        .result()
-        .map_err(|e| cuda_err("cuda", e))?;
     }
-    Ok(())
+    .result()
+    .map_err(|e| cuda_err("cuda", e))
 }
 
 impl CudaDevice {
@@ -281,11 +289,35 @@ impl CudaDevice {
         match unsafe { self.stream.alloc::<u8>(bytes) } {
             Ok(b) => Ok(b),
             Err(_) => {
-                // Out of memory, perhaps because of cached buffers: free them and retry.
-                self.cache.lock().expect("poisoned").clear();
-                unsafe { self.stream.alloc::<u8>(bytes) }.map_err(|e| cuda_err("alloc", e))
+                self.release_cached_memory()?;
+                // SAFETY: as above.
+                unsafe { self.stream.alloc::<u8>(bytes) }.map_err(|e| {
+                    cuda_err(
+                        "alloc",
+                        format!("{bytes} bytes, after freeing every cached buffer: {e:?}"),
+                    )
+                })
             }
         }
+    }
+
+    /// Give every cached buffer back to the driver (what an out-of-memory retry needs, like
+    /// `torch.cuda.empty_cache()`): drop this device's cache, wait until the stream has
+    /// freed those buffers into the memory pool, and trim the pool, which otherwise keeps
+    /// all freed memory (its release threshold is set to keep it, `keep_pool_memory`).
+    pub fn release_cached_memory(&self) -> Result<()> {
+        self.cache.lock().expect("poisoned").clear();
+        self.stream
+            .synchronize()
+            .map_err(|e| cuda_err("empty_cache", e))?;
+        if let Some(pool) = default_pool(self.stream.context())? {
+            // SAFETY: trims this device's pool; nothing of it is in use by queued work
+            // (the stream is idle).
+            unsafe { cudarc::driver::sys::cuMemPoolTrimTo(pool, 0) }
+                .result()
+                .map_err(|e| cuda_err("empty_cache", e))?;
+        }
+        Ok(())
     }
 
     /// Return a buffer to the cache (the stream orders its reuse after earlier work).

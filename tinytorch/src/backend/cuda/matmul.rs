@@ -151,6 +151,13 @@ pub fn matmul(a: &CudaStorage, al: &Layout, b: &CudaStorage, bl: &Layout) -> Res
         })
     };
     let blas = a.dev.blas()?;
+    // cuBLAS works on the calling thread's current context, which the raw `result::` call
+    // below does not set (cudarc's safe wrappers do): with two GPUs it could be the other's.
+    a.dev
+        .stream
+        .context()
+        .bind_to_thread()
+        .map_err(|e| cuda_err("matmul", e))?;
     // Row-major C = A B is column-major C^T = B^T A^T: cuBLAS's first operand is B.
     // SAFETY: the pointers are live buffers of this device; the sizes, leading dimensions
     // and batch strides describe elements inside them (checked by the layouts).

@@ -62,6 +62,17 @@ __device__ __forceinline__ unsigned short float_to_bf16(float f) {
     return (unsigned short)(u >> 16);
 }
 
+// double -> float rounded to odd: truncate, then set the last bit if anything was cut off.
+// Rounding that float to nearest-even in a format with at least two fewer mantissa bits
+// (f16: 11, bf16: 8, against float's 24) gives the correctly rounded result; rounding the
+// double to nearest float first would round twice (a value just above a half-way point can
+// land on it and then go the wrong way).
+__device__ __forceinline__ float double_to_float_odd(double v) {
+    float t = __double2float_rz(v);
+    if ((double)t != v) t = __uint_as_float(__float_as_uint(t) | 1u);  // NaN stays NaN
+    return t;
+}
+
 // Ty<T>: the compute type C of a stored type T (f16/bf16 compute in float, integers in i64
 // with wrapping arithmetic), and the conversions up to C and down from C. `to_d`/`from_d` go
 // through double for dtype casts, with Rust's `as` rules (saturation, NaN -> 0) for integers.
@@ -86,14 +97,14 @@ template <> struct Ty<f16> {
     static __device__ __forceinline__ float up(f16 v) { return f16_to_float(v.x); }
     static __device__ __forceinline__ f16 down(float v) { f16 r; r.x = float_to_f16(v); return r; }
     static __device__ __forceinline__ double to_d(f16 v) { return f16_to_float(v.x); }
-    static __device__ __forceinline__ f16 from_d(double v) { return down((float)v); }
+    static __device__ __forceinline__ f16 from_d(double v) { return down(double_to_float_odd(v)); }
 };
 template <> struct Ty<bf16> {
     typedef float C;
     static __device__ __forceinline__ float up(bf16 v) { return bf16_to_float(v.x); }
     static __device__ __forceinline__ bf16 down(float v) { bf16 r; r.x = float_to_bf16(v); return r; }
     static __device__ __forceinline__ double to_d(bf16 v) { return bf16_to_float(v.x); }
-    static __device__ __forceinline__ bf16 from_d(double v) { return down((float)v); }
+    static __device__ __forceinline__ bf16 from_d(double v) { return down(double_to_float_odd(v)); }
 };
 
 __device__ __forceinline__ i64 sat_i64(double v) {
