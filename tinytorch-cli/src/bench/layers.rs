@@ -224,9 +224,16 @@ pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
 /// around each; on the CPU 2 warm-up and at least 5 timed iterations, more while `budget`
 /// lasts.
 pub fn time_row(row: &LayerRow, device: Device, budget: Duration) -> Result<f64> {
+    time_row_fn(&*row.run, device, budget)
+}
+
+/// Median milliseconds of `run` on `device` with the device synchronised around every
+/// call: on the CPU within `budget`, on a GPU 20 warm-up and 80 timed calls (the seed's
+/// protocol).
+pub fn time_row_fn(run: &dyn Fn() -> Result<()>, device: Device, budget: Duration) -> Result<f64> {
     let timed = || -> Result<()> {
         device.synchronize()?;
-        (row.run)()?;
+        run()?;
         device.synchronize()
     };
     if device.is_cpu() {

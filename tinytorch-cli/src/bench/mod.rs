@@ -2,6 +2,7 @@
 //! reports its median time; `--json` prints one JSON object per row for
 //! scripts/bench_vs_torch.py, which runs the same rows in PyTorch and prints the ratios.
 
+mod bandwidth;
 mod cpu;
 mod gpt_train;
 mod kv_cache;
@@ -18,13 +19,18 @@ use tinytorch::{DType, Device, Result, Tensor};
 pub struct BenchArgs {
     /// Which suite to run: `ops`, `cpu` (training steps, op overhead, bandwidth, matmul and
     /// the layer table: the CPU-performance suite), `layers` (the seed's layer table,
-    /// forward and backward), `kv-cache` (GPT generation speed with and without the cache)
-    /// or `gpt-train` (one training step of a small GPT).
+    /// forward and backward), `bandwidth` (GB/s of ReLU, add and a transpose copy on
+    /// `--device`), `kv-cache` (GPT generation speed with and without the cache) or
+    /// `gpt-train` (one training step of a small GPT).
     #[arg(long, default_value = "ops")]
     suite: String,
-    /// Device of the `layers` suite: cpu, cuda or cuda:N.
+    /// Device of the `layers` and `bandwidth` suites: cpu, cuda or cuda:N.
     #[arg(long, default_value = "cpu")]
     device: tinytorch::Device,
+    /// The device's peak memory bandwidth in GB/s, to print each `bandwidth` row as a
+    /// fraction of it.
+    #[arg(long)]
+    peak_gbs: Option<f64>,
     /// Print one JSON object per row instead of a table.
     #[arg(long)]
     json: bool,
@@ -127,13 +133,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         "ops" => ops_suite()?,
         "cpu" => return run_cpu(args),
         "layers" => return run_layers(args),
+        "bandwidth" => return run_bandwidth(args),
         "kv-cache" => return run_kv_cache(args.json),
         "gpt-train" => return run_gpt_train(args),
         other => {
             return Err(tinytorch::Error::invalid(
                 "bench",
                 format!(
-                    "unknown suite '{other}' (available: ops, cpu, layers, kv-cache, gpt-train)"
+                    "unknown suite '{other}' (available: ops, cpu, layers, bandwidth, kv-cache, gpt-train)"
                 ),
             ));
         }
@@ -178,6 +185,37 @@ fn run_layers(args: &BenchArgs) -> Result<()> {
         }
         let ms = layers::time_row(&row, device, budget)?;
         print_param_row(row.family, &row.params, device, ms, args.json);
+    }
+    Ok(())
+}
+
+/// GB/s of the elementwise paths on `args.device`, and the fraction of `--peak-gbs`.
+fn run_bandwidth(args: &BenchArgs) -> Result<()> {
+    let budget = Duration::from_millis(args.budget_ms);
+    if !args.json {
+        println!(
+            "{:<16} {:>12} {:>12} {:>10}",
+            "row", "ms", "GB/s", "of peak"
+        );
+    }
+    for row in bandwidth::rows(args.device, budget)? {
+        let of_peak = args.peak_gbs.map(|p| row.gbs() / p);
+        if args.json {
+            let obj = serde_json::json!({
+                "name": row.name, "device": args.device.to_string(), "tinytorch_ms": row.ms,
+                "gb_per_s": row.gbs(), "peak_gb_per_s": args.peak_gbs, "of_peak": of_peak,
+            });
+            println!("{obj}");
+        } else {
+            let share = of_peak.map_or("-".into(), |f| format!("{:.0}%", 100.0 * f));
+            println!(
+                "{:<16} {:>12.4} {:>12.1} {:>10}",
+                row.name,
+                row.ms,
+                row.gbs(),
+                share
+            );
+        }
     }
     Ok(())
 }

@@ -201,9 +201,13 @@ impl Raw {
     }
 }
 
-/// Load every case of the fixture file `tests/fixtures/<file>`, sorted by name.
+/// Load every case of the fixture file `tests/fixtures/<file>`, sorted by name. The folder
+/// is `$TINYTORCH_FIXTURES` when set (a test binary run away from its source tree, as in
+/// the GPU bundle of scripts/gpu_bundle.sh).
 pub fn load_cases(file: &str) -> Vec<Case> {
-    let path = format!("{}/tests/fixtures/{file}", env!("CARGO_MANIFEST_DIR"));
+    let dir = std::env::var("TINYTORCH_FIXTURES")
+        .unwrap_or_else(|_| format!("{}/tests/fixtures", env!("CARGO_MANIFEST_DIR")));
+    let path = format!("{dir}/{file}");
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
     let (_, meta) = SafeTensors::read_metadata(&bytes).expect("safetensors header");
     let st = SafeTensors::deserialize(&bytes).expect("safetensors file");

@@ -2,12 +2,13 @@
 //! backend's; index values are checked by the kernels, which raise the device's error flag
 //! (reported at the next synchronisation) instead of reading indices back to the host.
 
-use super::launch::{elementwise, grid, launch, KShape, KStrides};
-use super::reduce::rows;
+use super::launch::{elementwise, grid, launch, KShape, KStrides, BLOCK};
+use super::reduce::{rows, Rows};
 use super::{suffix, CudaStorage};
 use crate::backend::cpu::index::{check_fits, lift_0d};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Layout};
+use cudarc::driver::LaunchConfig;
 
 const MODULE: &str = "index";
 
@@ -258,6 +259,29 @@ pub fn index_add_inplace(
     Ok(())
 }
 
+/// Rows of at most this many elements are sorted in shared memory, one block per row (or per
+/// group of short rows); longer rows go through a scratch buffer in chunks of this many.
+/// kernels/index.cu's SORT_CHUNK.
+const SORT_CHUNK: usize = 2048;
+/// Most (key, index) pairs of the long-row sort's scratch buffers (16 bytes each: 512 MiB),
+/// unless a single row needs more.
+const MAX_SORT_SLOTS: usize = 1 << 25;
+/// Most blocks of the block-per-row and block-per-chunk sort kernels (each loops over its
+/// share).
+const MAX_SORT_BLOCKS: usize = 65_535;
+
+/// `count` blocks of [`BLOCK`] threads, at most [`MAX_SORT_BLOCKS`] (the kernels loop).
+fn sort_blocks(count: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (count.clamp(1, MAX_SORT_BLOCKS) as u32, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Stable sort along `dim` in torch.sort's order (kernels/index.cu explains the bitonic
+/// network on (key, index) pairs that gives exactly the CPU's stable order): contiguous values
+/// of the input's shape and the i64 positions they came from. O(n log^2 n) work per row.
 pub fn sort(
     x: &CudaStorage,
     l: &Layout,
@@ -273,23 +297,140 @@ pub fn sort(
         return Ok((values, indices));
     }
     let r = rows(OP, &l, dim)?;
-    let name = format!("sort_{}", suffix(x.dtype));
-    launch!(
-        &x.dev,
-        MODULE,
-        name,
-        grid(total),
-        total as i64,
-        r.len,
-        descending as i32,
-        r.shape,
-        r.input,
-        r.in_stride,
-        r.output,
-        r.out_stride,
-        x.ptr(),
-        values.ptr(),
-        indices.ptr()
-    );
+    let (n, desc) = (r.len as usize, descending as i32);
+    // Slots per row: the bitonic network sorts power-of-two lengths.
+    let m = n.next_power_of_two();
+    if m <= SORT_CHUNK {
+        // Several rows per block when they are short: the block's shared slots hold
+        // rows_per_block rows of m slots.
+        let rows_per_block = (SORT_CHUNK / m).min(r.count);
+        let groups = r.count.div_ceil(rows_per_block);
+        launch!(
+            &x.dev,
+            MODULE,
+            format!("sort_rows_{}", suffix(x.dtype)),
+            sort_blocks(groups),
+            r.count as i64,
+            n as i64,
+            m as i64,
+            rows_per_block as i64,
+            desc,
+            r.shape,
+            r.input,
+            r.in_stride,
+            r.output,
+            r.out_stride,
+            x.ptr(),
+            values.ptr(),
+            indices.ptr()
+        );
+        return Ok((values, indices));
+    }
+    sort_long_rows(x, &r, m, desc, &values, &indices)?;
     Ok((values, indices))
+}
+
+/// The sort of rows longer than [`SORT_CHUNK`] (m slots each, a multiple of SORT_CHUNK):
+/// batches of rows go through scratch buffers of (key, index) pairs, m per row, which hold at
+/// most [`MAX_SORT_SLOTS`] pairs unless one row needs more.
+fn sort_long_rows(
+    x: &CudaStorage,
+    r: &Rows,
+    m: usize,
+    desc: i32,
+    values: &CudaStorage,
+    indices: &CudaStorage,
+) -> Result<()> {
+    let n = r.len;
+    let batch = (MAX_SORT_SLOTS / m).clamp(1, r.count);
+    // The keys are u64 in the kernels; an i64 buffer has their size.
+    let keys = x.alloc_like(DType::I64, batch * m)?;
+    let idx = x.alloc_like(DType::I64, batch * m)?;
+    for first in (0..r.count).step_by(batch) {
+        let rows = batch.min(r.count - first);
+        let slots = rows * m;
+        launch!(
+            &x.dev,
+            MODULE,
+            format!("sort_fill_{}", suffix(x.dtype)),
+            grid(slots),
+            slots as i64,
+            first as i64,
+            n,
+            m as i64,
+            desc,
+            r.shape,
+            r.input,
+            r.in_stride,
+            x.ptr(),
+            keys.ptr(),
+            idx.ptr()
+        );
+        // The bitonic network's stages k = 2, 4, ..., m, each of steps j = k/2, ..., 1, in
+        // order: a step with j < SORT_CHUNK stays inside SORT_CHUNK-slot chunks, so all the
+        // steps of the stages up to SORT_CHUNK, and the last steps of each later stage, run
+        // in shared memory (sort_chunks); a step with j >= SORT_CHUNK is one launch over the
+        // whole batch (sort_step).
+        let chunks = slots / SORT_CHUNK;
+        let in_chunks = |k_first: usize, k_last: usize| -> Result<()> {
+            launch!(
+                &x.dev,
+                MODULE,
+                "sort_chunks",
+                sort_blocks(chunks),
+                chunks as i64,
+                m as i64,
+                k_first as i64,
+                k_last as i64,
+                keys.ptr(),
+                idx.ptr()
+            );
+            Ok(())
+        };
+        in_chunks(2, SORT_CHUNK)?;
+        let mut k = 2 * SORT_CHUNK;
+        while k <= m {
+            let mut j = k / 2;
+            while j >= SORT_CHUNK {
+                launch!(
+                    &x.dev,
+                    MODULE,
+                    "sort_step",
+                    grid(slots / 2),
+                    (slots / 2) as i64,
+                    m as i64,
+                    k as i64,
+                    j as i64,
+                    keys.ptr(),
+                    idx.ptr()
+                );
+                j /= 2;
+            }
+            in_chunks(k, k)?;
+            k *= 2;
+        }
+        let total = rows * n as usize;
+        launch!(
+            &x.dev,
+            MODULE,
+            format!("sort_gather_{}", suffix(x.dtype)),
+            grid(total),
+            total as i64,
+            first as i64,
+            n,
+            m as i64,
+            r.shape,
+            r.input,
+            r.in_stride,
+            r.output,
+            r.out_stride,
+            x.ptr(),
+            idx.ptr(),
+            values.ptr(),
+            indices.ptr()
+        );
+    }
+    // `keys` and `idx` go back to the device's cache here; the stream orders their reuse
+    // (and the next batch's writes) after these kernels.
+    Ok(())
 }

@@ -1,7 +1,7 @@
 //! Reductions on CUDA (kernels/reduce.cu): over any set of dims, arg-max/min, softmax and
 //! scans along one dim. Dtype rules and argument checks are the CPU backend's.
 
-use super::launch::{grid, grid_groups, launch, KShape, KStrides};
+use super::launch::{grid, grid_groups, launch, KShape, KStrides, BLOCK};
 use super::{elementwise, suffix, CudaStorage};
 use crate::backend::cpu::reduce::check_reduce;
 use crate::backend::{ArgReduceOp, ReduceOp, ScanOp};
@@ -198,6 +198,20 @@ pub fn softmax(x: &CudaStorage, l: &Layout, dim: usize, log: bool) -> Result<Cud
     Ok(out)
 }
 
+/// Threads that scan one row (kernels/reduce.cu): 1 when the rows alone give the GPU enough
+/// threads, or are a few elements long (the serial kernel); a block of [`BLOCK`] when there
+/// are too few rows for a warp each to fill the GPU and they are long; a warp otherwise.
+/// (Chosen by reasoning, not yet measured on a GPU.)
+fn scan_group(rows: usize, n: usize) -> u32 {
+    if rows >= 65_536 || n <= 8 {
+        1
+    } else if rows < 2048 && n > 1024 {
+        BLOCK
+    } else {
+        32
+    }
+}
+
 pub fn scan(x: &CudaStorage, l: &Layout, op: ScanOp, dim: usize) -> Result<CudaStorage> {
     let out_dtype = if x.dtype.is_float() {
         x.dtype
@@ -217,22 +231,42 @@ pub fn scan(x: &CudaStorage, l: &Layout, op: ScanOp, dim: usize) -> Result<CudaS
     if r.count == 0 || l.numel() == 0 {
         return Ok(out);
     }
-    let name = format!("scan_{}", suffix(x.dtype));
-    launch!(
-        &x.dev,
-        MODULE,
-        name,
-        grid(r.count),
-        r.count as i64,
-        r.len,
-        code,
-        r.shape,
-        r.input,
-        r.in_stride,
-        r.output,
-        r.out_stride,
-        x.ptr(),
-        out.ptr()
-    );
+    let group = scan_group(r.count, r.len as usize);
+    if group == 1 {
+        launch!(
+            &x.dev,
+            MODULE,
+            format!("scan_serial_{}", suffix(x.dtype)),
+            grid(r.count),
+            r.count as i64,
+            r.len,
+            code,
+            r.shape,
+            r.input,
+            r.in_stride,
+            r.output,
+            r.out_stride,
+            x.ptr(),
+            out.ptr()
+        );
+    } else {
+        launch!(
+            &x.dev,
+            MODULE,
+            format!("scan_{}", suffix(x.dtype)),
+            grid_groups(r.count, group),
+            r.count as i64,
+            r.len,
+            code,
+            group as i32,
+            r.shape,
+            r.input,
+            r.in_stride,
+            r.output,
+            r.out_stride,
+            x.ptr(),
+            out.ptr()
+        );
+    }
     Ok(out)
 }

@@ -156,19 +156,26 @@ FOR_ALL_TYPES(ARG_REDUCE)
     }
 FOR_FLOAT_TYPES(SOFTMAX)
 
-// Inclusive scans along a dim, one thread per row: op 0 cumsum, 1 cumprod, 2 suffix sums.
-// Floats accumulate in double and keep their dtype; integers and bool accumulate into i64.
+// Inclusive scans along a dim: op 0 cumsum, 1 cumprod, 2 suffix sums (the scan runs from the
+// end of the row: scan position k is element n - 1 - k). Floats accumulate in double and keep
+// their dtype; integers and bool accumulate into i64 with wrapping arithmetic, which is
+// associative, so the parallel scan's integer results equal the sequential ones exactly (the
+// float sums may differ from the CPU's sequential order in the last bits of the double).
 __device__ __forceinline__ double scan_step(int op, double a, double x) { return op == 1 ? a * x : a + x; }
 __device__ __forceinline__ i64 scan_step(int op, i64 a, i64 x) { return op == 1 ? wmul(a, x) : wadd(a, x); }
+template <typename A> __device__ __forceinline__ A scan_identity(int op) { return op == 1 ? (A)1 : (A)0; }
 template <typename O> __device__ __forceinline__ void scan_store(O* p, double a) { *p = Ty<O>::from_d(a); }
 __device__ __forceinline__ void scan_store(i64* p, i64 a) { *p = a; }
 
+// The reference path, also the fastest when rows alone fill the GPU (or are a few elements
+// long): one thread per row, in order.
 template <typename T, typename O, typename A>
-__device__ void scan_impl(i64 rows, i64 n, int op, const Shape& osh, const Strides& is,
-                          i64 istride, const Strides& os, i64 ostride, const T* in, O* out) {
+__device__ void scan_serial_impl(i64 rows, i64 n, int op, const Shape& osh, const Strides& is,
+                                 i64 istride, const Strides& os, i64 ostride, const T* in,
+                                 O* out) {
     FOR_EACH(row, rows) {
         i64 ib = offset_of(osh, is, row), ob = offset_of(osh, os, row);
-        A acc = op == 1 ? (A)1 : (A)0;
+        A acc = scan_identity<A>(op);
         for (i64 k = 0; k < n; ++k) {
             i64 j = op == 2 ? n - 1 - k : k;
             acc = scan_step(op, acc, (A)Ty<T>::up(in[ib + j * istride]));
@@ -177,11 +184,104 @@ __device__ void scan_impl(i64 rows, i64 n, int op, const Shape& osh, const Strid
     }
 }
 
+// Elements each thread of a parallel scan takes per tile (consecutive in scan order).
+#define SCAN_ITEMS 8
+
+// Inclusive scan of v over the lanes of a warp (Hillis-Steele with shuffles).
+template <typename A>
+__device__ __forceinline__ A warp_inclusive_scan(int op, A v) {
+    const int lane = threadIdx.x % WARP;
+    for (int o = 1; o < WARP; o *= 2) {
+        A before = __shfl_up_sync(0xffffffffu, v, o);
+        if (lane >= o) v = scan_step(op, before, v);
+    }
+    return v;
+}
+
+// Exclusive scan of v over a group of `group` threads (one warp, or the whole block of
+// blockDim.x <= 256 threads): returns the combination of the values of the threads before
+// this one and sets *total to the whole group's. A block goes through `warp_total` in shared
+// memory; each thread combines the warps' totals in the same order, so all agree. Every
+// thread of the group must call it.
+template <typename A>
+__device__ A group_exclusive_scan(int op, int group, A v, A* total, A* warp_total) {
+    const int lane = threadIdx.x % WARP, warp = threadIdx.x / WARP;
+    A incl = warp_inclusive_scan(op, v);
+    A excl = __shfl_up_sync(0xffffffffu, incl, 1);
+    if (lane == 0) excl = scan_identity<A>(op);
+    if (group == WARP) {
+        *total = __shfl_sync(0xffffffffu, incl, WARP - 1);
+        return excl;
+    }
+    if (lane == WARP - 1) warp_total[warp] = incl;
+    __syncthreads();
+    A before = scan_identity<A>(op), all = scan_identity<A>(op);
+    for (int w = 0; w < group / WARP; ++w) {
+        if (w < warp) before = scan_step(op, before, warp_total[w]);
+        all = scan_step(op, all, warp_total[w]);
+    }
+    __syncthreads();  // every thread has read warp_total before the next call writes it
+    *total = all;
+    return scan_step(op, before, excl);
+}
+
+// A group of `group` threads (32, or the whole block of 256) scans one row. The row goes in
+// tiles of group * SCAN_ITEMS elements: each thread scans its SCAN_ITEMS consecutive
+// elements in registers, the group scans the threads' totals, and each element's result is
+// carry (the tiles before) + the threads before it in the tile + its own partial scan.
+template <typename T, typename O, typename A>
+__device__ void scan_impl(i64 rows, i64 n, int op, int group, const Shape& osh,
+                          const Strides& is, i64 istride, const Strides& os, i64 ostride,
+                          const T* in, O* out) {
+    __shared__ A warp_total[256 / WARP];
+    const int lane = threadIdx.x % group;
+    const i64 per_block = blockDim.x / group;
+    const i64 tile = (i64)group * SCAN_ITEMS;
+    // The loop bounds depend only on the row, which the whole group shares, so every thread
+    // of a group runs the same iterations (its shuffles and barriers need that).
+    for (i64 row = (i64)blockIdx.x * per_block + threadIdx.x / group; row < rows;
+         row += (i64)gridDim.x * per_block) {
+        const i64 ib = offset_of(osh, is, row), ob = offset_of(osh, os, row);
+        A carry = scan_identity<A>(op);
+        for (i64 start = 0; start < n; start += tile) {
+            const i64 first = start + (i64)lane * SCAN_ITEMS;
+            A part[SCAN_ITEMS];
+            A acc = scan_identity<A>(op);
+#pragma unroll
+            for (int t = 0; t < SCAN_ITEMS; ++t) {
+                const i64 k = first + t;
+                if (k < n) {
+                    const i64 j = op == 2 ? n - 1 - k : k;
+                    acc = scan_step(op, acc, (A)Ty<T>::up(in[ib + j * istride]));
+                }
+                part[t] = acc;
+            }
+            A tile_total;
+            const A before = group_exclusive_scan(op, group, acc, &tile_total, warp_total);
+            const A prefix = scan_step(op, carry, before);
+#pragma unroll
+            for (int t = 0; t < SCAN_ITEMS; ++t) {
+                const i64 k = first + t;
+                if (k < n) {
+                    const i64 j = op == 2 ? n - 1 - k : k;
+                    scan_store(out + ob + j * ostride, scan_step(op, prefix, part[t]));
+                }
+            }
+            carry = scan_step(op, carry, tile_total);
+        }
+    }
+}
+
 #define SCAN(T, NAME, O, A)                                                                   \
-    extern "C" __global__ void scan_##NAME(i64 rows, i64 n, int op, Shape osh, Strides is,    \
-                                           i64 istride, Strides os, i64 ostride, const T* in, \
-                                           O* out) {                                          \
-        scan_impl<T, O, A>(rows, n, op, osh, is, istride, os, ostride, in, out);              \
+    extern "C" __global__ void scan_serial_##NAME(i64 rows, i64 n, int op, Shape osh,         \
+                                                  Strides is, i64 istride, Strides os,         \
+                                                  i64 ostride, const T* in, O* out) {         \
+        scan_serial_impl<T, O, A>(rows, n, op, osh, is, istride, os, ostride, in, out);       \
+    }                                                                                         \
+    extern "C" __global__ void scan_##NAME(i64 rows, i64 n, int op, int group, Shape osh,     \
+                                           Strides is, i64 istride, Strides os, i64 ostride,  \
+                                           const T* in, O* out) {                             \
+        scan_impl<T, O, A>(rows, n, op, group, osh, is, istride, os, ostride, in, out);       \
     }
 SCAN(float, f32, float, double)
 SCAN(double, f64, double, double)
