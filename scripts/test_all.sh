@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test, with every feature: the CPU suite, and the CUDA backend's tests, which compile
 # each kernel with NVRTC (installed by install_nvrtc.sh) and skip the GPU runs when no GPU
-# is present. The MiniLM test (tinytorch/tests/minilm.rs) gets the model files of
+# is present; then the Python package, installed as a user installs it (`pip install
+# ./tinytorch-py`, into its own virtualenv outside the repository) and tested with pytest. The MiniLM test (tinytorch/tests/minilm.rs) gets the model files of
 # sentence-transformers/all-MiniLM-L6-v2 from install_minilm.sh unless TINYTORCH_MINILM_DIR
 # already points at them.
 set -euo pipefail
@@ -10,3 +11,10 @@ nvrtc_lib="$(bash scripts/install_nvrtc.sh)"
 export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TINYTORCH_MINILM_DIR="${TINYTORCH_MINILM_DIR:-$(bash scripts/install_minilm.sh)}"
 cargo test --workspace --all-features "$@"
+
+py_venv="${TINYTORCH_PY_VENV:-$HOME/.cache/tinytorch/py-venv}"
+[ -x "$py_venv/bin/python" ] || python3 -m venv "$py_venv"
+"$py_venv/bin/pip" install -q --upgrade pip >/dev/null
+"$py_venv/bin/pip" install -q pytest numpy
+"$py_venv/bin/pip" install -q ./tinytorch-py
+"$py_venv/bin/python" -m pytest -q tinytorch-py/tests

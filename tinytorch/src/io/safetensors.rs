@@ -213,7 +213,7 @@ fn parse(bytes: &[u8]) -> std::result::Result<Contents, String> {
                 view.dtype()
             )
         })?;
-        let tensor = tensor_from_bytes(view.data(), dtype, view.shape())
+        let tensor = Tensor::from_le_bytes(view.data(), view.shape(), dtype)
             .map_err(|e| format!("corrupt tensor '{name}': {e}"))?;
         tensors.insert(name.to_string(), tensor);
     }
@@ -250,25 +250,6 @@ fn describe(e: SafeTensorError, file_len: usize) -> String {
                            file?)"
             .to_string(),
         other => format!("corrupt header: {other}"),
-    }
-}
-
-/// A CPU tensor from little-endian element bytes (length already checked).
-fn tensor_from_bytes(raw: &[u8], dtype: DType, shape: &[usize]) -> Result<Tensor> {
-    fn le<T, const N: usize>(raw: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
-        raw.chunks_exact(N)
-            .map(|c| f(c.try_into().expect("chunks_exact gives N bytes")))
-            .collect()
-    }
-    match dtype {
-        // Any non-zero byte is true, as numpy and PyTorch read bool buffers.
-        DType::Bool => Tensor::from_vec(le(raw, |[b]: [u8; 1]| b != 0), shape),
-        DType::U8 => Tensor::from_vec(raw.to_vec(), shape),
-        DType::I64 => Tensor::from_vec(le(raw, i64::from_le_bytes), shape),
-        DType::F16 => Tensor::from_vec(le(raw, |b| f16::from_bits(u16::from_le_bytes(b))), shape),
-        DType::BF16 => Tensor::from_vec(le(raw, |b| bf16::from_bits(u16::from_le_bytes(b))), shape),
-        DType::F32 => Tensor::from_vec(le(raw, f32::from_le_bytes), shape),
-        DType::F64 => Tensor::from_vec(le(raw, f64::from_le_bytes), shape),
     }
 }
 

@@ -1,11 +1,16 @@
 //! 2-D pooling (`torch.nn.functional.max_pool2d/avg_pool2d/adaptive_avg_pool2d`), built on the
 //! same differentiable im2col as the convolutions: windows are gathered with strided slices,
-//! then reduced with `max_dim` (gradient to the argmax) or a mean.
+//! then reduced with `max_dim` (gradient to the argmax) or a mean. Max pooling of f32/f64 CPU
+//! tensors takes a fused kernel instead (backend/cpu/max_pool.rs), checked against this
+//! composite in tests/conv.rs.
 
+use crate::autograd::needs_grad;
+use crate::backend::cpu::max_pool::{self, PoolPlane};
+use crate::backend::cpu::CpuElement;
 use crate::error::{Error, Result};
 use crate::ops::conv::patches;
-use crate::ops::PadMode;
-use crate::tensor::Tensor;
+use crate::ops::{with_cpu_slice, with_cpu_slices2, PadMode};
+use crate::tensor::{DType, Device, Tensor};
 
 /// Output length of a pooling window (PyTorch's `pooling_output_shape`), with ceil mode: the
 /// last window must start inside the input or its left padding.
@@ -115,6 +120,50 @@ fn windows(x: &Tensor, w: &Window, fill: f64) -> Result<Tensor> {
     patches(&xp, w.kernel, w.stride, w.dilation, w.out)
 }
 
+/// Max pooling of a 4-d f32/f64 CPU tensor in one pass (backend/cpu/max_pool.rs); the
+/// backward adds the gradient at each window's argmax, which the forward keeps.
+fn max_pool2d_cpu<T>(x: &Tensor, w: &Window) -> Result<Tensor>
+where
+    T: CpuElement + std::ops::AddAssign,
+{
+    const OP: &str = "max_pool2d";
+    let [n, c, h, wd] = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
+    let plane = PoolPlane {
+        input: [h, wd],
+        output: w.out,
+        kernel: w.kernel,
+        stride: w.stride,
+        // Ceil mode's extra tail needs no entry: a window's positions past the input are
+        // skipped like the padding's.
+        padding: [w.pads[0], w.pads[2]],
+        dilation: w.dilation,
+    };
+    let xc = x.detach().contiguous()?;
+    #[allow(clippy::eq_op)] // `v != v` is the NaN test for any float element type
+    let (y, argmax) = with_cpu_slice(OP, &xc, |xs: &[T]| {
+        max_pool::forward(xs, n * c, &plane, |v: T| v != v)
+    })?;
+    let out = Tensor::from_vec(y, &[n, c, w.out[0], w.out[1]])?;
+    // A tensor, so that its buffer goes back to the caching allocator when the graph drops.
+    let argmax = Tensor::from_vec(argmax, &[argmax_len(&plane, n * c)])?;
+    if !needs_grad(&[x]) {
+        return Ok(out);
+    }
+    let in_shape = x.shape().to_vec();
+    Ok(out.record(OP, &[x], move |g, _| {
+        let g = g.contiguous()?;
+        let gx = with_cpu_slices2(OP, &g, &argmax, |gs: &[T], at: &[i64]| {
+            max_pool::backward(gs, at, n * c, &plane)
+        })?;
+        Ok(vec![Some(Tensor::from_vec(gx, &in_shape)?)])
+    }))
+}
+
+/// Number of outputs (and argmax entries) of `planes` planes.
+fn argmax_len(plane: &PoolPlane, planes: usize) -> usize {
+    planes * plane.output[0] * plane.output[1]
+}
+
 /// Apply a 4-d pooling function to a `(N, C, H, W)` or unbatched `(C, H, W)` float input.
 fn pool_batched(
     op: &'static str,
@@ -154,7 +203,12 @@ impl Tensor {
         const OP: &str = "max_pool2d";
         pool_batched(OP, self, |x| {
             let w = window(OP, x, kernel, stride, padding, dilation, ceil_mode)?;
-            Ok(windows(x, &w, f64::NEG_INFINITY)?.max_dim(2, false)?.0)
+            match (x.device(), x.dtype()) {
+                (Device::Cpu, DType::F32) => max_pool2d_cpu::<f32>(x, &w),
+                (Device::Cpu, DType::F64) => max_pool2d_cpu::<f64>(x, &w),
+                // Other dtypes and devices: the windows as a tensor, reduced by max_dim.
+                _ => Ok(windows(x, &w, f64::NEG_INFINITY)?.max_dim(2, false)?.0),
+            }
         })
     }
 

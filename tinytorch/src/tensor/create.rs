@@ -45,6 +45,41 @@ impl Tensor {
         Ok(Tensor::from_contiguous(Storage::Cpu(s), shape))
     }
 
+    /// A CPU tensor of `shape` from little-endian element bytes, row-major (as safetensors
+    /// files and NumPy buffers store them); a bool is any non-zero byte, as NumPy and PyTorch
+    /// read them. Errors unless the byte count fits the shape and dtype.
+    pub fn from_le_bytes(raw: &[u8], shape: &[usize], dtype: DType) -> Result<Tensor> {
+        use half::{bf16, f16};
+        let want = numel(shape) * dtype.size_in_bytes();
+        if raw.len() != want {
+            return Err(Error::shape(
+                "from_le_bytes",
+                format!(
+                    "{} bytes for {shape:?} of {dtype}, which needs {want}",
+                    raw.len()
+                ),
+            ));
+        }
+        fn le<T, const N: usize>(raw: &[u8], f: impl Fn([u8; N]) -> T) -> Vec<T> {
+            raw.chunks_exact(N)
+                .map(|c| f(c.try_into().expect("chunks_exact gives N bytes")))
+                .collect()
+        }
+        match dtype {
+            DType::Bool => Tensor::from_vec(le(raw, |[b]: [u8; 1]| b != 0), shape),
+            DType::U8 => Tensor::from_vec(raw.to_vec(), shape),
+            DType::I64 => Tensor::from_vec(le(raw, i64::from_le_bytes), shape),
+            DType::F16 => {
+                Tensor::from_vec(le(raw, |b| f16::from_bits(u16::from_le_bytes(b))), shape)
+            }
+            DType::BF16 => {
+                Tensor::from_vec(le(raw, |b| bf16::from_bits(u16::from_le_bytes(b))), shape)
+            }
+            DType::F32 => Tensor::from_vec(le(raw, f32::from_le_bytes), shape),
+            DType::F64 => Tensor::from_vec(le(raw, f64::from_le_bytes), shape),
+        }
+    }
+
     /// A 1-D CPU tensor of `data`.
     pub fn from_slice<T: CpuElement>(data: &[T]) -> Tensor {
         Tensor::from_contiguous(

@@ -190,7 +190,7 @@ impl Printer<'_> {
 }
 
 /// PyTorch's CamelCase backward-node name for an op name (`mul` -> `MulBackward0`).
-fn grad_fn_display(name: &str) -> String {
+pub fn grad_fn_display(name: &str) -> String {
     let base = match name {
         "to_dtype" => "ToCopy".to_string(),
         _ => name

@@ -4,6 +4,7 @@
 mod create;
 mod device;
 mod display;
+pub use display::grad_fn_display;
 pub mod dtype;
 pub mod layout;
 mod random;
@@ -326,6 +327,19 @@ impl Tensor {
         }
         let cpu = self.storage().to_cpu(self.layout())?;
         Ok(T::slice(&cpu).expect("dtype checked").to_vec())
+    }
+
+    /// The address of the element at index `[0, 0, ...]` (`Tensor.data_ptr()`): host memory
+    /// for a CPU tensor, device memory for a CUDA one. For zero-copy interop (NumPy's array
+    /// interface): the memory stays valid while this tensor or a view of it lives, and the
+    /// strides of [`Tensor::stride`] address the other elements.
+    pub fn data_ptr(&self) -> usize {
+        let base = match &*self.storage() {
+            Storage::Cpu(c) => crate::with_cpu_storage!(c, v => v.as_ptr() as usize),
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(c) => c.ptr() as usize,
+        };
+        base + self.storage_offset() * self.dtype().size_in_bytes()
     }
 
     /// The elements in row-major order converted to f64, whatever the dtype.

@@ -13,6 +13,7 @@ pub(crate) mod cross_entropy;
 mod fast_math;
 pub(crate) mod index;
 mod matmul;
+pub(crate) mod max_pool;
 pub(crate) mod norm;
 pub mod pool;
 pub(crate) mod reduce;

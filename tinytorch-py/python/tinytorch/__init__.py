@@ -1,0 +1,129 @@
+"""TinyTorch with PyTorch's Python API: ``import tinytorch as torch``.
+
+The engine is TinyTorch's Rust library (``tinytorch._tinytorch``); this package binds it
+under PyTorch's names. Python code lives here only where Python is its natural home:
+``nn.Module``'s attribute registration, the optimizer classes and schedulers around the Rust
+optimizers, ``DataLoader`` iteration, ``no_grad`` as a context manager.
+"""
+
+from . import _tinytorch as _C
+from ._tinytorch import (
+    Tensor,
+    Generator,
+    dtype,
+    device,
+    tensor,
+    zeros,
+    ones,
+    empty,
+    full,
+    rand,
+    randn,
+    randint,
+    arange,
+    linspace,
+    eye,
+    cat,
+    stack,
+    where,
+    is_tensor,
+    manual_seed,
+    is_grad_enabled,
+    float32,
+    float,
+    float64,
+    double,
+    float16,
+    half,
+    bfloat16,
+    int64,
+    long,
+    uint8,
+    bool,
+)
+from ._grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode
+from ._functions import *  # noqa: F401,F403 (the torch.* forms of the tensor methods)
+from ._functions import __all__ as _function_names
+from ._serialization import save, load
+from . import nn, optim, utils, autograd, cuda  # noqa: E402
+
+
+def _join_compute_pool():
+    # The main thread lives as long as the interpreter: it may join the CPU pool.
+    import threading
+
+    if threading.current_thread() is threading.main_thread():
+        _C._use_this_thread_for_compute()
+
+
+_join_compute_pool()
+
+concatenate = cat
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _C._like("zeros", input, None, dtype, device, requires_grad)
+
+
+def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _C._like("ones", input, None, dtype, device, requires_grad)
+
+
+def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _C._like("empty", input, None, dtype, device, requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return _C._like("full", input, fill_value, dtype, device, requires_grad)
+
+
+def rand_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _C._like("rand", input, None, dtype, device, requires_grad)
+
+
+def randn_like(input, *, dtype=None, device=None, requires_grad=False):
+    return _C._like("randn", input, None, dtype, device, requires_grad)
+
+
+_NUMPY_DTYPES = {"float32": float32, "float64": float64, "float16": float16, "int64": int64,
+                 "uint8": uint8, "bool": bool}
+
+
+def from_numpy(ndarray):
+    """A tensor with the array's values and dtype. TinyTorch copies the values (PyTorch
+    shares them); ``Tensor.numpy()`` does share memory."""
+    import numpy as np
+
+    name = str(ndarray.dtype)
+    if name not in _NUMPY_DTYPES:
+        raise TypeError(f"can't convert np.ndarray of type numpy.{name}; supported: "
+                        + ", ".join(_NUMPY_DTYPES))
+    a = np.ascontiguousarray(ndarray)
+    return _C._from_bytes(a.tobytes(), list(a.shape), _NUMPY_DTYPES[name])
+
+
+def as_tensor(data, dtype=None, device=None):
+    if isinstance(data, Tensor):
+        t = data
+        if dtype is not None:
+            t = t.to(dtype)
+        if device is not None:
+            t = t.to(device)
+        return t
+    if type(data).__module__ == "numpy":
+        t = from_numpy(data)
+        return t.to(dtype) if dtype is not None else t
+    return tensor(data, dtype=dtype, device=device)
+
+
+def get_default_dtype():
+    return float32
+
+
+def numel(input):
+    return input.numel()
+
+
+Size = tuple
+
+__version__ = "0.1.0"

@@ -1,0 +1,43 @@
+"""The ``torch.<op>(input, ...)`` forms of the tensor methods (``torch.exp(x)``,
+``torch.sum(x, dim=1)``, ``torch.max(x, 1)``): each calls the method of the same name, so
+the two forms cannot disagree."""
+
+
+def _method(name):
+    def op(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+
+    op.__name__ = name
+    op.__qualname__ = name
+    op.__doc__ = f"``torch.{name}(input, ...)``: ``input.{name}(...)``."
+    return op
+
+
+__all__ = [
+    # arithmetic and elementwise functions
+    "add", "sub", "mul", "div", "true_divide", "pow", "neg", "abs", "sign", "exp", "log",
+    "log2", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos", "tan",
+    "tanh", "sigmoid", "relu", "erf", "floor", "ceil", "round", "clamp", "clip", "clamp_min",
+    "clamp_max", "maximum", "minimum", "softmax", "log_softmax", "remainder",
+    # comparisons and logic
+    "eq", "ne", "lt", "le", "gt", "ge", "equal", "allclose", "logical_and", "logical_or",
+    "logical_xor", "logical_not",
+    # reductions
+    "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
+    "logsumexp", "norm", "all", "any", "cumsum", "cumprod",
+    # linear algebra
+    "matmul", "mm", "bmm", "dot", "outer",
+    # shapes
+    "reshape", "permute", "transpose", "swapaxes", "t", "squeeze", "unsqueeze", "flatten",
+    "unflatten", "broadcast_to", "narrow", "select", "chunk", "split", "unbind", "flip",
+    "roll", "tril", "triu", "repeat_interleave",
+    # indexing
+    "index_select", "gather", "scatter", "scatter_add", "index_add", "masked_fill",
+    "masked_select", "nonzero", "topk", "sort", "argsort",
+    # conversions
+    "clone", "detach",
+]
+
+for _name in __all__:
+    globals()[_name] = _method(_name)
+del _name

@@ -1,0 +1,14 @@
+"""``torch.nn``: Module, Parameter, the layers, the losses, ``functional`` and ``init``."""
+
+from . import functional, init, utils  # noqa: F401
+from .container import ModuleDict, ModuleList, ParameterList, Sequential  # noqa: F401
+from .layers import *  # noqa: F401,F403
+from .layers import (  # noqa: F401
+    AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, BCELoss, BCEWithLogitsLoss, Conv1d,
+    Conv2d, ConvTranspose2d, CrossEntropyLoss, Dropout, ELU, Embedding, Flatten, GELU,
+    GroupNorm, HuberLoss, Identity, KLDivLoss, L1Loss, LayerNorm, LeakyReLU, Linear,
+    LogSoftmax, MaxPool2d, MSELoss, NLLLoss, ReLU, RMSNorm, Sigmoid, SiLU, SmoothL1Loss,
+    Softmax, Softplus, Tanh, Unflatten,
+)
+from .module import Module  # noqa: F401
+from .parameter import Buffer, Parameter  # noqa: F401

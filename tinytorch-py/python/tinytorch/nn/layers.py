@@ -1,0 +1,403 @@
+"""The built-in layers: thin Modules that own their Parameters and buffers, initialise them
+as PyTorch does, and call ``nn.functional`` (TinyTorch's Rust ops) in ``forward``."""
+
+import math
+
+from .. import _tinytorch as _C
+from . import functional as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+
+def _pair(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+def _empty(*shape, dtype=None, device=None):
+    return _C.zeros(*shape, dtype=dtype, device=device)
+
+
+class Identity(Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+
+    def forward(self, input):
+        return input
+
+
+class Linear(Module):
+    """``y = x W^T + b``; W is ``(out_features, in_features)``, initialised uniformly in
+    +-1/sqrt(in_features) (PyTorch's kaiming_uniform with a=sqrt(5)), b likewise."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.weight = Parameter(_empty(out_features, in_features, dtype=dtype, device=device))
+        self.bias = Parameter(_empty(out_features, dtype=dtype, device=device)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.linear(input, self.weight, self.bias)
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}")
+
+
+class _ConvNd(Module):
+    def __init__(self, nd, in_channels, out_channels, kernel_size, stride, padding, dilation,
+                 groups, bias, device, dtype, transposed=False, output_padding=0):
+        super().__init__()
+        if in_channels % groups or out_channels % groups:
+            raise ValueError("in_channels and out_channels must be divisible by groups")
+        norm = _pair if nd == 2 else (lambda v: (v[0],) if isinstance(v, (tuple, list)) else (v,))
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = norm(kernel_size)
+        self.stride = norm(stride)
+        self.padding = padding if isinstance(padding, str) else norm(padding)
+        self.dilation = norm(dilation)
+        self.groups = groups
+        self.output_padding = norm(output_padding)
+        shape = ((in_channels, out_channels // groups) if transposed
+                 else (out_channels, in_channels // groups)) + self.kernel_size
+        self.weight = Parameter(_empty(*shape, dtype=dtype, device=device))
+        self.bias = Parameter(_empty(out_channels, dtype=dtype, device=device)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self):
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding not in ((0,), (0, 0)):
+            s += f", padding={self.padding if isinstance(self.padding, str) else self.padding}"
+        if self.dilation not in ((1,), (1, 1)):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
+
+
+class Conv1d(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError("only padding_mode='zeros' is supported")
+        super().__init__(1, in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, device, dtype)
+
+    def forward(self, input):
+        pad = self.padding if isinstance(self.padding, str) else self.padding[0]
+        return F.conv1d(input, self.weight, self.bias, self.stride[0], pad, self.dilation[0],
+                        self.groups)
+
+
+class Conv2d(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError("only padding_mode='zeros' is supported")
+        super().__init__(2, in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, device, dtype)
+
+    def forward(self, input):
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__(2, in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, device, dtype, transposed=True,
+                         output_padding=output_padding)
+
+    def forward(self, input):
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self.output_padding, self.groups, self.dilation)
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
+        self.dilation, self.ceil_mode = dilation, ceil_mode
+
+    def forward(self, input):
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            self.ceil_mode)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):
+        super().__init__()
+        self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
+        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+
+    def forward(self, input):
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
+
+
+class _BatchNorm(Module):
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(_C.ones(num_features, dtype=dtype, device=device))
+            self.bias = Parameter(_C.zeros(num_features, dtype=dtype, device=device))
+        else:
+            self.weight = self.bias = None
+        if track_running_stats:
+            self.register_buffer("running_mean", _C.zeros(num_features, dtype=dtype, device=device))
+            self.register_buffer("running_var", _C.ones(num_features, dtype=dtype, device=device))
+            self.register_buffer("num_batches_tracked", _C.tensor(0, device=device))
+        else:
+            self.running_mean = self.running_var = self.num_batches_tracked = None
+
+    def forward(self, input):
+        use_batch_stats = self.training or not self.track_running_stats
+        if self.training and self.track_running_stats:
+            self.num_batches_tracked.add_(1)
+        return F.batch_norm(
+            input,
+            self.running_mean if not self.training or self.track_running_stats else None,
+            self.running_var if not self.training or self.track_running_stats else None,
+            self.weight, self.bias, use_batch_stats, self.momentum, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    pass
+
+
+class BatchNorm2d(_BatchNorm):
+    pass
+
+
+class LayerNorm(Module):
+    def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
+                 device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape, self.eps = tuple(normalized_shape), eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(_C.ones(*self.normalized_shape, dtype=dtype, device=device))
+            self.bias = (Parameter(_C.zeros(*self.normalized_shape, dtype=dtype, device=device))
+                         if bias else None)
+        else:
+            self.weight = self.bias = None
+
+    def forward(self, input):
+        return F.layer_norm(input, list(self.normalized_shape), self.weight, self.bias, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class RMSNorm(Module):
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape, self.eps = tuple(normalized_shape), eps
+        self.weight = (Parameter(_C.ones(*self.normalized_shape, dtype=dtype, device=device))
+                       if elementwise_affine else None)
+
+    def forward(self, input):
+        return F.rms_norm(input, list(self.normalized_shape), self.weight, self.eps)
+
+
+class GroupNorm(Module):
+    def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
+        super().__init__()
+        self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
+        if affine:
+            self.weight = Parameter(_C.ones(num_channels, dtype=dtype, device=device))
+            self.bias = Parameter(_C.zeros(num_channels, dtype=dtype, device=device))
+        else:
+            self.weight = self.bias = None
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+
+class Dropout(Module):
+    def __init__(self, p=0.5, inplace=False):
+        super().__init__()
+        if not 0 <= p <= 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training)
+
+    def extra_repr(self):
+        return f"p={self.p}, inplace=False"
+
+
+class Embedding(Module):
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None,
+                 norm_type=2.0, scale_grad_by_freq=False, sparse=False, _weight=None,
+                 device=None, dtype=None):
+        super().__init__()
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise ValueError("max_norm, scale_grad_by_freq and sparse are not supported")
+        self.num_embeddings, self.embedding_dim = num_embeddings, embedding_dim
+        if padding_idx is not None and padding_idx < 0:
+            padding_idx += num_embeddings
+        self.padding_idx = padding_idx
+        if _weight is None:
+            self.weight = Parameter(_empty(num_embeddings, embedding_dim, dtype=dtype,
+                                           device=device))
+            init.normal_(self.weight)
+            if padding_idx is not None:
+                with _no_grad():
+                    self.weight[padding_idx] = 0.0
+        else:
+            self.weight = Parameter(_weight)
+
+    def forward(self, input):
+        return F.embedding(input, self.weight, self.padding_idx)
+
+    def extra_repr(self):
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        return s + (f", padding_idx={self.padding_idx}" if self.padding_idx is not None else "")
+
+
+def _no_grad():
+    from .._grad_mode import no_grad
+    return no_grad()
+
+
+class Flatten(Module):
+    def __init__(self, start_dim=1, end_dim=-1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, input):
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self):
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    def __init__(self, dim, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, input):
+        return input.unflatten(self.dim, list(self.unflattened_size))
+
+
+def _activation(name, fn, arg_names=(), defaults=()):
+    """A Module class calling ``fn(input, *args)`` with the constructor's arguments."""
+
+    def __init__(self, *args, **kwargs):
+        Module.__init__(self)
+        values = dict(zip(arg_names, defaults))
+        values.update(zip(arg_names, args))
+        values.update({k: v for k, v in kwargs.items() if k in arg_names})
+        for k in arg_names:
+            object.__setattr__(self, k, values[k])
+
+    def forward(self, input):
+        return fn(input, *(getattr(self, k) for k in arg_names))
+
+    def extra_repr(self):
+        return ", ".join(f"{k}={getattr(self, k)}" for k in arg_names if k != "inplace")
+
+    return type(name, (Module,), {"__init__": __init__, "forward": forward,
+                                  "extra_repr": extra_repr})
+
+
+ReLU = _activation("ReLU", lambda x, inplace: F.relu(x), ("inplace",), (False,))
+Sigmoid = _activation("Sigmoid", F.sigmoid)
+Tanh = _activation("Tanh", F.tanh)
+SiLU = _activation("SiLU", lambda x, inplace: F.silu(x), ("inplace",), (False,))
+GELU = _activation("GELU", F.gelu, ("approximate",), ("none",))
+LeakyReLU = _activation("LeakyReLU", lambda x, s, inplace: F.leaky_relu(x, s),
+                        ("negative_slope", "inplace"), (0.01, False))
+ELU = _activation("ELU", lambda x, a, inplace: F.elu(x, a), ("alpha", "inplace"), (1.0, False))
+Softplus = _activation("Softplus", F.softplus, ("beta", "threshold"), (1.0, 20.0))
+Softmax = _activation("Softmax", lambda x, dim: F.softmax(x, dim), ("dim",), (None,))
+LogSoftmax = _activation("LogSoftmax", lambda x, dim: F.log_softmax(x, dim), ("dim",), (None,))
+
+
+def _loss(name, fn, arg_names, defaults):
+    """A loss Module: ``forward(input, target)`` calls ``fn(input, target, **options)``."""
+
+    def __init__(self, *args, **kwargs):
+        Module.__init__(self)
+        values = dict(zip(arg_names, defaults))
+        values.update(zip(arg_names, args))
+        values.update(kwargs)
+        for k, v in values.items():
+            if k == "weight" and v is not None:
+                self.register_buffer("weight", v)
+            else:
+                object.__setattr__(self, k, v)
+
+    def forward(self, input, target):
+        return fn(input, target, **{k: getattr(self, k) for k in arg_names})
+
+    return type(name, (Module,), {"__init__": __init__, "forward": forward})
+
+
+CrossEntropyLoss = _loss("CrossEntropyLoss", F.cross_entropy,
+                         ("weight", "ignore_index", "reduction", "label_smoothing"),
+                         (None, -100, "mean", 0.0))
+NLLLoss = _loss("NLLLoss", F.nll_loss, ("weight", "ignore_index", "reduction"),
+                (None, -100, "mean"))
+MSELoss = _loss("MSELoss", F.mse_loss, ("reduction",), ("mean",))
+L1Loss = _loss("L1Loss", F.l1_loss, ("reduction",), ("mean",))
+SmoothL1Loss = _loss("SmoothL1Loss", F.smooth_l1_loss, ("reduction", "beta"), ("mean", 1.0))
+HuberLoss = _loss("HuberLoss", F.huber_loss, ("reduction", "delta"), ("mean", 1.0))
+BCELoss = _loss("BCELoss", F.binary_cross_entropy, ("weight", "reduction"), (None, "mean"))
+BCEWithLogitsLoss = _loss("BCEWithLogitsLoss", F.binary_cross_entropy_with_logits,
+                          ("weight", "reduction", "pos_weight"), (None, "mean", None))
+KLDivLoss = _loss("KLDivLoss", F.kl_div, ("reduction", "log_target"), ("mean", False))

@@ -1,0 +1,288 @@
+"""``nn.Module``: parameters, buffers and submodules registered by attribute assignment, as
+in PyTorch, with PyTorch's state-dict keys (``layers.0.weight``)."""
+
+from collections import OrderedDict, namedtuple
+
+from .. import _tinytorch as _C
+from .._grad_mode import no_grad
+from .parameter import Buffer, Parameter
+
+_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+class Module:
+    """Base class of every layer and model (``torch.nn.Module``)."""
+
+    training: bool
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    # ---- registration ------------------------------------------------------------------
+
+    def __setattr__(self, name, value):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign before Module.__init__() call")
+        for store in (self._parameters, self._buffers, self._modules):
+            if name in store and not (store is self._buffers and isinstance(value, _C.Tensor)):
+                del store[name]
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        elif isinstance(value, Module):
+            self._modules[name] = value
+        elif isinstance(value, Buffer):
+            self.register_buffer(name, value, getattr(value, "persistent", True))
+        elif name in self._buffers or (value is None and name in self._parameters):
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name):
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if store in d and name in d[store]:
+                return d[store][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for store in (self._parameters, self._buffers, self._modules):
+            if name in store:
+                del store[name]
+                return
+        object.__delattr__(self, name)
+
+    def register_parameter(self, name, param):
+        if param is None:
+            self._parameters[name] = None
+        elif not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+                            f"'{name}' (torch.nn.Parameter or None required)")
+        else:
+            self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        if tensor is not None and not isinstance(tensor, _C.Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer "
+                            f"'{name}' (torch Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent.discard(name)
+        else:
+            self._non_persistent.add(name)
+
+    def add_module(self, name, module):
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    # ---- running -----------------------------------------------------------------------
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"Module [{type(self).__name__}] is missing the required "
+                                  "\"forward\" function")
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ---- traversal ---------------------------------------------------------------------
+
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        memo = set() if memo is None else memo
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            yield from m.named_modules(memo, prefix + ("." if prefix else "") + name,
+                                       remove_duplicate)
+
+    def modules(self):
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self):
+        seen = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
+                yield name, m
+
+    def children(self):
+        for _, m in self.named_children():
+            yield m
+
+    def _named(self, store, prefix, recurse, remove_duplicate=True):
+        seen = set()
+        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        for mprefix, m in modules:
+            for name, t in getattr(m, store).items():
+                if t is None or (remove_duplicate and id(t) in seen):
+                    continue
+                seen.add(id(t))
+                yield mprefix + ("." if mprefix else "") + name, t
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    # ---- state -------------------------------------------------------------------------
+
+    def state_dict(self, *args, destination=None, prefix="", keep_vars=False):
+        """Parameters and persistent buffers by PyTorch's dotted names."""
+        out = OrderedDict() if destination is None else destination
+        for name, p in self._parameters.items():
+            if p is not None:
+                out[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent:
+                out[prefix + name] = b if keep_vars else b.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=out, prefix=prefix + name + ".", keep_vars=keep_vars)
+        return out
+
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy values into the existing parameters and buffers (cast to their dtypes);
+        with ``strict``, missing or unexpected keys raise before anything is written."""
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        errors = []
+        for k, v in state_dict.items():
+            if k in own and tuple(own[k].shape) != tuple(v.shape):
+                errors.append(f"size mismatch for {k}: copying a param with shape "
+                              f"{tuple(v.shape)} from checkpoint, the shape in current model "
+                              f"is {tuple(own[k].shape)}.")
+        if strict and (missing or unexpected):
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in missing) + ".")
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in unexpected) + ".")
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                               + "\n\t".join(errors))
+        with no_grad():
+            for k, v in state_dict.items():
+                if k in own:
+                    own[k].copy_(v)
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ---- modes and moves ---------------------------------------------------------------
+
+    def train(self, mode=True):
+        for m in self.modules():
+            object.__setattr__(m, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        for p in self.parameters():
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.zero_()
+
+    def _apply(self, fn):
+        for m in self.modules():
+            for store in (m._parameters, m._buffers):
+                for name, t in store.items():
+                    if t is not None:
+                        t.data = fn(t)
+        return self
+
+    def to(self, *args, **kwargs):
+        """Move and/or cast parameters and buffers in place (floats only for a dtype)."""
+        def move(t):
+            dtype = kwargs.get("dtype")
+            device = kwargs.get("device")
+            for a in args:
+                if isinstance(a, _C.dtype):
+                    dtype = a
+                else:
+                    device = a
+            if dtype is not None and t.is_floating_point():
+                t = t.to(dtype)
+            if device is not None:
+                t = t.to(device)
+            return t
+
+        return self._apply(move)
+
+    def cuda(self, device=None):
+        return self.to(f"cuda:{device or 0}")
+
+    def cpu(self):
+        return self.to("cpu")
+
+    def float(self):
+        return self.to(_C.float32)
+
+    def double(self):
+        return self.to(_C.float64)
+
+    def half(self):
+        return self.to(_C.float16)
+
+    def bfloat16(self):
+        return self.to(_C.bfloat16)
+
+    def apply(self, fn):
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # ---- printing ----------------------------------------------------------------------
+
+    def extra_repr(self):
+        return ""
+
+    def __repr__(self):
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines = extra.split("\n")
+        for name, m in self._modules.items():
+            body = repr(m).replace("\n", "\n  ")
+            lines.append(f"({name}): {body}")
+        main = type(self).__name__ + "("
+        if lines:
+            if len(lines) == 1 and not self._modules:
+                return main + lines[0] + ")"
+            main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
+                      | set(self._modules))

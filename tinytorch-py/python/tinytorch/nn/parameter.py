@@ -1,0 +1,22 @@
+"""``nn.Parameter``: a tensor that a Module registers as a parameter."""
+
+from .._tinytorch import Tensor
+
+
+class Parameter(Tensor):
+    """``nn.Parameter(data, requires_grad=True)``: shares ``data``'s memory."""
+
+    def __new__(cls, data=None, requires_grad=True):
+        return super().__new__(cls, data, requires_grad)
+
+    def __repr__(self):
+        return "Parameter containing:\n" + super().__repr__()
+
+
+class Buffer(Tensor):
+    """``nn.Buffer(data)``: a tensor that ``Module.__setattr__`` registers as a buffer."""
+
+    def __new__(cls, data=None, persistent=True):
+        obj = super().__new__(cls, data, False)
+        obj.persistent = persistent
+        return obj

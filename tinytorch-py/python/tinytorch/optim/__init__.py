@@ -1,0 +1,109 @@
+"""``torch.optim``: PyTorch's optimizer classes over TinyTorch's Rust optimizers.
+
+``param_groups`` is a list of dicts, as in PyTorch (schedulers and user code change their
+``lr``); ``step`` hands each group's hyperparameters to the Rust engine, which updates every
+parameter in place with the GIL released."""
+
+from .. import _tinytorch as _C
+from . import lr_scheduler  # noqa: F401
+
+
+class Optimizer:
+    """Param groups with defaults, ``step``, ``zero_grad``, state dicts."""
+
+    _kind = None
+
+    def __init__(self, params, defaults):
+        self.defaults = dict(defaults)
+        params = list(params)
+        if not params:
+            raise ValueError("optimizer got an empty parameter list")
+        groups = params if isinstance(params[0], dict) else [{"params": params}]
+        self.param_groups = []
+        for g in groups:
+            self._add_group(g)
+        self._engine = _C._Optimizer(self._kind, self.param_groups)
+        self.state = {}
+
+    def _add_group(self, group):
+        group = dict(group)
+        group["params"] = list(group["params"])
+        for k, v in self.defaults.items():
+            group.setdefault(k, v)
+        self.param_groups.append(group)
+
+    def add_param_group(self, param_group):
+        self._add_group(param_group)
+        self._engine = _C._Optimizer(self._kind, self.param_groups)
+
+    def zero_grad(self, set_to_none=True):
+        for g in self.param_groups:
+            for p in g["params"]:
+                if p.grad is not None:
+                    if set_to_none:
+                        p.grad = None
+                    else:
+                        p.grad.zero_()
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            from .._grad_mode import enable_grad
+            with enable_grad():
+                loss = closure()
+        self._engine.step(self.param_groups)
+        return loss
+
+    def state_dict(self):
+        sd = self._engine.state_dict()
+        for saved, group in zip(sd["param_groups"], self.param_groups):
+            for k, v in group.items():
+                if k != "params":
+                    saved[k] = v
+        return sd
+
+    def load_state_dict(self, state_dict):
+        self._engine.load_state_dict(state_dict)
+        for saved, group in zip(state_dict["param_groups"], self.param_groups):
+            for k, v in saved.items():
+                if k != "params" and k in group:
+                    group[k] = v
+
+    def __repr__(self):
+        lines = [f"{type(self).__name__} ("]
+        for i, g in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            lines += [f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params"]
+        return "\n".join(lines) + "\n)"
+
+
+def _optimizer(name, defaults, check=None):
+    def __init__(self, params, lr=None, **kwargs):
+        opts = dict(defaults)
+        if lr is not None:
+            opts["lr"] = lr
+        unknown = set(kwargs) - set(defaults)
+        if unknown:
+            raise TypeError(f"{name}() got unexpected keyword arguments {sorted(unknown)}")
+        opts.update(kwargs)
+        if opts["lr"] < 0:
+            raise ValueError(f"Invalid learning rate: {opts['lr']}")
+        Optimizer.__init__(self, params, opts)
+
+    return type(name, (Optimizer,), {"__init__": __init__, "_kind": name,
+                                     "__doc__": f"``torch.optim.{name}``; defaults {defaults}."})
+
+
+SGD = _optimizer("SGD", {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
+                         "nesterov": False, "maximize": False})
+Adam = _optimizer("Adam", {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8, "weight_decay": 0.0,
+                           "amsgrad": False, "maximize": False})
+AdamW = _optimizer("AdamW", {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8,
+                             "weight_decay": 1e-2, "amsgrad": False, "maximize": False})
+RMSprop = _optimizer("RMSprop", {"lr": 1e-2, "alpha": 0.99, "eps": 1e-8, "weight_decay": 0.0,
+                                 "momentum": 0.0, "centered": False, "maximize": False})
+Adagrad = _optimizer("Adagrad", {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.0,
+                                 "initial_accumulator_value": 0.0, "eps": 1e-10,
+                                 "maximize": False})
+Adadelta = _optimizer("Adadelta", {"lr": 1.0, "rho": 0.9, "eps": 1e-6, "weight_decay": 0.0,
+                                   "maximize": False})

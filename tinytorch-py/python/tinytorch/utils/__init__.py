@@ -1,0 +1,3 @@
+"""``torch.utils``."""
+
+from . import data  # noqa: F401

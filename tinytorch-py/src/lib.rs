@@ -1,0 +1,110 @@
+//! The native half of the `tinytorch` Python package (`tinytorch._tinytorch`): TinyTorch's
+//! Rust library bound with PyO3. The Python files of the package (tinytorch-py/python/)
+//! re-export these under PyTorch's module names and add what Python is the natural home for:
+//! `nn.Module`'s attribute registration, `autograd.Function`, `DataLoader` iteration, the
+//! optimizer classes around the engine, the learning-rate schedulers.
+//!
+//! One file per job: tensor.rs (the Tensor class: attributes, conversions, autograd), ops.rs
+//! (its operations), index.rs (`x[...]`), creation.rs (`torch.tensor`, `zeros`, ...),
+//! functional.rs (`nn.functional`), optim.rs (the optimizer engine), io.rs (safetensors
+//! files for `torch.save`/`load`), random.rs (seeds),
+//! convert.rs (dtype/device objects and argument parsing), error.rs (exceptions).
+
+mod convert;
+mod creation;
+mod error;
+mod functional;
+mod index;
+mod io;
+mod ops;
+mod optim;
+mod random;
+mod tensor;
+
+use pyo3::prelude::*;
+
+/// Turn gradient recording on or off for this thread; returns the previous setting (the
+/// Python context managers restore it).
+#[pyfunction]
+fn _set_grad_enabled(enabled: bool) -> bool {
+    let prev = tinytorch::autograd::is_grad_enabled();
+    std::mem::forget(tinytorch::set_grad_enabled(enabled));
+    prev
+}
+
+/// Whether operations record gradients on this thread (`torch.is_grad_enabled()`).
+#[pyfunction]
+fn is_grad_enabled() -> bool {
+    tinytorch::autograd::is_grad_enabled()
+}
+
+/// Make the calling thread (Python's main thread, at import) compute thread 0 of the CPU
+/// pool, so ops called from Python split their work in place instead of handing each kernel
+/// to the pool and sleeping (OpenMP's master-thread model, as the `tinytorch` command does).
+/// Returns whether it did (not with a one-thread pool, nor when the pool already exists).
+#[pyfunction]
+fn _use_this_thread_for_compute() -> bool {
+    tinytorch::parallel::use_current_thread().unwrap_or(false)
+}
+
+/// Whether a CUDA device is present (`torch.cuda.is_available()`).
+#[pyfunction]
+fn _cuda_is_available() -> bool {
+    #[cfg(feature = "cuda")]
+    {
+        tinytorch::backend::cuda::is_available()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        false
+    }
+}
+
+#[pymodule]
+fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<tensor::PyTensor>()?;
+    m.add_class::<tensor::GradFn>()?;
+    m.add_class::<convert::PyDType>()?;
+    m.add_class::<convert::PyDevice>()?;
+    m.add_class::<random::PyGenerator>()?;
+    m.add_class::<ops::ValuesIndices>()?;
+    m.add_class::<optim::PyOptimizer>()?;
+    for (name, dtype) in convert::DTYPE_NAMES {
+        m.add(*name, convert::PyDType(*dtype))?;
+    }
+    macro_rules! add {
+        ($($f:path),* $(,)?) => { $( m.add_function(wrap_pyfunction!($f, m)?)?; )* };
+    }
+    add!(
+        creation::tensor,
+        creation::zeros,
+        creation::ones,
+        creation::empty,
+        creation::full,
+        creation::rand,
+        creation::randn,
+        creation::randint,
+        creation::arange,
+        creation::linspace,
+        creation::eye,
+        creation::_like,
+        creation::_from_bytes,
+        creation::is_tensor,
+        ops::cat,
+        ops::stack,
+        ops::r#where,
+        random::manual_seed,
+        io::_save_safetensors,
+        io::_load_safetensors,
+        optim::clip_grad_norm_,
+        optim::clip_grad_value_,
+        _set_grad_enabled,
+        is_grad_enabled,
+        _cuda_is_available,
+        _use_this_thread_for_compute,
+    );
+    let f = PyModule::new(m.py(), "_functional")?;
+    functional::register(&f)?;
+    m.add_submodule(&f)?;
+    Ok(())
+}

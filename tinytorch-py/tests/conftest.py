@@ -1,0 +1,34 @@
+"""Shared helpers of the package's tests: fixtures written by PyTorch
+(scripts/gen_py_fixtures.py) read with TinyTorch's own ``load``, and a comparison that
+reports the worst element."""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import tinytorch as torch  # noqa: E402
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures")
+
+
+def fixture(name):
+    return torch.load(os.path.join(FIXTURES, name))
+
+
+def assert_close(got, want, atol=1e-5, rtol=1e-5, what=""):
+    assert isinstance(got, torch.Tensor), f"{what}: got {type(got).__name__}, not a Tensor"
+    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} but PyTorch gives {want.dtype}"
+    assert tuple(got.shape) == tuple(want.shape), (
+        f"{what}: shape {tuple(got.shape)} but PyTorch gives {tuple(want.shape)}")
+    g, w = got.detach().double().reshape(-1).tolist(), want.double().reshape(-1).tolist()
+    bad = [(k, a, b) for k, (a, b) in enumerate(zip(g, w))
+           if not (a == b or abs(a - b) <= atol + rtol * abs(b) or (a != a and b != b))]
+    assert not bad, f"{what}: {len(bad)} of {len(g)} elements differ, first {bad[:3]}"
+
+
+@pytest.fixture
+def close():
+    return assert_close
