@@ -66,7 +66,8 @@ def nn_layers():
             if x.requires_grad:
                 tensors[f"{name}.grad.input"] = x.grad.contiguous()
             for k, p in layer.named_parameters():
-                tensors[f"{name}.grad.{k}"] = p.grad.contiguous()
+                g = p.grad if p.grad is not None else torch.zeros_like(p)
+                tensors[f"{name}.grad.{k}"] = g.contiguous()
         for k, b in layer.named_buffers():
             tensors[f"{name}.buffer.{k}"] = b.detach().clone().contiguous()
     save_file(tensors, os.path.join(OUT, "nn.safetensors"))

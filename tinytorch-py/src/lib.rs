@@ -6,10 +6,13 @@
 //!
 //! One file per job: tensor.rs (the Tensor class: attributes, conversions, autograd), ops.rs
 //! (its operations), index.rs (`x[...]`), creation.rs (`torch.tensor`, `zeros`, ...),
-//! functional.rs (`nn.functional`), optim.rs (the optimizer engine), io.rs (safetensors
+//! functional.rs (`nn.functional`), recurrent.rs (RNN/LSTM/GRU), optim.rs (the optimizer
+//! engine), io.rs (safetensors
 //! files for `torch.save`/`load`), random.rs (seeds),
-//! convert.rs (dtype/device objects and argument parsing), error.rs (exceptions).
+//! autograd.rs (`autograd.grad`, `autograd.Function`'s node), convert.rs (dtype/device
+//! objects and argument parsing), error.rs (exceptions).
 
+mod autograd;
 mod convert;
 mod creation;
 mod error;
@@ -19,6 +22,7 @@ mod io;
 mod ops;
 mod optim;
 mod random;
+mod recurrent;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -69,6 +73,7 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<random::PyGenerator>()?;
     m.add_class::<ops::ValuesIndices>()?;
     m.add_class::<optim::PyOptimizer>()?;
+    m.add_class::<recurrent::PyRecurrent>()?;
     for (name, dtype) in convert::DTYPE_NAMES {
         m.add(*name, convert::PyDType(*dtype))?;
     }
@@ -94,6 +99,8 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::stack,
         ops::r#where,
         random::manual_seed,
+        autograd::_custom_function,
+        autograd::_autograd_grad,
         io::_save_safetensors,
         io::_load_safetensors,
         optim::clip_grad_norm_,

@@ -106,13 +106,20 @@ impl PyTensor {
 #[pymethods]
 impl PyTensor {
     /// `Tensor(data)`, mainly for `nn.Parameter(tensor)`: a tensor argument is shared (a
-    /// detached handle on the same memory), nested lists are copied as float32.
+    /// detached handle on the same memory), nested lists are copied as float32. With
+    /// `_same_handle`, the new object stands for `data`'s very handle (its gradient slot
+    /// included): how a Python Module exposes the parameters of a Rust layer.
     #[new]
-    #[pyo3(signature = (data=None, requires_grad=false))]
-    fn new(data: Option<&Bound<'_, PyAny>>, requires_grad: bool) -> PyResult<Self> {
+    #[pyo3(signature = (data=None, requires_grad=false, _same_handle=false))]
+    fn new(
+        data: Option<&Bound<'_, PyAny>>,
+        requires_grad: bool,
+        _same_handle: bool,
+    ) -> PyResult<Self> {
         let t = match data {
             None => Tensor::zeros(&[0], DType::F32, Device::Cpu).py()?,
             Some(d) => match d.cast::<PyTensor>() {
+                Ok(t) if _same_handle => return Ok(t.borrow().t.clone().into()),
                 Ok(t) => t.borrow().t.detach(),
                 Err(_) => crate::creation::from_python(d, Some(DType::F32))?,
             },
@@ -300,6 +307,14 @@ impl PyTensor {
         Ok(())
     }
 
+    /// `copy.deepcopy(t)`: a copy of the values; a leaf that requires grad stays one.
+    fn __deepcopy__(&self, _memo: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
+        let copy = self.t.detach().contiguous_copy().py()?;
+        Ok(copy
+            .requires_grad_(self.t.requires_grad() && self.t.is_leaf())
+            .py()?
+            .into())
+    }
     fn clone(&self) -> PyResult<PyTensor> {
         Ok(self.t.contiguous_copy().py()?.into())
     }

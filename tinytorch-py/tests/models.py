@@ -35,7 +35,46 @@ def LAYER_CASES(torch, nn):
         ("mlp", lambda: nn.Sequential(nn.Linear(8, 6), nn.ReLU(), nn.Linear(6, 2), nn.Tanh()), seq),
         ("gelu", lambda: nn.Sequential(nn.Linear(8, 8), nn.GELU()), seq),
         ("softmax", lambda: nn.Sequential(nn.Linear(8, 3), nn.Softmax(dim=-1)), seq),
+        ("gru", lambda: First(nn.GRU(8, 6, batch_first=True)), seq),
+        ("lstm_bidirectional", lambda: First(nn.LSTM(8, 4, bidirectional=True)), seq),
+        ("rnn_relu_2layers", lambda: First(nn.RNN(8, 5, num_layers=2, nonlinearity="relu")), seq),
+        ("mha_weights", lambda: SelfAttention(nn.MultiheadAttention(8, 2, batch_first=True), 1), seq),
+        ("mha_fused", lambda: SelfAttention(nn.MultiheadAttention(8, 4), 0, need_weights=False), seq),
+        ("encoder_layer", lambda: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True), seq),
+        ("encoder_layer_norm_first_gelu", lambda: nn.TransformerEncoderLayer(
+            8, 2, 16, dropout=0.0, activation="gelu", norm_first=True), seq),
     ]
+
+
+def SelfAttention(mha, which, need_weights=True):
+    """Self-attention of ``mha`` as a Module returning output ``which`` (0: the attention
+    output, 1: the head-averaged weights)."""
+    cls = next(b for b in type(mha).__mro__ if b.__name__ == "Module")
+
+    class Wrapped(cls):
+        def __init__(self):
+            super().__init__()
+            self.mha = mha
+
+        def forward(self, x):
+            return self.mha(x, x, x, need_weights=need_weights)[which]
+
+    return Wrapped()
+
+
+def First(layer):
+    """A recurrent layer as a Module whose output is the layer's first output."""
+    cls = next(b for b in type(layer).__mro__ if b.__name__ == "Module")
+
+    class Wrapped(cls):
+        def __init__(self):
+            super().__init__()
+            self.layer = layer
+
+        def forward(self, x):
+            return self.layer(x)[0]
+
+    return Wrapped()
 
 
 def make_classes(nn, F):
@@ -63,6 +102,23 @@ def make_classes(nn, F):
             return self.head(self.features(x).flatten(1))
 
     return MLP, CNN
+
+
+def make_lm(nn):
+    class LM(nn.Module):
+        """A character-level LSTM language model."""
+
+        def __init__(self, vocab=12, dim=8, hidden=16):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, dim)
+            self.lstm = nn.LSTM(dim, hidden, num_layers=2, batch_first=True)
+            self.head = nn.Linear(hidden, vocab)
+
+        def forward(self, tokens):
+            out, (h, c) = self.lstm(self.embed(tokens))
+            return self.head(out)
+
+    return LM
 
 
 def ramp_like(nn, n):
@@ -121,7 +177,61 @@ def training_runs(torch, nn, F):
         opt.step()
         losses.append(loss.item())
     out["cnn_adam"] = losses
+
+    # An LSTM language model (Embedding -> 2-layer LSTM -> Linear) with AdamW.
+    model = make_lm(nn)()
+    set_ramp_weights(torch, model)
+    tokens = torch.tensor([[(k * 5 + r * 3) % 12 for k in range(10)] for r in range(4)])
+    opt = optim.AdamW(model.parameters(), lr=0.02)
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        logits = model(tokens[:, :-1])
+        loss = F.cross_entropy(logits.reshape(-1, 12), tokens[:, 1:].reshape(-1))
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    out["lstm_lm_adamw"] = losses
+
+    # A small CNN on the first 512 Fashion-MNIST images (when the Debian package is there):
+    # DataLoader, SGD with momentum, StepLR.
+    images = fashion_mnist(torch, 512)
+    if images is not None:
+        x, y = images
+        model = nn.Sequential(nn.Conv2d(1, 4, 5), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                              nn.Linear(4 * 12 * 12, 10))
+        set_ramp_weights(torch, model)
+        loader = data.DataLoader(data.TensorDataset(x, y), batch_size=64)
+        opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        scheduler = sched.StepLR(opt, step_size=1, gamma=0.7)
+        losses = []
+        for _ in range(2):
+            for xb, yb in loader:
+                opt.zero_grad()
+                loss = F.cross_entropy(model(xb), yb)
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+            scheduler.step()
+        out["fashion_mnist_cnn"] = losses
     return out
+
+
+FASHION_MNIST = "/usr/share/datasets/fashion-mnist"
+
+
+def fashion_mnist(torch, n):
+    """The first ``n`` training images (scaled to [0, 1]) and labels, or None."""
+    import gzip
+    import os
+
+    path = os.path.join(FASHION_MNIST, "train-images-idx3-ubyte.gz")
+    if not os.path.exists(path):
+        return None
+    images = gzip.open(path).read()[16:16 + n * 784]
+    labels = gzip.open(os.path.join(FASHION_MNIST, "train-labels-idx1-ubyte.gz")).read()[8:8 + n]
+    x = torch.tensor(list(images), dtype=torch.float32).reshape(n, 1, 28, 28) / 255.0
+    return x, torch.tensor(list(labels))
 
 
 def lr_sequences(torch):

@@ -31,7 +31,8 @@ def test_layer_matches_pytorch(name, make, x):
     if f"{name}.grad.input" in REF:
         assert_close(x.grad, REF[f"{name}.grad.input"], atol=1e-5, rtol=1e-4, what=f"{name} dx")
     for k, p in layer.named_parameters():
-        assert_close(p.grad, REF[f"{name}.grad.{k}"], atol=1e-5, rtol=1e-4, what=f"{name} d{k}")
+        got = p.grad if p.grad is not None else torch.zeros_like(p)
+        assert_close(got, REF[f"{name}.grad.{k}"], atol=1e-5, rtol=1e-4, what=f"{name} d{k}")
     for k, b in layer.named_buffers():
         assert_close(b, REF[f"{name}.buffer.{k}"], atol=1e-6, rtol=1e-5, what=f"{name} {k}")
 

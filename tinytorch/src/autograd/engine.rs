@@ -95,6 +95,38 @@ fn check_given_gradient(tensor: (&[usize], Device), grad: (&[usize], Device)) ->
 /// Run backward from `root` with upstream gradient `grad` (required unless `root` has one
 /// element). Leaves' `.grad` accumulate; the graph is freed unless `retain_graph`.
 pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Result<()> {
+    sweep(root, grad, retain_graph, None).map(drop)
+}
+
+/// The gradients of `root` with respect to each of `inputs` (leaves or not), with upstream
+/// gradient `grad` (`torch.autograd.grad`): returned instead of accumulated, so no `.grad`
+/// changes. `None` for an input the graph does not reach; the graph is freed unless
+/// `retain_graph`.
+pub fn grad(
+    root: &Tensor,
+    grad: Option<&Tensor>,
+    inputs: &[Tensor],
+    retain_graph: bool,
+) -> Result<Vec<Option<Tensor>>> {
+    if let Some(i) = inputs.iter().position(|t| !t.requires_grad()) {
+        return Err(Error::Autograd(format!(
+            "grad: input {i} does not require grad (shape {:?})",
+            inputs[i].shape()
+        )));
+    }
+    let wanted: HashSet<TensorId> = inputs.iter().map(Tensor::id).collect();
+    let mut got = sweep(root, grad, retain_graph, Some(&wanted))?;
+    Ok(inputs.iter().map(|t| got.remove(&t.id())).collect())
+}
+
+/// [`backward`] and [`grad`]: check the upstream gradient, sort the graph, run the rules;
+/// with `capture`, return the gradients of those tensors instead of writing leaves' `.grad`.
+fn sweep(
+    root: &Tensor,
+    grad: Option<&Tensor>,
+    retain_graph: bool,
+    capture: Option<&HashSet<TensorId>>,
+) -> Result<HashMap<TensorId, Tensor>> {
     if !root.requires_grad() {
         return Err(Error::Autograd(
             "backward: element 0 of tensors does not require grad and does not have a grad_fn"
@@ -119,9 +151,9 @@ pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Res
     let order = topo_order(root);
     if root.device().is_cpu() && order.len() >= MIN_NODES_TO_MOVE {
         // Many kernels in a row: all of them run on a compute thread (`parallel::run`).
-        crate::parallel::run(|| run_graph(root, grad, retain_graph, &order))
+        crate::parallel::run(|| run_graph(root, grad, retain_graph, &order, capture))
     } else {
-        run_graph(root, grad, retain_graph, &order)
+        run_graph(root, grad, retain_graph, &order, capture)
     }
 }
 
@@ -131,8 +163,15 @@ pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Res
 const MIN_NODES_TO_MOVE: usize = 4;
 
 /// The sweep of [`backward`] from `root` with its (checked) upstream gradient `grad`, over
-/// the graph's nodes in topological `order`.
-fn run_graph(root: &Tensor, grad: Tensor, retain_graph: bool, order: &[Tensor]) -> Result<()> {
+/// the graph's nodes in topological `order`; see [`sweep`] for `capture`.
+fn run_graph(
+    root: &Tensor,
+    grad: Tensor,
+    retain_graph: bool,
+    order: &[Tensor],
+    capture: Option<&HashSet<TensorId>>,
+) -> Result<HashMap<TensorId, Tensor>> {
+    let mut captured = HashMap::new();
     let _guard = no_grad();
     // Gradients waiting for a non-leaf tensor, and gradients reaching leaves.
     let mut pending: HashMap<TensorId, (Tensor, Tensor)> = HashMap::new();
@@ -146,6 +185,11 @@ fn run_graph(root: &Tensor, grad: Tensor, retain_graph: bool, order: &[Tensor]) 
         let Some((_, g)) = pending.remove(&t.id()) else {
             continue;
         };
+        // A non-leaf's gradient is complete when its node comes up. (The clone also keeps
+        // the in-place part adds off this buffer.)
+        if capture.is_some_and(|c| c.contains(&t.id())) {
+            captured.insert(t.id(), g.clone());
+        }
         let node = t.node().expect("topo_order returns non-leaf tensors");
         if let (Some(part), [input]) = (&node.part, node.inputs.as_slice()) {
             let map = if input.is_leaf() {
@@ -210,6 +254,14 @@ fn run_graph(root: &Tensor, grad: Tensor, retain_graph: bool, order: &[Tensor]) 
             }
         }
     }
+    if let Some(c) = capture {
+        for (id, (_, g)) in leaves {
+            if c.contains(&id) {
+                captured.insert(id, g);
+            }
+        }
+        return Ok(captured);
+    }
     for (_, (leaf, g)) in leaves {
         let new = match leaf.grad() {
             Some(old) => old.add(&g)?,
@@ -222,7 +274,7 @@ fn run_graph(root: &Tensor, grad: Tensor, retain_graph: bool, order: &[Tensor]) 
         };
         leaf.set_grad(Some(new));
     }
-    Ok(())
+    Ok(captured)
 }
 
 impl Tensor {

@@ -7,7 +7,7 @@ mod grad_mode;
 pub mod gradcheck;
 mod node;
 
-pub use engine::backward;
+pub use engine::{backward, grad};
 pub use grad_mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
 pub(crate) use node::Node;
 pub use node::{BackwardFn, SavedTensor};
@@ -22,6 +22,20 @@ pub fn needs_grad(inputs: &[&Tensor]) -> bool {
 }
 
 impl Tensor {
+    /// A custom differentiable op (`torch.autograd.Function`): `self`, computed from `inputs`
+    /// without recording a graph, becomes an op output named `name` whose backward is `rule`
+    /// (given the output's gradient and which inputs need one, it returns one gradient per
+    /// input, `None` for none). Without grad mode or an input that requires grad, `self` is
+    /// returned detached.
+    pub fn with_custom_backward(
+        &self,
+        name: &'static str,
+        inputs: &[&Tensor],
+        rule: impl Fn(&Tensor, &[bool]) -> Result<Vec<Option<Tensor>>> + Send + Sync + 'static,
+    ) -> Tensor {
+        self.detach().record(name, inputs, rule)
+    }
+
     /// Record `rule` as the backward of the op that produced `self` from `inputs`, if any input
     /// requires grad (callers check [`needs_grad`] first to avoid saving tensors for nothing).
     pub(crate) fn record(

@@ -1,15 +1,56 @@
-"""``torch.autograd``: the grad-mode switches and ``backward``."""
+"""``torch.autograd``: ``grad``, ``backward``, ``Function`` and the grad-mode switches."""
 
-from .._grad_mode import no_grad, enable_grad, set_grad_enabled  # noqa: F401
+from .. import _tinytorch as _C
+from .._grad_mode import enable_grad, no_grad, set_grad_enabled  # noqa: F401
+from .function import Function, FunctionCtx  # noqa: F401
+
+
+def _as_list(x):
+    return [x] if isinstance(x, _C.Tensor) else list(x)
+
+
+def _root(outputs, grad_outputs):
+    """One output and its upstream gradient: several are folded into ``sum((o * g).sum())``,
+    whose gradients are the same."""
+    outputs = _as_list(outputs)
+    if grad_outputs is None:
+        grad_outputs = [None] * len(outputs)
+    grad_outputs = _as_list(grad_outputs) if not isinstance(grad_outputs, (list, tuple)) else list(grad_outputs)
+    if len(outputs) == 1:
+        return outputs[0], grad_outputs[0]
+    with enable_grad():
+        total = None
+        for o, g in zip(outputs, grad_outputs):
+            term = (o * g).sum() if g is not None else o.sum()
+            total = term if total is None else total + term
+    return total, None
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs``, returned as a tuple; no
+    ``.grad`` changes."""
+    if create_graph:
+        raise RuntimeError("autograd.grad(create_graph=True) (higher-order gradients) is not "
+                           "supported")
+    root, g = _root(outputs, grad_outputs)
+    single = isinstance(inputs, _C.Tensor)
+    inputs = _as_list(inputs)
+    grads = _C._autograd_grad(root, g, inputs, bool(retain_graph))
+    if any(x is None for x in grads):
+        if materialize_grads:
+            grads = [_C._like("zeros", i) if x is None else x for x, i in zip(grads, inputs)]
+        elif not allow_unused:
+            raise RuntimeError("One of the differentiated Tensors appears to not have been used "
+                               "in the graph. Set allow_unused=True if this is the desired "
+                               "behavior.")
+    return tuple(grads) if not single or len(grads) != 1 else (grads[0],)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None):
     """``torch.autograd.backward(tensors, grad_tensors)``: backward from each tensor."""
-    from .. import Tensor
-
-    if isinstance(tensors, Tensor):
-        tensors, grad_tensors = [tensors], [grad_tensors]
-    grad_tensors = grad_tensors or [None] * len(tensors)
+    tensors = _as_list(tensors)
+    grad_tensors = _as_list(grad_tensors) if grad_tensors is not None else [None] * len(tensors)
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
         keep = retain_graph if retain_graph is not None else i + 1 < len(tensors)
         t.backward(g, retain_graph=keep)

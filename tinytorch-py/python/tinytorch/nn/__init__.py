@@ -12,3 +12,7 @@ from .layers import (  # noqa: F401
 )
 from .module import Module  # noqa: F401
 from .parameter import Buffer, Parameter  # noqa: F401
+from .rnn import GRU, LSTM, RNN  # noqa: F401
+from .transformer import (  # noqa: F401
+    MultiheadAttention, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+)

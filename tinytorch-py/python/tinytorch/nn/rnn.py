@@ -1,0 +1,74 @@
+"""``nn.RNN``, ``nn.LSTM``, ``nn.GRU``: the Rust layers (``tinytorch._tinytorch._Recurrent``)
+with their parameters registered as this Module's ``Parameter``s under PyTorch's names
+(``weight_ih_l0``, ``bias_hh_l1_reverse``, ...), sharing the layer's own tensors."""
+
+from .. import _tinytorch as _C
+from .module import Module
+from .parameter import Parameter
+
+
+class _RNNBase(Module):
+    _kind = None
+
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, nonlinearity="tanh", device=None,
+                 dtype=None, proj_size=0):
+        super().__init__()
+        if proj_size:
+            raise ValueError("proj_size is not supported")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.dropout = bias, batch_first, dropout
+        self.bidirectional, self.nonlinearity = bidirectional, nonlinearity
+        object.__setattr__(self, "_engine", _C._Recurrent(
+            self._kind, input_size, hidden_size, num_layers, nonlinearity, bias, batch_first,
+            dropout, bidirectional, dtype))
+        for name, t in self._engine.named_parameters():
+            self.register_parameter(name, Parameter._of_handle(t))
+        if device is not None:
+            raise ValueError("create the layer on the CPU and move it with .to(device)")
+
+    def train(self, mode=True):
+        super().train(mode)
+        self._engine.set_training(mode)
+        return self
+
+    def _apply(self, fn):
+        raise NotImplementedError(f"{type(self).__name__}.to()/.double()/... is not supported "
+                                  "yet: create it with dtype=")
+
+    def extra_repr(self):
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+
+class RNN(_RNNBase):
+    _kind = "RNN"
+
+    def forward(self, input, hx=None):
+        out, h, _ = self._engine.forward(input, hx)
+        return out, h
+
+
+class GRU(_RNNBase):
+    _kind = "GRU"
+
+    def forward(self, input, hx=None):
+        out, h, _ = self._engine.forward(input, hx)
+        return out, h
+
+
+class LSTM(_RNNBase):
+    _kind = "LSTM"
+
+    def forward(self, input, hx=None):
+        h0, c0 = hx if hx is not None else (None, None)
+        out, h, c = self._engine.forward(input, h0, c0)
+        return out, (h, c)

@@ -1,0 +1,80 @@
+"""``torch.autograd.grad`` and ``torch.autograd.Function`` from Python."""
+
+import pytest
+
+import tinytorch as torch
+
+
+class Exp(torch.autograd.Function):
+    """PyTorch's documentation example: exp with its result saved for backward."""
+
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y
+
+
+class ScaledMul(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, a, b, scale):
+        ctx.save_for_backward(a, b)
+        ctx.scale = scale
+        return a * b * scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        a, b = ctx.saved_tensors
+        return grad * b * ctx.scale, grad * a * ctx.scale, None
+
+
+def test_function_forward_and_backward_run_through_the_engine():
+    x = torch.tensor([0.0, 1.0, -2.0], requires_grad=True)
+    y = Exp.apply(x)
+    assert y.grad_fn is not None and y.grad_fn.name() == "ExpBackward0"
+    (y * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert torch.allclose(x.grad, x.detach().exp() * torch.tensor([1.0, 2.0, 3.0]))
+
+
+def test_function_with_a_non_tensor_argument_and_needs_input_grad():
+    a = torch.tensor([2.0, 3.0], requires_grad=True)
+    b = torch.tensor([5.0, 7.0])
+    out = ScaledMul.apply(a, b, 0.5)
+    out.sum().backward()
+    assert a.grad.tolist() == [2.5, 3.5] and b.grad is None
+    assert not ScaledMul.apply(b, b, 2.0).requires_grad
+
+
+def test_function_backward_errors_become_runtime_errors():
+    class Bad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, grad
+
+    x = torch.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="incorrect number of gradients"):
+        Bad.apply(x).sum().backward()
+
+
+def test_autograd_grad_leaves_dot_grad_alone():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = (x ** 3).sum()
+    (gx,) = torch.autograd.grad(y, x, retain_graph=True)
+    assert gx.tolist() == [3.0, 12.0] and x.grad is None
+    h = x * 2
+    z = (h * h).sum()
+    gh, gx = torch.autograd.grad(z, [h, x])
+    assert gh.tolist() == [4.0, 8.0] and gx.tolist() == [8.0, 16.0]
+    w = torch.ones(1, requires_grad=True)
+    with pytest.raises(RuntimeError, match="allow_unused"):
+        torch.autograd.grad((x * 2).sum(), [x, w])
+    assert torch.autograd.grad((x * 2).sum(), [x, w], allow_unused=True)[1] is None

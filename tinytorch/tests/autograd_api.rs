@@ -1,0 +1,85 @@
+//! `autograd::grad` (`torch.autograd.grad`) and custom differentiable ops
+//! (`Tensor::with_custom_backward`, what `torch.autograd.Function` is built on).
+
+use tinytorch::autograd::gradcheck::gradcheck;
+use tinytorch::autograd::{grad, no_grad};
+use tinytorch::Tensor;
+
+fn leaf(v: &[f64]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), &[v.len()])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
+}
+
+#[test]
+fn grad_returns_gradients_of_leaves_and_intermediates_without_touching_dot_grad() {
+    // y = sum((x * x) * w); dy/dx = 2 x w, dy/dw = x^2, dy/d(x*x) = w.
+    let (x, w) = (leaf(&[1.0, -2.0, 3.0]), leaf(&[0.5, 1.5, -1.0]));
+    let sq = x.mul(&x).unwrap();
+    let y = sq.mul(&w).unwrap().sum_all().unwrap();
+    let g = grad(&y, None, &[x.clone(), sq.clone(), w.clone()], true).unwrap();
+    let vals = |t: &Option<Tensor>| t.as_ref().unwrap().to_vec::<f64>().unwrap();
+    assert_eq!(vals(&g[0]), vec![1.0, -6.0, -6.0]);
+    assert_eq!(vals(&g[1]), vec![0.5, 1.5, -1.0]);
+    assert_eq!(vals(&g[2]), vec![1.0, 4.0, 9.0]);
+    assert!(x.grad().is_none() && w.grad().is_none());
+    // The graph was kept: an ordinary backward still works and accumulates as usual.
+    y.backward().unwrap();
+    assert_eq!(
+        x.grad().unwrap().to_vec::<f64>().unwrap(),
+        vec![1.0, -6.0, -6.0]
+    );
+}
+
+#[test]
+fn grad_of_an_unreached_input_is_none_and_inputs_must_require_grad() {
+    let (x, z) = (leaf(&[1.0]), leaf(&[2.0]));
+    let y = x.mul_scalar(3.0).unwrap().sum_all().unwrap();
+    let g = grad(&y, None, &[x.clone(), z], false).unwrap();
+    assert_eq!(g[0].as_ref().unwrap().to_vec::<f64>().unwrap(), vec![3.0]);
+    assert!(g[1].is_none());
+    let plain = Tensor::from_vec(vec![1.0f64], &[1]).unwrap();
+    let y = x.mul_scalar(3.0).unwrap().sum_all().unwrap();
+    let e = grad(&y, None, &[plain], false).unwrap_err().to_string();
+    assert!(e.contains("does not require grad"), "{e}");
+}
+
+/// A custom op: f(a, b) = a * exp(b), computed without a graph, with a hand-written backward.
+fn custom(a: &Tensor, b: &Tensor) -> tinytorch::Result<Tensor> {
+    let out = {
+        let _g = no_grad();
+        a.mul(&b.exp()?)?
+    };
+    let (sa, sb) = (a.detach(), b.detach());
+    Ok(
+        out.with_custom_backward("a_exp_b", &[a, b], move |g, need| {
+            let e = sb.exp()?;
+            Ok(vec![
+                need[0].then(|| g.mul(&e)).transpose()?,
+                need[1].then(|| g.mul(&e)?.mul(&sa)).transpose()?,
+            ])
+        }),
+    )
+}
+
+#[test]
+fn a_custom_backward_is_used_and_gradchecks() {
+    let (a, b) = (leaf(&[0.5, -1.0]), leaf(&[0.2, 0.7]));
+    let y = custom(&a, &b).unwrap();
+    assert_eq!(y.grad_fn_name(), Some("a_exp_b"));
+    y.sum_all().unwrap().backward().unwrap();
+    let want_a: Vec<f64> = [0.2f64, 0.7].iter().map(|v| v.exp()).collect();
+    assert_eq!(a.grad().unwrap().to_vec::<f64>().unwrap(), want_a);
+    gradcheck(
+        |t| custom(&t[0], &t[1]),
+        &[a.detach(), b.detach()],
+        1e-6,
+        1e-7,
+        1e-5,
+    )
+    .unwrap();
+    // Without an input that requires grad: a plain tensor.
+    let plain = custom(&a.detach(), &b.detach()).unwrap();
+    assert!(!plain.requires_grad());
+}
