@@ -1,7 +1,7 @@
-# PyTorch's side of the parity runs in the README (torch 2.15 CPU, 2 threads).
+# PyTorch's side of the parity runs in docs/TRAINING.md (torch 2.15 CPU, 2 threads).
 """Train a `tinytorch train` model with PyTorch on Fashion-MNIST, with the same configuration.
 
-Examples (the two parity runs of the README):
+Examples (the two parity runs of docs/TRAINING.md):
   # same start, same order: export PyTorch's initial weights, train from them without shuffling
   python scripts/train_torch.py --model seed-cnn --export-init /tmp/seed_cnn_init.safetensors
   python scripts/train_torch.py --model seed-cnn --init /tmp/seed_cnn_init.safetensors --no-shuffle --epochs 10

@@ -644,8 +644,8 @@ fn one_cycle_lr_matches_pytorch() {
     let mut opt = sched_opt();
     let mut s = OneCycleLR::new(&mut opt, &[1.0, 0.5], 12, OneCycleOptions::default()).unwrap();
     let mut moms = vec![vec![
-        opt.param_groups()[0].get("momentum"),
-        opt.param_groups()[1].get("momentum"),
+        opt.param_groups()[0].option("SGD", "momentum").unwrap(),
+        opt.param_groups()[1].option("SGD", "momentum").unwrap(),
     ]];
     let mut lrs = vec![s.get_last_lr()];
     for _ in 0..11 {
@@ -655,7 +655,7 @@ fn one_cycle_lr_matches_pytorch() {
         moms.push(
             opt.param_groups()
                 .iter()
-                .map(|g| g.get("momentum"))
+                .map(|g| g.option("SGD", "momentum").unwrap())
                 .collect(),
         );
     }
@@ -1156,4 +1156,35 @@ fn invalid_hyperparameters_are_errors() {
         }
     )
     .is_err());
+}
+
+/// Options are read back typed at every step: a group whose option was renamed or removed
+/// after construction (as Python code can do to `param_groups`) fails the step with the
+/// missing name, instead of training with 0.0.
+#[test]
+fn a_missing_option_fails_the_step_by_name() {
+    let w = leaf(&[1.0, 2.0]);
+    let mut opt = SGD::new(
+        vec![w.clone()],
+        SgdOptions {
+            lr: 0.1,
+            momentum: 0.9,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let m = opt.param_groups_mut()[0]
+        .options
+        .remove("momentum")
+        .unwrap();
+    opt.param_groups_mut()[0]
+        .options
+        .insert("momentun".into(), m);
+    w.sum_all().unwrap().backward().unwrap();
+    let e = opt.step().unwrap_err().to_string();
+    assert!(e.contains("SGD") && e.contains("'momentum'"), "{e}");
+    assert_eq!(w.to_vec_f64().unwrap(), [1.0, 2.0], "nothing updated");
+    let g = &opt.param_groups()[0];
+    assert_eq!(g.option("SGD", "momentun").unwrap(), 0.9);
+    assert!(g.flag("SGD", "nesterov").is_ok_and(|f| !f));
 }

@@ -1,8 +1,8 @@
 //! Adadelta (`torch.optim.Adadelta`).
 
 use super::{
-    buffer, check_groups, check_range, effective_grad, next_step, Optimizer, OptimizerCore,
-    ParamGroup, ParamState, Params,
+    buffer, check_nonnegs, check_range, effective_grad, flag_value, next_step, GroupOptions,
+    Optimizer, OptimizerCore, ParamGroup, ParamState, Params,
 };
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -34,6 +34,40 @@ impl Default for AdadeltaOptions {
     }
 }
 
+impl GroupOptions for AdadeltaOptions {
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+    fn named(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("rho", self.rho),
+            ("eps", self.eps),
+            ("weight_decay", self.weight_decay),
+            ("maximize", flag_value(self.maximize)),
+        ]
+    }
+    fn from_group(op: &'static str, g: &ParamGroup) -> Result<Self> {
+        Ok(AdadeltaOptions {
+            lr: g.learning_rate(),
+            rho: g.option(op, "rho")?,
+            eps: g.option(op, "eps")?,
+            weight_decay: g.option(op, "weight_decay")?,
+            maximize: g.flag(op, "maximize")?,
+        })
+    }
+    fn validate(&self, op: &'static str) -> Result<()> {
+        check_nonnegs(
+            op,
+            &[
+                ("learning rate", self.lr),
+                ("epsilon value", self.eps),
+                ("weight_decay value", self.weight_decay),
+            ],
+        )?;
+        check_range(op, "rho value", self.rho, 0.0, 1.0, true)
+    }
+}
+
 /// Adadelta (`torch.optim.Adadelta`).
 pub struct Adadelta {
     core: OptimizerCore,
@@ -42,44 +76,29 @@ pub struct Adadelta {
 impl Adadelta {
     /// Build from a parameter list or param groups (`torch.optim.Adadelta(params, ...)`).
     pub fn new(params: impl Into<Params>, o: AdadeltaOptions) -> Result<Self> {
-        let core = OptimizerCore::new(
-            "Adadelta",
-            params.into(),
-            o.lr,
-            &[
-                ("rho", o.rho),
-                ("eps", o.eps),
-                ("weight_decay", o.weight_decay),
-                ("maximize", f64::from(u8::from(o.maximize))),
-            ],
-        )?;
-        check_groups("Adadelta", &core, &["eps", "weight_decay"])?;
-        for g in &core.groups {
-            check_range("Adadelta", "rho value", g.get("rho"), 0.0, 1.0, true)?;
-        }
-        Ok(Adadelta { core })
+        Ok(Adadelta {
+            core: OptimizerCore::new("Adadelta", params.into(), &o)?,
+        })
     }
 }
 
 fn adadelta_update(
-    group: &ParamGroup,
+    o: &AdadeltaOptions,
     p: &Tensor,
     grad: &Tensor,
     state: &mut ParamState,
 ) -> Result<()> {
-    let rho = group.get("rho");
-    let eps = group.get("eps");
     next_step(state);
-    let grad = effective_grad(grad, p, group.flag("maximize"), group.get("weight_decay"))?;
+    let grad = effective_grad(grad, p, o.maximize, o.weight_decay)?;
     let square_avg = buffer(state, "square_avg", p, 0.0)?;
     let acc_delta = buffer(state, "acc_delta", p, 0.0)?;
-    square_avg.mul_scalar_(rho)?;
-    square_avg.add_scaled_(&grad.mul(&grad)?, 1.0 - rho)?;
-    let std = square_avg.add_scalar(eps)?.sqrt()?;
-    let delta = acc_delta.add_scalar(eps)?.sqrt()?.div(&std)?.mul(&grad)?;
-    acc_delta.mul_scalar_(rho)?;
-    acc_delta.add_scaled_(&delta.mul(&delta)?, 1.0 - rho)?;
-    p.add_scaled_(&delta, -group.learning_rate())?;
+    square_avg.mul_scalar_(o.rho)?;
+    square_avg.add_scaled_(&grad.mul(&grad)?, 1.0 - o.rho)?;
+    let std = square_avg.add_scalar(o.eps)?.sqrt()?;
+    let delta = acc_delta.add_scalar(o.eps)?.sqrt()?.div(&std)?.mul(&grad)?;
+    acc_delta.mul_scalar_(o.rho)?;
+    acc_delta.add_scaled_(&delta.mul(&delta)?, 1.0 - o.rho)?;
+    p.add_scaled_(&delta, -o.lr)?;
     Ok(())
 }
 

@@ -1,8 +1,8 @@
 //! Adagrad (`torch.optim.Adagrad`).
 
 use super::{
-    buffer, check_groups, effective_grad, next_step, Optimizer, OptimizerCore, ParamGroup,
-    ParamState, Params,
+    buffer, check_nonnegs, effective_grad, flag_value, next_step, GroupOptions, Optimizer,
+    OptimizerCore, ParamGroup, ParamState, Params,
 };
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -37,6 +37,46 @@ impl Default for AdagradOptions {
     }
 }
 
+impl GroupOptions for AdagradOptions {
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+    fn named(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("lr_decay", self.lr_decay),
+            ("weight_decay", self.weight_decay),
+            ("initial_accumulator_value", self.initial_accumulator_value),
+            ("eps", self.eps),
+            ("maximize", flag_value(self.maximize)),
+        ]
+    }
+    fn from_group(op: &'static str, g: &ParamGroup) -> Result<Self> {
+        Ok(AdagradOptions {
+            lr: g.learning_rate(),
+            lr_decay: g.option(op, "lr_decay")?,
+            weight_decay: g.option(op, "weight_decay")?,
+            initial_accumulator_value: g.option(op, "initial_accumulator_value")?,
+            eps: g.option(op, "eps")?,
+            maximize: g.flag(op, "maximize")?,
+        })
+    }
+    fn validate(&self, op: &'static str) -> Result<()> {
+        check_nonnegs(
+            op,
+            &[
+                ("learning rate", self.lr),
+                ("lr_decay value", self.lr_decay),
+                ("weight_decay value", self.weight_decay),
+                (
+                    "initial_accumulator_value value",
+                    self.initial_accumulator_value,
+                ),
+                ("epsilon value", self.eps),
+            ],
+        )
+    }
+}
+
 /// Adagrad (`torch.optim.Adagrad`).
 pub struct Adagrad {
     core: OptimizerCore,
@@ -45,44 +85,24 @@ pub struct Adagrad {
 impl Adagrad {
     /// Build from a parameter list or param groups (`torch.optim.Adagrad(params, ...)`).
     pub fn new(params: impl Into<Params>, o: AdagradOptions) -> Result<Self> {
-        let core = OptimizerCore::new(
-            "Adagrad",
-            params.into(),
-            o.lr,
-            &[
-                ("lr_decay", o.lr_decay),
-                ("weight_decay", o.weight_decay),
-                ("initial_accumulator_value", o.initial_accumulator_value),
-                ("eps", o.eps),
-                ("maximize", f64::from(u8::from(o.maximize))),
-            ],
-        )?;
-        check_groups(
-            "Adagrad",
-            &core,
-            &[
-                "lr_decay",
-                "weight_decay",
-                "initial_accumulator_value",
-                "eps",
-            ],
-        )?;
-        Ok(Adagrad { core })
+        Ok(Adagrad {
+            core: OptimizerCore::new("Adagrad", params.into(), &o)?,
+        })
     }
 }
 
 fn adagrad_update(
-    group: &ParamGroup,
+    o: &AdagradOptions,
     p: &Tensor,
     grad: &Tensor,
     state: &mut ParamState,
 ) -> Result<()> {
     let step = next_step(state);
-    let grad = effective_grad(grad, p, group.flag("maximize"), group.get("weight_decay"))?;
-    let clr = group.learning_rate() / (1.0 + (step - 1.0) * group.get("lr_decay"));
-    let sum = buffer(state, "sum", p, group.get("initial_accumulator_value"))?;
+    let grad = effective_grad(grad, p, o.maximize, o.weight_decay)?;
+    let clr = o.lr / (1.0 + (step - 1.0) * o.lr_decay);
+    let sum = buffer(state, "sum", p, o.initial_accumulator_value)?;
     sum.add_(&grad.mul(&grad)?)?;
-    let std = sum.sqrt()?.add_scalar(group.get("eps"))?;
+    let std = sum.sqrt()?.add_scalar(o.eps)?;
     p.add_scaled_(&grad.div(&std)?, -clr)?;
     Ok(())
 }

@@ -1,8 +1,8 @@
 //! Adam and AdamW (`torch.optim.Adam`, `torch.optim.AdamW`).
 
 use super::{
-    buffer, check_groups, check_range, effective_grad, next_step, Optimizer, OptimizerCore,
-    ParamGroup, ParamState, Params,
+    buffer, check_nonnegs, check_range, effective_grad, flag_value, next_step, GroupOptions,
+    Optimizer, OptimizerCore, ParamGroup, ParamState, Params,
 };
 use crate::backend::cpu::adam::{adam_step, AdamStep};
 use crate::backend::cpu::binary::Arith;
@@ -51,67 +51,70 @@ impl AdamOptions {
     }
 }
 
-fn adam_core(op: &'static str, params: Params, o: AdamOptions) -> Result<OptimizerCore> {
-    let core = OptimizerCore::new(
-        op,
-        params,
-        o.lr,
-        &[
-            ("beta1", o.betas.0),
-            ("beta2", o.betas.1),
-            ("eps", o.eps),
-            ("weight_decay", o.weight_decay),
-            ("amsgrad", f64::from(u8::from(o.amsgrad))),
-            ("maximize", f64::from(u8::from(o.maximize))),
-        ],
-    )?;
-    check_groups(op, &core, &["eps", "weight_decay"])?;
-    for g in &core.groups {
-        check_range(
-            op,
-            "beta parameter at index 0",
-            g.get("beta1"),
-            0.0,
-            1.0,
-            false,
-        )?;
-        check_range(
-            op,
-            "beta parameter at index 1",
-            g.get("beta2"),
-            0.0,
-            1.0,
-            false,
-        )?;
+impl GroupOptions for AdamOptions {
+    fn lr(&self) -> f64 {
+        self.lr
     }
-    Ok(core)
+    fn named(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("beta1", self.betas.0),
+            ("beta2", self.betas.1),
+            ("eps", self.eps),
+            ("weight_decay", self.weight_decay),
+            ("amsgrad", flag_value(self.amsgrad)),
+            ("maximize", flag_value(self.maximize)),
+        ]
+    }
+    fn from_group(op: &'static str, g: &ParamGroup) -> Result<Self> {
+        Ok(AdamOptions {
+            lr: g.learning_rate(),
+            betas: (g.option(op, "beta1")?, g.option(op, "beta2")?),
+            eps: g.option(op, "eps")?,
+            weight_decay: g.option(op, "weight_decay")?,
+            amsgrad: g.flag(op, "amsgrad")?,
+            maximize: g.flag(op, "maximize")?,
+        })
+    }
+    fn validate(&self, op: &'static str) -> Result<()> {
+        check_nonnegs(
+            op,
+            &[
+                ("learning rate", self.lr),
+                ("epsilon value", self.eps),
+                ("weight_decay value", self.weight_decay),
+            ],
+        )?;
+        let (beta1, beta2) = self.betas;
+        check_range(op, "beta parameter at index 0", beta1, 0.0, 1.0, false)?;
+        check_range(op, "beta parameter at index 1", beta2, 0.0, 1.0, false)
+    }
 }
 
 /// One Adam update; `decoupled` selects AdamW's `p *= 1 - lr * wd` instead of L2 on the grad.
 fn adam_update(
-    group: &ParamGroup,
+    o: &AdamOptions,
     p: &Tensor,
     grad: &Tensor,
     state: &mut ParamState,
     decoupled: bool,
 ) -> Result<()> {
     let step = next_step(state);
-    let (beta1, beta2) = (group.get("beta1"), group.get("beta2"));
+    let (beta1, beta2) = o.betas;
     let s = AdamStep {
-        lr: group.learning_rate(),
-        weight_decay: group.get("weight_decay"),
+        lr: o.lr,
+        weight_decay: o.weight_decay,
         decoupled,
-        maximize: group.flag("maximize"),
+        maximize: o.maximize,
         beta1,
         beta2,
-        eps: group.get("eps"),
+        eps: o.eps,
         bias_correction1: 1.0 - beta1.powf(step),
         bias_correction2_sqrt: (1.0 - beta2.powf(step)).sqrt(),
     };
     let moments = Moments {
         exp_avg: buffer(state, "exp_avg", p, 0.0)?,
         exp_avg_sq: buffer(state, "exp_avg_sq", p, 0.0)?,
-        max_sq: match group.flag("amsgrad") {
+        max_sq: match o.amsgrad {
             true => Some(buffer(state, "max_exp_avg_sq", p, 0.0)?),
             false => None,
         },
@@ -243,7 +246,7 @@ impl Adam {
     /// Build from a parameter list or param groups (`torch.optim.Adam(params, ...)`).
     pub fn new(params: impl Into<Params>, opts: AdamOptions) -> Result<Self> {
         Ok(Adam {
-            core: adam_core("Adam", params.into(), opts)?,
+            core: OptimizerCore::new("Adam", params.into(), &opts)?,
         })
     }
 }
@@ -260,7 +263,7 @@ impl Optimizer for Adam {
     }
     fn step(&mut self) -> Result<()> {
         self.core
-            .for_each_param(|g, p, grad, s| adam_update(g, p, grad, s, false))
+            .for_each_param(|o, p, grad, s| adam_update(o, p, grad, s, false))
     }
 }
 
@@ -274,7 +277,7 @@ impl AdamW {
     /// [`AdamOptions::adamw`] for PyTorch's defaults.
     pub fn new(params: impl Into<Params>, opts: AdamOptions) -> Result<Self> {
         Ok(AdamW {
-            core: adam_core("AdamW", params.into(), opts)?,
+            core: OptimizerCore::new("AdamW", params.into(), &opts)?,
         })
     }
 }
@@ -291,7 +294,7 @@ impl Optimizer for AdamW {
     }
     fn step(&mut self) -> Result<()> {
         self.core
-            .for_each_param(|g, p, grad, s| adam_update(g, p, grad, s, true))
+            .for_each_param(|o, p, grad, s| adam_update(o, p, grad, s, true))
     }
 }
 

@@ -59,13 +59,24 @@ impl ParamGroup {
         self.options.insert(name.to_string(), value);
         self
     }
-    /// The value of option `name` (after construction every option of the optimizer is set).
-    pub fn get(&self, name: &str) -> f64 {
-        self.options.get(name).copied().unwrap_or(0.0)
+    /// The value of option `name`; an option this group does not have (a misspelt name, or
+    /// one of another optimizer) is an error naming the options it has. After construction
+    /// a group has every option of its optimizer.
+    pub fn option(&self, op: &'static str, name: &str) -> Result<f64> {
+        self.options.get(name).copied().ok_or_else(|| {
+            let known: Vec<&str> = self.options.keys().map(String::as_str).collect();
+            Error::invalid(
+                op,
+                format!(
+                    "param group has no option '{name}' (it has: {})",
+                    known.join(", ")
+                ),
+            )
+        })
     }
-    /// Option `name` read as a flag.
-    pub fn flag(&self, name: &str) -> bool {
-        self.get(name) != 0.0
+    /// Option `name` read as a flag (stored as 0.0 / 1.0).
+    pub fn flag(&self, op: &'static str, name: &str) -> Result<bool> {
+        Ok(self.option(op, name)? != 0.0)
     }
     /// The group's learning rate (0 before the optimizer fills in defaults).
     pub fn learning_rate(&self) -> f64 {
@@ -116,6 +127,21 @@ pub struct GroupState {
     pub params: Vec<usize>,
 }
 
+/// An optimizer's hyperparameters as a typed struct (`SgdOptions`, `AdamOptions`, ...), which
+/// a param group stores by PyTorch name. Updates read them back through [`Self::from_group`],
+/// so a misspelt name is an error at the first step, never a silent 0.0.
+pub trait GroupOptions: Sized {
+    /// The default learning rate.
+    fn lr(&self) -> f64;
+    /// Every option but `lr`, by PyTorch name (flags as 0.0 / 1.0, `betas` as `beta1` /
+    /// `beta2`).
+    fn named(&self) -> Vec<(&'static str, f64)>;
+    /// The options of `group`, `lr` included; `op` names the optimizer in errors.
+    fn from_group(op: &'static str, group: &ParamGroup) -> Result<Self>;
+    /// PyTorch's constructor checks of the values ("Invalid learning rate: -1", ...).
+    fn validate(&self, op: &'static str) -> Result<()>;
+}
+
 /// A serialisable snapshot of an optimizer (`optimizer.state_dict()`): per-parameter state
 /// keyed by parameter index, and the param groups' hyperparameters.
 #[derive(Clone, Debug, Default)]
@@ -129,6 +155,8 @@ pub struct OptimizerState {
 /// What every optimizer shares: groups, per-parameter state and the defaults.
 #[derive(Clone, Debug)]
 pub struct OptimizerCore {
+    /// The optimizer's name, for errors.
+    op: &'static str,
     /// The param groups with every option filled in.
     pub groups: Vec<ParamGroup>,
     /// Per-parameter state keyed by flat parameter index.
@@ -136,14 +164,10 @@ pub struct OptimizerCore {
 }
 
 impl OptimizerCore {
-    /// Build groups from `params`, filling each group's missing options from `defaults`
-    /// (`lr` included), and rejecting unknown option names.
-    pub fn new(
-        op: &'static str,
-        params: Params,
-        lr: f64,
-        defaults: &[(&str, f64)],
-    ) -> Result<Self> {
+    /// Build groups from `params`, filling each group's missing options (`lr` included) from
+    /// `defaults`, rejecting unknown option names and values the optimizer refuses.
+    pub fn new<O: GroupOptions>(op: &'static str, params: Params, defaults: &O) -> Result<Self> {
+        let lr = defaults.lr();
         let mut groups = match params {
             Params::List(p) => vec![ParamGroup::new(p)],
             Params::Groups(g) => g,
@@ -151,6 +175,7 @@ impl OptimizerCore {
         if groups.is_empty() || groups.iter().all(|g| g.params.is_empty()) {
             return Err(Error::invalid(op, "optimizer got an empty parameter list"));
         }
+        let defaults = defaults.named();
         for g in &mut groups {
             for name in g.options.keys() {
                 if !defaults.iter().any(|(d, _)| d == name) {
@@ -161,9 +186,10 @@ impl OptimizerCore {
                 }
             }
             g.lr.get_or_insert(lr);
-            for (name, value) in defaults {
+            for (name, value) in &defaults {
                 g.options.entry(name.to_string()).or_insert(*value);
             }
+            O::from_group(op, g)?.validate(op)?;
             for p in &g.params {
                 if !p.dtype().is_float() {
                     return Err(Error::dtype(
@@ -177,16 +203,17 @@ impl OptimizerCore {
             }
         }
         Ok(OptimizerCore {
+            op,
             groups,
             state: BTreeMap::new(),
         })
     }
 
-    /// Run `update(group, index, param, grad, state)` for every parameter that has a gradient,
-    /// under `no_grad()`.
-    pub fn for_each_param(
+    /// Run `update(options, param, grad, state)` for every parameter that has a gradient,
+    /// under `no_grad()`, with its group's options read as `O`.
+    pub fn for_each_param<O: GroupOptions>(
         &mut self,
-        update: impl FnMut(&ParamGroup, &Tensor, &Tensor, &mut ParamState) -> Result<()> + Send,
+        update: impl FnMut(&O, &Tensor, &Tensor, &mut ParamState) -> Result<()> + Send,
     ) -> Result<()> {
         let params = self.groups.iter().flat_map(|g| &g.params);
         let device = params.map(|p| p.device()).find(|d| !d.is_cpu());
@@ -195,17 +222,18 @@ impl OptimizerCore {
     }
 
     /// The loop of [`Self::for_each_param`], on the calling thread.
-    fn update_each(
+    fn update_each<O: GroupOptions>(
         &mut self,
-        mut update: impl FnMut(&ParamGroup, &Tensor, &Tensor, &mut ParamState) -> Result<()>,
+        mut update: impl FnMut(&O, &Tensor, &Tensor, &mut ParamState) -> Result<()>,
     ) -> Result<()> {
         let _guard = crate::autograd::no_grad();
         let mut index = 0;
         for group in &self.groups {
+            let options = O::from_group(self.op, group)?;
             for p in &group.params {
                 if let Some(g) = p.grad() {
                     let state = self.state.entry(index).or_default();
-                    update(group, p, &g, state)?;
+                    update(&options, p, &g, state)?;
                     if state.is_empty() {
                         // Stateless updates (plain SGD) leave no entry, as PyTorch.
                         self.state.remove(&index);
@@ -421,15 +449,16 @@ pub(crate) fn check_range(
     Ok(())
 }
 
-/// Check every group's `lr` and the named non-negative options.
-pub(crate) fn check_groups(op: &'static str, core: &OptimizerCore, nonneg: &[&str]) -> Result<()> {
-    for g in &core.groups {
-        check_nonneg(op, "learning rate", g.learning_rate())?;
-        for name in nonneg {
-            check_nonneg(op, name, g.get(name))?;
-        }
-    }
-    Ok(())
+/// Error unless every value is `>= 0`: each `(what, value)` pair, `lr` first.
+pub(crate) fn check_nonnegs(op: &'static str, values: &[(&str, f64)]) -> Result<()> {
+    values
+        .iter()
+        .try_for_each(|(what, v)| check_nonneg(op, what, *v))
+}
+
+/// A flag as a param group stores it.
+pub(crate) fn flag_value(flag: bool) -> f64 {
+    f64::from(u8::from(flag))
 }
 
 /// A state buffer by name, created zero-filled like `p` on first use.

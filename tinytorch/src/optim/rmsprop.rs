@@ -1,8 +1,8 @@
 //! RMSprop (`torch.optim.RMSprop`).
 
 use super::{
-    buffer, check_groups, effective_grad, next_step, Optimizer, OptimizerCore, ParamGroup,
-    ParamState, Params,
+    buffer, check_nonnegs, effective_grad, flag_value, next_step, GroupOptions, Optimizer,
+    OptimizerCore, ParamGroup, ParamState, Params,
 };
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -40,6 +40,45 @@ impl Default for RMSpropOptions {
     }
 }
 
+impl GroupOptions for RMSpropOptions {
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+    fn named(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("alpha", self.alpha),
+            ("eps", self.eps),
+            ("weight_decay", self.weight_decay),
+            ("momentum", self.momentum),
+            ("centered", flag_value(self.centered)),
+            ("maximize", flag_value(self.maximize)),
+        ]
+    }
+    fn from_group(op: &'static str, g: &ParamGroup) -> Result<Self> {
+        Ok(RMSpropOptions {
+            lr: g.learning_rate(),
+            alpha: g.option(op, "alpha")?,
+            eps: g.option(op, "eps")?,
+            weight_decay: g.option(op, "weight_decay")?,
+            momentum: g.option(op, "momentum")?,
+            centered: g.flag(op, "centered")?,
+            maximize: g.flag(op, "maximize")?,
+        })
+    }
+    fn validate(&self, op: &'static str) -> Result<()> {
+        check_nonnegs(
+            op,
+            &[
+                ("learning rate", self.lr),
+                ("epsilon value", self.eps),
+                ("momentum value", self.momentum),
+                ("weight_decay value", self.weight_decay),
+                ("alpha value", self.alpha),
+            ],
+        )
+    }
+}
+
 /// RMSprop (`torch.optim.RMSprop`).
 pub struct RMSprop {
     core: OptimizerCore,
@@ -48,42 +87,25 @@ pub struct RMSprop {
 impl RMSprop {
     /// Build from a parameter list or param groups (`torch.optim.RMSprop(params, ...)`).
     pub fn new(params: impl Into<Params>, o: RMSpropOptions) -> Result<Self> {
-        let core = OptimizerCore::new(
-            "RMSprop",
-            params.into(),
-            o.lr,
-            &[
-                ("alpha", o.alpha),
-                ("eps", o.eps),
-                ("weight_decay", o.weight_decay),
-                ("momentum", o.momentum),
-                ("centered", f64::from(u8::from(o.centered))),
-                ("maximize", f64::from(u8::from(o.maximize))),
-            ],
-        )?;
-        check_groups(
-            "RMSprop",
-            &core,
-            &["alpha", "eps", "weight_decay", "momentum"],
-        )?;
-        Ok(RMSprop { core })
+        Ok(RMSprop {
+            core: OptimizerCore::new("RMSprop", params.into(), &o)?,
+        })
     }
 }
 
 fn rmsprop_update(
-    group: &ParamGroup,
+    o: &RMSpropOptions,
     p: &Tensor,
     grad: &Tensor,
     state: &mut ParamState,
 ) -> Result<()> {
-    let alpha = group.get("alpha");
-    let momentum = group.get("momentum");
+    let alpha = o.alpha;
     next_step(state);
-    let grad = effective_grad(grad, p, group.flag("maximize"), group.get("weight_decay"))?;
+    let grad = effective_grad(grad, p, o.maximize, o.weight_decay)?;
     let square_avg = buffer(state, "square_avg", p, 0.0)?;
     square_avg.mul_scalar_(alpha)?;
     square_avg.add_scaled_(&grad.mul(&grad)?, 1.0 - alpha)?;
-    let avg = if group.flag("centered") {
+    let avg = if o.centered {
         let grad_avg = buffer(state, "grad_avg", p, 0.0)?;
         grad_avg.mul_scalar_(alpha)?;
         grad_avg.add_scaled_(&grad, 1.0 - alpha)?;
@@ -91,15 +113,14 @@ fn rmsprop_update(
     } else {
         square_avg.sqrt()?
     };
-    let avg = avg.add_scalar(group.get("eps"))?;
-    let lr = group.learning_rate();
-    if momentum > 0.0 {
+    let avg = avg.add_scalar(o.eps)?;
+    if o.momentum > 0.0 {
         let buf = buffer(state, "momentum_buffer", p, 0.0)?;
-        buf.mul_scalar_(momentum)?;
+        buf.mul_scalar_(o.momentum)?;
         buf.add_(&grad.div(&avg)?)?;
-        p.add_scaled_(&buf, -lr)?;
+        p.add_scaled_(&buf, -o.lr)?;
     } else {
-        p.add_scaled_(&grad.div(&avg)?, -lr)?;
+        p.add_scaled_(&grad.div(&avg)?, -o.lr)?;
     }
     Ok(())
 }

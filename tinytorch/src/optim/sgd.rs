@@ -1,7 +1,8 @@
 //! Stochastic gradient descent with momentum (`torch.optim.SGD`).
 
 use super::{
-    buffer, check_groups, effective_grad, Optimizer, OptimizerCore, ParamState, Params, StateValue,
+    buffer, check_nonnegs, effective_grad, flag_value, GroupOptions, Optimizer, OptimizerCore,
+    ParamGroup, ParamState, Params, StateValue,
 };
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -36,6 +37,48 @@ impl Default for SgdOptions {
     }
 }
 
+impl GroupOptions for SgdOptions {
+    fn lr(&self) -> f64 {
+        self.lr
+    }
+    fn named(&self) -> Vec<(&'static str, f64)> {
+        vec![
+            ("momentum", self.momentum),
+            ("dampening", self.dampening),
+            ("weight_decay", self.weight_decay),
+            ("nesterov", flag_value(self.nesterov)),
+            ("maximize", flag_value(self.maximize)),
+        ]
+    }
+    fn from_group(op: &'static str, g: &ParamGroup) -> Result<Self> {
+        Ok(SgdOptions {
+            lr: g.learning_rate(),
+            momentum: g.option(op, "momentum")?,
+            dampening: g.option(op, "dampening")?,
+            weight_decay: g.option(op, "weight_decay")?,
+            nesterov: g.flag(op, "nesterov")?,
+            maximize: g.flag(op, "maximize")?,
+        })
+    }
+    fn validate(&self, op: &'static str) -> Result<()> {
+        check_nonnegs(
+            op,
+            &[
+                ("learning rate", self.lr),
+                ("momentum value", self.momentum),
+                ("weight_decay value", self.weight_decay),
+            ],
+        )?;
+        if self.nesterov && (self.momentum <= 0.0 || self.dampening != 0.0) {
+            return Err(Error::invalid(
+                op,
+                "Nesterov momentum requires a momentum and zero dampening",
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Stochastic gradient descent, optionally with (Nesterov) momentum (`torch.optim.SGD`).
 pub struct SGD {
     core: OptimizerCore,
@@ -44,44 +87,19 @@ pub struct SGD {
 impl SGD {
     /// Build from a parameter list or param groups (`torch.optim.SGD(params, lr=..., ...)`).
     pub fn new(params: impl Into<Params>, opts: SgdOptions) -> Result<Self> {
-        let core = OptimizerCore::new(
-            "SGD",
-            params.into(),
-            opts.lr,
-            &[
-                ("momentum", opts.momentum),
-                ("dampening", opts.dampening),
-                ("weight_decay", opts.weight_decay),
-                ("nesterov", f64::from(u8::from(opts.nesterov))),
-                ("maximize", f64::from(u8::from(opts.maximize))),
-            ],
-        )?;
-        check_groups("SGD", &core, &["momentum", "weight_decay"])?;
-        for g in &core.groups {
-            if g.flag("nesterov") && (g.get("momentum") <= 0.0 || g.get("dampening") != 0.0) {
-                return Err(Error::invalid(
-                    "SGD",
-                    "Nesterov momentum requires a momentum and zero dampening",
-                ));
-            }
-        }
-        Ok(SGD { core })
+        Ok(SGD {
+            core: OptimizerCore::new("SGD", params.into(), &opts)?,
+        })
     }
 }
 
-fn sgd_update(
-    group: &super::ParamGroup,
-    p: &Tensor,
-    grad: &Tensor,
-    state: &mut ParamState,
-) -> Result<()> {
-    let mut d_p = effective_grad(grad, p, group.flag("maximize"), group.get("weight_decay"))?;
-    let momentum = group.get("momentum");
-    if momentum != 0.0 {
+fn sgd_update(o: &SgdOptions, p: &Tensor, grad: &Tensor, state: &mut ParamState) -> Result<()> {
+    let mut d_p = effective_grad(grad, p, o.maximize, o.weight_decay)?;
+    if o.momentum != 0.0 {
         let buf = if state.contains_key("momentum_buffer") {
             let buf = buffer(state, "momentum_buffer", p, 0.0)?;
-            buf.mul_scalar_(momentum)?;
-            buf.add_scaled_(&d_p, 1.0 - group.get("dampening"))?;
+            buf.mul_scalar_(o.momentum)?;
+            buf.add_scaled_(&d_p, 1.0 - o.dampening)?;
             buf
         } else {
             // The first step stores the gradient itself, undampened (as PyTorch).
@@ -89,13 +107,13 @@ fn sgd_update(
             state.insert("momentum_buffer".into(), StateValue::Tensor(buf.clone()));
             buf
         };
-        d_p = if group.flag("nesterov") {
-            d_p.add(&buf.mul_scalar(momentum)?)?
+        d_p = if o.nesterov {
+            d_p.add(&buf.mul_scalar(o.momentum)?)?
         } else {
             buf
         };
     }
-    p.add_scaled_(&d_p, -group.learning_rate())?;
+    p.add_scaled_(&d_p, -o.lr)?;
     Ok(())
 }
 

@@ -429,7 +429,10 @@ mod tests {
         // The output is not zero-filled: a cached buffer of the same size must come back
         // with every element written by gemm.
         let (m, k, n) = (256, 3, 300);
-        crate::backend::cpu::pool::recycle(CpuStorage::F32(vec![f32::NAN; m * n]));
+        // Asked for once, the size is in demand, so the pool keeps the NaN buffer.
+        let mut stale = crate::backend::cpu::pool::take::<f32>(m * n);
+        stale.resize(m * n, f32::NAN);
+        crate::backend::cpu::pool::recycle(CpuStorage::F32(stale));
         let a = CpuStorage::F32(vec![1.0; m * k]);
         let b = CpuStorage::F32(vec![2.0; k * n]);
         let out = matmul(
