@@ -1,7 +1,7 @@
 //! The one error type of TinyTorch. Every message names the operation and the shapes, dtypes,
 //! devices or values at fault, so a user can fix the call without reading the source.
 
-use crate::tensor::{DType, Device};
+use crate::base::{DType, Device};
 
 /// Everything that can go wrong in a TinyTorch call.
 #[derive(thiserror::Error, Debug)]

@@ -20,6 +20,7 @@
 pub mod amp;
 pub mod autograd;
 pub mod backend;
+pub mod base;
 pub mod data;
 pub mod error;
 pub mod io;

@@ -12,8 +12,8 @@ pub use cpu::CpuStorage;
 pub use cuda::CudaStorage;
 pub use op_kinds::{ArgReduceOp, BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
 
+use crate::base::{DType, Device, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Device, Layout};
 
 /// The primitive kernels of one device. Every layout argument describes where the operand's
 /// elements sit in its buffer (any strides, any offset); outputs are new contiguous buffers
@@ -601,5 +601,22 @@ fn no_cuda(op: &'static str) -> Error {
     Error::NotImplemented {
         op,
         what: "CUDA devices (this build has no CUDA backend)".into(),
+    }
+}
+
+impl Device {
+    /// Wait until the work queued on this device is done (`torch.cuda.synchronize()`), and
+    /// report an error a kernel raised; a no-op on the CPU, whose ops finish before returning.
+    pub fn synchronize(self) -> crate::Result<()> {
+        match self {
+            Device::Cpu => Ok(()),
+            #[cfg(feature = "cuda")]
+            Device::Cuda(i) => cuda::device::get(i)?.synchronize(),
+            #[cfg(not(feature = "cuda"))]
+            Device::Cuda(_) => Err(crate::Error::NotImplemented {
+                op: "synchronize",
+                what: "CUDA devices (this build has no CUDA backend)".into(),
+            }),
+        }
     }
 }

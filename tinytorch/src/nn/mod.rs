@@ -19,6 +19,7 @@ mod position;
 mod rnn;
 mod transformer;
 
+pub use crate::ops::loss::{KlDivReduction, Reduction};
 pub use activation::{
     LeakyReLU, LogSoftmax, ReLU, SiLU, Sigmoid, Softmax, Softplus, Tanh, ELU, GELU,
 };
@@ -29,7 +30,7 @@ pub use dropout::Dropout;
 pub use embedding::Embedding;
 pub use flatten::{Flatten, Identity};
 pub use linear::Linear;
-pub use loss::{CrossEntropyLoss, KlDivReduction, MSELoss, Reduction};
+pub use loss::{CrossEntropyLoss, MSELoss};
 pub use mlp::{GeluMlp, SwiGlu};
 pub use module::{prefixed, Module};
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm};
@@ -46,12 +47,12 @@ pub use transformer::{
 
 /// Functional forms of the layers and losses (`torch.nn.functional`).
 pub mod functional {
-    pub use super::dropout::dropout;
     pub use super::embedding::embedding;
     pub use super::linear::linear;
-    pub use super::loss::{
+    pub use crate::ops::dropout;
+    pub use crate::ops::loss::{
         binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
         l1_loss, mse_loss, nll_loss, smooth_l1_loss,
     };
-    pub use super::norm::{batch_norm, group_norm, layer_norm, rms_norm};
+    pub use crate::ops::norm::{batch_norm, group_norm, layer_norm, rms_norm};
 }

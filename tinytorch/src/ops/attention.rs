@@ -236,7 +236,7 @@ fn composite(
     let safe = scores.masked_fill(&empty, 0.0)?;
     let mut w = safe.softmax(-1)?.masked_fill(&empty, 0.0)?;
     if dropout_p > 0.0 {
-        w = crate::nn::functional::dropout(&w, dropout_p, true)?;
+        w = super::dropout(&w, dropout_p, true)?;
     }
     w.matmul(v)
 }

@@ -2,15 +2,18 @@
 //! checks its arguments, calls one backend primitive, and records its backward rule (written
 //! with Tensor ops) right next to the forward.
 
+pub(crate) mod adam;
 pub(crate) mod attention;
 mod binary;
 mod cast;
 mod compare;
 mod conv;
+mod dropout;
 mod index;
 mod inplace;
+pub mod loss;
 mod matmul;
-pub(crate) mod norm;
+pub mod norm;
 mod operators;
 mod pool;
 mod reduce;
@@ -20,6 +23,8 @@ mod unary;
 mod view;
 
 pub use conv::{set_direct_convolution, set_winograd_convolution, ConvPadding};
+pub(crate) use dropout::check_dropout_p;
+pub use dropout::dropout;
 pub use shape::PadMode;
 pub use view::SliceArg;
 

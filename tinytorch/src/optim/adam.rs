@@ -4,11 +4,9 @@ use super::{
     buffer, check_nonnegs, check_range, effective_grad, flag_value, next_step, GroupOptions,
     Optimizer, OptimizerCore, ParamGroup, ParamState, Params,
 };
-use crate::backend::cpu::adam::{adam_step, AdamStep};
-use crate::backend::cpu::binary::Arith;
 use crate::error::Result;
-use crate::tensor::{DType, Tensor};
-use num_traits::Float;
+use crate::ops::adam::{fused_adam_update, AdamMoments as Moments, AdamStep};
+use crate::tensor::Tensor;
 
 /// Hyperparameters of [`Adam`] and [`AdamW`], with PyTorch's defaults
 /// (`weight_decay` defaults to 0 for Adam and 1e-2 for AdamW: see [`AdamOptions::adamw`]).
@@ -119,20 +117,10 @@ fn adam_update(
             false => None,
         },
     };
-    if fused_cpu(p, grad, &moments, &s)? {
+    if fused_adam_update(p, grad, &moments, &s)? {
         return Ok(());
     }
     composed_update(p, grad, &moments, &s)
-}
-
-/// A parameter's Adam state (handles on the buffers kept in its `ParamState`).
-struct Moments {
-    /// Running average of the gradient.
-    exp_avg: Tensor,
-    /// Running average of the squared gradient.
-    exp_avg_sq: Tensor,
-    /// AMSGrad's running maximum of `exp_avg_sq`.
-    max_sq: Option<Tensor>,
 }
 
 /// The update as tensor ops (any device, dtype and layout).
@@ -165,76 +153,6 @@ fn composed_update(p: &Tensor, grad: &Tensor, moments: &Moments, s: &AdamStep) -
         .add_scalar(s.eps)?;
     p.add_scaled_(&exp_avg.div(&denom)?, -s.lr / s.bias_correction1)?;
     Ok(())
-}
-
-/// The update in one pass (`backend/cpu/adam.rs`) when the parameter, gradient and buffers
-/// are contiguous CPU tensors of one float dtype (f32 or f64), no two sharing a buffer;
-/// `Ok(false)`, nothing done, otherwise.
-fn fused_cpu(p: &Tensor, grad: &Tensor, moments: &Moments, s: &AdamStep) -> Result<bool> {
-    let mut all = vec![p, grad, &moments.exp_avg, &moments.exp_avg_sq];
-    all.extend(&moments.max_sq);
-    let eligible = matches!(p.dtype(), DType::F32 | DType::F64)
-        && all
-            .iter()
-            .all(|t| t.device().is_cpu() && t.is_contiguous() && t.dtype() == p.dtype())
-        && all
-            .iter()
-            .enumerate()
-            .all(|(i, a)| all[i + 1..].iter().all(|b| !a.shares_storage(b)));
-    if !eligible {
-        return Ok(false);
-    }
-    match p.dtype() {
-        DType::F32 => fused_typed::<f32>(p, grad, moments, s),
-        _ => fused_typed::<f64>(p, grad, moments, s),
-    }
-}
-
-/// [`fused_cpu`] on tensors known to be eligible, of element type `T`.
-fn fused_typed<T: Arith + Float>(
-    p: &Tensor,
-    grad: &Tensor,
-    moments: &Moments,
-    s: &AdamStep,
-) -> Result<bool> {
-    let Moments {
-        exp_avg,
-        exp_avg_sq,
-        max_sq,
-    } = moments;
-    let g_storage = grad.storage();
-    let (mut ps, mut ms, mut vs) = (
-        p.storage_mut(),
-        exp_avg.storage_mut(),
-        exp_avg_sq.storage_mut(),
-    );
-    let mut vms = max_sq.as_ref().map(|t| t.storage_mut());
-    let n = p.numel();
-    let elems = |t: &Tensor| t.layout().offset()..t.layout().offset() + n;
-    let (Some(g), Some(pd), Some(m), Some(v)) = (
-        g_storage.as_cpu().and_then(T::slice),
-        ps.as_cpu_mut().and_then(T::slice_mut),
-        ms.as_cpu_mut().and_then(T::slice_mut),
-        vs.as_cpu_mut().and_then(T::slice_mut),
-    ) else {
-        return Ok(false);
-    };
-    let v_max = match (&mut vms, max_sq) {
-        (Some(store), Some(t)) => match store.as_cpu_mut().and_then(T::slice_mut) {
-            Some(vm) => Some(&mut vm[elems(t)]),
-            None => return Ok(false),
-        },
-        _ => None,
-    };
-    adam_step(
-        &mut pd[elems(p)],
-        &g[elems(grad)],
-        &mut m[elems(exp_avg)],
-        &mut v[elems(exp_avg_sq)],
-        v_max,
-        s,
-    );
-    Ok(true)
 }
 
 /// Adam (`torch.optim.Adam`): weight decay is an L2 term added to the gradient.
@@ -301,7 +219,7 @@ impl Optimizer for AdamW {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Device;
+    use crate::{DType, Device};
 
     /// Random values of `dtype`, non-negative when `positive` (second moments).
     fn random(n: usize, dtype: DType, positive: bool) -> Tensor {
@@ -354,7 +272,7 @@ mod tests {
                         exp_avg_sq: c[3].clone(),
                         max_sq: amsgrad.then(|| c[4].clone()),
                     };
-                    assert!(fused_cpu(&a[0], &a[1], &moments(&a), &s).unwrap());
+                    assert!(fused_adam_update(&a[0], &a[1], &moments(&a), &s).unwrap());
                     composed_update(&b[0], &b[1], &moments(&b), &s).unwrap();
                     for (x, y) in a.iter().zip(&b) {
                         let (x, y) = (x.to_vec_f64().unwrap(), y.to_vec_f64().unwrap());
@@ -392,9 +310,9 @@ mod tests {
             max_sq: None,
         };
         let g = m();
-        assert!(!fused_cpu(&strided, &g, &moments(), &s).unwrap());
-        assert!(!fused_cpu(&g, &g, &moments(), &s).unwrap());
+        assert!(!fused_adam_update(&strided, &g, &moments(), &s).unwrap());
+        assert!(!fused_adam_update(&g, &g, &moments(), &s).unwrap());
         let half = Tensor::zeros(&[4, 3], DType::F16, Device::Cpu).unwrap();
-        assert!(!fused_cpu(&half, &half.ones_like().unwrap(), &moments(), &s).unwrap());
+        assert!(!fused_adam_update(&half, &half.ones_like().unwrap(), &moments(), &s).unwrap());
     }
 }

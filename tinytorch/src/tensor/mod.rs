@@ -2,20 +2,15 @@
 //! state. Cloning a `Tensor` clones an `Arc`; views share the storage and differ in layout.
 
 mod create;
-mod device;
 mod display;
 pub use display::grad_fn_display;
-pub mod dtype;
-pub mod layout;
 mod random;
-pub mod scalar;
 
+// The base types live in `crate::base`; their old paths under `tensor` stay.
+pub use crate::base::{dtype, layout, scalar};
+pub use crate::base::{DType, Device, Element, FloatElement, Layout, ResultType, Scalar};
 pub use create::IntoTensorData;
-pub use device::Device;
-pub use dtype::{DType, Element, FloatElement, ResultType};
-pub use layout::Layout;
 pub use random::{get_rng_state, manual_seed, set_rng_state, Generator, GeneratorState};
-pub use scalar::Scalar;
 
 use crate::autograd::Node;
 use crate::backend::cpu::CpuElement;

@@ -5,8 +5,8 @@
 use super::strided::{map2, map3, update2};
 use super::{CpuElement, CpuStorage};
 use crate::backend::{BackendStorage, BinaryOp, CmpOp};
+use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout};
 use half::{bf16, f16};
 
 /// Arithmetic on one element type, with PyTorch's semantics (integers wrap, maximum and

@@ -14,8 +14,8 @@
 use super::strided::PAR_THRESHOLD;
 use super::{CpuElement, CpuStorage};
 use crate::backend::{BackendStorage, ConvGeometry};
+use crate::base::Layout;
 use crate::error::{Error, Result};
-use crate::tensor::Layout;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::ops::AddAssign;

@@ -24,7 +24,7 @@
 use super::conv::{col2im_into, im2col_into};
 use super::CpuElement;
 use crate::backend::ConvGeometry;
-use crate::tensor::Layout;
+use crate::base::Layout;
 use gemm::Parallelism;
 use rayon::prelude::*;
 use std::borrow::Cow;

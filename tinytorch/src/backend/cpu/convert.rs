@@ -3,8 +3,8 @@
 use super::strided::{map1, update1, update2};
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
+use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout};
 use crate::with_cpu_storage;
 use half::{bf16, f16};
 

@@ -6,8 +6,8 @@
 use super::strided::{map1, offsets, PAR_THRESHOLD};
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
+use crate::base::Layout;
 use crate::error::{Error, Result};
-use crate::tensor::Layout;
 use crate::with_cpu_storage;
 use half::{bf16, f16};
 use rayon::prelude::*;

@@ -10,8 +10,8 @@
 use super::strided::map1;
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
+use crate::base::Layout;
 use crate::error::{Error, Result};
-use crate::tensor::Layout;
 use gemm::Parallelism;
 use half::bf16;
 use rayon::prelude::*;

@@ -24,8 +24,8 @@ pub(crate) mod winograd;
 use crate::backend::{
     ArgReduceOp, BackendStorage, BinaryOp, CmpOp, ConvGeometry, ReduceOp, ScanOp, UnaryOp,
 };
+use crate::base::{DType, Device, Element, Layout};
 use crate::error::Result;
-use crate::tensor::{DType, Device, Element, Layout};
 use half::{bf16, f16};
 
 /// A host buffer: one `Vec` of the dtype's Rust type.

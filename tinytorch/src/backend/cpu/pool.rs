@@ -21,7 +21,7 @@
 
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
-use crate::tensor::{DType, Element};
+use crate::base::{DType, Element};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 

@@ -4,8 +4,8 @@
 //! kernel's inner loop is a plain counted loop that LLVM vectorises when the strides are 1.
 //! Above `PAR_THRESHOLD` elements the output is split into chunks processed by rayon.
 
-use crate::tensor::layout::{merge_dims, Dims};
-use crate::tensor::Layout;
+use crate::base::layout::{merge_dims, Dims};
+use crate::base::Layout;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 

@@ -11,8 +11,8 @@ use super::fast_math;
 use super::strided::{map1, map2, update1, PAR_CHUNK};
 use super::{CpuElement, CpuStorage};
 use crate::backend::UnaryOp;
+use crate::base::Layout;
 use crate::error::{Error, Result};
-use crate::tensor::Layout;
 use half::{bf16, f16};
 use rayon::prelude::*;
 
@@ -406,7 +406,7 @@ macro_rules! impl_int_elem {
             }
             #[inline(always)]
             fn of(v: f64) -> Self {
-                <$t as crate::tensor::Element>::from_f64(v)
+                <$t as crate::base::Element>::from_f64(v)
             }
             #[inline(always)]
             fn sat(v: f64) -> Self {

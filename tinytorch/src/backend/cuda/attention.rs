@@ -14,8 +14,8 @@
 
 use super::launch::{grid_groups, launch, KShape, KStrides, MAX_DIMS};
 use super::{suffix, CudaStorage};
+use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout};
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 
 const MODULE: &str = "attention";

@@ -4,8 +4,8 @@
 use super::launch::{grid, launch};
 use super::{suffix, CudaStorage};
 use crate::backend::ConvGeometry;
+use crate::base::Layout;
 use crate::error::{Error, Result};
-use crate::tensor::Layout;
 use cudarc::driver::DeviceRepr;
 
 /// `struct Geometry` of conv.cu.

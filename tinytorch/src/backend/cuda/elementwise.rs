@@ -4,8 +4,8 @@
 use super::launch::{elementwise, grid, launch};
 use super::{suffix, CudaStorage};
 use crate::backend::{BackendStorage, BinaryOp, CmpOp, UnaryOp};
+use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout};
 
 const MODULE: &str = "elementwise";
 

@@ -6,8 +6,8 @@ use super::launch::{elementwise, grid, launch, KShape, KStrides, BLOCK};
 use super::reduce::{rows, Rows};
 use super::{suffix, CudaStorage};
 use crate::backend::cpu::index::{check_fits, lift_0d};
+use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout};
 use cudarc::driver::LaunchConfig;
 
 const MODULE: &str = "index";

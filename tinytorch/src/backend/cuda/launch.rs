@@ -1,9 +1,9 @@
 //! Kernel arguments and launch geometry: the `Shape`/`Strides` structs of prelude.cuh, built
 //! from layouts, and the grid for a grid-stride loop.
 
+use crate::base::layout::merge_dims;
+use crate::base::Layout;
 use crate::error::{Error, Result};
-use crate::tensor::layout::merge_dims;
-use crate::tensor::Layout;
 use cudarc::driver::{DeviceRepr, LaunchConfig};
 
 /// Most dimensions a kernel indexes (after merging contiguous runs); prelude.cuh's MAX_DIMS.

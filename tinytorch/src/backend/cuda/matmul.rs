@@ -7,8 +7,8 @@
 use super::device::{allow_tf32, cuda_err};
 use super::launch::{grid, launch, KStrides};
 use super::{elementwise, suffix, CudaStorage};
+use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout};
 use cudarc::cublas::sys::{
     cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType_t,
 };

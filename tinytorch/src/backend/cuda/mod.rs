@@ -24,8 +24,8 @@ use crate::backend::{
     ArgReduceOp, BackendStorage, BinaryOp, CmpOp, ConvGeometry, CpuStorage, ReduceOp, ScanOp,
     UnaryOp,
 };
+use crate::base::{DType, Device, Layout};
 use crate::error::Result;
-use crate::tensor::{DType, Device, Layout};
 use cudarc::driver::{CudaSlice, DevicePtr};
 use device::cuda_err;
 use half::{bf16, f16};

@@ -11,8 +11,8 @@ use super::launch::{launch, BLOCK};
 use super::{reduce, suffix, CudaStorage};
 use crate::backend::cpu::norm::{NormKind, Wanted};
 use crate::backend::ReduceOp;
+use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout};
 use cudarc::driver::LaunchConfig;
 
 const MODULE: &str = "norm";

@@ -5,9 +5,9 @@ use super::launch::{grid, grid_groups, launch, KShape, KStrides, BLOCK};
 use super::{elementwise, suffix, CudaStorage};
 use crate::backend::cpu::reduce::check_reduce;
 use crate::backend::{ArgReduceOp, ReduceOp, ScanOp};
+use crate::base::layout::merge_dims;
+use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
-use crate::tensor::layout::merge_dims;
-use crate::tensor::{DType, Layout};
 
 const MODULE: &str = "reduce";
 

@@ -4,8 +4,8 @@
 use super::cell::{gru_step, lstm_step, rnn_step};
 use super::{check_float_input, uniform_weights, Nonlinearity, RNNOptions, RecurrentWeights};
 use crate::error::{Error, Result};
-use crate::nn::dropout::dropout;
 use crate::nn::functional::linear;
+use crate::ops::dropout;
 use crate::tensor::Tensor;
 
 /// Which recurrence a multi-layer module runs.

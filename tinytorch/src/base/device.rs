@@ -1,4 +1,5 @@
-//! Where a tensor's storage lives.
+//! Where a tensor's storage lives. (Device work, such as `Device::synchronize`, is the
+//! backend's: `backend/mod.rs`.)
 
 use std::fmt;
 
@@ -48,23 +49,6 @@ impl std::str::FromStr for Device {
                 .and_then(|n| n.parse().ok())
                 .map(Device::Cuda)
                 .ok_or_else(bad),
-        }
-    }
-}
-
-impl Device {
-    /// Wait until the work queued on this device is done (`torch.cuda.synchronize()`), and
-    /// report an error a kernel raised; a no-op on the CPU, whose ops finish before returning.
-    pub fn synchronize(self) -> crate::Result<()> {
-        match self {
-            Device::Cpu => Ok(()),
-            #[cfg(feature = "cuda")]
-            Device::Cuda(i) => crate::backend::cuda::device::get(i)?.synchronize(),
-            #[cfg(not(feature = "cuda"))]
-            Device::Cuda(_) => Err(crate::Error::NotImplemented {
-                op: "synchronize",
-                what: "CUDA devices (this build has no CUDA backend)".into(),
-            }),
         }
     }
 }

@@ -1,0 +1,669 @@
+//! Loss functions with PyTorch's semantics (`torch.nn.functional.*`; the modules are in
+//! `nn/loss.rs`). `cross_entropy` is one
+//! fused op: with class-index targets on the CPU, one row-wise kernel forward and one
+//! backward (`backend/cpu/cross_entropy.rs`); elsewhere a single log-softmax pass forward,
+//! `softmax - target` backward, composed from tensor ops (the readable reference path). The
+//! other losses are composed from tensor ops, so autograd derives their gradients.
+
+use crate::autograd::{needs_grad, no_grad};
+use crate::backend::cpu::cross_entropy::{self as ce_kernel, CeFloat, Params, RowGrad};
+use crate::error::{Error, Result};
+use crate::ops::with_cpu_slices2;
+use crate::tensor::{DType, Device, Tensor};
+
+/// How per-element losses are combined (`reduction=` in PyTorch). The default is `Mean`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Reduction {
+    /// Keep the per-element losses (`'none'`).
+    None,
+    /// Average them (`'mean'`, the default).
+    #[default]
+    Mean,
+    /// Add them up (`'sum'`).
+    Sum,
+}
+
+/// Reductions of [`kl_div`], which adds `'batchmean'` (sum divided by the batch size).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KlDivReduction {
+    /// Keep the per-element losses.
+    None,
+    /// Average over all elements (the PyTorch default, although it is not the true KL).
+    #[default]
+    Mean,
+    /// Sum of all elements.
+    Sum,
+    /// Sum divided by `input.shape[0]`: the mathematically correct KL divergence per sample.
+    BatchMean,
+}
+
+/// Apply `reduction` to a tensor of per-element losses.
+fn reduce(loss: Tensor, reduction: Reduction) -> Result<Tensor> {
+    match reduction {
+        Reduction::None => Ok(loss),
+        Reduction::Mean => loss.mean_all(),
+        Reduction::Sum => loss.sum_all(),
+    }
+}
+
+fn require_float(op: &'static str, what: &str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(Error::dtype(
+            op,
+            format!("{what} must be a floating-point tensor, got {}", t.dtype()),
+        ))
+    }
+}
+
+fn require_same_shape(op: &'static str, input: &Tensor, target: &Tensor) -> Result<()> {
+    if input.shape() == target.shape() {
+        Ok(())
+    } else {
+        Err(Error::shape(
+            op,
+            format!(
+                "target size {:?} must be the same as input size {:?}",
+                target.shape(),
+                input.shape()
+            ),
+        ))
+    }
+}
+
+/// Class weights reshaped to broadcast along dim 1 of an input of `ndim` dims, as `dtype`.
+fn class_weight(
+    op: &'static str,
+    weight: Option<&Tensor>,
+    classes: usize,
+    ndim: usize,
+    dtype: DType,
+) -> Result<Option<Tensor>> {
+    let Some(w) = weight else { return Ok(None) };
+    check_class_weight(op, w, classes)?;
+    let mut shape = vec![1isize; ndim];
+    shape[1] = classes as isize;
+    Ok(Some(w.detach().to_dtype(dtype)?.reshape(&shape)?))
+}
+
+/// Error unless `w` holds one weight per class.
+fn check_class_weight(op: &'static str, w: &Tensor, classes: usize) -> Result<()> {
+    if w.shape() == [classes] {
+        return Ok(());
+    }
+    Err(Error::shape(
+        op,
+        format!(
+            "weight must have shape [{classes}] (one per class), got {:?}",
+            w.shape()
+        ),
+    ))
+}
+
+/// Error unless `target` holds i64 class indices shaped like `input` `(N, C, ...)` without
+/// dim 1.
+fn check_index_target_shape(op: &'static str, input: &Tensor, target: &Tensor) -> Result<()> {
+    if target.dtype() != DType::I64 {
+        return Err(Error::dtype(
+            op,
+            format!(
+                "class-index targets must be i64, got {} (use a float target of the input's shape for class probabilities)",
+                target.dtype()
+            ),
+        ));
+    }
+    let mut expected = input.shape().to_vec();
+    expected.remove(1);
+    if target.shape() != expected.as_slice() {
+        return Err(Error::shape(
+            op,
+            format!(
+                "target shape {:?} does not match input shape {:?} (expected target shape {expected:?})",
+                target.shape(),
+                input.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Error naming the first target that is neither `ignore_index` nor a class in `0..classes`.
+fn check_index_target_values(
+    op: &'static str,
+    values: &[i64],
+    classes: usize,
+    ignore_index: i64,
+) -> Result<()> {
+    let classes = classes as i64;
+    match values
+        .iter()
+        .find(|&&v| v != ignore_index && !(0..classes).contains(&v))
+    {
+        None => Ok(()),
+        Some(bad) => Err(Error::index(
+            op,
+            format!("target {bad} is out of bounds for {classes} classes"),
+        )),
+    }
+}
+
+/// Checked class-index targets: the targets with ignored entries replaced by 0, and a float
+/// mask (1 = kept) shaped like the targets.
+fn index_targets(
+    op: &'static str,
+    input: &Tensor,
+    target: &Tensor,
+    ignore_index: i64,
+) -> Result<(Tensor, Tensor)> {
+    check_index_target_shape(op, input, target)?;
+    let values = target.to_vec::<i64>()?;
+    check_index_target_values(op, &values, input.shape()[1], ignore_index)?;
+    let keep = target.ne_scalar(ignore_index as f64)?;
+    let safe = target.masked_fill(&keep.logical_not()?, 0.0)?;
+    Ok((safe, keep.to_dtype(input.dtype())?))
+}
+
+/// Move an unbatched input `(C,)` (and its target) to a batch of one.
+fn batch_of_one(input: &Tensor, target: &Tensor) -> Result<(Tensor, Tensor)> {
+    if input.ndim() == 1 {
+        Ok((input.unsqueeze(0)?, target.unsqueeze(0)?))
+    } else {
+        Ok((input.clone(), target.clone()))
+    }
+}
+
+/// Cross entropy between logits and targets (`torch.nn.functional.cross_entropy`).
+///
+/// `input` is `(N, C)`, `(N, C, d1, ...)` or unbatched `(C,)`. `target` holds either class
+/// indices (i64, shape of `input` without dim 1; entries equal to `ignore_index` are skipped)
+/// or class probabilities (float, same shape as `input`). `weight` is one weight per class;
+/// `label_smoothing` in `[0, 1]` mixes the target with the uniform distribution. With `Mean`,
+/// index targets divide by the total weight of the non-ignored targets, probability targets
+/// by the number of samples. Stable for any finite logits.
+///
+/// One fused op: the log-softmax is computed once and the backward is
+/// `g * (softmax * sum(q) - q)` where `q` is the (weighted, smoothed) target distribution.
+/// Class-index targets on the CPU take a row-wise kernel that keeps two numbers per sample
+/// for the backward ([`crate::backend::cpu::cross_entropy`]); everything else is composed
+/// from tensor ops.
+pub fn cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    require_float(CE, "input", input)?;
+    if input.ndim() == 0 {
+        return Err(Error::shape(
+            CE,
+            "input must have at least 1 dim (C,) or (N, C, ...), got shape []",
+        ));
+    }
+    if !(0.0..=1.0).contains(&label_smoothing) {
+        return Err(Error::invalid(
+            CE,
+            format!("label_smoothing must be between 0.0 and 1.0, got {label_smoothing}"),
+        ));
+    }
+    if fused_ce_applies(input, target, weight) {
+        return fused_cross_entropy(
+            input,
+            target,
+            weight,
+            ignore_index,
+            reduction,
+            label_smoothing,
+        );
+    }
+    composite_cross_entropy(
+        input,
+        target,
+        weight,
+        ignore_index,
+        reduction,
+        label_smoothing,
+    )
+}
+
+/// The op name in cross-entropy's errors and saved tensors.
+const CE: &str = "cross_entropy";
+
+/// True when the row-wise CPU kernel takes these arguments (already checked by
+/// [`cross_entropy`]): class-index (i64) targets and everything on the CPU, with at least
+/// one class. Probability targets, other devices and zero classes take the composite path,
+/// which also reports the errors of non-i64 integer targets.
+fn fused_ce_applies(input: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> bool {
+    let classes = if input.ndim() == 1 {
+        input.shape()[0]
+    } else {
+        input.shape()[1]
+    };
+    input.device() == Device::Cpu
+        && target.dtype() == DType::I64
+        && target.device() == Device::Cpu
+        && weight.is_none_or(|w| w.device() == Device::Cpu)
+        && classes > 0
+}
+
+/// Cross entropy with class-index targets through the row-wise CPU kernel. The input is
+/// brought to contiguous rows `(samples, C)` by differentiable tensor ops (a batch of one
+/// for `(C,)`; for `(N, C, d1, ...)` the class dim moved last, which copies), so autograd
+/// carries the kernel's gradient back through them. f16/bf16 compute in f32.
+fn fused_cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    let (x, t) = batch_of_one(input, target)?;
+    let classes = x.shape()[1];
+    if let Some(w) = weight {
+        check_class_weight(CE, w, classes)?;
+    }
+    check_index_target_shape(CE, &x, &t)?;
+    let samples = t.numel();
+    let rows = if x.ndim() > 2 {
+        // (N, C, d1, ...) -> (N, d1, ..., C): one row per sample and position, in the
+        // targets' row-major order.
+        let mut dims: Vec<isize> = (0..x.ndim() as isize).filter(|&d| d != 1).collect();
+        dims.push(1);
+        x.permute(&dims)?
+            .contiguous()?
+            .reshape(&[samples as isize, classes as isize])?
+    } else {
+        x.contiguous()?
+    };
+    let t = t.contiguous()?;
+    let args = CeArgs {
+        classes,
+        ignore_index,
+        reduction,
+        label_smoothing,
+    };
+    let loss = match rows.dtype() {
+        DType::F64 => fused_ce_typed::<f64>(&rows, &t, weight, args)?,
+        _ => fused_ce_typed::<f32>(&rows.to_dtype(DType::F32)?, &t, weight, args)?,
+    };
+    // Per-sample losses take the targets' shape (0-d for an unbatched input).
+    let loss = match reduction {
+        Reduction::None => loss.reshape(&dims_of(target.shape()))?,
+        Reduction::Mean | Reduction::Sum => loss,
+    };
+    loss.to_dtype(input.dtype())
+}
+
+/// A shape as the `isize` dims that `reshape` takes.
+fn dims_of(shape: &[usize]) -> Vec<isize> {
+    shape.iter().map(|&d| d as isize).collect()
+}
+
+/// The scalar arguments of the fused cross-entropy.
+#[derive(Clone, Copy)]
+struct CeArgs {
+    classes: usize,
+    ignore_index: i64,
+    reduction: Reduction,
+    label_smoothing: f64,
+}
+
+impl CeArgs {
+    /// The kernel's parameters, with the class weights converted to its dtype.
+    fn params<T>(self, weight: Option<&[T]>) -> Params<'_, T> {
+        Params {
+            classes: self.classes,
+            weight,
+            ignore_index: self.ignore_index,
+            label_smoothing: self.label_smoothing,
+        }
+    }
+}
+
+/// The kernel on contiguous rows `x` `(samples, C)` of dtype `T` and contiguous targets
+/// (`samples` of them, any shape): per-sample losses `(samples,)` for `None`, else a scalar.
+/// Records the backward, which saves `x`, the targets and two numbers per sample.
+fn fused_ce_typed<T: CeFloat>(
+    x: &Tensor,
+    t: &Tensor,
+    weight: Option<&Tensor>,
+    a: CeArgs,
+) -> Result<Tensor> {
+    let w = weight
+        .map(|w| w.detach().to_dtype(T::DTYPE)?.to_vec::<T>())
+        .transpose()?;
+    let params = a.params(w.as_deref());
+    let fwd = with_cpu_slices2(CE, t, x, |ts: &[i64], xs: &[T]| -> Result<_> {
+        check_index_target_values(CE, ts, a.classes, a.ignore_index)?;
+        Ok(ce_kernel::forward(xs, ts, params))
+    })??;
+    let total = || fwd.losses.iter().sum::<f64>();
+    let out = match a.reduction {
+        Reduction::None => {
+            let per: Vec<T> = fwd.losses.iter().map(|&l| T::of(l)).collect();
+            Tensor::from_vec(per, &[fwd.losses.len()])?
+        }
+        Reduction::Sum => Tensor::scalar(T::of(total())),
+        // 0 / 0 = NaN when every target is ignored (or there are none), as in PyTorch.
+        Reduction::Mean => Tensor::scalar(T::of(total() / fwd.weight_total)),
+    };
+    if !needs_grad(&[x]) {
+        return Ok(out);
+    }
+    let (saved_x, saved_t) = (x.save(CE), t.save(CE));
+    let (stats, weight_total) = (fwd.stats, fwd.weight_total);
+    Ok(out.record(CE, &[x], move |g, _| {
+        let (x, t) = (saved_x.get()?, saved_t.get()?);
+        let per_row;
+        let g = match a.reduction {
+            Reduction::None => {
+                per_row = g.to_dtype(T::DTYPE)?.to_vec::<T>()?;
+                RowGrad::PerRow(&per_row)
+            }
+            Reduction::Sum => RowGrad::Uniform(g.item_f64()?),
+            Reduction::Mean => RowGrad::Uniform(g.item_f64()? / weight_total),
+        };
+        let params = a.params(w.as_deref());
+        let dx = with_cpu_slices2(CE, t, x, |ts: &[i64], xs: &[T]| {
+            ce_kernel::backward(xs, ts, params, &stats, g)
+        })?;
+        Ok(vec![Some(Tensor::from_vec(dx, x.shape())?)])
+    }))
+}
+
+/// The composite cross entropy (any device, index or probability targets): log-softmax,
+/// the target distribution `q` as a tensor, `-sum(q * logp)`; backward
+/// `g * (exp(logp) * sum(q) - q)`. The reference the fused kernel is tested against.
+fn composite_cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+    label_smoothing: f64,
+) -> Result<Tensor> {
+    const OP: &str = CE;
+    let prob = target.dtype().is_float();
+    let unbatched = input.ndim() == 1;
+    let (x, t) = batch_of_one(input, target)?;
+    let classes = x.shape()[1];
+    let eps = label_smoothing;
+    let (out, logp, q, denom) = {
+        let _guard = no_grad();
+        let x = x.detach();
+        let w = class_weight(OP, weight, classes, x.ndim(), x.dtype())?;
+        let logp = x.log_softmax(1)?;
+        let (q, denom) = if prob {
+            require_same_shape(OP, &x, &t)?;
+            let mut q = t.detach().to_dtype(x.dtype())?;
+            if eps > 0.0 {
+                q = q.mul_scalar(1.0 - eps)?.add_scalar(eps / classes as f64)?;
+            }
+            if let Some(w) = &w {
+                q = q.mul(w)?;
+            }
+            (q, (x.numel() / classes.max(1)) as f64)
+        } else {
+            let (safe, keep) = index_targets(OP, &x, &t, ignore_index)?;
+            let onehot = x.zeros_like()?.scatter_value(1, &safe.unsqueeze(1)?, 1.0)?;
+            let mut q = if eps > 0.0 {
+                onehot
+                    .mul_scalar(1.0 - eps)?
+                    .add_scalar(eps / classes as f64)?
+            } else {
+                onehot.clone()
+            };
+            let mut picked_w = keep.clone();
+            if let Some(w) = &w {
+                q = q.mul(w)?;
+                picked_w = onehot.mul(w)?.sum(&[1], false)?.mul(&keep)?;
+            }
+            q = q.mul(&keep.unsqueeze(1)?)?;
+            let denom = picked_w.sum_all()?.to_dtype(DType::F64)?.item::<f64>()?;
+            (q, denom)
+        };
+        let per = q.mul(&logp)?.sum(&[1], false)?.neg()?;
+        let out = match reduction {
+            Reduction::None if unbatched => per.squeeze_dim(0)?,
+            Reduction::None => per,
+            Reduction::Sum => per.sum_all()?,
+            Reduction::Mean => per.sum_all()?.div_scalar(denom)?,
+        };
+        (out, logp, q, denom)
+    };
+    if !needs_grad(&[input]) {
+        return Ok(out);
+    }
+    let (logp, q) = (logp.save(OP), q.save(OP));
+    let per_shape: Vec<isize> = {
+        let mut s: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
+        s[1] = 1;
+        s
+    };
+    let in_shape: Vec<isize> = input.shape().iter().map(|&d| d as isize).collect();
+    Ok(out.record(OP, &[input], move |g, _| {
+        let (logp, q) = (logp.get()?, q.get()?);
+        // The upstream gradient of each sample, shaped to broadcast along the class dim.
+        let g = match reduction {
+            Reduction::None => g.reshape(&per_shape)?,
+            Reduction::Sum => g.clone(),
+            Reduction::Mean => g.div_scalar(denom)?,
+        };
+        let total = q.sum(&[1], true)?;
+        let dx = logp.exp()?.mul(&total)?.sub(q)?.mul(&g)?;
+        Ok(vec![Some(dx.reshape(&in_shape)?)])
+    }))
+}
+
+/// Negative log-likelihood of log-probabilities `input` `(N, C, ...)` or `(C,)` at class
+/// indices `target` (`torch.nn.functional.nll_loss`), with class weights and `ignore_index`;
+/// `Mean` divides by the total weight of the non-ignored targets.
+pub fn nll_loss(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    const OP: &str = "nll_loss";
+    require_float(OP, "input", input)?;
+    if input.ndim() == 0 {
+        return Err(Error::shape(
+            OP,
+            "input must have at least 1 dim (C,) or (N, C, ...), got shape []",
+        ));
+    }
+    let unbatched = input.ndim() == 1;
+    let (x, t) = batch_of_one(input, target)?;
+    let classes = x.shape()[1];
+    let (safe, keep) = index_targets(OP, &x, &t, ignore_index)?;
+    let w = class_weight(OP, weight, classes, x.ndim(), x.dtype())?;
+    // The weight of each sample's target class (0 where ignored); no gradient flows to it.
+    let picked_w = match &w {
+        Some(w) => {
+            let _guard = no_grad();
+            x.detach()
+                .zeros_like()?
+                .scatter_value(1, &safe.unsqueeze(1)?, 1.0)?
+                .mul(w)?
+                .sum(&[1], false)?
+                .mul(&keep)?
+        }
+        None => keep,
+    };
+    let picked = x.gather(1, &safe.unsqueeze(1)?)?.squeeze_dim(1)?;
+    let per = picked.mul(&picked_w)?.neg()?;
+    match reduction {
+        Reduction::None if unbatched => per.squeeze_dim(0),
+        Reduction::None => Ok(per),
+        Reduction::Sum => per.sum_all(),
+        Reduction::Mean => per.sum_all()?.div(&picked_w.sum_all()?),
+    }
+}
+
+/// Mean squared error `(input - target)^2` (`torch.nn.functional.mse_loss`); shapes must
+/// broadcast.
+pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    reduce(input.sub(target)?.square()?, reduction)
+}
+
+/// Mean absolute error `|input - target|` (`torch.nn.functional.l1_loss`).
+pub fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
+    reduce(input.sub(target)?.abs()?, reduction)
+}
+
+/// `0.5 d^2 / beta` where `|d| < beta`, else `|d| - 0.5 beta`, with `d = input - target`
+/// (`torch.nn.functional.smooth_l1_loss`; `beta = 0` is the L1 loss).
+pub fn smooth_l1_loss(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+    beta: f64,
+) -> Result<Tensor> {
+    if beta < 0.0 {
+        return Err(Error::invalid(
+            "smooth_l1_loss",
+            format!("beta must be non-negative, got {beta}"),
+        ));
+    }
+    let d = input.sub(target)?.abs()?;
+    if beta == 0.0 {
+        return reduce(d, reduction);
+    }
+    let quad = d.square()?.mul_scalar(0.5 / beta)?;
+    let lin = d.sub_scalar(0.5 * beta)?;
+    reduce(
+        Tensor::where_cond(&d.lt_scalar(beta)?, &quad, &lin)?,
+        reduction,
+    )
+}
+
+/// `0.5 d^2` where `|d| < delta`, else `delta (|d| - 0.5 delta)`
+/// (`torch.nn.functional.huber_loss`).
+pub fn huber_loss(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: Reduction,
+    delta: f64,
+) -> Result<Tensor> {
+    if delta <= 0.0 {
+        return Err(Error::invalid(
+            "huber_loss",
+            format!("delta must be positive, got {delta}"),
+        ));
+    }
+    let d = input.sub(target)?.abs()?;
+    let quad = d.square()?.mul_scalar(0.5)?;
+    let lin = d.sub_scalar(0.5 * delta)?.mul_scalar(delta)?;
+    reduce(
+        Tensor::where_cond(&d.lt_scalar(delta)?, &quad, &lin)?,
+        reduction,
+    )
+}
+
+/// Binary cross entropy of probabilities `input` in `[0, 1]`
+/// (`torch.nn.functional.binary_cross_entropy`): `-w (t log p + (1 - t) log(1 - p))`, each
+/// log clamped to `>= -100` as PyTorch does, so `p = 0` or `1` gives a finite loss.
+pub fn binary_cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+) -> Result<Tensor> {
+    const OP: &str = "binary_cross_entropy";
+    require_float(OP, "input", input)?;
+    require_same_shape(OP, input, target)?;
+    let (lo, hi) = if input.numel() == 0 {
+        (0.0, 0.0)
+    } else {
+        let d = input.detach();
+        (d.min_all()?.item_f64()?, d.max_all()?.item_f64()?)
+    };
+    if !(0.0..=1.0).contains(&lo) || !(0.0..=1.0).contains(&hi) {
+        return Err(Error::invalid(
+            OP,
+            format!("all elements of input should be between 0 and 1, got range [{lo}, {hi}]"),
+        ));
+    }
+    let log_p = input.log()?.clamp_min(-100.0)?;
+    let log_q = input.rsub_scalar(1.0)?.log()?.clamp_min(-100.0)?;
+    let mut loss = target
+        .mul(&log_p)?
+        .add(&target.rsub_scalar(1.0)?.mul(&log_q)?)?
+        .neg()?;
+    if let Some(w) = weight {
+        loss = loss.mul(w)?;
+    }
+    reduce(loss, reduction)
+}
+
+/// Binary cross entropy on logits (`torch.nn.functional.binary_cross_entropy_with_logits`),
+/// in the stable form `(1 - t) x + (1 + (pw - 1) t) (log1p(exp(-|x|)) + max(-x, 0))`.
+/// `pos_weight` (broadcast along the last dim) weighs the positive term.
+pub fn binary_cross_entropy_with_logits(
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    reduction: Reduction,
+    pos_weight: Option<&Tensor>,
+) -> Result<Tensor> {
+    const OP: &str = "binary_cross_entropy_with_logits";
+    require_float(OP, "input", input)?;
+    require_same_shape(OP, input, target)?;
+    // log(1 + exp(-x)) without overflow for any x.
+    let softplus_neg = input
+        .abs()?
+        .neg()?
+        .exp()?
+        .log1p()?
+        .add(&input.neg()?.relu()?)?;
+    let scaled = match pos_weight {
+        Some(pw) => target
+            .mul(&pw.sub_scalar(1.0)?)?
+            .add_scalar(1.0)?
+            .mul(&softplus_neg)?,
+        None => softplus_neg,
+    };
+    let mut loss = target.rsub_scalar(1.0)?.mul(input)?.add(&scaled)?;
+    if let Some(w) = weight {
+        loss = loss.mul(w)?;
+    }
+    reduce(loss, reduction)
+}
+
+/// Kullback-Leibler divergence `target * (log(target) - input)` with `input` given as
+/// log-probabilities (`torch.nn.functional.kl_div`); with `log_target` the target is given as
+/// log-probabilities too. Terms with `target = 0` contribute 0.
+pub fn kl_div(
+    input: &Tensor,
+    target: &Tensor,
+    reduction: KlDivReduction,
+    log_target: bool,
+) -> Result<Tensor> {
+    const OP: &str = "kl_div";
+    require_float(OP, "input", input)?;
+    let loss = if log_target {
+        target.exp()?.mul(&target.sub(input)?)?
+    } else {
+        // xlogy(t, t): log of 1 where t = 0 keeps 0 * log(0) out of the value and gradient.
+        let pos = target.gt_scalar(0.0)?;
+        let safe = target.masked_fill(&pos.logical_not()?, 1.0)?;
+        target.mul(&safe.log()?)?.sub(&target.mul(input)?)?
+    };
+    match reduction {
+        KlDivReduction::None => Ok(loss),
+        KlDivReduction::Mean => loss.mean_all(),
+        KlDivReduction::Sum => loss.sum_all(),
+        KlDivReduction::BatchMean => {
+            let n = if input.ndim() == 0 {
+                1
+            } else {
+                input.shape()[0]
+            };
+            loss.sum_all()?.div_scalar(n as f64)
+        }
+    }
+}

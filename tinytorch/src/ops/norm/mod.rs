@@ -1,0 +1,304 @@
+//! Normalisation ops (`torch.nn.functional.{layer_norm, rms_norm, group_norm, batch_norm}`;
+//! the modules are in `nn/norm.rs`). On the CPU, layer and RMS norm run the fused kernel of
+//! `fused.rs` (one pass for the statistics, one for normalise + affine, a closed-form
+//! backward); the composite form below, whose gradients autograd derives, serves other
+//! devices and empty inputs, and is the reference the fused kernel is tested against.
+//! Training-mode batch norm has a fused CPU kernel too (same scheme); group norm is composed
+//! from tensor ops.
+
+mod fused;
+#[cfg(test)]
+mod fused_tests;
+
+use crate::autograd::no_grad;
+use crate::backend::cpu::norm::NormKind;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Device, Tensor};
+use fused::{fused_applies, fused_norm};
+
+fn require_float(op: &'static str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(Error::dtype(
+            op,
+            format!("input must be a floating-point tensor, got {}", t.dtype()),
+        ))
+    }
+}
+
+/// Check that `p` (weight or bias) has `shape`.
+fn check_affine(op: &'static str, name: &str, p: Option<&Tensor>, shape: &[usize]) -> Result<()> {
+    match p {
+        Some(p) if p.shape() != shape => Err(Error::shape(
+            op,
+            format!("{name} must have shape {shape:?}, got {:?}", p.shape()),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `x * weight + bias`, either optional.
+fn affine(x: Tensor, weight: Option<&Tensor>, bias: Option<&Tensor>) -> Result<Tensor> {
+    let x = match weight {
+        Some(w) => x.mul(w)?,
+        None => x,
+    };
+    match bias {
+        Some(b) => x.add(b),
+        None => Ok(x),
+    }
+}
+
+/// The last `normalized_shape.len()` dims of `x`, checked against `normalized_shape`.
+fn trailing_dims(op: &'static str, x: &Tensor, normalized_shape: &[usize]) -> Result<Vec<isize>> {
+    let k = normalized_shape.len();
+    if k == 0 || x.ndim() < k || &x.shape()[x.ndim() - k..] != normalized_shape {
+        return Err(Error::shape(
+            op,
+            format!(
+                "normalized_shape {normalized_shape:?} must be a non-empty suffix of the input shape {:?}",
+                x.shape()
+            ),
+        ));
+    }
+    Ok((1..=k as isize).map(|i| -i).collect())
+}
+
+/// Shape `[1, C, 1, ...]` that broadcasts a per-channel vector against an `ndim`-dim input.
+fn channel_shape(channels: usize, ndim: usize) -> Vec<isize> {
+    let mut s = vec![1isize; ndim];
+    s[1] = channels as isize;
+    s
+}
+
+/// Layer normalisation over the trailing `normalized_shape` dims
+/// (`torch.nn.functional.layer_norm`): `(x - mean) / sqrt(var + eps) * weight + bias`, with
+/// the biased variance.
+pub fn layer_norm(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    const OP: &str = "layer_norm";
+    require_float(OP, x)?;
+    let dims = trailing_dims(OP, x, normalized_shape)?;
+    check_affine(OP, "weight", weight, normalized_shape)?;
+    check_affine(OP, "bias", bias, normalized_shape)?;
+    if fused_applies(x, &[weight, bias]) {
+        return fused_norm(OP, x, normalized_shape, weight, bias, eps, NormKind::Layer);
+    }
+    layer_norm_composite(x, &dims, weight, bias, eps)
+}
+
+/// Layer norm over `dims` from tensor ops.
+pub(crate) fn layer_norm_composite(
+    x: &Tensor,
+    dims: &[isize],
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let mean = x.mean(dims, true)?;
+    let var = x.var(dims, 0.0, true)?;
+    let y = x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?;
+    affine(y, weight, bias)
+}
+
+/// Root-mean-square normalisation over the trailing `normalized_shape` dims
+/// (`torch.nn.functional.rms_norm`): `x / sqrt(mean(x^2) + eps) * weight`. `eps = None` uses
+/// the machine epsilon of the input's dtype, as PyTorch does.
+pub fn rms_norm(
+    x: &Tensor,
+    normalized_shape: &[usize],
+    weight: Option<&Tensor>,
+    eps: Option<f64>,
+) -> Result<Tensor> {
+    const OP: &str = "rms_norm";
+    require_float(OP, x)?;
+    let dims = trailing_dims(OP, x, normalized_shape)?;
+    check_affine(OP, "weight", weight, normalized_shape)?;
+    let eps = eps.unwrap_or(match x.dtype() {
+        DType::F64 => f64::EPSILON,
+        DType::F16 => 0.000_976_562_5,
+        DType::BF16 => 0.007_812_5,
+        _ => f32::EPSILON as f64,
+    });
+    if fused_applies(x, &[weight]) {
+        return fused_norm(OP, x, normalized_shape, weight, None, eps, NormKind::Rms);
+    }
+    rms_norm_composite(x, &dims, weight, eps)
+}
+
+/// RMS norm over `dims` from tensor ops.
+pub(crate) fn rms_norm_composite(
+    x: &Tensor,
+    dims: &[isize],
+    weight: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    let ms = x.square()?.mean(dims, true)?;
+    let y = x.mul(&ms.add_scalar(eps)?.rsqrt()?)?;
+    affine(y, weight, None)
+}
+
+/// Group normalisation (`torch.nn.functional.group_norm`): the `C` channels of an
+/// `(N, C, *)` input are split into `num_groups` groups, each normalised over its channels
+/// and spatial positions; `weight`/`bias` are per channel.
+pub fn group_norm(
+    x: &Tensor,
+    num_groups: usize,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<Tensor> {
+    const OP: &str = "group_norm";
+    require_float(OP, x)?;
+    if x.ndim() < 2 {
+        return Err(Error::shape(
+            OP,
+            format!("input must be (N, C, *), got shape {:?}", x.shape()),
+        ));
+    }
+    let (n, c) = (x.shape()[0], x.shape()[1]);
+    if num_groups == 0 || !c.is_multiple_of(num_groups) {
+        return Err(Error::invalid(
+            OP,
+            format!(
+                "expected number of channels in input ({c}) to be divisible by num_groups ({num_groups})"
+            ),
+        ));
+    }
+    check_affine(OP, "weight", weight, &[c])?;
+    check_affine(OP, "bias", bias, &[c])?;
+    let shape: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
+    let grouped = x.reshape(&[n as isize, num_groups as isize, -1])?;
+    let mean = grouped.mean(&[-1], true)?;
+    let var = grouped.var(&[-1], 0.0, true)?;
+    let y = grouped
+        .sub(&mean)?
+        .mul(&var.add_scalar(eps)?.rsqrt()?)?
+        .reshape(&shape)?;
+    let cs = channel_shape(c, x.ndim());
+    let w = weight.map(|w| w.reshape(&cs)).transpose()?;
+    let b = bias.map(|b| b.reshape(&cs)).transpose()?;
+    affine(y, w.as_ref(), b.as_ref())
+}
+
+/// Batch normalisation of an `(N, C, *)` input over every dim but the channels
+/// (`torch.nn.functional.batch_norm`). In training it normalises with the batch statistics
+/// (biased variance) and, when running stats are given, updates them in place
+/// (`running = (1 - momentum) * running + momentum * stat`, with the unbiased variance); in
+/// evaluation it normalises with the running statistics.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm(
+    x: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<Tensor> {
+    const OP: &str = "batch_norm";
+    require_float(OP, x)?;
+    if x.ndim() < 2 {
+        return Err(Error::shape(
+            OP,
+            format!("input must be (N, C, *), got shape {:?}", x.shape()),
+        ));
+    }
+    let c = x.shape()[1];
+    for (name, t) in [
+        ("running_mean", running_mean),
+        ("running_var", running_var),
+        ("weight", weight),
+        ("bias", bias),
+    ] {
+        check_affine(OP, name, t, &[c])?;
+    }
+    let cs = channel_shape(c, x.ndim());
+    if training {
+        let count = x.numel() / c.max(1);
+        if count <= 1 {
+            return Err(Error::invalid(
+                OP,
+                format!(
+                    "expected more than 1 value per channel when training, got input shape {:?}",
+                    x.shape()
+                ),
+            ));
+        }
+        let params = [weight, bias];
+        let on_cpu = |t: &Tensor| t.device() == Device::Cpu;
+        let (y, mean, var) = if on_cpu(x) && params.iter().flatten().all(|p| on_cpu(p)) {
+            fused::fused_batch_norm(x, weight, bias, eps)?
+        } else {
+            batch_norm_composite(x, weight, bias, eps)?
+        };
+        update_running(running_mean, running_var, &mean, &var, count, momentum)?;
+        return Ok(y);
+    }
+    let (Some(rm), Some(rv)) = (running_mean, running_var) else {
+        return Err(Error::invalid(
+            OP,
+            "running_mean and running_var are required in evaluation mode",
+        ));
+    };
+    // Evaluation: y = x * scale + shift with per-channel scale = weight / sqrt(var + eps)
+    // and shift = bias - mean * scale (as PyTorch's CPU kernel computes it), two passes over
+    // x instead of four.
+    let stat = |t: &Tensor| t.detach().to_dtype(x.dtype())?.reshape(&cs);
+    let (mean, var) = (stat(rm)?, stat(rv)?);
+    let w = weight.map(|w| w.reshape(&cs)).transpose()?;
+    let b = bias.map(|b| b.reshape(&cs)).transpose()?;
+    let scale = affine(var.add_scalar(eps)?.rsqrt()?, w.as_ref(), None)?;
+    let shift = affine(mean.mul(&scale)?.neg()?, None, b.as_ref())?;
+    x.mul(&scale)?.add(&shift)
+}
+
+/// Training-mode batch norm composed from tensor ops (other devices, and the reference of
+/// the fused CPU kernel): `y`, and the batch mean and biased variance (`(C,)`).
+fn batch_norm_composite(
+    x: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+) -> Result<(Tensor, Tensor, Tensor)> {
+    let cs = channel_shape(x.shape()[1], x.ndim());
+    let dims: Vec<isize> = (0..x.ndim() as isize).filter(|&d| d != 1).collect();
+    let mean = x.mean(&dims, true)?;
+    let var = x.var(&dims, 0.0, true)?;
+    let y = x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?;
+    let w = weight.map(|w| w.reshape(&cs)).transpose()?;
+    let b = bias.map(|b| b.reshape(&cs)).transpose()?;
+    let y = affine(y, w.as_ref(), b.as_ref())?;
+    Ok((y, mean.flatten(0, -1)?, var.flatten(0, -1)?))
+}
+
+/// The in-place running-statistics update of training-mode batch norm.
+fn update_running(
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    mean: &Tensor,
+    var: &Tensor,
+    count: usize,
+    momentum: f64,
+) -> Result<()> {
+    let _guard = no_grad();
+    if let Some(rm) = running_mean {
+        let m = mean.detach().flatten(0, -1)?.to_dtype(rm.dtype())?;
+        rm.mul_scalar_(1.0 - momentum)?
+            .add_(&m.mul_scalar(momentum)?)?;
+    }
+    if let Some(rv) = running_var {
+        let unbiased = count as f64 / (count - 1) as f64;
+        let v = var.detach().flatten(0, -1)?.to_dtype(rv.dtype())?;
+        rv.mul_scalar_(1.0 - momentum)?
+            .add_(&v.mul_scalar(momentum * unbiased)?)?;
+    }
+    Ok(())
+}
