@@ -41,10 +41,6 @@ const KNOWN_DEVIATIONS: &[(&str, &str)] = &[
     // A tensor holds its autograd node (`grad_fn`); the node type should be a trait of
     // tensor's that autograd implements.
     ("tensor/mod.rs", "crate::autograd"),
-    // Tensors are made from and recycle host buffers: a backend-neutral constructor belongs
-    // behind the backend door.
-    ("tensor/mod.rs", "backend::cpu"),
-    ("tensor/create.rs", "backend::cpu"),
 ];
 
 fn layer_of(file: &str) -> Option<u8> {

@@ -7,7 +7,7 @@ pub mod cpu;
 pub mod cuda;
 mod op_kinds;
 
-pub use cpu::CpuStorage;
+pub use cpu::{CpuElement, CpuStorage};
 #[cfg(feature = "cuda")]
 pub use cuda::CudaStorage;
 pub use op_kinds::{ArgReduceOp, BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
@@ -617,6 +617,18 @@ impl Device {
                 op: "synchronize",
                 what: "CUDA devices (this build has no CUDA backend)".into(),
             }),
+        }
+    }
+}
+
+impl Storage {
+    /// Hand the buffer of a dying storage back to its device's cache: a large host buffer
+    /// goes to the CPU's caching allocator (`cpu/pool.rs`) for the next request of its size;
+    /// CUDA buffers return to their pool when they drop.
+    #[allow(irrefutable_let_patterns)] // refutable with the `cuda` feature
+    pub fn release(&mut self) {
+        if let Storage::Cpu(s) = self {
+            cpu::pool::recycle(std::mem::replace(s, CpuStorage::Bool(Vec::new())));
         }
     }
 }

@@ -9,9 +9,9 @@
 
 use crate::autograd::needs_grad;
 use crate::backend::cpu::attention::{self, AttnDims, AttnFloat, AttnInput, AttnMask, AttnOptions};
-use crate::backend::cpu::CpuElement;
 #[cfg(feature = "cuda")]
 use crate::backend::cuda::{attention as cuda_attention, CudaStorage};
+use crate::backend::CpuElement;
 use crate::backend::Storage;
 use crate::error::{Error, Result};
 use crate::tensor::layout::broadcast_shapes;

@@ -49,7 +49,7 @@ pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
 
 /// The elements of the contiguous CPU tensor `t` (whose storage is `s`) as a slice of `T`;
 /// an error naming `op` for another dtype or a tensor on another device.
-fn cpu_slice<'a, T: crate::backend::cpu::CpuElement>(
+fn cpu_slice<'a, T: crate::backend::CpuElement>(
     op: &'static str,
     t: &Tensor,
     s: &'a Storage,
@@ -77,7 +77,7 @@ fn cpu_slice<'a, T: crate::backend::cpu::CpuElement>(
 /// Run `f` on the elements of a contiguous CPU tensor of dtype `T`, without copying (the
 /// fused CPU kernels read their operands this way); an error naming `op` for another dtype
 /// or a tensor on another device.
-pub(crate) fn with_cpu_slice<T: crate::backend::cpu::CpuElement, R>(
+pub(crate) fn with_cpu_slice<T: crate::backend::CpuElement, R>(
     op: &'static str,
     t: &Tensor,
     f: impl FnOnce(&[T]) -> R,
@@ -94,8 +94,8 @@ pub(crate) fn with_cpu_slices2<A, B, R>(
     f: impl FnOnce(&[A], &[B]) -> R,
 ) -> Result<R>
 where
-    A: crate::backend::cpu::CpuElement,
-    B: crate::backend::cpu::CpuElement,
+    A: crate::backend::CpuElement,
+    B: crate::backend::CpuElement,
 {
     with_storages2(a, b, |sa, sb| {
         Ok(f(cpu_slice(op, a, sa)?, cpu_slice(op, b, sb)?))

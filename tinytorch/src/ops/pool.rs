@@ -6,7 +6,7 @@
 
 use crate::autograd::needs_grad;
 use crate::backend::cpu::max_pool::{self, PoolPlane};
-use crate::backend::cpu::CpuElement;
+use crate::backend::CpuElement;
 use crate::error::{Error, Result};
 use crate::ops::conv::patches;
 use crate::ops::{with_cpu_slice, with_cpu_slices2, PadMode};

@@ -2,7 +2,7 @@
 
 use super::layout::numel;
 use super::{DType, Device, Layout, Scalar, Tensor};
-use crate::backend::cpu::CpuElement;
+use crate::backend::CpuElement;
 use crate::backend::{CpuStorage, Storage};
 use crate::error::{Error, Result};
 

@@ -13,7 +13,7 @@ pub use create::IntoTensorData;
 pub use random::{get_rng_state, manual_seed, set_rng_state, Generator, GeneratorState};
 
 use crate::autograd::Node;
-use crate::backend::cpu::CpuElement;
+use crate::backend::CpuElement;
 use crate::backend::Storage;
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -71,17 +71,12 @@ impl StorageCell {
 }
 
 impl Drop for StorageCell {
-    /// A dying CPU buffer goes to the caching allocator, which keeps the large ones for the
-    /// next request of the same size.
-    #[allow(irrefutable_let_patterns)] // refutable with the `cuda` feature
+    /// A dying buffer goes back to its device's cache (`Storage::release`).
     fn drop(&mut self) {
-        let data = self.data.get_mut().unwrap_or_else(|e| e.into_inner());
-        if let Storage::Cpu(s) = data {
-            crate::backend::cpu::pool::recycle(std::mem::replace(
-                s,
-                crate::backend::CpuStorage::Bool(Vec::new()),
-            ));
-        }
+        self.data
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .release();
     }
 }
 

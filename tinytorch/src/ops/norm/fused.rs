@@ -8,7 +8,7 @@
 use crate::autograd::needs_grad;
 use crate::backend::cpu::batch_norm as bn;
 use crate::backend::cpu::norm::{self, Affine, NormFloat, NormKind, Wanted};
-use crate::backend::cpu::CpuElement;
+use crate::backend::CpuElement;
 use crate::error::Result;
 use crate::ops::{with_cpu_slice, with_cpu_slices2};
 use crate::tensor::{DType, Device, Tensor};
