@@ -623,12 +623,12 @@ impl Device {
 
 impl Storage {
     /// Hand the buffer of a dying storage back to its device's cache: a large host buffer
-    /// goes to the CPU's caching allocator (`cpu/pool.rs`) for the next request of its size;
+    /// goes to the CPU's caching allocator (`cpu/allocator.rs`) for the next request of its size;
     /// CUDA buffers return to their pool when they drop.
     #[allow(irrefutable_let_patterns)] // refutable with the `cuda` feature
     pub fn release(&mut self) {
         if let Storage::Cpu(s) = self {
-            cpu::pool::recycle(std::mem::replace(s, CpuStorage::Bool(Vec::new())));
+            cpu::allocator::recycle(std::mem::replace(s, CpuStorage::Bool(Vec::new())));
         }
     }
 }

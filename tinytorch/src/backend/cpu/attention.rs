@@ -281,7 +281,7 @@ pub fn forward<T: AttnFloat>(
     d: AttnDims,
     o: &AttnOptions<T>,
 ) -> (Vec<T>, Vec<T>) {
-    let mut out = super::pool::zeros::<T>(d.bh * d.l * d.ev);
+    let mut out = super::allocator::zeros::<T>(d.bh * d.l * d.ev);
     let mut lse = vec![T::of(f64::NEG_INFINITY); d.bh * d.l];
     // Chunk by head, then by query block within the head.
     out.par_chunks_mut(d.l * d.ev)
@@ -401,9 +401,9 @@ pub fn backward<T: AttnFloat>(
             a.iter().zip(b).map(|(x, y)| x.f64() * y.f64()).sum()
         })
         .collect();
-    let mut dq = super::pool::zeros::<T>(d.bh * d.l * d.e);
-    let mut dk = super::pool::zeros::<T>(d.bh * d.s * d.e);
-    let mut dv = super::pool::zeros::<T>(d.bh * d.s * d.ev);
+    let mut dq = super::allocator::zeros::<T>(d.bh * d.l * d.e);
+    let mut dk = super::allocator::zeros::<T>(d.bh * d.s * d.e);
+    let mut dv = super::allocator::zeros::<T>(d.bh * d.s * d.ev);
     let ctx = BackwardCtx {
         q,
         k,

@@ -101,7 +101,7 @@ fn per_channel_affine<T: NormFloat>(
     a: &[T],
     b: &[T],
 ) -> Vec<T> {
-    let mut out = super::pool::take::<T>(x.len());
+    let mut out = super::allocator::take::<T>(x.len());
     let dst = &mut out.spare_capacity_mut()[..x.len()];
     let task = |r0: usize, rows: &mut [std::mem::MaybeUninit<T>]| {
         for (i, o) in rows.chunks_exact_mut(d.s).enumerate() {

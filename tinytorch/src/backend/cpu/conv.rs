@@ -73,7 +73,7 @@ fn coord(o: usize, s: usize, tap: usize, pad: usize) -> usize {
 
 fn im2col_typed<T: CpuElement>(x: &[T], l: &Layout, g: &ConvGeometry) -> Vec<T> {
     let len = g.rows() * g.cols();
-    let mut out = super::pool::take::<T>(len);
+    let mut out = super::allocator::take::<T>(len);
     im2col_into(
         x,
         l,
@@ -146,7 +146,7 @@ pub(super) fn im2col_into<T: CpuElement>(
 
 fn col2im_typed<T: CpuElement + AddAssign>(cols: &[T], g: &ConvGeometry) -> Vec<T> {
     let len = g.batch * g.channels * g.input[0] * g.input[1];
-    let mut out = super::pool::take::<T>(len);
+    let mut out = super::allocator::take::<T>(len);
     col2im_into(
         cols,
         g,

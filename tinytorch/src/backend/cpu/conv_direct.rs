@@ -29,7 +29,7 @@
 //! [`set_enabled`] switches the path off; `conv_gemm` is the reference it is tested against.
 
 use super::conv_gemm::{Conv, ConvFloat};
-use super::{pool, CpuElement};
+use super::{allocator, CpuElement};
 use crate::backend::ConvGeometry;
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -156,7 +156,7 @@ impl Panels {
     /// Pack `at(k, c)` for `k < K`, `c < C`; the padding channels are zero.
     fn new(k: usize, c: usize, at: impl Fn(usize, usize) -> f32 + Sync) -> Panels {
         let cp = c.div_ceil(LANES) * LANES;
-        let mut data = pool::zeros::<f32>(k * cp);
+        let mut data = allocator::zeros::<f32>(k * cp);
         data.par_chunks_mut(k * PANEL)
             .enumerate()
             .for_each(|(pi, panel)| {
@@ -177,7 +177,7 @@ impl Panels {
     /// splits over the threads.
     fn transposed(m: &[f32], c: usize, k: usize) -> Panels {
         let cp = c.div_ceil(LANES) * LANES;
-        let mut data = pool::take::<f32>(k * cp);
+        let mut data = allocator::take::<f32>(k * cp);
         data.spare_capacity_mut()[..k * cp]
             .par_chunks_mut((k * PANEL).max(1))
             .enumerate()
@@ -210,7 +210,7 @@ impl Panels {
 
     /// Hand the packed buffer back to the caching allocator.
     fn recycle(self) {
-        pool::recycle(f32::into_storage(self.data));
+        allocator::recycle(f32::into_storage(self.data));
     }
 
     /// `(first channel, width)` of every panel.
@@ -249,7 +249,7 @@ fn pad<'a>(x: &'a [f32], g: &ConvGeometry) -> Padded<'a> {
         };
     }
     let [ph, pw] = g.padding;
-    let mut data = pool::zeros::<f32>(g.batch * g.channels * hp * wp);
+    let mut data = allocator::zeros::<f32>(g.batch * g.channels * hp * wp);
     data.par_chunks_mut(hp * wp)
         .zip(x.par_chunks(h * w))
         .for_each(|(dst, src)| {
@@ -268,7 +268,7 @@ impl Padded<'_> {
     /// Hand an owned buffer back to the caching allocator.
     fn recycle(self) {
         if let Cow::Owned(v) = self.data {
-            pool::recycle(f32::into_storage(v));
+            allocator::recycle(f32::into_storage(v));
         }
     }
 }
@@ -315,7 +315,7 @@ fn correlate(x: &[f32], w: &Panels, co: usize, g: &ConvGeometry, bias: Option<&[
     let tiles = positions.div_ceil(MR);
     // Y^T (tiles * MR, cp): every element is written by the microkernels (the rows past
     // `positions` repeat the last position and are dropped).
-    let mut yt = pool::take::<f32>(tiles * MR * cp);
+    let mut yt = allocator::take::<f32>(tiles * MR * cp);
     let xs: &[f32] = &xp.data;
     // A few tasks per thread, each of whole tiles (the split does not change any result).
     let per_task = tiles
@@ -365,7 +365,7 @@ fn correlate(x: &[f32], w: &Panels, co: usize, g: &ConvGeometry, bias: Option<&[
     unsafe { yt.set_len(tiles * MR * cp) };
     xp.recycle();
     // (N*L, cp) -> (N, Co, L), adding the bias.
-    let mut out = pool::take::<f32>(g.batch * co * l);
+    let mut out = allocator::take::<f32>(g.batch * co * l);
     out.spare_capacity_mut()[..g.batch * co * l]
         .par_chunks_mut(co * l)
         .zip(yt.par_chunks(l * cp))
@@ -376,14 +376,14 @@ fn correlate(x: &[f32], w: &Panels, co: usize, g: &ConvGeometry, bias: Option<&[
         });
     // SAFETY: every (image, channel, position) was written.
     unsafe { out.set_len(g.batch * co * l) };
-    pool::recycle(f32::into_storage(yt));
+    allocator::recycle(f32::into_storage(yt));
     out
 }
 
 /// The `(N*L, cp)` transpose of the upstream gradient `(N, Co, L)`, zero in the padding
 /// channels.
 fn transpose_grad(gy: &[f32], n: usize, co: usize, l: usize, cp: usize) -> Vec<f32> {
-    let mut gt = pool::take::<f32>(n * l * cp);
+    let mut gt = allocator::take::<f32>(n * l * cp);
     gt.spare_capacity_mut()[..n * l * cp]
         .par_chunks_mut(l * cp)
         .zip(gy.par_chunks(co * l))
@@ -447,7 +447,7 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     let threads = rayon::current_num_threads().max(1);
     let per_task = ktiles.div_ceil((2 * threads).div_ceil(ranges));
     let part = ktiles * MR * cp;
-    let mut parts = pool::take::<f32>(ranges * part);
+    let mut parts = allocator::take::<f32>(ranges * part);
     let xs: &[f32] = &xp.data;
     parts.spare_capacity_mut()[..ranges * part]
         .par_chunks_mut(part)
@@ -504,9 +504,9 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
             .for_each(|(t, p)| t.iter_mut().zip(p).for_each(|(t, &v)| *t += v));
     }
     xp.recycle();
-    pool::recycle(f32::into_storage(gt));
+    allocator::recycle(f32::into_storage(gt));
     // (K, cp) -> (Co, K), 16 output channels per task.
-    let mut dw = pool::take::<f32>(co * k);
+    let mut dw = allocator::take::<f32>(co * k);
     let dwt: &[f32] = dwt;
     dw.spare_capacity_mut()[..co * k]
         .par_chunks_mut((LANES * k).max(1))
@@ -528,7 +528,7 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
         });
     // SAFETY: every (output channel, entry) was written.
     unsafe { dw.set_len(co * k) };
-    pool::recycle(f32::into_storage(parts));
+    allocator::recycle(f32::into_storage(parts));
     T::from_f32_vec(dw)
 }
 

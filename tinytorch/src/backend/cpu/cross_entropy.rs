@@ -317,7 +317,7 @@ pub fn backward<T: CeFloat>(
         "cross_entropy: bad row length"
     );
     // Every element is written below (ignored rows with zeros), so a stale buffer will do.
-    let mut dx = super::pool::take::<T>(x.len());
+    let mut dx = super::allocator::take::<T>(x.len());
     dx.resize(x.len(), T::ZERO);
     let ctx = Ctx {
         x,

@@ -145,7 +145,7 @@ pub(crate) fn check_fits(
 fn index_select_typed<T: CpuElement>(src: &[T], l: &Layout, dim: usize, idx: &[i64]) -> Vec<T> {
     let (outer, inner) = outer_inner_offsets(l, dim);
     let (n, row_len, sd) = (idx.len(), inner.len(), l.strides()[dim]);
-    let mut out = super::pool::zeros::<T>(outer.len() * n * row_len);
+    let mut out = super::allocator::zeros::<T>(outer.len() * n * row_len);
     if out.is_empty() {
         return out;
     }

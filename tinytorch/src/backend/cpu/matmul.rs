@@ -160,11 +160,11 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
     let len = d.batch * d.m * d.n;
     // k = 0 is a sum of nothing: zeros.
     if len == 0 || d.k == 0 {
-        return super::pool::zeros::<T>(len);
+        return super::allocator::zeros::<T>(len);
     }
     // gemm with read_dst = false writes every output element without reading it, so the
     // buffer is not zero-filled first (that memset was ~5% of a convolution's time).
-    let mut out = super::pool::take::<T>(len);
+    let mut out = super::allocator::take::<T>(len);
     let dst_all = &mut out.spare_capacity_mut()[..len];
     let per_matrix = d.m * d.n * d.k;
     let threads = rayon::current_num_threads();
@@ -175,7 +175,7 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
     // (m, k) and reads B in place; the (m, n) result is then transposed into place.
     let column_major = d.m < d.n && mb.rs == 1 && mb.cs != 1;
     let one = |dst: &mut [MaybeUninit<T>], i: usize, threads: usize| {
-        let mut scratch = column_major.then(|| super::pool::take::<T>(d.m * d.n));
+        let mut scratch = column_major.then(|| super::allocator::take::<T>(d.m * d.n));
         let (ptr, dst_cs, dst_rs) = match &mut scratch {
             Some(t) => (t.spare_capacity_mut().as_mut_ptr(), d.m, 1),
             None => (dst.as_mut_ptr(), 1, d.n),
@@ -244,7 +244,7 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
                     v.write(t[c * d.m + r]);
                 }
             }
-            super::pool::recycle(T::into_storage(t));
+            super::allocator::recycle(T::into_storage(t));
         }
     };
     let block = d.m * d.n;
@@ -320,7 +320,7 @@ fn naive_matmul<T: CpuElement>(
     d: Dims,
     mul_add: impl Fn(T, T, T) -> T + Sync,
 ) -> Vec<T> {
-    let mut out = super::pool::zeros::<T>(d.batch * d.m * d.n);
+    let mut out = super::allocator::zeros::<T>(d.batch * d.m * d.n);
     if out.is_empty() {
         return out;
     }
@@ -430,9 +430,9 @@ mod tests {
         // with every element written by gemm.
         let (m, k, n) = (256, 3, 300);
         // Asked for once, the size is in demand, so the pool keeps the NaN buffer.
-        let mut stale = crate::backend::cpu::pool::take::<f32>(m * n);
+        let mut stale = crate::backend::cpu::allocator::take::<f32>(m * n);
         stale.resize(m * n, f32::NAN);
-        crate::backend::cpu::pool::recycle(CpuStorage::F32(stale));
+        crate::backend::cpu::allocator::recycle(CpuStorage::F32(stale));
         let a = CpuStorage::F32(vec![1.0; m * k]);
         let b = CpuStorage::F32(vec![2.0; k * n]);
         let out = matmul(

@@ -80,7 +80,7 @@ fn forward_plane<T: Copy + PartialOrd>(
 /// A zeroed buffer of `n` elements from the caching allocator (no fresh pages to fault in
 /// on every call of a training loop).
 fn zeroed<T: CpuElement>(n: usize) -> Vec<T> {
-    let mut v = super::pool::take::<T>(n);
+    let mut v = super::allocator::take::<T>(n);
     v.resize(n, T::default());
     v
 }

@@ -2,6 +2,7 @@
 //! family of primitives. All kernels walk their operands with `strided::MultiStrided`.
 
 pub(crate) mod adam;
+pub mod allocator;
 pub(crate) mod attention;
 pub(crate) mod batch_norm;
 pub(crate) mod binary;
@@ -15,8 +16,10 @@ pub(crate) mod index;
 mod matmul;
 pub(crate) mod max_pool;
 pub(crate) mod norm;
-pub mod pool;
 pub(crate) mod reduce;
+mod rows;
+mod scan;
+mod softmax;
 pub mod strided;
 pub(crate) mod unary;
 pub(crate) mod winograd;
@@ -109,13 +112,13 @@ impl CpuStorage {
     /// A zero-filled buffer.
     pub fn zeros(dtype: DType, n: usize) -> CpuStorage {
         match dtype {
-            DType::Bool => CpuStorage::Bool(pool::zeros(n)),
-            DType::U8 => CpuStorage::U8(pool::zeros(n)),
-            DType::I64 => CpuStorage::I64(pool::zeros(n)),
-            DType::F16 => CpuStorage::F16(pool::zeros(n)),
-            DType::BF16 => CpuStorage::BF16(pool::zeros(n)),
-            DType::F32 => CpuStorage::F32(pool::zeros(n)),
-            DType::F64 => CpuStorage::F64(pool::zeros(n)),
+            DType::Bool => CpuStorage::Bool(allocator::zeros(n)),
+            DType::U8 => CpuStorage::U8(allocator::zeros(n)),
+            DType::I64 => CpuStorage::I64(allocator::zeros(n)),
+            DType::F16 => CpuStorage::F16(allocator::zeros(n)),
+            DType::BF16 => CpuStorage::BF16(allocator::zeros(n)),
+            DType::F32 => CpuStorage::F32(allocator::zeros(n)),
+            DType::F64 => CpuStorage::F64(allocator::zeros(n)),
         }
     }
 
@@ -210,11 +213,11 @@ impl BackendStorage for CpuStorage {
     }
 
     fn scan(&self, layout: &Layout, op: ScanOp, dim: usize) -> Result<Self> {
-        reduce::scan(self, layout, op, dim)
+        scan::scan(self, layout, op, dim)
     }
 
     fn softmax(&self, layout: &Layout, dim: usize, log: bool) -> Result<Self> {
-        reduce::softmax(self, layout, dim, log)
+        softmax::softmax(self, layout, dim, log)
     }
 
     fn matmul(&self, lhs: &Layout, rhs: &Self, rhs_l: &Layout) -> Result<Self> {

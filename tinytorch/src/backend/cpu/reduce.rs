@@ -1,5 +1,5 @@
-//! Reductions (sum, prod, max, min, all, any) over any set of dims, arg-reductions, inclusive
-//! scans and the fused softmax / log-softmax, on the CPU.
+//! Reductions (sum, prod, max, min, all, any) over any set of dims and arg-reductions, on
+//! the CPU (scans are in `scan.rs`, softmax in `softmax.rs`, both over `rows.rs`).
 //!
 //! Every reduction is a [`Fold`]: an accumulator with `init`, `step`, `merge` and `finish`.
 //! The driver [`reduce_typed`] splits the input layout into the *kept* dims (one output
@@ -15,18 +15,16 @@
 //! [`reduce_reference`] is the naive path (one output at a time, element by element) that the
 //! tests compare the fast paths against.
 
-use super::fast_math;
+use super::rows::{rows_along, split_layout, ROW_CHUNK};
 use super::strided::{map1, offsets, PAR_THRESHOLD};
 use super::{CpuElement, CpuStorage};
-use crate::backend::{ArgReduceOp, BackendStorage, ReduceOp, ScanOp};
+use crate::backend::{ArgReduceOp, BackendStorage, ReduceOp};
 use crate::base::{DType, Element, Layout};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
 use rayon::prelude::*;
 use std::ops::Add;
 
-/// Elements per parallel task when one long row is split across threads.
-const ROW_CHUNK: usize = 1 << 16;
 /// Shortest contiguous run of reduced elements folded in place; shorter runs are gathered
 /// into rows first.
 const MIN_SEGMENT: usize = 16;
@@ -287,30 +285,6 @@ impl<T: CpuElement, const ALL: bool> Fold<T> for Logical<ALL> {
 // Reduction driver
 // ---------------------------------------------------------------------------------------
 
-/// The input layout split into the kept dims (with the input's offset) and the reduced dims
-/// (offset 0). The reduced dims are sorted by decreasing stride, so that a permuted but
-/// dense block (e.g. the sum of a transposed matrix) merges into one contiguous run; all
-/// reductions are commutative, so their order does not matter.
-fn split_layout(l: &Layout, dims: &[usize]) -> (Layout, Layout) {
-    let (mut ks, mut kst, mut rs) = (vec![], vec![], vec![]);
-    for d in 0..l.ndim() {
-        if dims.contains(&d) {
-            rs.push((l.shape()[d], l.strides()[d]));
-        } else {
-            ks.push(l.shape()[d]);
-            kst.push(l.strides()[d]);
-        }
-    }
-    rs.sort_by_key(|p| std::cmp::Reverse(p.1));
-    let kept = Layout::from_parts(ks, kst, l.offset());
-    let red = Layout::from_parts(
-        rs.iter().map(|p| p.0).collect(),
-        rs.iter().map(|p| p.1).collect(),
-        0,
-    );
-    (kept, red)
-}
-
 /// Reduce `v[l]` over `dims` with `f`; the output is row-major over the kept dims.
 fn reduce_typed<T: CpuElement, F: Fold<T>>(
     v: &[T],
@@ -352,7 +326,7 @@ fn reduce_typed<T: CpuElement, F: Fold<T>>(
     let data = map1(v, &permuted, |x| x);
     let row_starts: Vec<usize> = (0..n_out).map(|o| o * n_red).collect();
     let out = fold_rows(&data, &row_starts, n_red, f);
-    super::pool::recycle(T::into_storage(data));
+    super::allocator::recycle(T::into_storage(data));
     out
 }
 
@@ -637,60 +611,8 @@ pub fn reduce_reference(
 }
 
 // ---------------------------------------------------------------------------------------
-// Along one dim: arg-reductions, scans, softmax
+// Along one dim: arg-reductions
 // ---------------------------------------------------------------------------------------
-
-/// The rows along `dim`: storage offset of each row's first element (row-major over the
-/// other dims), the row length and the stride between its elements.
-fn rows_along(l: &Layout, dim: usize) -> (Vec<usize>, usize, usize) {
-    let (others, _) = split_layout(l, &[dim]);
-    (offsets(&others), l.shape()[dim], l.strides()[dim])
-}
-
-/// Like [`rows_along`], but with rows made contiguous: either the input itself when `dim`
-/// already has stride 1, or a copy with `dim` moved last.
-fn contiguous_rows<'a, T: CpuElement>(
-    v: &'a [T],
-    l: &Layout,
-    dim: usize,
-) -> (std::borrow::Cow<'a, [T]>, Vec<usize>, usize) {
-    let (starts, n, stride) = rows_along(l, dim);
-    if stride == 1 || n <= 1 {
-        return (std::borrow::Cow::Borrowed(v), starts, n);
-    }
-    let permuted = l
-        .permute("rows", &dim_last_perm(l.ndim(), dim))
-        .expect("valid permutation");
-    let data = map1(v, &permuted, |x| x);
-    let starts = (0..starts.len()).map(|r| r * n).collect();
-    (std::borrow::Cow::Owned(data), starts, n)
-}
-
-/// The permutation that moves `dim` last.
-fn dim_last_perm(ndim: usize, dim: usize) -> Vec<isize> {
-    (0..ndim)
-        .filter(|&d| d != dim)
-        .chain([dim])
-        .map(|d| d as isize)
-        .collect()
-}
-
-/// `buf` holds the result with `dim` moved last (row-major); return it in the original
-/// dim order.
-fn restore_dim_order<U: super::CpuElement>(buf: Vec<U>, shape: &[usize], dim: usize) -> Vec<U> {
-    if dim + 1 >= shape.len() || shape[dim + 1..].iter().all(|&s| s == 1) {
-        return buf;
-    }
-    let perm = dim_last_perm(shape.len(), dim);
-    let moved: Vec<usize> = perm.iter().map(|&d| shape[d as usize]).collect();
-    // The buffer's layout, viewed with the original dim order.
-    let moved_l = Layout::contiguous(&moved);
-    let mut strides = vec![0; shape.len()];
-    for (pos, &d) in perm.iter().enumerate() {
-        strides[d as usize] = moved_l.strides()[pos];
-    }
-    map1(&buf, &Layout::from_parts(shape.to_vec(), strides, 0), |x| x)
-}
 
 /// Index of the first maximum (`MAX`) or minimum of `n` elements at `off + i * stride`.
 /// NaN counts as the extreme, as in PyTorch.
@@ -757,230 +679,6 @@ pub fn arg_reduce(s: &CpuStorage, l: &Layout, op: ArgReduceOp, dim: usize) -> Re
     Ok(CpuStorage::I64(
         crate::with_cpu_storage!(s, v => go(v, &starts, n, stride, op)),
     ))
-}
-
-/// Inclusive scan of one contiguous row with accumulator `A`.
-fn scan_row<T: Copy, A: Copy, U>(
-    row: &[T],
-    out: &mut [U],
-    init: A,
-    step: impl Fn(A, T) -> A,
-    finish: impl Fn(A) -> U,
-) {
-    let mut acc = init;
-    for (o, &x) in out.iter_mut().zip(row) {
-        acc = step(acc, x);
-        *o = finish(acc);
-    }
-}
-
-/// Scan every row along `dim` of `v[l]` into a buffer with `dim` last, then restore the order.
-fn scan_typed<T: CpuElement, U: CpuElement>(
-    v: &[T],
-    l: &Layout,
-    dim: usize,
-    row_fn: impl Fn(&[T], &mut [U]) + Sync,
-) -> Vec<U> {
-    let (data, starts, n) = contiguous_rows(v, l, dim);
-    let mut out = super::pool::zeros::<U>(starts.len() * n);
-    if n > 0 {
-        let work = |(o, &s): (&mut [U], &usize)| row_fn(&data[s..s + n], o);
-        if out.len() >= PAR_THRESHOLD {
-            out.par_chunks_mut(n)
-                .zip(starts.par_iter())
-                .with_min_len((ROW_CHUNK / n).max(1))
-                .for_each(work);
-        } else {
-            out.chunks_mut(n).zip(starts.iter()).for_each(work);
-        }
-    }
-    restore_dim_order(out, l.shape(), dim)
-}
-
-/// Inclusive scan along `dim`. Floats accumulate in f64; integers and bool give i64.
-/// `RevCumSum` sums from the end of the dim (the backward of `CumSum`).
-pub fn scan(s: &CpuStorage, l: &Layout, op: ScanOp, dim: usize) -> Result<CpuStorage> {
-    if l.ndim() == 0 {
-        return match s {
-            CpuStorage::Bool(_) | CpuStorage::U8(_) => s.to_dtype(l, DType::I64),
-            _ => s.to_contiguous(l),
-        };
-    }
-    if op == ScanOp::RevCumSum {
-        // Reverse the dim with a negative walk: scan the row backwards.
-        return rev_cumsum(s, l, dim);
-    }
-    fn float<T: CpuElement>(v: &[T], l: &Layout, dim: usize, op: ScanOp) -> CpuStorage {
-        let out = match op {
-            ScanOp::CumSum => scan_typed(v, l, dim, |r, o: &mut [T]| {
-                scan_row(r, o, 0.0, |a, x: T| a + x.to_f64(), T::from_f64)
-            }),
-            _ => scan_typed(v, l, dim, |r, o: &mut [T]| {
-                scan_row(r, o, 1.0, |a, x: T| a * x.to_f64(), T::from_f64)
-            }),
-        };
-        CpuStorage::from_vec(out)
-    }
-    fn int<T: CpuElement>(v: &[T], l: &Layout, dim: usize, op: ScanOp) -> CpuStorage {
-        let out = match op {
-            ScanOp::CumSum => scan_typed(v, l, dim, |r, o: &mut [i64]| {
-                scan_row(r, o, 0i64, |a, x: T| a.wrapping_add(x.to_i64()), |a| a)
-            }),
-            _ => scan_typed(v, l, dim, |r, o: &mut [i64]| {
-                scan_row(r, o, 1i64, |a, x: T| a.wrapping_mul(x.to_i64()), |a| a)
-            }),
-        };
-        CpuStorage::I64(out)
-    }
-    Ok(match s {
-        CpuStorage::F32(v) => float(v, l, dim, op),
-        CpuStorage::F64(v) => float(v, l, dim, op),
-        CpuStorage::F16(v) => float(v, l, dim, op),
-        CpuStorage::BF16(v) => float(v, l, dim, op),
-        CpuStorage::I64(v) => int(v, l, dim, op),
-        CpuStorage::U8(v) => int(v, l, dim, op),
-        CpuStorage::Bool(v) => int(v, l, dim, op),
-    })
-}
-
-/// Suffix sums along `dim`: `out[i] = sum_{j >= i} x[j]`, same dtype rules as `CumSum`.
-fn rev_cumsum(s: &CpuStorage, l: &Layout, dim: usize) -> Result<CpuStorage> {
-    fn rev<T: Copy, U>(r: &[T], o: &mut [U], step: impl Fn(f64, T) -> f64, fin: impl Fn(f64) -> U) {
-        let mut acc = 0.0;
-        for (o, &x) in o.iter_mut().zip(r).rev() {
-            acc = step(acc, x);
-            *o = fin(acc);
-        }
-    }
-    fn float<T: CpuElement>(v: &[T], l: &Layout, dim: usize) -> CpuStorage {
-        CpuStorage::from_vec(scan_typed(v, l, dim, |r, o: &mut [T]| {
-            rev(r, o, |a, x: T| a + x.to_f64(), T::from_f64)
-        }))
-    }
-    fn int<T: CpuElement>(v: &[T], l: &Layout, dim: usize) -> CpuStorage {
-        CpuStorage::I64(scan_typed(v, l, dim, |r, o: &mut [i64]| {
-            let mut acc = 0i64;
-            for (o, &x) in o.iter_mut().zip(r).rev() {
-                acc = acc.wrapping_add(x.to_i64());
-                *o = acc;
-            }
-        }))
-    }
-    Ok(match s {
-        CpuStorage::F32(v) => float(v, l, dim),
-        CpuStorage::F64(v) => float(v, l, dim),
-        CpuStorage::F16(v) => float(v, l, dim),
-        CpuStorage::BF16(v) => float(v, l, dim),
-        CpuStorage::I64(v) => int(v, l, dim),
-        CpuStorage::U8(v) => int(v, l, dim),
-        CpuStorage::Bool(v) => int(v, l, dim),
-    })
-}
-
-/// The float type a softmax computes in: f32 for f32/f16/bf16, f64 for f64.
-trait Real:
-    Copy
-    + Send
-    + Sync
-    + PartialOrd
-    + std::ops::Sub<Output = Self>
-    + std::ops::Mul<Output = Self>
-    + Into<f64>
-{
-    const NEG_INFINITY: Self;
-    fn exp(self) -> Self;
-    fn from_f64(v: f64) -> Self;
-}
-impl Real for f32 {
-    const NEG_INFINITY: f32 = f32::NEG_INFINITY;
-    fn exp(self) -> f32 {
-        f32::exp(self)
-    }
-    fn from_f64(v: f64) -> f32 {
-        v as f32
-    }
-}
-impl Real for f64 {
-    const NEG_INFINITY: f64 = f64::NEG_INFINITY;
-    fn exp(self) -> f64 {
-        f64::exp(self)
-    }
-    fn from_f64(v: f64) -> f64 {
-        v
-    }
-}
-
-/// Softmax (or log-softmax) of one contiguous row, in three passes: the max, the sum of
-/// `exp(x - max)` (written to `out` for softmax), then the normalisation. Subtracting the
-/// max keeps every `exp` argument <= 0, so inputs of +-1000 neither overflow nor give NaN.
-fn softmax_row<T: Copy, C: Real>(
-    row: &[T],
-    out: &mut [T],
-    log: bool,
-    to: impl Fn(T) -> C,
-    from: impl Fn(C) -> T,
-) {
-    let mut max = C::NEG_INFINITY;
-    for &x in row {
-        let x = to(x);
-        if x > max {
-            max = x;
-        }
-    }
-    // The sum is accumulated in f64: rows can be long (vocabularies of 50k).
-    let mut sum = 0.0f64;
-    if log {
-        for &x in row {
-            sum += (to(x) - max).exp().into();
-        }
-        // (x - max) - log(sum), in this order: folding max and log(sum) into one shift
-        // first would round it to the precision of the max (e.g. 1000.3 in f32).
-        let log_sum = C::from_f64(sum.ln());
-        for (o, &x) in out.iter_mut().zip(row) {
-            *o = from((to(x) - max) - log_sum);
-        }
-    } else {
-        for (o, &x) in out.iter_mut().zip(row) {
-            let e = (to(x) - max).exp();
-            sum += e.into();
-            *o = from(e);
-        }
-        let inv = C::from_f64(1.0 / sum);
-        for o in out.iter_mut() {
-            *o = from(to(*o) * inv);
-        }
-    }
-}
-
-/// Softmax or log-softmax along `dim`; integer inputs are not accepted (the ops layer casts).
-/// The layout has at least one dim (the ops layer views a 0-d tensor as a row of one).
-pub fn softmax(s: &CpuStorage, l: &Layout, dim: usize, log: bool) -> Result<CpuStorage> {
-    fn go<T: CpuElement, C: Real>(
-        v: &[T],
-        l: &Layout,
-        dim: usize,
-        log: bool,
-        to: fn(T) -> C,
-        from: fn(C) -> T,
-    ) -> CpuStorage {
-        CpuStorage::from_vec(scan_typed(v, l, dim, |r, o: &mut [T]| {
-            softmax_row(r, o, log, to, from)
-        }))
-    }
-    Ok(match s {
-        CpuStorage::F32(v) => CpuStorage::F32(scan_typed(v, l, dim, |r, o: &mut [f32]| {
-            fast_math::softmax_row_f32(r, o, log)
-        })),
-        CpuStorage::F64(v) => go(v, l, dim, log, |x| x, |x| x),
-        CpuStorage::F16(v) => go(v, l, dim, log, |x: f16| x.to_f32(), f16::from_f32),
-        CpuStorage::BF16(v) => go(v, l, dim, log, |x: bf16| x.to_f32(), bf16::from_f32),
-        _ => {
-            return Err(Error::unsupported_dtype(
-                if log { "log_softmax" } else { "softmax" },
-                s.dtype(),
-            ))
-        }
-    })
 }
 
 #[cfg(test)]
@@ -1101,18 +799,5 @@ mod tests {
         let i = CpuStorage::I64((0..n as i64).collect());
         let si = reduce(&i, &Layout::contiguous(&[n]), ReduceOp::Sum, &[0]).unwrap();
         assert_eq!(si, CpuStorage::I64(vec![(n as i64 - 1) * n as i64 / 2]));
-    }
-
-    #[test]
-    fn softmax_row_is_stable() {
-        let s = CpuStorage::F32(vec![1000.0, -1000.0, 0.0, 1000.0]);
-        let y = softmax(&s, &Layout::contiguous(&[4]), 0, false)
-            .unwrap()
-            .to_f64_vec();
-        assert_eq!(y, vec![0.5, 0.0, 0.0, 0.5]);
-        let y = softmax(&s, &Layout::contiguous(&[4]), 0, true)
-            .unwrap()
-            .to_f64_vec();
-        assert!(y.iter().all(|v| v.is_finite()));
     }
 }

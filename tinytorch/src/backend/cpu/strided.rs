@@ -132,7 +132,7 @@ impl<const K: usize> MultiStrided<K> {
         f: impl Fn(&mut [MaybeUninit<U>], Run<K>) + Sync,
     ) -> Vec<U> {
         let n = self.numel;
-        let mut out: Vec<U> = super::pool::take(n);
+        let mut out: Vec<U> = super::allocator::take(n);
         let spare = &mut out.spare_capacity_mut()[..n];
         if n >= PAR_THRESHOLD && rayon::current_num_threads() > 1 {
             spare

@@ -528,7 +528,7 @@ pub fn unary(s: &CpuStorage, layout: &Layout, op: UnaryOp) -> Result<CpuStorage>
         // The transformer MLP's activation: the vectorised kernel on chunks across the
         // threads (the generic map computes it 4 lanes wide).
         let x = &v[a..b];
-        let mut out = super::pool::take::<f32>(x.len());
+        let mut out = super::allocator::take::<f32>(x.len());
         out.spare_capacity_mut()[..x.len()]
             .par_chunks_mut(PAR_CHUNK)
             .zip(x.par_chunks(PAR_CHUNK))
@@ -583,7 +583,7 @@ pub(crate) fn gelu_backward(
                 // 16K-element chunks across the threads.
                 (Some((g0, g1)), Some((x0, x1))) => {
                     let (g, x) = (&g[g0..g1], &x[x0..x1]);
-                    let mut out = super::pool::take::<f32>(x.len());
+                    let mut out = super::allocator::take::<f32>(x.len());
                     out.spare_capacity_mut()[..x.len()]
                         .par_chunks_mut(PAR_CHUNK)
                         .zip(g.par_chunks(PAR_CHUNK).zip(x.par_chunks(PAR_CHUNK)))

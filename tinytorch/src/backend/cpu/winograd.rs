@@ -31,11 +31,11 @@
 //! partial weight gradients are added in chunk order, so results do not depend on the number
 //! of threads.
 
+use super::allocator;
 use super::conv_direct;
 use super::conv_gemm::{gemm_serial, Conv, ConvFloat, Mat};
 #[cfg(target_arch = "x86_64")]
 use super::fast_math::has_avx2_fma;
-use super::pool;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::ops::Range;
@@ -726,7 +726,7 @@ fn correlate<T: ConvFloat>(
 ) -> Vec<T> {
     let per_image = c.co * c.output[0] * c.output[1];
     let len = c.n * per_image;
-    let mut out = pool::take::<T>(len);
+    let mut out = allocator::take::<T>(len);
     let chunks = c.chunks();
     out.spare_capacity_mut()[..len]
         .par_chunks_mut(c.per_chunk() * per_image)
@@ -757,8 +757,8 @@ fn correlate_chunk<T: ConvFloat>(
     dst: &mut [MaybeUninit<T>],
 ) {
     let (tmax, tile) = (c.max_block_tiles(nb), tr.tile);
-    let mut v = pool::zeros::<T>(tile * c.ci * tmax);
-    let mut mm = pool::zeros::<T>(tile * c.co * tmax);
+    let mut v = allocator::zeros::<T>(tile * c.ci * tmax);
+    let mut mm = allocator::zeros::<T>(tile * c.co * tmax);
     let mut s = Scratch::new();
     for rows in c.blocks(start, nb) {
         let t = rows.len() * c.tiles[1];
@@ -783,8 +783,8 @@ fn correlate_chunk<T: ConvFloat>(
         }
         transform_output(&mm, c, tr, rows, start * c.tiles[0], bias, dst, &mut s);
     }
-    pool::recycle(T::into_storage(v));
-    pool::recycle(T::into_storage(mm));
+    allocator::recycle(T::into_storage(v));
+    allocator::recycle(T::into_storage(mm));
 }
 
 /// [`correlate_chunk`] compiled for AVX2 + FMA (the transforms are `#[inline(always)]` into
@@ -836,9 +836,9 @@ fn weight_chunk<T: ConvFloat>(
 ) -> Vec<T> {
     let (ci, co) = (corr.ci, corr.co);
     let (tmax, tile) = (corr.max_block_tiles(nb), tr.tile);
-    let mut v = pool::zeros::<T>(tile * ci * tmax);
-    let mut gt = pool::zeros::<T>(tile * co * tmax);
-    let mut st = pool::take::<T>(tile * ci * co);
+    let mut v = allocator::zeros::<T>(tile * ci * tmax);
+    let mut gt = allocator::zeros::<T>(tile * co * tmax);
+    let mut st = allocator::take::<T>(tile * ci * co);
     let mut s = Scratch::new();
     for (block, rows) in corr.blocks(start, nb).enumerate() {
         let t = rows.len() * corr.tiles[1];
@@ -858,8 +858,8 @@ fn weight_chunk<T: ConvFloat>(
     }
     // SAFETY: the first block's gemms (every chunk has one) wrote every element.
     unsafe { st.set_len(tile * ci * co) };
-    pool::recycle(T::into_storage(v));
-    pool::recycle(T::into_storage(gt));
+    allocator::recycle(T::into_storage(v));
+    allocator::recycle(T::into_storage(gt));
     st
 }
 
@@ -909,10 +909,10 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
             .par_chunks_mut(1 << 14)
             .zip(p.par_chunks(1 << 14))
             .for_each(|(t, p)| t.iter_mut().zip(p).for_each(|(t, &v)| *t += v));
-        pool::recycle(T::into_storage(p));
+        allocator::recycle(T::into_storage(p));
     }
     let dw = untransform_weight_grad(&total, co, ci, &tr);
-    pool::recycle(T::into_storage(total));
+    allocator::recycle(T::into_storage(total));
     dw
 }
 
