@@ -24,11 +24,15 @@ CI never runs this script: it only reads the committed fixture file.
 
 import json
 import os
+import sys
 import warnings
 import zlib
 
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gen_fixtures import write_safetensors  # noqa: E402  (the same reproducible writer)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tinytorch", "tests", "fixtures", "conv.safetensors")
@@ -102,28 +106,6 @@ def pools():
     add("avg_pool2d_exclude_pad", "avg_pool2d", (1, 2, 5, 5), kernel_size=3, stride=2, padding=1,
         count_include_pad=False)
     add("adaptive_avg_pool2d_3x2", "adaptive_avg_pool2d", (1, 2, 7, 5), output_size=(3, 2))
-
-
-ST_DTYPE = {F64: "F64"}
-
-
-def write_safetensors(path, tensors, metadata):
-    """The safetensors format, written by hand with sorted keys so that the file is
-    byte-for-byte reproducible (safetensors' own writer orders the header by hash)."""
-    header = {"__metadata__": dict(sorted(metadata.items()))}
-    chunks, offset = [], 0
-    for name in sorted(tensors):
-        t = tensors[name].contiguous()
-        data = t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
-        header[name] = {"dtype": ST_DTYPE[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        chunks.append(data)
-        offset += len(data)
-    blob = json.dumps(header, separators=(",", ":")).encode()
-    blob += b" " * (-len(blob) % 8)
-    with open(path, "wb") as f:
-        f.write(len(blob).to_bytes(8, "little"))
-        f.write(blob)
-        f.write(b"".join(chunks))
 
 
 def main():
