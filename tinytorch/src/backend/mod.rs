@@ -5,11 +5,13 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod fused;
 mod op_kinds;
 
 pub use cpu::{CpuElement, CpuStorage};
 #[cfg(feature = "cuda")]
 pub use cuda::CudaStorage;
+pub use fused::{AdamOperands, AdamStep};
 pub use op_kinds::{ArgReduceOp, BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
 
 use crate::base::{DType, Device, Layout};

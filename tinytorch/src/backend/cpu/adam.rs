@@ -5,34 +5,14 @@
 //! rounded to the element type first, so both paths give the same bits.
 
 use super::binary::Arith;
+use super::{CpuElement, CpuStorage};
+use crate::backend::{AdamStep, BackendStorage};
+use crate::base::DType;
 use num_traits::Float;
 use rayon::prelude::*;
 
 /// Elements per rayon task (and below which the update stays on one thread).
 const TASK_ELEMS: usize = 16 * 1024;
-
-/// The scalars of one step, in f64 as the optimizer holds them.
-#[derive(Clone, Copy, Debug)]
-pub struct AdamStep {
-    /// Learning rate.
-    pub lr: f64,
-    /// Weight decay: decoupled (AdamW) or an L2 term added to the gradient (Adam).
-    pub weight_decay: f64,
-    /// Whether the decay is AdamW's `p *= 1 - lr * wd`.
-    pub decoupled: bool,
-    /// Gradient ascent instead of descent.
-    pub maximize: bool,
-    /// Running-average coefficient of the gradient.
-    pub beta1: f64,
-    /// Running-average coefficient of the squared gradient.
-    pub beta2: f64,
-    /// Added to the denominator.
-    pub eps: f64,
-    /// `1 - beta1^step`.
-    pub bias_correction1: f64,
-    /// `sqrt(1 - beta2^step)`.
-    pub bias_correction2_sqrt: f64,
-}
 
 /// The step's scalars rounded to `T`, as the composed ops round them.
 struct Scalars<T> {
@@ -142,5 +122,60 @@ pub fn adam_step<T: Float + Arith>(
             .zip(vm.par_chunks_mut(TASK_ELEMS))
             .for_each(|((((p, g), m), v), vm)| update(s, step, p, g, m, v, Some(vm))),
         None => tasks.for_each(|(((p, g), m), v)| update(s, step, p, g, m, v, None)),
+    }
+}
+
+/// The update on host buffers, each operand a (buffer, element offset) pair holding `n`
+/// elements from there; `false`, nothing done, for a dtype without the fused kernel (only f32
+/// and f64 have it) or operands of different dtypes.
+pub(crate) fn adam_update(
+    (p, p_at): (&mut CpuStorage, usize),
+    (g, g_at): (&CpuStorage, usize),
+    (m, m_at): (&mut CpuStorage, usize),
+    (v, v_at): (&mut CpuStorage, usize),
+    v_max: Option<(&mut CpuStorage, usize)>,
+    n: usize,
+    step: &AdamStep,
+) -> bool {
+    fn typed<T: CpuElement + Float + Arith>(
+        (p, p_at): (&mut CpuStorage, usize),
+        (g, g_at): (&CpuStorage, usize),
+        (m, m_at): (&mut CpuStorage, usize),
+        (v, v_at): (&mut CpuStorage, usize),
+        v_max: Option<(&mut CpuStorage, usize)>,
+        n: usize,
+        step: &AdamStep,
+    ) -> bool {
+        let (Some(p), Some(g), Some(m), Some(v)) = (
+            T::slice_mut(p),
+            T::slice(g),
+            T::slice_mut(m),
+            T::slice_mut(v),
+        ) else {
+            return false;
+        };
+        let v_max = match v_max {
+            Some((vm, at)) => match T::slice_mut(vm) {
+                Some(vm) => Some(&mut vm[at..at + n]),
+                None => return false,
+            },
+            None => None,
+        };
+        adam_step(
+            &mut p[p_at..p_at + n],
+            &g[g_at..g_at + n],
+            &mut m[m_at..m_at + n],
+            &mut v[v_at..v_at + n],
+            v_max,
+            step,
+        );
+        true
+    }
+    let dtype = p.dtype();
+    let args = ((p, p_at), (g, g_at), (m, m_at), (v, v_at));
+    match dtype {
+        DType::F32 => typed::<f32>(args.0, args.1, args.2, args.3, v_max, n, step),
+        DType::F64 => typed::<f64>(args.0, args.1, args.2, args.3, v_max, n, step),
+        _ => false,
     }
 }

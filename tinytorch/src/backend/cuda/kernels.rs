@@ -18,6 +18,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("attention", include_str!("kernels/attention.cu")),
     ("norm", include_str!("kernels/norm.cu")),
     ("matmul", include_str!("kernels/matmul.cu")),
+    ("adam", include_str!("kernels/adam.cu")),
 ];
 
 /// Compile module `name` to PTX for `arch` (e.g. `compute_90`; NVRTC's default when None).

@@ -5,6 +5,7 @@
 //!
 //! All work goes to the device's one stream in order; only copies to the host synchronise.
 
+pub(crate) mod adam;
 pub(crate) mod attention;
 mod conv;
 pub mod device;
