@@ -2,10 +2,11 @@
 //! numbers as [`Scalar`]s (`2` and `2.0` stay distinct, as PyTorch needs), shapes given as
 //! `*sizes` or one sequence, and dims given as an int or a sequence.
 
+use crate::error::IntoPyResult;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PySequence, PyString, PyTuple};
-use tinytorch::{DType, Device, Scalar};
+use tinytorch::{DType, Device, Scalar, Tensor};
 
 /// `torch.dtype`: prints as `torch.float32`, compares and hashes by value.
 #[pyclass(module = "tinytorch", name = "dtype", frozen, eq, hash)]
@@ -176,6 +177,15 @@ pub fn opt_dtype(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DType>> {
                 .0,
         )),
         _ => Ok(None),
+    }
+}
+
+/// `t` cast to the `dtype=` argument of an op (`sum(dtype=...)`, `softmax(dtype=...)`), or
+/// `t` itself when the argument is absent or None.
+pub fn cast_to_opt_dtype(t: &Tensor, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<Tensor> {
+    match opt_dtype(dtype)? {
+        Some(d) => t.to_dtype(d).py(),
+        None => Ok(t.clone()),
     }
 }
 

@@ -2,7 +2,7 @@
 //! `dtype=`, `device=`, `requires_grad=` keywords and defaults (float32 for floats, int64 for
 //! ints, a dtype inferred from `full`'s value and `arange`'s bounds).
 
-use crate::convert::{opt_device, opt_dtype, scalar_of, sizes_of};
+use crate::convert::{cast_to_opt_dtype, opt_device, opt_dtype, scalar_of, sizes_of};
 use crate::error::IntoPyResult;
 use crate::tensor::PyTensor;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -260,10 +260,7 @@ pub fn randint(
         None => Tensor::randint(low, high, &shape, Device::Cpu),
     }
     .py()?;
-    let t = match opt_dtype(dtype)? {
-        Some(d) => t.to_dtype(d).py()?,
-        None => t,
-    };
+    let t = cast_to_opt_dtype(&t, dtype)?;
     finish(t, opt_device(device)?, requires_grad)
 }
 

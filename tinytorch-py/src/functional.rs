@@ -2,7 +2,7 @@
 //! dropout, embedding, padding, attention and the losses, with PyTorch's signatures and
 //! defaults. The heavy ones release the GIL while they run.
 
-use crate::convert::opt_dtype;
+use crate::convert::cast_to_opt_dtype;
 use crate::error::IntoPyResult;
 use crate::tensor::{nogil, PyTensor};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -130,10 +130,7 @@ pub fn softmax(
     dim: isize,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let x = match opt_dtype(dtype)? {
-        Some(d) => input.t.to_dtype(d).py()?,
-        None => input.t.clone(),
-    };
+    let x = cast_to_opt_dtype(&input.t, dtype)?;
     nogil(py, x.numel(), || x.softmax(dim)).map(Into::into)
 }
 
@@ -145,10 +142,7 @@ pub fn log_softmax(
     dim: isize,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let x = match opt_dtype(dtype)? {
-        Some(d) => input.t.to_dtype(d).py()?,
-        None => input.t.clone(),
-    };
+    let x = cast_to_opt_dtype(&input.t, dtype)?;
     nogil(py, x.numel(), || x.log_softmax(dim)).map(Into::into)
 }
 

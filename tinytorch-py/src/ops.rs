@@ -2,7 +2,7 @@
 //! `*sizes`, `alpha=`, named `(values, indices)` results) and its operators, reflected and
 //! in place. Each binds one TinyTorch op; none is reimplemented here.
 
-use crate::convert::{dims_of, opt_dtype, scalar_of, shape_of, sizes_of, PyScalar};
+use crate::convert::{cast_to_opt_dtype, dims_of, scalar_of, shape_of, sizes_of, PyScalar};
 use crate::error::IntoPyResult;
 use crate::tensor::{bad_value, nogil, Operand, PyTensor};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -437,10 +437,7 @@ impl PyTensor {
         keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        let x = match opt_dtype(dtype)? {
-            Some(d) => self.t.to_dtype(d).py()?,
-            None => self.t.clone(),
-        };
+        let x = cast_to_opt_dtype(&self.t, dtype)?;
         Ok(x.sum(&dims_of(dim)?, keepdim).py()?.into())
     }
     #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
@@ -450,10 +447,7 @@ impl PyTensor {
         keepdim: bool,
         dtype: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        let x = match opt_dtype(dtype)? {
-            Some(d) => self.t.to_dtype(d).py()?,
-            None => self.t.clone(),
-        };
+        let x = cast_to_opt_dtype(&self.t, dtype)?;
         Ok(x.mean(&dims_of(dim)?, keepdim).py()?.into())
     }
     #[pyo3(signature = (dim=None, keepdim=false))]
