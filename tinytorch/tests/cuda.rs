@@ -396,3 +396,57 @@ fn fused_adam_on_cuda_matches_the_cpu() {
         }
     }
 }
+
+/// The fused cross-entropy kernel (kernels/cross_entropy.cu) gives the CPU kernel's losses
+/// and gradients: f32 and f64, every reduction, class weights, label smoothing, an ignored
+/// target, long rows (many threads per row) and a `(N, C, d)` input; an out-of-range target
+/// is an error, not a wrong loss.
+#[test]
+fn fused_cross_entropy_on_cuda_matches_the_cpu() {
+    use tinytorch::ops::loss::{cross_entropy, Reduction};
+    let Some(_turn) = gpu() else { return };
+    for dtype in [DType::F32, DType::F64] {
+        for (shape, classes) in [
+            (vec![7usize, 10], 10usize),
+            (vec![3, 5000], 5000),
+            (vec![2, 6, 3], 6),
+        ] {
+            for reduction in [Reduction::None, Reduction::Mean, Reduction::Sum] {
+                for smoothing in [0.0, 0.2] {
+                    manual_seed(11);
+                    let x = Tensor::randn(&shape, dtype, Device::Cpu)
+                        .unwrap()
+                        .mul_scalar(3.0)
+                        .unwrap();
+                    let mut tshape = shape.clone();
+                    tshape.remove(1);
+                    let t = Tensor::randint(0, classes as i64, &tshape, Device::Cpu).unwrap();
+                    let mut tv = t.to_vec::<i64>().unwrap();
+                    tv[0] = -100; // ignored
+                    let t = Tensor::from_vec(tv, &tshape).unwrap();
+                    let w = Tensor::rand(&[classes], dtype, Device::Cpu).unwrap();
+                    let run = |d: Device| {
+                        let x = x.to_device(d).unwrap().requires_grad_(true).unwrap();
+                        let (t, w) = (t.to_device(d).unwrap(), w.to_device(d).unwrap());
+                        let loss =
+                            cross_entropy(&x, &t, Some(&w), -100, reduction, smoothing).unwrap();
+                        loss.sum_all().unwrap().backward().unwrap();
+                        (vals(&loss), vals(&x.grad().unwrap()))
+                    };
+                    let ((lc, gc), (lg, gg)) = (run(Device::Cpu), run(GPU));
+                    let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+                    let what = format!("{dtype:?} {shape:?} {reduction:?} smoothing={smoothing}");
+                    assert_close(&format!("{what} loss"), &lg, &lc, tol);
+                    assert_close(&format!("{what} grad"), &gg, &gc, tol);
+                }
+            }
+        }
+    }
+    let x = Tensor::randn(&[2, 3], DType::F32, GPU).unwrap();
+    let t = Tensor::from_slice(&[0i64, 3]).cuda().unwrap();
+    let err = cross_entropy(&x, &t, None, -100, Reduction::Mean, 0.0)
+        .and_then(|l| l.to_vec_f64())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("out of range"), "{err}");
+}

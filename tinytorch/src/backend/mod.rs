@@ -11,7 +11,7 @@ mod op_kinds;
 pub use cpu::{CpuElement, CpuStorage};
 #[cfg(feature = "cuda")]
 pub use cuda::CudaStorage;
-pub use fused::{AdamOperands, AdamStep};
+pub use fused::*;
 pub use op_kinds::{ArgReduceOp, BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
 
 use crate::base::{DType, Device, Layout};

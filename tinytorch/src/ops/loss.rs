@@ -1,15 +1,15 @@
 //! Loss functions with PyTorch's semantics (`torch.nn.functional.*`; the modules are in
 //! `nn/loss.rs`). `cross_entropy` is one
-//! fused op: with class-index targets on the CPU, one row-wise kernel forward and one
-//! backward (`backend/cpu/cross_entropy.rs`); elsewhere a single log-softmax pass forward,
+//! fused op: with class-index targets, one row-wise kernel forward and one backward on the
+//! input's device (`Storage::cross_entropy_forward`, `backend/fused/cross_entropy.rs`); elsewhere a single log-softmax pass forward,
 //! `softmax - target` backward, composed from tensor ops (the readable reference path). The
 //! other losses are composed from tensor ops, so autograd derives their gradients.
 
 use crate::autograd::{needs_grad, no_grad};
-use crate::backend::cpu::cross_entropy::{self as ce_kernel, CeFloat, Params, RowGrad};
+use crate::backend::{CeParams, CeRowGrad, Span, Storage};
 use crate::error::{Error, Result};
-use crate::ops::with_cpu_slices2;
-use crate::tensor::{DType, Device, Tensor};
+use crate::ops::with_spans;
+use crate::tensor::{DType, Tensor};
 
 /// How per-element losses are combined (`reduction=` in PyTorch). The default is `Mean`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -209,14 +209,16 @@ pub fn cross_entropy(
         ));
     }
     if fused_ce_applies(input, target, weight) {
-        return fused_cross_entropy(
+        if let Some(loss) = fused_cross_entropy(
             input,
             target,
             weight,
             ignore_index,
             reduction,
             label_smoothing,
-        );
+        )? {
+            return Ok(loss);
+        }
     }
     composite_cross_entropy(
         input,
@@ -231,27 +233,28 @@ pub fn cross_entropy(
 /// The op name in cross-entropy's errors and saved tensors.
 const CE: &str = "cross_entropy";
 
-/// True when the row-wise CPU kernel takes these arguments (already checked by
-/// [`cross_entropy`]): class-index (i64) targets and everything on the CPU, with at least
-/// one class. Probability targets, other devices and zero classes take the composite path,
-/// which also reports the errors of non-i64 integer targets.
+/// True when the fused kernel may take these arguments (already checked by
+/// [`cross_entropy`]): class-index (i64) targets and everything on one device, with at least
+/// one class. Probability targets, mixed devices and zero classes take the composite path,
+/// which also reports the errors of non-i64 integer targets and of mixed devices.
 fn fused_ce_applies(input: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> bool {
     let classes = if input.ndim() == 1 {
         input.shape()[0]
     } else {
         input.shape()[1]
     };
-    input.device() == Device::Cpu
-        && target.dtype() == DType::I64
-        && target.device() == Device::Cpu
-        && weight.is_none_or(|w| w.device() == Device::Cpu)
+    let device = input.device();
+    target.dtype() == DType::I64
+        && target.device() == device
+        && weight.is_none_or(|w| w.device() == device)
         && classes > 0
 }
 
-/// Cross entropy with class-index targets through the row-wise CPU kernel. The input is
-/// brought to contiguous rows `(samples, C)` by differentiable tensor ops (a batch of one
-/// for `(C,)`; for `(N, C, d1, ...)` the class dim moved last, which copies), so autograd
-/// carries the kernel's gradient back through them. f16/bf16 compute in f32.
+/// Cross entropy with class-index targets through the fused row-wise kernel of the input's
+/// device (`Storage::cross_entropy_forward`), or `None` where that device has none. The
+/// input is brought to contiguous rows `(samples, C)` by differentiable tensor ops (a batch
+/// of one for `(C,)`; for `(N, C, d1, ...)` the class dim moved last, which copies), so
+/// autograd carries the kernel's gradient back through them. f16/bf16 compute in f32.
 fn fused_cross_entropy(
     input: &Tensor,
     target: &Tensor,
@@ -259,7 +262,7 @@ fn fused_cross_entropy(
     ignore_index: i64,
     reduction: Reduction,
     label_smoothing: f64,
-) -> Result<Tensor> {
+) -> Result<Option<Tensor>> {
     let (x, t) = batch_of_one(input, target)?;
     let classes = x.shape()[1];
     if let Some(w) = weight {
@@ -278,23 +281,32 @@ fn fused_cross_entropy(
     } else {
         x.contiguous()?
     };
-    let t = t.contiguous()?;
+    let compute = if rows.dtype() == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    };
+    let rows = rows.to_dtype(compute)?.contiguous()?;
+    // A private copy of the class weights: the backward reads them after the forward, and a
+    // copy shares no buffer with the logits.
+    let w = weight
+        .map(|w| w.detach().to_dtype(compute)?.contiguous_copy())
+        .transpose()?;
     let args = CeArgs {
         classes,
         ignore_index,
         reduction,
         label_smoothing,
     };
-    let loss = match rows.dtype() {
-        DType::F64 => fused_ce_typed::<f64>(&rows, &t, weight, args)?,
-        _ => fused_ce_typed::<f32>(&rows.to_dtype(DType::F32)?, &t, weight, args)?,
+    let Some(loss) = fused_ce_rows(&rows, &t.contiguous()?, w, args)? else {
+        return Ok(None);
     };
     // Per-sample losses take the targets' shape (0-d for an unbatched input).
     let loss = match reduction {
         Reduction::None => loss.reshape(&dims_of(target.shape()))?,
         Reduction::Mean | Reduction::Sum => loss,
     };
-    loss.to_dtype(input.dtype())
+    loss.to_dtype(input.dtype()).map(Some)
 }
 
 /// A shape as the `isize` dims that `reshape` takes.
@@ -312,9 +324,9 @@ struct CeArgs {
 }
 
 impl CeArgs {
-    /// The kernel's parameters, with the class weights converted to its dtype.
-    fn params<T>(self, weight: Option<&[T]>) -> Params<'_, T> {
-        Params {
+    /// The kernel's parameters, with the class weights read in place.
+    fn params(self, weight: Option<Span<'_>>) -> CeParams<'_> {
+        CeParams {
             classes: self.classes,
             weight,
             ignore_index: self.ignore_index,
@@ -323,55 +335,55 @@ impl CeArgs {
     }
 }
 
-/// The kernel on contiguous rows `x` `(samples, C)` of dtype `T` and contiguous targets
-/// (`samples` of them, any shape): per-sample losses `(samples,)` for `None`, else a scalar.
-/// Records the backward, which saves `x`, the targets and two numbers per sample.
-fn fused_ce_typed<T: CeFloat>(
-    x: &Tensor,
-    t: &Tensor,
-    weight: Option<&Tensor>,
-    a: CeArgs,
-) -> Result<Tensor> {
-    let w = weight
-        .map(|w| w.detach().to_dtype(T::DTYPE)?.to_vec::<T>())
-        .transpose()?;
-    let params = a.params(w.as_deref());
-    let fwd = with_cpu_slices2(CE, t, x, |ts: &[i64], xs: &[T]| -> Result<_> {
-        check_index_target_values(CE, ts, a.classes, a.ignore_index)?;
-        Ok(ce_kernel::forward(xs, ts, params))
-    })??;
-    let total = || fwd.losses.iter().sum::<f64>();
-    let out = match a.reduction {
-        Reduction::None => {
-            let per: Vec<T> = fwd.losses.iter().map(|&l| T::of(l)).collect();
-            Tensor::from_vec(per, &[fwd.losses.len()])?
+/// The kernel on contiguous rows `x` `(samples, C)` (f32 or f64) and contiguous targets
+/// (`samples` of them, any shape): per-sample losses `(samples,)` for `None`, else a scalar,
+/// of x's dtype; `None` where x's device has no kernel. Records the backward, which saves
+/// `x`, the targets and the statistics the kernel kept (two numbers per sample).
+fn fused_ce_rows(x: &Tensor, t: &Tensor, w: Option<Tensor>, a: CeArgs) -> Result<Option<Tensor>> {
+    let fwd = with_spans(&[Some(x), Some(t), w.as_ref()], |s| {
+        let (xs, ts) = (s[0].expect("given"), s[1].expect("given"));
+        Storage::cross_entropy_forward(xs, ts, &a.params(s[2]))
+    })?;
+    let Some(fwd) = fwd else {
+        return Ok(None);
+    };
+    let out = {
+        let _guard = no_grad();
+        let losses = Tensor::from_contiguous(fwd.losses, &[t.numel()]);
+        // Added up in f64, rounded once. The mean of no (unignored) target is 0 / 0 = NaN,
+        // as in PyTorch.
+        match a.reduction {
+            Reduction::None => losses,
+            Reduction::Sum => losses.sum_all()?,
+            Reduction::Mean => losses.sum_all()?.div_scalar(fwd.weight_total)?,
         }
-        Reduction::Sum => Tensor::scalar(T::of(total())),
-        // 0 / 0 = NaN when every target is ignored (or there are none), as in PyTorch.
-        Reduction::Mean => Tensor::scalar(T::of(total() / fwd.weight_total)),
+        .to_dtype(x.dtype())?
     };
     if !needs_grad(&[x]) {
-        return Ok(out);
+        return Ok(Some(out));
     }
     let (saved_x, saved_t) = (x.save(CE), t.save(CE));
-    let (stats, weight_total) = (fwd.stats, fwd.weight_total);
-    Ok(out.record(CE, &[x], move |g, _| {
+    let (saved, weight_total) = (fwd.saved, fwd.weight_total);
+    Ok(Some(out.record(CE, &[x], move |g, _| {
         let (x, t) = (saved_x.get()?, saved_t.get()?);
-        let per_row;
-        let g = match a.reduction {
-            Reduction::None => {
-                per_row = g.to_dtype(T::DTYPE)?.to_vec::<T>()?;
-                RowGrad::PerRow(&per_row)
-            }
-            Reduction::Sum => RowGrad::Uniform(g.item_f64()?),
-            Reduction::Mean => RowGrad::Uniform(g.item_f64()? / weight_total),
+        let (per_row, uniform) = match a.reduction {
+            Reduction::None => (Some(g.to_dtype(x.dtype())?.contiguous()?), 0.0),
+            Reduction::Sum => (None, g.item_f64()?),
+            Reduction::Mean => (None, g.item_f64()? / weight_total),
         };
-        let params = a.params(w.as_deref());
-        let dx = with_cpu_slices2(CE, t, x, |ts: &[i64], xs: &[T]| {
-            ce_kernel::backward(xs, ts, params, &stats, g)
+        let dx = with_spans(&[Some(x), Some(t), w.as_ref(), per_row.as_ref()], |s| {
+            let g = match s[3] {
+                Some(rows) => CeRowGrad::PerRow(rows),
+                None => CeRowGrad::Uniform(uniform),
+            };
+            let (xs, ts) = (s[0].expect("given"), s[1].expect("given"));
+            Storage::cross_entropy_backward(xs, ts, &a.params(s[2]), &saved, g)
+        })?
+        .ok_or_else(|| {
+            Error::invalid(CE, "the device that ran the forward has no backward kernel")
         })?;
-        Ok(vec![Some(Tensor::from_vec(dx, x.shape())?)])
-    }))
+        Ok(vec![Some(Tensor::from_contiguous(dx, x.shape()))])
+    })))
 }
 
 /// The composite cross entropy (any device, index or probability targets): log-softmax,

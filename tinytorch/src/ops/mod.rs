@@ -28,9 +28,10 @@ pub use dropout::dropout;
 pub use shape::PadMode;
 pub use view::SliceArg;
 
-use crate::backend::Storage;
+use crate::backend::{Span, Storage};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
+use std::sync::RwLockReadGuard;
 
 /// Check that every tensor is on the same device as the first.
 pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
@@ -133,4 +134,47 @@ pub(crate) fn with_storages3<R>(
     }
     let (sa, sb, sc) = (a.storage(), b.storage(), c.storage());
     f(&sa, &sb, &sc)
+}
+
+/// Read guards on the distinct storages of `views` and, per view, the index of its guard.
+/// One lock per storage: a second read lock on the same RwLock from one thread can deadlock
+/// (q, k and v of a fused QKV projection share one buffer).
+pub(crate) fn lock_storages<'a>(
+    views: &[&'a Tensor],
+) -> (Vec<RwLockReadGuard<'a, Storage>>, Vec<usize>) {
+    let mut owners: Vec<&Tensor> = Vec::new();
+    let mut which = Vec::new();
+    for &v in views {
+        match owners.iter().position(|o| o.shares_storage(v)) {
+            Some(i) => which.push(i),
+            None => {
+                which.push(owners.len());
+                owners.push(v);
+            }
+        }
+    }
+    (owners.iter().map(|o| o.storage()).collect(), which)
+}
+
+/// Run `f` on the contiguous tensors `ts` as fused-kernel operands read in place (`None`
+/// stays `None`), one read lock per distinct storage.
+pub(crate) fn with_spans<R>(ts: &[Option<&Tensor>], f: impl FnOnce(&[Option<Span<'_>>]) -> R) -> R {
+    let present: Vec<&Tensor> = ts.iter().flatten().copied().collect();
+    let (guards, which) = lock_storages(&present);
+    let mut next = present.iter().zip(&which);
+    let spans: Vec<Option<Span<'_>>> = ts
+        .iter()
+        .map(|t| {
+            t.map(|_| {
+                let (t, &g) = next.next().expect("one guard per tensor");
+                debug_assert!(t.is_contiguous(), "fused kernels read contiguous operands");
+                Span {
+                    storage: &guards[g],
+                    offset: t.layout().offset(),
+                    len: t.numel(),
+                }
+            })
+        })
+        .collect();
+    f(&spans)
 }

@@ -257,6 +257,26 @@ struct Ctx<'a, T> {
     weight_sum: f64,
 }
 
+/// Every target is a class in `0..classes` or `ignore_index`: an index error naming the
+/// first that is not.
+pub fn check_targets(
+    targets: &[i64],
+    classes: usize,
+    ignore_index: i64,
+) -> crate::error::Result<()> {
+    let c = classes as i64;
+    match targets
+        .iter()
+        .find(|&&v| v != ignore_index && !(0..c).contains(&v))
+    {
+        None => Ok(()),
+        Some(bad) => Err(crate::error::Error::index(
+            "cross_entropy",
+            format!("target {bad} is out of bounds for {classes} classes"),
+        )),
+    }
+}
+
 /// Forward over the contiguous logits `x` (`rows x C`) and one target per row (each in
 /// `0..C` or `ignore_index`, checked by the caller).
 pub fn forward<T: CeFloat>(x: &[T], targets: &[i64], p: Params<T>) -> Forward<T> {

@@ -15,6 +15,7 @@
 //! serial dependency it may not reorder). Rows are spread over rayon threads only when the
 //! problem is large enough to pay for the hand-off.
 
+use crate::backend::{NormKind, NormWanted};
 use rayon::prelude::*;
 use std::ops::{Add, Mul, Sub};
 
@@ -60,15 +61,6 @@ impl NormFloat for f64 {
     fn f64(self) -> f64 {
         self
     }
-}
-
-/// Which normalisation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NormKind {
-    /// `(x - mean) / sqrt(var + eps)`, biased variance.
-    Layer,
-    /// `x / sqrt(mean(x^2) + eps)`.
-    Rms,
 }
 
 /// The optional affine parameters, each of length `n`.
@@ -194,14 +186,6 @@ pub struct NormGrads<T> {
     pub dbias: Option<Vec<T>>,
 }
 
-/// Which gradients to compute.
-#[derive(Clone, Copy)]
-pub struct Wanted {
-    pub x: bool,
-    pub weight: bool,
-    pub bias: bool,
-}
-
 /// Backward from the upstream gradient `g` (contiguous, like `x`), with the forward's input,
 /// weight and statistics.
 pub fn backward<T: NormFloat>(
@@ -211,7 +195,7 @@ pub fn backward<T: NormFloat>(
     weight: Option<&[T]>,
     stats: &NormStats<T>,
     kind: NormKind,
-    want: Wanted,
+    want: NormWanted,
 ) -> NormGrads<T> {
     let rows = x.len() / n;
     let per = rows_per_task(n);

@@ -19,6 +19,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("norm", include_str!("kernels/norm.cu")),
     ("matmul", include_str!("kernels/matmul.cu")),
     ("adam", include_str!("kernels/adam.cu")),
+    ("cross_entropy", include_str!("kernels/cross_entropy.cu")),
 ];
 
 /// Compile module `name` to PTX for `arch` (e.g. `compute_90`; NVRTC's default when None).

@@ -8,6 +8,7 @@
 pub(crate) mod adam;
 pub(crate) mod attention;
 mod conv;
+pub(crate) mod cross_entropy;
 pub mod device;
 mod elementwise;
 mod index;

@@ -9,8 +9,8 @@
 
 use super::launch::{launch, BLOCK};
 use super::{reduce, suffix, CudaStorage};
-use crate::backend::cpu::norm::{NormKind, Wanted};
 use crate::backend::ReduceOp;
+use crate::backend::{NormKind, NormWanted};
 use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
@@ -157,7 +157,7 @@ pub fn backward(
     mean: &CudaStorage,
     rstd: &CudaStorage,
     kind: NormKind,
-    want: Wanted,
+    want: NormWanted,
 ) -> Result<NormGrads> {
     let stat = |s| Input {
         storage: s,

@@ -11,9 +11,9 @@ mod fused;
 mod fused_tests;
 
 use crate::autograd::no_grad;
-use crate::backend::cpu::norm::NormKind;
+use crate::backend::NormKind;
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Device, Tensor};
+use crate::tensor::{DType, Tensor};
 use fused::{fused_applies, fused_norm};
 
 fn require_float(op: &'static str, t: &Tensor) -> Result<()> {
@@ -88,7 +88,9 @@ pub fn layer_norm(
     check_affine(OP, "weight", weight, normalized_shape)?;
     check_affine(OP, "bias", bias, normalized_shape)?;
     if fused_applies(x, &[weight, bias]) {
-        return fused_norm(OP, x, normalized_shape, weight, bias, eps, NormKind::Layer);
+        if let Some(y) = fused_norm(OP, x, normalized_shape, weight, bias, eps, NormKind::Layer)? {
+            return Ok(y);
+        }
     }
     layer_norm_composite(x, &dims, weight, bias, eps)
 }
@@ -127,7 +129,9 @@ pub fn rms_norm(
         _ => f32::EPSILON as f64,
     });
     if fused_applies(x, &[weight]) {
-        return fused_norm(OP, x, normalized_shape, weight, None, eps, NormKind::Rms);
+        if let Some(y) = fused_norm(OP, x, normalized_shape, weight, None, eps, NormKind::Rms)? {
+            return Ok(y);
+        }
     }
     rms_norm_composite(x, &dims, weight, eps)
 }
@@ -232,12 +236,13 @@ pub fn batch_norm(
                 ),
             ));
         }
-        let params = [weight, bias];
-        let on_cpu = |t: &Tensor| t.device() == Device::Cpu;
-        let (y, mean, var) = if on_cpu(x) && params.iter().flatten().all(|p| on_cpu(p)) {
-            fused::fused_batch_norm(x, weight, bias, eps)?
-        } else {
-            batch_norm_composite(x, weight, bias, eps)?
+        let fused = match fused_applies(x, &[weight, bias]) {
+            true => fused::fused_batch_norm(x, weight, bias, eps)?,
+            false => None,
+        };
+        let (y, mean, var) = match fused {
+            Some(fused) => fused,
+            None => batch_norm_composite(x, weight, bias, eps)?,
         };
         update_running(running_mean, running_var, &mean, &var, count, momentum)?;
         return Ok(y);

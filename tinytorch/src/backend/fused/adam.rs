@@ -1,11 +1,7 @@
-//! The door to the fused kernels that sit beside the primitives of [`BackendStorage`]: a
-//! `Storage` method per fused op that sends it to its device's kernel, or answers `Ok(false)`
-//! (nothing done) where that device has none, so the op layer composes it from primitives
-//! instead. The op layer calls these without naming a device.
-//!
-//! [`BackendStorage`]: super::BackendStorage
+//! The fused Adam/AdamW step: `Storage::adam_update` sends it to the CPU kernel
+//! (`cpu/adam.rs`) or the CUDA one (`cuda/adam.rs`, `kernels/adam.cu`).
 
-use super::Storage;
+use crate::backend::Storage;
 use crate::error::Result;
 
 /// The scalars of one step, in f64 as the optimizer holds them.
@@ -68,7 +64,7 @@ impl Storage {
                     Some(_) => return Ok(false),
                     None => None,
                 };
-                Ok(super::cpu::adam::adam_update(
+                Ok(crate::backend::cpu::adam::adam_update(
                     (p, param.1),
                     (g, grad.1),
                     (m, exp_avg.1),
@@ -85,7 +81,7 @@ impl Storage {
                     Some(_) => return Ok(false),
                     None => None,
                 };
-                super::cuda::adam::adam_update(
+                crate::backend::cuda::adam::adam_update(
                     (p, param.1),
                     (g, grad.1),
                     (m, exp_avg.1),

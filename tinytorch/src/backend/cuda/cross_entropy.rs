@@ -1,0 +1,189 @@
+//! Fused cross-entropy on CUDA (kernels/cross_entropy.cu): the CPU kernel's maths
+//! (`backend/cpu/cross_entropy.rs`), one thread block per row, in double. f32 and f64 logits.
+//! Operands are contiguous buffers given as (storage, element offset). The forward keeps
+//! each row's max and sum of exponentials, `(rows, 2)` doubles, for the backward.
+
+use super::launch::{launch, BLOCK};
+use super::{reduce, suffix, CudaStorage};
+use crate::backend::{BackendStorage, ReduceOp};
+use crate::base::{DType, Layout};
+use crate::error::{Error, Result};
+use cudarc::driver::LaunchConfig;
+
+const MODULE: &str = "cross_entropy";
+const OP: &str = "cross_entropy";
+/// Most blocks of the row kernels (each loops over its share of rows).
+const MAX_ROW_BLOCKS: usize = 65_535;
+
+/// One block of [`BLOCK`] threads per row, up to [`MAX_ROW_BLOCKS`] blocks.
+fn row_grid(rows: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (rows.clamp(1, MAX_ROW_BLOCKS) as u32, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// The device address of element `at` of `s`.
+fn ptr_at((s, at): (&CudaStorage, usize)) -> u64 {
+    s.ptr() + (at * s.dtype.size_in_bytes()) as u64
+}
+
+/// Every operand is on x's device, of the dtype it must have, and holds the elements it is
+/// read at.
+fn check(operands: &[(&str, Option<(&CudaStorage, usize)>, DType, usize)]) -> Result<()> {
+    let dev = operands[0].1.map(|(s, _)| s.device());
+    for &(name, operand, dtype, len) in operands {
+        let Some((s, at)) = operand else { continue };
+        if s.dtype != dtype {
+            return Err(Error::dtype(
+                OP,
+                format!("{name} must be {dtype}, got {}", s.dtype),
+            ));
+        }
+        if Some(s.device()) != dev {
+            return Err(Error::Device {
+                op: OP,
+                lhs: dev.expect("x is given"),
+                rhs: s.device(),
+            });
+        }
+        if at + len > s.len {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "{name} needs {len} elements from offset {at} but its buffer holds {}",
+                    s.len
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// What the forward returns.
+pub(crate) struct Forward {
+    /// Each row's loss, f64 `(rows)`.
+    pub losses: CudaStorage,
+    /// The total weight of the rows not ignored (read back to the host).
+    pub weight_total: f64,
+    /// Each row's max and sum of exponentials, f64 `(rows, 2)`.
+    pub stats: CudaStorage,
+}
+
+/// Forward over `rows` rows of `classes` logits. `Ok(None)` for a dtype without kernels.
+/// Waits for the device (the mean's denominator is read back), so an out-of-range target is
+/// reported here.
+pub(crate) fn forward(
+    x: (&CudaStorage, usize),
+    targets: (&CudaStorage, usize),
+    weight: Option<(&CudaStorage, usize)>,
+    rows: usize,
+    classes: usize,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<Option<Forward>> {
+    let dtype = x.0.dtype;
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Ok(None);
+    }
+    check(&[
+        ("input", Some(x), dtype, rows * classes),
+        ("target", Some(targets), DType::I64, rows),
+        ("weight", weight, dtype, classes),
+    ])?;
+    let s = x.0;
+    let losses = s.alloc_like(DType::F64, rows)?;
+    let row_weight = s.alloc_like(DType::F64, rows)?;
+    let stats = s.alloc_like(DType::F64, rows * 2)?;
+    if rows == 0 {
+        return Ok(Some(Forward {
+            losses,
+            weight_total: 0.0,
+            stats,
+        }));
+    }
+    launch!(
+        &s.dev,
+        MODULE,
+        format!("ce_fwd_{}", suffix(dtype)),
+        row_grid(rows),
+        rows as i64,
+        classes as i64,
+        ignore_index,
+        label_smoothing,
+        ptr_at(x),
+        ptr_at(targets),
+        weight.map_or(0u64, ptr_at),
+        losses.ptr(),
+        row_weight.ptr(),
+        stats.ptr(),
+        s.dev.error_flag_ptr()
+    );
+    let total = reduce::reduce(
+        &row_weight,
+        &Layout::contiguous(&[rows]),
+        ReduceOp::Sum,
+        &[0],
+    )?;
+    let weight_total = total
+        .to_cpu(&Layout::contiguous(&[]))?
+        .as_slice::<f64>()
+        .map_or(0.0, |v| v[0]);
+    Ok(Some(Forward {
+        losses,
+        weight_total,
+        stats,
+    }))
+}
+
+/// `dx` `(rows, classes)` of x's dtype from the forward's operands and statistics; the
+/// upstream gradient per row from `g_rows` (x's dtype) when given, else `g_uniform`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn backward(
+    x: (&CudaStorage, usize),
+    targets: (&CudaStorage, usize),
+    weight: Option<(&CudaStorage, usize)>,
+    stats: &CudaStorage,
+    g_rows: Option<(&CudaStorage, usize)>,
+    g_uniform: f64,
+    rows: usize,
+    classes: usize,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<CudaStorage> {
+    let dtype = x.0.dtype;
+    if !matches!(dtype, DType::F32 | DType::F64) {
+        return Err(Error::unsupported_dtype(OP, dtype));
+    }
+    check(&[
+        ("input", Some(x), dtype, rows * classes),
+        ("target", Some(targets), DType::I64, rows),
+        ("weight", weight, dtype, classes),
+        ("statistics", Some((stats, 0)), DType::F64, rows * 2),
+        ("grad_output", g_rows, dtype, rows),
+    ])?;
+    let s = x.0;
+    let dx = s.alloc_like(dtype, rows * classes)?;
+    if rows > 0 {
+        launch!(
+            &s.dev,
+            MODULE,
+            format!("ce_bwd_{}", suffix(dtype)),
+            row_grid(rows),
+            rows as i64,
+            classes as i64,
+            ignore_index,
+            label_smoothing,
+            ptr_at(x),
+            ptr_at(targets),
+            weight.map_or(0u64, ptr_at),
+            stats.ptr(),
+            g_rows.map_or(0u64, ptr_at),
+            g_uniform,
+            dx.ptr(),
+            s.dev.error_flag_ptr()
+        );
+    }
+    Ok(dx)
+}

@@ -1,0 +1,223 @@
+//! Fused cross-entropy with class-index targets over contiguous `(rows, C)` logits:
+//! `Storage::cross_entropy_forward` / `cross_entropy_backward` send it to the CPU kernel
+//! (`cpu/cross_entropy.rs`) or the CUDA one (`cuda/cross_entropy.rs`). Both keep two numbers
+//! per row (the max and the sum of `exp(x - max)`) for the backward, never a log-softmax.
+
+use super::{host, Span};
+use crate::backend::cpu::cross_entropy::{self as cpu, CeFloat, Params, RowGrad, RowStats};
+use crate::backend::Storage;
+use crate::base::DType;
+use crate::error::{Error, Result};
+
+const OP: &str = "cross_entropy";
+
+/// The loss's settings, shared by forward and backward.
+#[derive(Clone, Copy)]
+pub struct CeParams<'a> {
+    /// Number of classes `C` (the row length), at least 1.
+    pub classes: usize,
+    /// One weight per class, of the logits' dtype, or `None` for all ones.
+    pub weight: Option<Span<'a>>,
+    /// Rows whose target equals this contribute nothing.
+    pub ignore_index: i64,
+    /// `eps` in `[0, 1]`: the target is mixed with the uniform distribution.
+    pub label_smoothing: f64,
+}
+
+/// The upstream gradient of each row's loss.
+#[derive(Clone, Copy)]
+pub enum CeRowGrad<'a> {
+    /// One value for every row (`sum`, or `mean` already divided by its denominator).
+    Uniform(f64),
+    /// One value per row (reduction `none`), of the logits' dtype.
+    PerRow(Span<'a>),
+}
+
+/// What the forward kept for the backward: each row's max and sum of exponentials, where
+/// its device keeps them.
+pub struct CeSaved(Saved);
+
+enum Saved {
+    F32(Vec<RowStats<f32>>),
+    F64(Vec<RowStats<f64>>),
+    #[cfg(feature = "cuda")]
+    Cuda(crate::backend::CudaStorage),
+}
+
+/// The forward's results.
+pub struct CeForward {
+    /// Each row's loss (0 for ignored rows) as an f64 buffer on the logits' device, so that
+    /// the reductions add unrounded values.
+    pub losses: Storage,
+    /// The `mean` denominator: the total weight `w_t` of the rows not ignored.
+    pub weight_total: f64,
+    /// For the backward.
+    pub saved: CeSaved,
+}
+
+impl Storage {
+    /// Per-row losses of the logits `x` (`rows x C`, f32 or f64) against `targets` (i64,
+    /// `rows` of them, each in `0..C` or `ignore_index`: an error otherwise). `Ok(None)`,
+    /// nothing done, where the device has no kernel for these operands.
+    pub fn cross_entropy_forward(
+        x: Span<'_>,
+        targets: Span<'_>,
+        p: &CeParams<'_>,
+    ) -> Result<Option<CeForward>> {
+        check_lengths(x, targets, p)?;
+        match (x.storage, targets.storage) {
+            (Storage::Cpu(_), Storage::Cpu(_)) => match x.dtype() {
+                DType::F32 => cpu_forward::<f32>(x, targets, p, Saved::F32).map(Some),
+                DType::F64 => cpu_forward::<f64>(x, targets, p, Saved::F64).map(Some),
+                _ => Ok(None),
+            },
+            #[cfg(feature = "cuda")]
+            (Storage::Cuda(xs), Storage::Cuda(ts)) => {
+                let weight = match p.weight.map(|w| w.storage) {
+                    Some(Storage::Cuda(w)) => Some((w, p.weight.unwrap().offset)),
+                    Some(_) => return Ok(None),
+                    None => None,
+                };
+                let Some(out) = crate::backend::cuda::cross_entropy::forward(
+                    (xs, x.offset),
+                    (ts, targets.offset),
+                    weight,
+                    targets.len,
+                    p.classes,
+                    p.ignore_index,
+                    p.label_smoothing,
+                )?
+                else {
+                    return Ok(None);
+                };
+                Ok(Some(CeForward {
+                    losses: Storage::Cuda(out.losses),
+                    weight_total: out.weight_total,
+                    saved: CeSaved(Saved::Cuda(out.stats)),
+                }))
+            }
+            #[allow(unreachable_patterns)] // reachable with the `cuda` feature
+            _ => Ok(None),
+        }
+    }
+
+    /// `dx` (`rows x C`, x's dtype) from the forward's operands, what it kept and the
+    /// upstream gradient of each row's loss. `Ok(None)` where the device has no kernel.
+    pub fn cross_entropy_backward(
+        x: Span<'_>,
+        targets: Span<'_>,
+        p: &CeParams<'_>,
+        saved: &CeSaved,
+        g: CeRowGrad<'_>,
+    ) -> Result<Option<Storage>> {
+        check_lengths(x, targets, p)?;
+        match &saved.0 {
+            Saved::F32(stats) => cpu_backward::<f32>(x, targets, p, stats, g).map(Some),
+            Saved::F64(stats) => cpu_backward::<f64>(x, targets, p, stats, g).map(Some),
+            #[cfg(feature = "cuda")]
+            Saved::Cuda(stats) => {
+                let cuda = |s| on_cuda(x, s);
+                let weight = p.weight.map(cuda).transpose()?;
+                let per_row = match g {
+                    CeRowGrad::Uniform(_) => None,
+                    CeRowGrad::PerRow(s) => Some(cuda(s)?),
+                };
+                let uniform = match g {
+                    CeRowGrad::Uniform(v) => v,
+                    CeRowGrad::PerRow(_) => 0.0,
+                };
+                crate::backend::cuda::cross_entropy::backward(
+                    cuda(x)?,
+                    cuda(targets)?,
+                    weight,
+                    stats,
+                    per_row,
+                    uniform,
+                    targets.len,
+                    p.classes,
+                    p.ignore_index,
+                    p.label_smoothing,
+                )
+                .map(|dx| Some(Storage::Cuda(dx)))
+            }
+        }
+    }
+}
+
+/// The CUDA buffer under `s` and where it starts; a device error (against `x`'s device)
+/// for a host buffer.
+#[cfg(feature = "cuda")]
+fn on_cuda<'a>(x: Span<'_>, s: Span<'a>) -> Result<(&'a crate::backend::CudaStorage, usize)> {
+    match s.storage {
+        Storage::Cuda(c) => Ok((c, s.offset)),
+        other => Err(Error::Device {
+            op: OP,
+            lhs: x.storage.device(),
+            rhs: other.device(),
+        }),
+    }
+}
+
+/// The operands hold `rows x C` logits, `rows` targets and `C` weights.
+fn check_lengths(x: Span<'_>, targets: Span<'_>, p: &CeParams<'_>) -> Result<()> {
+    let weight_ok = p.weight.is_none_or(|w| w.len == p.classes);
+    if p.classes == 0 || x.len != targets.len * p.classes || !weight_ok {
+        return Err(Error::shape(
+            OP,
+            format!(
+                "{} logits do not make rows of {} classes for {} targets (or the class weights are not {} long)",
+                x.len, p.classes, targets.len, p.classes
+            ),
+        ));
+    }
+    if targets.dtype() != DType::I64 {
+        return Err(Error::unsupported_dtype(OP, targets.dtype()));
+    }
+    Ok(())
+}
+
+/// The CPU kernel's parameters, reading the weights in place.
+fn cpu_params<'a, T: CeFloat>(p: &CeParams<'a>) -> Result<Params<'a, T>> {
+    Ok(Params {
+        classes: p.classes,
+        weight: p
+            .weight
+            .map(|w| w.cpu_or_err::<T>(OP, "weight"))
+            .transpose()?,
+        ignore_index: p.ignore_index,
+        label_smoothing: p.label_smoothing,
+    })
+}
+
+fn cpu_forward<T: CeFloat>(
+    x: Span<'_>,
+    targets: Span<'_>,
+    p: &CeParams<'_>,
+    keep: fn(Vec<RowStats<T>>) -> Saved,
+) -> Result<CeForward> {
+    let xs = x.cpu_or_err::<T>(OP, "input")?;
+    let ts = targets.cpu_or_err::<i64>(OP, "target")?;
+    cpu::check_targets(ts, p.classes, p.ignore_index)?;
+    let fwd = cpu::forward(xs, ts, cpu_params(p)?);
+    Ok(CeForward {
+        losses: host(fwd.losses),
+        weight_total: fwd.weight_total,
+        saved: CeSaved(keep(fwd.stats)),
+    })
+}
+
+fn cpu_backward<T: CeFloat>(
+    x: Span<'_>,
+    targets: Span<'_>,
+    p: &CeParams<'_>,
+    stats: &[RowStats<T>],
+    g: CeRowGrad<'_>,
+) -> Result<Storage> {
+    let xs = x.cpu_or_err::<T>(OP, "input")?;
+    let ts = targets.cpu_or_err::<i64>(OP, "target")?;
+    let g = match g {
+        CeRowGrad::Uniform(v) => RowGrad::Uniform(v),
+        CeRowGrad::PerRow(s) => RowGrad::PerRow(s.cpu_or_err::<T>(OP, "grad_output")?),
+    };
+    Ok(host(cpu::backward(xs, ts, cpu_params(p)?, stats, g)))
+}

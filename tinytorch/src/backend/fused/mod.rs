@@ -1,0 +1,80 @@
+//! The door to the fused kernels that sit beside the primitives of [`BackendStorage`]: per
+//! fused op, `Storage` methods that send it to its device's kernel, or answer "nothing done"
+//! (`Ok(false)` / `Ok(None)`) where that device has none for these operands, so that the op
+//! layer composes the op from primitives instead. The op layer calls these without naming a
+//! device; each file here holds one family's operand and result types and its dispatch.
+//!
+//! Operands are contiguous runs of a buffer ([`Span`]); results are new contiguous buffers
+//! (`Storage`) and, where a backward needs them, statistics the forward kept, opaque to the
+//! op layer (they live wherever the device keeps them).
+//!
+//! [`BackendStorage`]: super::BackendStorage
+
+mod adam;
+// TODO mod attention;
+// TODO mod conv;
+mod cross_entropy;
+mod norm;
+// TODO mod pool;
+// TODO mod pointwise;
+
+pub use adam::{AdamOperands, AdamStep};
+// TODO pub use attention::{AttnConfig, AttnOperand, AttnSaved};
+// TODO pub use conv::{ConvAlgo, ConvGeometry, set_direct_convolution, set_winograd_convolution};
+pub use cross_entropy::{CeForward, CeParams, CeRowGrad, CeSaved};
+pub use norm::{
+    BatchNormDims, BatchNormForward, NormForward, NormGrads, NormKind, NormSaved, NormWanted,
+};
+// TODO pub use pool::MaxPoolPlane;
+
+use crate::backend::{CpuElement, Storage};
+use crate::base::DType;
+use crate::error::{Error, Result};
+
+/// `len` elements of a buffer, contiguous from element `offset`: how a fused kernel reads an
+/// operand in place.
+#[derive(Clone, Copy)]
+pub struct Span<'a> {
+    /// The buffer.
+    pub storage: &'a Storage,
+    /// Where the operand starts, in elements.
+    pub offset: usize,
+    /// How many elements it has.
+    pub len: usize,
+}
+
+impl<'a> Span<'a> {
+    /// The operand's elements as a host slice of `T`; `None` for a buffer on another device
+    /// or of another dtype.
+    fn cpu<T: CpuElement>(&self) -> Option<&'a [T]> {
+        let data = self.storage.as_cpu()?.as_slice::<T>()?;
+        data.get(self.offset..self.offset + self.len)
+    }
+
+    /// [`Span::cpu`], or an error naming `op` and `what` (the operand).
+    fn cpu_or_err<T: CpuElement>(&self, op: &'static str, what: &str) -> Result<&'a [T]> {
+        self.cpu().ok_or_else(|| {
+            Error::dtype(
+                op,
+                format!(
+                    "{what} must be a host buffer of {} holding {} elements from {}, got {} on {}",
+                    T::DTYPE,
+                    self.len,
+                    self.offset,
+                    self.storage.dtype(),
+                    self.storage.device()
+                ),
+            )
+        })
+    }
+
+    /// The dtype of the buffer.
+    pub fn dtype(&self) -> DType {
+        self.storage.dtype()
+    }
+}
+
+/// A host vector as a buffer.
+fn host<T: CpuElement>(v: Vec<T>) -> Storage {
+    Storage::Cpu(crate::backend::CpuStorage::from_vec(v))
+}

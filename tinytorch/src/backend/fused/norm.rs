@@ -1,0 +1,346 @@
+//! Fused normalisations: layer and RMS norm over the last `n` elements of each row
+//! (`Storage::norm_forward` / `norm_backward`: CPU `cpu/norm.rs`, CUDA `cuda/norm.rs`) and
+//! training-mode batch norm over `(N, C, S)` (`Storage::batch_norm_forward` /
+//! `batch_norm_backward`: CPU `cpu/batch_norm.rs`; other devices compose it). Operands are
+//! contiguous and of one float dtype, f32 or f64 (the op layer widens half types first).
+
+use super::{host, Span};
+use crate::backend::cpu::batch_norm as cpu_bn;
+use crate::backend::cpu::norm::{self as cpu, Affine, NormFloat, NormStats};
+use crate::backend::{CpuElement, Storage};
+use crate::base::DType;
+use crate::error::{Error, Result};
+
+/// Which normalisation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NormKind {
+    /// `(x - mean) / sqrt(var + eps)`, biased variance.
+    Layer,
+    /// `x / sqrt(mean(x^2) + eps)`.
+    Rms,
+}
+
+/// Which gradients a backward computes.
+#[derive(Clone, Copy)]
+pub struct NormWanted {
+    /// Of the input.
+    pub x: bool,
+    /// Of the weight (when there is one).
+    pub weight: bool,
+    /// Of the bias (when there is one).
+    pub bias: bool,
+}
+
+/// The gradients of a backward, each a new contiguous buffer of the input's dtype (`None`
+/// when not wanted).
+pub struct NormGrads {
+    /// Like the input.
+    pub dx: Option<Storage>,
+    /// Like the weight.
+    pub dweight: Option<Storage>,
+    /// Like the bias.
+    pub dbias: Option<Storage>,
+}
+
+/// The row (layer/RMS) or channel (batch) statistics a forward kept for its backward, where
+/// its device keeps them.
+pub struct NormSaved(Saved);
+
+enum Saved {
+    RowF32(NormStats<f32>),
+    RowF64(NormStats<f64>),
+    BatchF32(cpu_bn::Stats<f32>),
+    BatchF64(cpu_bn::Stats<f64>),
+    #[cfg(feature = "cuda")]
+    RowCuda {
+        mean: crate::backend::CudaStorage,
+        rstd: crate::backend::CudaStorage,
+    },
+}
+
+/// A forward's results.
+pub struct NormForward {
+    /// The normalised output, like the input.
+    pub y: Storage,
+    /// For the backward.
+    pub saved: NormSaved,
+}
+
+/// Batch norm's forward results.
+pub struct BatchNormForward {
+    /// The normalised output, like the input.
+    pub y: Storage,
+    /// The batch mean per channel (for the running statistics).
+    pub mean: Storage,
+    /// The biased batch variance per channel (for the running statistics).
+    pub var: Storage,
+    /// For the backward.
+    pub saved: NormSaved,
+}
+
+/// The shape of a batch norm problem: `n * c` rows of `s` elements, channel `c` varying
+/// fastest after the batch.
+#[derive(Clone, Copy, Debug)]
+pub struct BatchNormDims {
+    /// Batch size.
+    pub n: usize,
+    /// Channels.
+    pub c: usize,
+    /// Elements per (sample, channel).
+    pub s: usize,
+}
+
+fn internal(op: &'static str) -> Error {
+    Error::invalid(op, "the statistics do not belong to this device's kernel")
+}
+
+impl Storage {
+    /// `kind` normalisation of the rows (`n` elements each) of `x`, then `* weight + bias`
+    /// (each `n` long, of x's dtype). `Ok(None)` where the device has no kernel for these
+    /// operands.
+    pub fn norm_forward(
+        op: &'static str,
+        x: Span<'_>,
+        weight: Option<Span<'_>>,
+        bias: Option<Span<'_>>,
+        n: usize,
+        eps: f64,
+        kind: NormKind,
+    ) -> Result<Option<NormForward>> {
+        match x.storage {
+            Storage::Cpu(_) => match x.dtype() {
+                DType::F32 => {
+                    cpu_norm_forward::<f32>(op, x, weight, bias, n, eps, kind, Saved::RowF32)
+                }
+                DType::F64 => {
+                    cpu_norm_forward::<f64>(op, x, weight, bias, n, eps, kind, Saved::RowF64)
+                }
+                _ => Ok(None),
+            },
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(_) => {
+                use crate::backend::cuda::norm as kernel;
+                let (y, mean, rstd) = kernel::forward(
+                    op,
+                    cuda_input(op, x)?,
+                    x.len / n.max(1),
+                    n,
+                    weight.map(|w| cuda_input(op, w)).transpose()?,
+                    bias.map(|b| cuda_input(op, b)).transpose()?,
+                    eps,
+                    kind,
+                )?;
+                Ok(Some(NormForward {
+                    y: Storage::Cuda(y),
+                    saved: NormSaved(Saved::RowCuda { mean, rstd }),
+                }))
+            }
+        }
+    }
+
+    /// The gradients of [`Storage::norm_forward`] from the upstream gradient `g` (like `x`),
+    /// the forward's input and weight and what it kept.
+    #[allow(clippy::too_many_arguments)]
+    pub fn norm_backward(
+        op: &'static str,
+        x: Span<'_>,
+        g: Span<'_>,
+        weight: Option<Span<'_>>,
+        n: usize,
+        saved: &NormSaved,
+        kind: NormKind,
+        want: NormWanted,
+    ) -> Result<NormGrads> {
+        match &saved.0 {
+            Saved::RowF32(stats) => cpu_norm_backward(op, x, g, weight, n, stats, kind, want),
+            Saved::RowF64(stats) => cpu_norm_backward(op, x, g, weight, n, stats, kind, want),
+            #[cfg(feature = "cuda")]
+            Saved::RowCuda { mean, rstd } => {
+                use crate::backend::cuda::norm as kernel;
+                let grads = kernel::backward(
+                    op,
+                    cuda_input(op, x)?,
+                    cuda_input(op, g)?,
+                    x.len / n.max(1),
+                    n,
+                    weight.map(|w| cuda_input(op, w)).transpose()?,
+                    mean,
+                    rstd,
+                    kind,
+                    want,
+                )?;
+                let wrap = |s: Option<crate::backend::CudaStorage>| s.map(Storage::Cuda);
+                Ok(NormGrads {
+                    dx: wrap(grads.dx),
+                    dweight: wrap(grads.dweight),
+                    dbias: wrap(grads.dbias),
+                })
+            }
+            _ => Err(internal(op)),
+        }
+    }
+
+    /// Training-mode batch normalisation of `x` (`n * c * s` elements) with the batch's
+    /// statistics, then `* weight + bias` (one per channel, of x's dtype). `Ok(None)` where
+    /// the device has no kernel (CUDA composes it).
+    pub fn batch_norm_forward(
+        x: Span<'_>,
+        d: BatchNormDims,
+        weight: Option<Span<'_>>,
+        bias: Option<Span<'_>>,
+        eps: f64,
+    ) -> Result<Option<BatchNormForward>> {
+        match (x.storage, x.dtype()) {
+            (Storage::Cpu(_), DType::F32) => {
+                cpu_bn_forward::<f32>(x, d, weight, bias, eps, Saved::BatchF32)
+            }
+            (Storage::Cpu(_), DType::F64) => {
+                cpu_bn_forward::<f64>(x, d, weight, bias, eps, Saved::BatchF64)
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The gradients of [`Storage::batch_norm_forward`] (`dweight` and `dbias` always, `dx`
+    /// when `want_x`).
+    pub fn batch_norm_backward(
+        x: Span<'_>,
+        g: Span<'_>,
+        d: BatchNormDims,
+        weight: Option<Span<'_>>,
+        saved: &NormSaved,
+        want_x: bool,
+    ) -> Result<NormGrads> {
+        match &saved.0 {
+            Saved::BatchF32(stats) => cpu_bn_backward(x, g, d, weight, stats, want_x),
+            Saved::BatchF64(stats) => cpu_bn_backward(x, g, d, weight, stats, want_x),
+            _ => Err(internal("batch_norm")),
+        }
+    }
+}
+
+/// The host slice of an optional operand.
+fn opt_cpu<'a, T: CpuElement>(
+    op: &'static str,
+    what: &str,
+    s: Option<Span<'a>>,
+) -> Result<Option<&'a [T]>> {
+    s.map(|s| s.cpu_or_err::<T>(op, what)).transpose()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cpu_norm_forward<T: NormFloat + CpuElement>(
+    op: &'static str,
+    x: Span<'_>,
+    weight: Option<Span<'_>>,
+    bias: Option<Span<'_>>,
+    n: usize,
+    eps: f64,
+    kind: NormKind,
+    keep: fn(NormStats<T>) -> Saved,
+) -> Result<Option<NormForward>> {
+    let affine = Affine {
+        weight: opt_cpu(op, "weight", weight)?,
+        bias: opt_cpu(op, "bias", bias)?,
+    };
+    let (y, stats) = cpu::forward(x.cpu_or_err::<T>(op, "input")?, n, affine, eps, kind);
+    Ok(Some(NormForward {
+        y: host(y),
+        saved: NormSaved(keep(stats)),
+    }))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cpu_norm_backward<T: NormFloat + CpuElement>(
+    op: &'static str,
+    x: Span<'_>,
+    g: Span<'_>,
+    weight: Option<Span<'_>>,
+    n: usize,
+    stats: &NormStats<T>,
+    kind: NormKind,
+    want: NormWanted,
+) -> Result<NormGrads> {
+    let grads = cpu::backward(
+        x.cpu_or_err::<T>(op, "input")?,
+        g.cpu_or_err::<T>(op, "grad_output")?,
+        n,
+        opt_cpu(op, "weight", weight)?,
+        stats,
+        kind,
+        want,
+    );
+    Ok(NormGrads {
+        dx: grads.dx.map(host),
+        dweight: grads.dweight.map(host),
+        dbias: grads.dbias.map(host),
+    })
+}
+
+fn bn_dims(d: BatchNormDims) -> cpu_bn::Dims {
+    cpu_bn::Dims {
+        n: d.n,
+        c: d.c,
+        s: d.s,
+    }
+}
+
+fn cpu_bn_forward<T: NormFloat + CpuElement>(
+    x: Span<'_>,
+    d: BatchNormDims,
+    weight: Option<Span<'_>>,
+    bias: Option<Span<'_>>,
+    eps: f64,
+    keep: fn(cpu_bn::Stats<T>) -> Saved,
+) -> Result<Option<BatchNormForward>> {
+    const OP: &str = "batch_norm";
+    let (y, stats) = cpu_bn::forward(
+        x.cpu_or_err::<T>(OP, "input")?,
+        bn_dims(d),
+        opt_cpu(OP, "weight", weight)?,
+        opt_cpu(OP, "bias", bias)?,
+        eps,
+    );
+    Ok(Some(BatchNormForward {
+        y: host(y),
+        mean: host(stats.mean.clone()),
+        var: host(stats.var.clone()),
+        saved: NormSaved(keep(stats)),
+    }))
+}
+
+fn cpu_bn_backward<T: NormFloat + CpuElement>(
+    x: Span<'_>,
+    g: Span<'_>,
+    d: BatchNormDims,
+    weight: Option<Span<'_>>,
+    stats: &cpu_bn::Stats<T>,
+    want_x: bool,
+) -> Result<NormGrads> {
+    const OP: &str = "batch_norm";
+    let grads = cpu_bn::backward(
+        x.cpu_or_err::<T>(OP, "input")?,
+        g.cpu_or_err::<T>(OP, "grad_output")?,
+        bn_dims(d),
+        opt_cpu(OP, "weight", weight)?,
+        stats,
+        want_x,
+    );
+    Ok(NormGrads {
+        dx: grads.dx.map(host),
+        dweight: Some(host(grads.dweight)),
+        dbias: Some(host(grads.dbias)),
+    })
+}
+
+/// The CUDA buffer under `s` as a kernel input; an error for a host buffer.
+#[cfg(feature = "cuda")]
+fn cuda_input<'a>(op: &'static str, s: Span<'a>) -> Result<crate::backend::cuda::norm::Input<'a>> {
+    match s.storage {
+        Storage::Cuda(storage) => Ok(crate::backend::cuda::norm::Input {
+            storage,
+            offset: s.offset,
+        }),
+        Storage::Cpu(_) => Err(Error::invalid(op, "expected a CUDA buffer, got a host one")),
+    }
+}
