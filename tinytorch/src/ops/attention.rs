@@ -1,30 +1,35 @@
 //! `scaled_dot_product_attention` (`torch.nn.functional.scaled_dot_product_attention`):
 //! `softmax(q k^T * scale + mask) v`, with a boolean or additive mask, the causal rule and
-//! dropout on the weights. On the CPU it runs the fused, blocked kernel of
-//! `backend/cpu/attention.rs` (memory linear in the sequence length, forward and backward);
-//! on CUDA the flash-attention kernels of `backend/cuda/attention.rs`, which take the same
-//! masks and draw the same dropout mask for a seed; for empty problems, a mask that needs a
-//! gradient, or head dims too wide for the CUDA kernels' tiles, the same maths composed of
-//! tensor ops.
+//! dropout on the weights. It runs the fused kernels of the query's device through
+//! `Storage::attention_forward` (the CPU's blocked kernel and CUDA's flash-attention kernels:
+//! memory linear in the sequence length, the same masks, the same dropout mask for a seed);
+//! for empty problems, a mask that needs a gradient, or problems a device's kernels do not
+//! take, the same maths composed of tensor ops.
 
 use crate::autograd::needs_grad;
-use crate::backend::cpu::attention::{self, AttnDims, AttnFloat, AttnInput, AttnMask, AttnOptions};
-#[cfg(feature = "cuda")]
-use crate::backend::cuda::{attention as cuda_attention, CudaStorage};
-use crate::backend::CpuElement;
-use crate::backend::Storage;
+use crate::backend::{AttnConfig, AttnOperand, Storage};
 use crate::error::{Error, Result};
+use crate::ops::lock_storages;
 use crate::tensor::layout::broadcast_shapes;
 use crate::tensor::{DType, Device, Tensor};
-use std::sync::{Arc, RwLockReadGuard};
 
 const OP: &str = "scaled_dot_product_attention";
 
 /// Checked arguments: the broadcast batch shape and the problem sizes.
 struct Plan {
     batch: Vec<usize>,
-    dims: AttnDims,
+    dims: Dims,
     scale: f64,
+}
+
+/// `bh` (batch x heads) problems of `l` queries and `s` keys of `e` features, values of `ev`.
+#[derive(Clone, Copy)]
+struct Dims {
+    bh: usize,
+    l: usize,
+    s: usize,
+    e: usize,
+    ev: usize,
 }
 
 fn plan(q: &Tensor, k: &Tensor, v: &Tensor, scale: Option<f64>) -> Result<Plan> {
@@ -64,7 +69,7 @@ fn plan(q: &Tensor, k: &Tensor, v: &Tensor, scale: Option<f64>) -> Result<Plan> 
     let batch = broadcast_shapes(OP, &batch, &vs[..vs.len() - 2])?;
     let bh = batch.iter().product();
     Ok(Plan {
-        dims: AttnDims { bh, l, s, e, ev },
+        dims: Dims { bh, l, s, e, ev },
         scale: scale.unwrap_or(1.0 / (e as f64).sqrt()),
         batch,
     })
@@ -102,7 +107,6 @@ impl Tensor {
                 "is_causal and attn_mask cannot both be given",
             ));
         }
-        let d = p.dims;
         let mask = attn_mask
             .map(|m| additive_mask(m, q.dtype(), &p))
             .transpose()?;
@@ -111,50 +115,27 @@ impl Tensor {
         } else {
             0
         };
-        // A mask that needs a gradient takes the composite path, whose graph provides it.
-        let mask_ok = !mask.as_ref().is_some_and(|m| needs_grad(&[m]));
-        #[cfg(feature = "cuda")]
-        if matches!(q.device(), Device::Cuda(_))
-            && mask_ok
-            && mask.as_ref().is_none_or(|m| m.device() == q.device())
-            && cuda_attention::supports(
-                q.dtype(),
-                &cuda_config(&p, is_causal, dropout_p, seed),
-                p.batch.len(),
-            )
-        {
-            return fused_cuda(q, key, value, mask, dropout_p, seed, is_causal, &p);
-        }
-        let fused = q.device() == Device::Cpu
-            && d.bh > 0
-            && d.l > 0
-            && d.s > 0
-            && d.e > 0
-            && d.ev > 0
-            && mask_ok;
-        if !fused {
-            return composite(q, key, value, mask.as_ref(), dropout_p, is_causal, &p);
-        }
-        match q.dtype() {
-            DType::F64 => fused_cpu::<f64>(q, key, value, mask, dropout_p, seed, is_causal, &p),
-            DType::F32 => fused_cpu::<f32>(q, key, value, mask, dropout_p, seed, is_causal, &p),
-            // Half types run in f32 and round once (the casts carry the gradients).
-            half => {
+        // A mask that needs a gradient takes the composite path, whose graph provides it (as
+        // does a mask on another device, whose error it reports).
+        let mask_ok = mask
+            .as_ref()
+            .is_none_or(|m| !needs_grad(&[m]) && m.device() == q.device());
+        if mask_ok {
+            let c = config(&p, is_causal, dropout_p, seed);
+            if let Some(y) = fused(q, key, value, mask.as_ref(), &c, &p)? {
+                return Ok(y);
+            }
+            // Kernels that compute in f32 only (the CPU's) take half types widened, rounding
+            // once at the end (the casts carry the gradients).
+            if matches!(q.dtype(), DType::F16 | DType::BF16) {
                 let up = |t: &Tensor| t.to_dtype(DType::F32);
                 let m32 = mask.as_ref().map(up).transpose()?;
-                fused_cpu::<f32>(
-                    &up(q)?,
-                    &up(key)?,
-                    &up(value)?,
-                    m32,
-                    dropout_p,
-                    seed,
-                    is_causal,
-                    &p,
-                )?
-                .to_dtype(half)
+                if let Some(y) = fused(&up(q)?, &up(key)?, &up(value)?, m32.as_ref(), &c, &p)? {
+                    return y.to_dtype(q.dtype());
+                }
             }
         }
+        composite(q, key, value, mask.as_ref(), dropout_p, is_causal, &p)
     }
 }
 
@@ -257,199 +238,10 @@ fn operand_view(t: &Tensor, batch: &[usize]) -> Result<Tensor> {
     t.broadcast_to(&shape)
 }
 
-/// Where each of the `bh` problems of a `(batch..., n, f)` view starts in its buffer.
-fn problem_bases(t: &Tensor, bh: usize) -> Vec<usize> {
-    let (shape, strides) = (t.shape(), t.layout().strides());
-    let nb = shape.len() - 2;
-    (0..bh)
-        .map(|b| {
-            let (mut rem, mut off) = (b, t.layout().offset());
-            for dim in (0..nb).rev() {
-                off += (rem % shape[dim]) * strides[dim];
-                rem /= shape[dim];
-            }
-            off
-        })
-        .collect()
-}
-
-/// Read guards on the distinct storages of `views` (q, k and v often share one: the fused
-/// QKV projection) and, per view, the index of its guard. One lock per storage: a second
-/// read lock on the same RwLock from one thread can deadlock.
-fn lock_storages<'a>(views: &[&'a Tensor]) -> (Vec<RwLockReadGuard<'a, Storage>>, Vec<usize>) {
-    let mut owners: Vec<&Tensor> = Vec::new();
-    let mut which = Vec::new();
-    for &v in views {
-        match owners.iter().position(|o| o.shares_storage(v)) {
-            Some(i) => which.push(i),
-            None => {
-                which.push(owners.len());
-                owners.push(v);
-            }
-        }
-    }
-    (owners.iter().map(|o| o.storage()).collect(), which)
-}
-
-/// Run `f` on kernel operands reading `views` (from [`operand_view`]) in place.
-fn with_operands<T: CpuElement, R>(
-    views: &[&Tensor],
-    bh: usize,
-    f: impl FnOnce(&[AttnInput<T>]) -> R,
-) -> Result<R> {
-    let (guards, which) = lock_storages(views);
-    let bases: Vec<Vec<usize>> = views.iter().map(|v| problem_bases(v, bh)).collect();
-    let inputs = views
-        .iter()
-        .zip(&which)
-        .zip(&bases)
-        .map(|((v, &g), base)| {
-            let data = guards[g]
-                .as_cpu()
-                .and_then(|s| s.as_slice::<T>())
-                .ok_or_else(|| Error::dtype(OP, format!("expected CPU tensors of {}", T::DTYPE)))?;
-            Ok(AttnInput {
-                data,
-                base,
-                row_stride: v.stride()[v.ndim() - 2],
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok(f(&inputs))
-}
-
-/// A mask's buffer (the storage under its broadcast view) and where each problem's
-/// `(L, S)` slice starts in it.
-struct MaskData<T> {
-    data: Vec<T>,
-    base: Vec<usize>,
-    row_stride: usize,
-    col_stride: usize,
-}
-
-impl<T: CpuElement> MaskData<T> {
-    fn of(m: &Tensor, bh: usize) -> Result<Self> {
-        let data = m
-            .storage()
-            .as_cpu()
-            .and_then(|s| s.as_slice::<T>())
-            .map(<[T]>::to_vec)
-            .ok_or_else(|| {
-                Error::dtype(OP, "attn_mask must be a CPU tensor of the query's dtype")
-            })?;
-        let strides = m.layout().strides();
-        let nb = m.ndim() - 2;
-        Ok(MaskData {
-            data,
-            base: problem_bases(m, bh),
-            row_stride: strides[nb],
-            col_stride: strides[nb + 1],
-        })
-    }
-}
-
-/// The scalar settings shared by forward and backward.
-#[derive(Clone, Copy)]
-struct Config {
-    scale: f64,
-    causal: bool,
-    dropout: f64,
-    seed: u64,
-}
-
-impl Config {
-    fn options<'a, T>(&self, mask: &'a Option<MaskData<T>>) -> AttnOptions<'a, T> {
-        AttnOptions {
-            scale: self.scale,
-            causal: self.causal,
-            mask: mask.as_ref().map(|m| AttnMask {
-                data: &m.data,
-                base: &m.base,
-                row_stride: m.row_stride,
-                col_stride: m.col_stride,
-            }),
-            dropout: self.dropout,
-            seed: self.seed,
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn fused_cpu<T: AttnFloat + CpuElement>(
-    q: &Tensor,
-    k: &Tensor,
-    v: &Tensor,
-    mask: Option<Tensor>,
-    dropout: f64,
-    seed: u64,
-    causal: bool,
-    p: &Plan,
-) -> Result<Tensor> {
+/// The kernels' description of the problem.
+fn config(p: &Plan, causal: bool, dropout: f64, seed: u64) -> AttnConfig {
     let d = p.dims;
-    let views = [
-        operand_view(q, &p.batch)?,
-        operand_view(k, &p.batch)?,
-        operand_view(v, &p.batch)?,
-    ];
-    // The mask stays a broadcast view: one base offset per (batch, head) problem.
-    let mask_data = mask.as_ref().map(|m| MaskData::of(m, d.bh)).transpose()?;
-    let cfg = Config {
-        scale: p.scale,
-        causal,
-        dropout,
-        seed,
-    };
-    let (out, lse) = with_operands::<T, _>(&[&views[0], &views[1], &views[2]], d.bh, |ops| {
-        attention::forward(ops[0], ops[1], ops[2], d, &cfg.options(&mask_data))
-    })?;
-    let mut out_shape = p.batch.clone();
-    out_shape.extend([d.l, d.ev]);
-    let result = Tensor::from_vec(out, &out_shape)?;
-    if !needs_grad(&[q, k, v]) {
-        return Ok(result);
-    }
-    // The operands are saved as the views they are (no copies), the output as itself.
-    let saved = views.each_ref().map(|t| t.save(OP));
-    let saved_out = result.save(OP);
-    let lse = Arc::new((lse, mask_data));
-    let shapes = (q.shape().to_vec(), k.shape().to_vec(), v.shape().to_vec());
-    let batch = p.batch.clone();
-    Ok(result.record(OP, &[q, k, v], move |g, _| {
-        let (lse, mask_data) = &*lse;
-        let [qv, kv, vv] = [saved[0].get()?, saved[1].get()?, saved[2].get()?];
-        let out = saved_out.get()?;
-        let g = operand_view(g, &batch)?;
-        let (dq, dk, dv) = with_operands::<T, _>(&[qv, kv, vv, &g, out], d.bh, |ops| {
-            // `out` is contiguous (made just above): its whole buffer in problem order.
-            let out_data = &ops[4].data[ops[4].base[0]..];
-            attention::backward(
-                [ops[0], ops[1], ops[2]],
-                &out_data[..d.bh * d.l * d.ev],
-                lse,
-                ops[3],
-                d,
-                &cfg.options(mask_data),
-            )
-        })?;
-        let grad = |data: Vec<T>, n: usize, f: usize, want: &[usize]| -> Result<Tensor> {
-            let mut shape = batch.clone();
-            shape.extend([n, f]);
-            // Reduce over the dims a broadcast input was expanded along.
-            Tensor::from_vec(data, &shape)?.sum_to_shape(want)
-        };
-        Ok(vec![
-            Some(grad(dq, d.l, d.e, &shapes.0)?),
-            Some(grad(dk, d.s, d.e, &shapes.1)?),
-            Some(grad(dv, d.s, d.ev, &shapes.2)?),
-        ])
-    }))
-}
-
-/// The CUDA kernels' description of the problem.
-#[cfg(feature = "cuda")]
-fn cuda_config(p: &Plan, causal: bool, dropout: f64, seed: u64) -> cuda_attention::AttnConfig {
-    let d = p.dims;
-    cuda_attention::AttnConfig {
+    AttnConfig {
         bh: d.bh,
         l: d.l,
         s: d.s,
@@ -462,50 +254,33 @@ fn cuda_config(p: &Plan, causal: bool, dropout: f64, seed: u64) -> cuda_attentio
     }
 }
 
-/// Run `f` on the CUDA buffers under `views`, read in place (one lock per distinct storage,
-/// as [`with_operands`] takes them).
-#[cfg(feature = "cuda")]
-fn with_cuda_operands<R>(
-    views: &[&Tensor],
-    f: impl FnOnce(&[cuda_attention::Operand]) -> Result<R>,
-) -> Result<R> {
+/// Run `f` on the kernel operands under `views` (from [`operand_view`]), read in place with
+/// one lock per distinct storage.
+fn with_operands<R>(views: &[&Tensor], f: impl FnOnce(&[AttnOperand<'_>]) -> R) -> R {
     let (guards, which) = lock_storages(views);
-    let operands = views
+    let operands: Vec<AttnOperand<'_>> = views
         .iter()
         .zip(&which)
-        .map(|(v, &g)| match &*guards[g] {
-            Storage::Cuda(storage) => Ok(cuda_attention::Operand {
-                storage,
-                layout: v.layout(),
-            }),
-            Storage::Cpu(_) => Err(Error::Device {
-                op: OP,
-                lhs: views[0].device(),
-                rhs: v.device(),
-            }),
+        .map(|(v, &g)| AttnOperand {
+            storage: &guards[g],
+            layout: v.layout(),
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect();
     f(&operands)
 }
 
-/// [`fused_cpu`]'s CUDA twin: the flash-attention kernels read the operand views in place
-/// (any dtype: half types compute in f32 inside the kernels); the backward reruns them from
-/// the saved operands, output and per-row log-sum-exp. `mask` is the additive mask from
-/// [`additive_mask`], already known not to need a gradient.
-#[cfg(feature = "cuda")]
-#[allow(clippy::too_many_arguments)]
-fn fused_cuda(
+/// Attention through the fused kernels of the query's device (`Storage::attention_forward`),
+/// as one autograd op; `None` where that device has no kernel for the problem. The backward
+/// reruns the kernels from the saved operand views, output and per-row log-sum-exp. `mask`
+/// is the additive mask from [`additive_mask`], already known not to need a gradient.
+fn fused(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
-    mask: Option<Tensor>,
-    dropout: f64,
-    seed: u64,
-    causal: bool,
+    mask: Option<&Tensor>,
+    c: &AttnConfig,
     p: &Plan,
-) -> Result<Tensor> {
-    let d = p.dims;
-    let cfg = cuda_config(p, causal, dropout, seed);
+) -> Result<Option<Tensor>> {
     let views = [
         operand_view(q, &p.batch)?,
         operand_view(k, &p.batch)?,
@@ -514,53 +289,54 @@ fn fused_cuda(
     let mask = mask.map(|m| m.detach());
     let mut inputs: Vec<&Tensor> = views.iter().collect();
     inputs.extend(mask.as_ref());
-    let (out, lse) = with_cuda_operands(&inputs, |ops| {
-        cuda_attention::forward(ops[0], ops[1], ops[2], ops.get(3).copied(), &cfg)
+    let fwd = with_operands(&inputs, |ops| {
+        Storage::attention_forward(ops[0], ops[1], ops[2], ops.get(3).copied(), c)
     })?;
+    let Some((out, lse)) = fwd else {
+        return Ok(None);
+    };
     let mut out_shape = p.batch.clone();
-    out_shape.extend([d.l, d.ev]);
-    let result = Tensor::from_contiguous(Storage::Cuda(out), &out_shape);
+    out_shape.extend([c.l, c.ev]);
+    let result = Tensor::from_contiguous(out, &out_shape);
     if !needs_grad(&[q, k, v]) {
-        return Ok(result);
+        return Ok(Some(result));
     }
-    // The per-row log-sum-exp is internal (no handle escapes), so it needs no version check;
-    // the operands, the output and the mask are saved, so an in-place write before the
-    // backward is an error, not a wrong gradient.
-    let lse = Tensor::from_contiguous(Storage::Cuda(lse), &[d.bh, d.l]);
+    // The operands are saved as the views they are (no copies), the output as itself; the
+    // log-sum-exp is internal (no handle escapes), so it needs no version check. An in-place
+    // write to an operand, the output or the mask before the backward is an error, not a
+    // wrong gradient.
     let saved = views.each_ref().map(|t| t.save(OP));
     let saved_out = result.save(OP);
     let saved_mask = mask.as_ref().map(|m| m.save(OP));
     let shapes = (q.shape().to_vec(), k.shape().to_vec(), v.shape().to_vec());
-    let batch = p.batch.clone();
-    Ok(result.record(OP, &[q, k, v], move |g, _| {
+    let (batch, c) = (p.batch.clone(), *c);
+    Ok(Some(result.record(OP, &[q, k, v], move |g, _| {
         let [qv, kv, vv] = [saved[0].get()?, saved[1].get()?, saved[2].get()?];
         let out = saved_out.get()?;
         let mask = saved_mask.as_ref().map(|m| m.get()).transpose()?;
         let g = operand_view(g, &batch)?;
-        let mut inputs = vec![qv, kv, vv, out, &g, &lse];
+        let mut inputs = vec![qv, kv, vv, out, &g];
         inputs.extend(mask);
-        let (dq, dk, dv) = with_cuda_operands(&inputs, |ops| {
-            cuda_attention::backward(
-                ops[0],
-                ops[1],
-                ops[2],
+        let grads = with_operands(&inputs, |ops| {
+            Storage::attention_backward(
+                [ops[0], ops[1], ops[2]],
                 ops[3],
-                ops[5].storage,
                 ops[4],
-                ops.get(6).copied(),
-                &cfg,
+                ops.get(5).copied(),
+                &lse,
+                &c,
             )
         })?;
-        let grad = |data: CudaStorage, n: usize, f: usize, want: &[usize]| -> Result<Tensor> {
+        let grad = |data: Storage, n: usize, f: usize, want: &[usize]| -> Result<Tensor> {
             let mut shape = batch.clone();
             shape.extend([n, f]);
             // Reduce over the dims a broadcast input was expanded along.
-            Tensor::from_contiguous(Storage::Cuda(data), &shape).sum_to_shape(want)
+            Tensor::from_contiguous(data, &shape).sum_to_shape(want)
         };
         Ok(vec![
-            Some(grad(dq, d.l, d.e, &shapes.0)?),
-            Some(grad(dk, d.s, d.e, &shapes.1)?),
-            Some(grad(dv, d.s, d.ev, &shapes.2)?),
+            Some(grad(grads.dq, c.l, c.e, &shapes.0)?),
+            Some(grad(grads.dk, c.s, c.e, &shapes.1)?),
+            Some(grad(grads.dv, c.s, c.ev, &shapes.2)?),
         ])
-    }))
+    })))
 }

@@ -14,6 +14,7 @@
 
 use super::launch::{grid_groups, launch, KShape, KStrides, MAX_DIMS};
 use super::{suffix, CudaStorage};
+use crate::backend::AttnConfig;
 use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
 use cudarc::driver::{DeviceRepr, LaunchConfig};
@@ -26,30 +27,6 @@ const THREADS: u32 = 128;
 const MAX_SHARED_BYTES: usize = 48 * 1024;
 /// Tile sizes tried, largest first: the first whose tiles fit in shared memory is used.
 const TILES: [usize; 7] = [64, 32, 16, 8, 4, 2, 1];
-
-/// The problem: `bh` (batch x heads) problems of `l` queries and `s` keys of `e` features,
-/// values of `ev` features, and what the scores see besides `q k^T * scale`.
-#[derive(Clone, Copy, Debug)]
-pub struct AttnConfig {
-    /// Number of problems (the product of the batch shape).
-    pub bh: usize,
-    /// Queries per problem.
-    pub l: usize,
-    /// Keys (and values) per problem.
-    pub s: usize,
-    /// Features of queries and keys.
-    pub e: usize,
-    /// Features of values.
-    pub ev: usize,
-    /// Multiplies `q . k`.
-    pub scale: f64,
-    /// Query `i` sees keys `j <= i` only.
-    pub causal: bool,
-    /// Probability of dropping an attention weight (0: no dropout).
-    pub dropout: f64,
-    /// Seed of the dropout mask; the CPU kernel's mask for the same seed.
-    pub seed: u64,
-}
 
 /// A `(batch..., rows, cols)` operand: a buffer and the view of it that the kernels read.
 #[derive(Clone, Copy)]

@@ -11,7 +11,7 @@
 //! [`BackendStorage`]: super::BackendStorage
 
 mod adam;
-// TODO mod attention;
+mod attention;
 // TODO mod conv;
 mod cross_entropy;
 mod norm;
@@ -19,7 +19,7 @@ mod norm;
 // TODO mod pointwise;
 
 pub use adam::{AdamOperands, AdamStep};
-// TODO pub use attention::{AttnConfig, AttnOperand, AttnSaved};
+pub use attention::{AttnConfig, AttnGrads, AttnOperand, AttnSaved};
 // TODO pub use conv::{ConvAlgo, ConvGeometry, set_direct_convolution, set_winograd_convolution};
 pub use cross_entropy::{CeForward, CeParams, CeRowGrad, CeSaved};
 pub use norm::{

@@ -1,0 +1,317 @@
+//! Fused scaled-dot-product attention: `Storage::attention_forward` / `attention_backward`
+//! send it to the CPU's blocked kernel (`cpu/attention.rs`, f32 and f64) or CUDA's
+//! flash-attention kernels (`cuda/attention.rs`, every float dtype, head dims up to its
+//! tiles). Operands are `(batch..., rows, features)` views read in place, features
+//! contiguous; the mask is additive and of the query's dtype. Both keep each query row's
+//! log-sum-exp for the backward.
+
+use crate::backend::cpu::attention::{
+    self as cpu, AttnDims, AttnFloat, AttnInput, AttnMask, AttnOptions,
+};
+use crate::backend::{CpuElement, Storage};
+use crate::base::{DType, Layout};
+use crate::error::{Error, Result};
+
+const OP: &str = "scaled_dot_product_attention";
+
+/// The problem: `bh` (batch x heads) problems of `l` queries and `s` keys of `e` features,
+/// values of `ev` features, and what the scores see besides `q k^T * scale`.
+#[derive(Clone, Copy, Debug)]
+pub struct AttnConfig {
+    /// Number of problems (the product of the batch shape).
+    pub bh: usize,
+    /// Queries per problem.
+    pub l: usize,
+    /// Keys (and values) per problem.
+    pub s: usize,
+    /// Features of queries and keys.
+    pub e: usize,
+    /// Features of values.
+    pub ev: usize,
+    /// Multiplies `q . k`.
+    pub scale: f64,
+    /// Query `i` sees keys `j <= i` only.
+    pub causal: bool,
+    /// Probability of dropping an attention weight (0: no dropout).
+    pub dropout: f64,
+    /// Seed of the dropout mask: the same mask on every device for one seed.
+    pub seed: u64,
+}
+
+/// A `(batch..., rows, cols)` operand: a buffer and the view of it that a kernel reads (the
+/// batch dims broadcast to the problem's, the last dim contiguous or of size 1).
+#[derive(Clone, Copy)]
+pub struct AttnOperand<'a> {
+    /// The buffer.
+    pub storage: &'a Storage,
+    /// Shape, strides and offset of the view.
+    pub layout: &'a Layout,
+}
+
+/// What the forward kept for the backward: each query row's log-sum-exp, `(bh, l)`.
+pub struct AttnSaved(Lse);
+
+enum Lse {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    #[cfg(feature = "cuda")]
+    Cuda(crate::backend::CudaStorage),
+}
+
+/// The gradients of the three operands, contiguous `(bh, l, e)`, `(bh, s, e)`, `(bh, s, ev)`.
+pub struct AttnGrads {
+    /// Of the queries.
+    pub dq: Storage,
+    /// Of the keys.
+    pub dk: Storage,
+    /// Of the values.
+    pub dv: Storage,
+}
+
+impl Storage {
+    /// `softmax(q k^T * scale + mask) v` per problem: the output, contiguous `(bh, l, ev)`
+    /// of the query's dtype, and what the backward needs. `Ok(None)` where the device has no
+    /// kernel for this problem (a dtype, an empty dim or a head too wide).
+    pub fn attention_forward(
+        q: AttnOperand<'_>,
+        k: AttnOperand<'_>,
+        v: AttnOperand<'_>,
+        mask: Option<AttnOperand<'_>>,
+        c: &AttnConfig,
+    ) -> Result<Option<(Storage, AttnSaved)>> {
+        match q.storage {
+            Storage::Cpu(_) => {
+                let nonempty = c.bh > 0 && c.l > 0 && c.s > 0 && c.e > 0 && c.ev > 0;
+                match q.storage.dtype() {
+                    _ if !nonempty => Ok(None),
+                    DType::F32 => cpu_forward::<f32>([q, k, v], mask, c, Lse::F32).map(Some),
+                    DType::F64 => cpu_forward::<f64>([q, k, v], mask, c, Lse::F64).map(Some),
+                    _ => Ok(None),
+                }
+            }
+            #[cfg(feature = "cuda")]
+            Storage::Cuda(_) => {
+                use crate::backend::cuda::attention as kernel;
+                let batch_ndim = q.layout.ndim().saturating_sub(2);
+                if !kernel::supports(q.storage.dtype(), c, batch_ndim) {
+                    return Ok(None);
+                }
+                let (out, lse) = kernel::forward(
+                    cuda_operand(q)?,
+                    cuda_operand(k)?,
+                    cuda_operand(v)?,
+                    mask.map(cuda_operand).transpose()?,
+                    c,
+                )?;
+                Ok(Some((Storage::Cuda(out), AttnSaved(Lse::Cuda(lse)))))
+            }
+        }
+    }
+
+    /// The gradients of [`Storage::attention_forward`] from the output's gradient `dout`,
+    /// given the forward's operands, its output (contiguous `(bh, l, ev)`) and what it kept.
+    #[allow(clippy::too_many_arguments)]
+    pub fn attention_backward(
+        [q, k, v]: [AttnOperand<'_>; 3],
+        out: AttnOperand<'_>,
+        dout: AttnOperand<'_>,
+        mask: Option<AttnOperand<'_>>,
+        saved: &AttnSaved,
+        c: &AttnConfig,
+    ) -> Result<AttnGrads> {
+        match &saved.0 {
+            Lse::F32(lse) => cpu_backward::<f32>([q, k, v], out, dout, mask, lse, c),
+            Lse::F64(lse) => cpu_backward::<f64>([q, k, v], out, dout, mask, lse, c),
+            #[cfg(feature = "cuda")]
+            Lse::Cuda(lse) => {
+                let (dq, dk, dv) = crate::backend::cuda::attention::backward(
+                    cuda_operand(q)?,
+                    cuda_operand(k)?,
+                    cuda_operand(v)?,
+                    cuda_operand(out)?,
+                    lse,
+                    cuda_operand(dout)?,
+                    mask.map(cuda_operand).transpose()?,
+                    c,
+                )?;
+                Ok(AttnGrads {
+                    dq: Storage::Cuda(dq),
+                    dk: Storage::Cuda(dk),
+                    dv: Storage::Cuda(dv),
+                })
+            }
+        }
+    }
+}
+
+/// Where each of the `bh` problems of a `(batch..., n, f)` view starts in its buffer.
+fn problem_bases(l: &Layout, bh: usize) -> Vec<usize> {
+    let (shape, strides) = (l.shape(), l.strides());
+    let nb = shape.len() - 2;
+    (0..bh)
+        .map(|b| {
+            let (mut rem, mut off) = (b, l.offset());
+            for dim in (0..nb).rev() {
+                off += (rem % shape[dim]) * strides[dim];
+                rem /= shape[dim];
+            }
+            off
+        })
+        .collect()
+}
+
+/// An operand as the CPU kernel reads it: its host buffer and where each problem starts.
+struct HostOperand<'a, T> {
+    data: &'a [T],
+    base: Vec<usize>,
+    row_stride: usize,
+    col_stride: usize,
+}
+
+impl<'a, T: CpuElement> HostOperand<'a, T> {
+    fn of(o: AttnOperand<'a>, bh: usize, what: &str) -> Result<Self> {
+        let data = o
+            .storage
+            .as_cpu()
+            .and_then(|s| s.as_slice::<T>())
+            .ok_or_else(|| {
+                Error::dtype(
+                    OP,
+                    format!(
+                        "{what} must be a host buffer of {}, got {} on {}",
+                        T::DTYPE,
+                        o.storage.dtype(),
+                        o.storage.device()
+                    ),
+                )
+            })?;
+        let (n, strides) = (o.layout.ndim(), o.layout.strides());
+        Ok(HostOperand {
+            data,
+            base: problem_bases(o.layout, bh),
+            row_stride: strides[n - 2],
+            col_stride: strides[n - 1],
+        })
+    }
+
+    fn input(&self) -> AttnInput<'_, T> {
+        AttnInput {
+            data: self.data,
+            base: &self.base,
+            row_stride: self.row_stride,
+        }
+    }
+
+    fn mask(&self) -> AttnMask<'_, T> {
+        AttnMask {
+            data: self.data,
+            base: &self.base,
+            row_stride: self.row_stride,
+            col_stride: self.col_stride,
+        }
+    }
+}
+
+fn dims(c: &AttnConfig) -> AttnDims {
+    AttnDims {
+        bh: c.bh,
+        l: c.l,
+        s: c.s,
+        e: c.e,
+        ev: c.ev,
+    }
+}
+
+fn options<'a, T>(c: &AttnConfig, mask: Option<&'a HostOperand<'a, T>>) -> AttnOptions<'a, T>
+where
+    T: CpuElement,
+{
+    AttnOptions {
+        scale: c.scale,
+        causal: c.causal,
+        mask: mask.map(HostOperand::mask),
+        dropout: c.dropout,
+        seed: c.seed,
+    }
+}
+
+fn host_operands<'a, T: CpuElement>(
+    ops: &[AttnOperand<'a>],
+    names: &[&str],
+    bh: usize,
+) -> Result<Vec<HostOperand<'a, T>>> {
+    ops.iter()
+        .zip(names)
+        .map(|(&o, name)| HostOperand::of(o, bh, name))
+        .collect()
+}
+
+fn cpu_forward<T: AttnFloat + CpuElement>(
+    qkv: [AttnOperand<'_>; 3],
+    mask: Option<AttnOperand<'_>>,
+    c: &AttnConfig,
+    keep: fn(Vec<T>) -> Lse,
+) -> Result<(Storage, AttnSaved)> {
+    let h = host_operands::<T>(&qkv, &["query", "key", "value"], c.bh)?;
+    let mask = mask
+        .map(|m| HostOperand::of(m, c.bh, "attn_mask"))
+        .transpose()?;
+    let (out, lse) = cpu::forward(
+        h[0].input(),
+        h[1].input(),
+        h[2].input(),
+        dims(c),
+        &options(c, mask.as_ref()),
+    );
+    Ok((super::host(out), AttnSaved(keep(lse))))
+}
+
+fn cpu_backward<T: AttnFloat + CpuElement>(
+    qkv: [AttnOperand<'_>; 3],
+    out: AttnOperand<'_>,
+    dout: AttnOperand<'_>,
+    mask: Option<AttnOperand<'_>>,
+    lse: &[T],
+    c: &AttnConfig,
+) -> Result<AttnGrads> {
+    let h = host_operands::<T>(&qkv, &["query", "key", "value"], c.bh)?;
+    let g = HostOperand::<T>::of(dout, c.bh, "output gradient")?;
+    let mask = mask
+        .map(|m| HostOperand::of(m, c.bh, "attn_mask"))
+        .transpose()?;
+    // The output is the forward's contiguous `(bh, l, ev)` buffer.
+    let out = HostOperand::<T>::of(out, c.bh, "output")?;
+    let n = c.bh * c.l * c.ev;
+    let out_data = out
+        .data
+        .get(out.base[0]..out.base[0] + n)
+        .ok_or_else(|| Error::shape(OP, "the saved output is shorter than the problem"))?;
+    let (dq, dk, dv) = cpu::backward(
+        [h[0].input(), h[1].input(), h[2].input()],
+        out_data,
+        lse,
+        g.input(),
+        dims(c),
+        &options(c, mask.as_ref()),
+    );
+    Ok(AttnGrads {
+        dq: super::host(dq),
+        dk: super::host(dk),
+        dv: super::host(dv),
+    })
+}
+
+/// The CUDA view of an operand; a device error for a host one.
+#[cfg(feature = "cuda")]
+fn cuda_operand(o: AttnOperand<'_>) -> Result<crate::backend::cuda::attention::Operand<'_>> {
+    match o.storage {
+        Storage::Cuda(storage) => Ok(crate::backend::cuda::attention::Operand {
+            storage,
+            layout: o.layout,
+        }),
+        Storage::Cpu(_) => Err(Error::invalid(
+            OP,
+            "every operand must be on the query's GPU, got a host buffer",
+        )),
+    }
+}
