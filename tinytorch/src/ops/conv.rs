@@ -1,11 +1,13 @@
 //! Convolutions (`torch.nn.functional.conv1d/conv2d/conv_transpose2d`) as im2col + gemm.
 //!
-//! On the CPU, f32/f64 `conv2d` runs the chunk-parallel kernels of `backend/cpu/conv_gemm.rs`
-//! (one thread per chunk of images, forward and both gradients), or for f32 3x3 and 5x5
-//! stride-1 kernels with enough channels the Winograd kernels of `backend/cpu/winograd.rs`
-//! (switched off with [`set_winograd_convolution`]), or for other f32 convolutions on AVX-512
-//! CPUs the direct kernels of `backend/cpu/conv_direct.rs` (switched off with
-//! [`set_direct_convolution`]). Other dtypes and devices take the composition described next.
+//! `conv2d` first asks the fused kernels of its device (`Storage::conv2d_forward`). On the
+//! CPU, f32/f64 run the chunk-parallel kernels of `backend/cpu/conv/gemm.rs` (one thread per
+//! chunk of images, forward and both gradients), or for f32 3x3 and 5x5 stride-1 kernels
+//! with enough channels the Winograd kernels of `backend/cpu/conv/winograd.rs` (switched off
+//! with [`set_winograd_convolution`]), or for other f32 convolutions on AVX-512 CPUs the
+//! direct kernels of `backend/cpu/conv/direct.rs` (switched off with
+//! [`set_direct_convolution`]); `backend/cpu/conv/mod.rs` picks. Other dtypes and devices
+//! take the composition described next.
 //! `conv2d` splits the batch into chunks whose column matrix fits in a few megabytes; for each
 //! chunk it gathers the input windows into a `(Ci*kh*kw, n*OH*OW)` column matrix with the
 //! `im2col` backend primitive and multiplies it by the weight with one batched gemm over the
@@ -18,15 +20,11 @@
 
 use crate::amp::to_autocast;
 use crate::autograd::needs_grad;
-use crate::backend::cpu::conv_direct;
-pub use crate::backend::cpu::conv_direct::set_enabled as set_direct_convolution;
-use crate::backend::cpu::conv_gemm::{self, Conv, ConvFloat};
-use crate::backend::cpu::winograd;
-pub use crate::backend::cpu::winograd::set_enabled as set_winograd_convolution;
-use crate::backend::ConvGeometry;
+pub use crate::backend::{set_direct_convolution, set_winograd_convolution};
+use crate::backend::{Conv2dSpec, ConvGeometry, Storage};
 use crate::error::{Error, Result};
-use crate::ops::{same_device, with_cpu_slices2, PadMode};
-use crate::tensor::{DType, Device, Tensor};
+use crate::ops::{same_device, with_spans, PadMode};
+use crate::tensor::Tensor;
 
 /// The `padding` argument of a convolution.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -398,14 +396,16 @@ fn conv2d_4d(
             window_count(wp, k[1], stride[1], dilation[1]),
         ],
     };
-    let on_cpu = [Some(x), Some(w), bias]
-        .into_iter()
-        .flatten()
-        .all(|t| t.device() == Device::Cpu);
-    match x.dtype() {
-        DType::F32 if on_cpu => return conv2d_cpu::<f32>(op, x, w, bias, geom, co, groups),
-        DType::F64 if on_cpu => return conv2d_cpu::<f64>(op, x, w, bias, geom, co, groups),
-        _ => {}
+    let spec = Conv2dSpec {
+        geom,
+        out_channels: co,
+        groups,
+    };
+    let bias_ok = bias.is_none_or(|b| b.device() == x.device() && b.dtype() == x.dtype());
+    if bias_ok && w.dtype() == x.dtype() {
+        if let Some(y) = conv2d_fused(op, x, w, bias, &spec)? {
+            return Ok(y);
+        }
     }
     let chunks = BatchChunks::new(&geom, x.dtype().size_in_bytes());
     let (xd, wd, bd) = (x.detach(), w.detach(), bias.map(|b| b.detach()));
@@ -475,95 +475,68 @@ fn conv2d_4d(
     }))
 }
 
-/// `conv2d` of f32/f64 CPU tensors (shapes checked) through the kernels of
-/// `backend/cpu/conv_gemm.rs`, `winograd.rs` or `conv_direct.rs`, with its backward node.
-/// The im2col + gemm composition below serves the other dtypes and devices, and is the
-/// reference these kernels are tested against.
-#[allow(clippy::too_many_arguments)]
-fn conv2d_cpu<T: ConvFloat>(
+/// `conv2d` (shapes checked, operands of one dtype on one device) through the fused kernels
+/// of x's device (`Storage::conv2d_forward`; on the CPU, Winograd, direct or chunked
+/// im2col + gemm, picked once so that the backward matches the forward), with its backward
+/// node; `None` where the device has none. The im2col + gemm composition of [`conv2d_4d`]
+/// serves the others, and is the reference these kernels are tested against.
+fn conv2d_fused(
     op: &'static str,
     x: &Tensor,
     w: &Tensor,
     bias: Option<&Tensor>,
-    geom: ConvGeometry,
-    co: usize,
-    groups: usize,
-) -> Result<Tensor> {
-    let conv = Conv {
-        geom,
-        out_channels: co,
-        groups,
-    };
+    spec: &Conv2dSpec,
+) -> Result<Option<Tensor>> {
     let (xc, wc) = (x.detach().contiguous()?, w.detach().contiguous()?);
-    let b = bias.map(|b| b.to_vec::<T>()).transpose()?;
-    // Decided once, so that the backward pass matches the forward's algorithm.
-    let algo = CpuConvAlgo::of::<T>(&conv);
-    let y = with_cpu_slices2(op, &xc, &wc, |xs, ws| match algo {
-        CpuConvAlgo::Winograd => winograd::forward(xs, ws, b.as_deref(), &conv),
-        CpuConvAlgo::Direct => conv_direct::forward(xs, ws, b.as_deref(), &conv),
-        CpuConvAlgo::Gemm => conv_gemm::forward(xs, ws, b.as_deref(), &conv),
+    let b = bias.map(|b| b.detach().contiguous()).transpose()?;
+    let fwd = with_spans(&[Some(&xc), Some(&wc), b.as_ref()], |s| {
+        Storage::conv2d_forward(s[0].expect("given"), s[1].expect("given"), s[2], spec)
     })?;
-    let out = Tensor::from_vec(y, &[geom.batch, co, geom.output[0], geom.output[1]])?;
+    let Some((y, plan)) = fwd else {
+        return Ok(None);
+    };
+    let g = spec.geom;
+    let out = Tensor::from_contiguous(y, &[g.batch, spec.out_channels, g.output[0], g.output[1]]);
     let mut inputs = vec![x, w];
     inputs.extend(bias);
     if !needs_grad(&inputs) {
-        return Ok(out);
+        return Ok(Some(out));
     }
     // grad_input needs the weight only, grad_weight the input only.
     let saved_w = x.requires_grad().then(|| wc.save(op));
     let saved_x = w.requires_grad().then(|| xc.save(op));
     let (x_shape, w_shape) = (x.shape().to_vec(), w.shape().to_vec());
     let has_bias = bias.is_some();
-    Ok(out.record(op, &inputs, move |g, need| {
+    Ok(Some(out.record(op, &inputs, move |g, need| {
         let g = g.contiguous()?;
         let gx = match (&saved_w, need[0]) {
             (Some(w), true) => {
-                let v = with_cpu_slices2(op, &g, w.get()?, |gy: &[T], ws| match algo {
-                    CpuConvAlgo::Winograd => winograd::backward_input(gy, ws, &conv),
-                    // Input gradients it does not take (strided, "valid", channels that
-                    // pad badly to 16) stay on col2im.
-                    CpuConvAlgo::Direct => conv_direct::backward_input(gy, ws, &conv)
-                        .unwrap_or_else(|| conv_gemm::backward_input(gy, ws, &conv)),
-                    CpuConvAlgo::Gemm => conv_gemm::backward_input(gy, ws, &conv),
+                let v = with_spans(&[Some(&g), Some(w.get()?)], |s| {
+                    Storage::conv2d_backward_input(
+                        s[0].expect("given"),
+                        s[1].expect("given"),
+                        &plan,
+                    )
                 })?;
-                Some(Tensor::from_vec(v, &x_shape)?)
+                Some(Tensor::from_contiguous(v, &x_shape))
             }
             _ => None,
         };
         let gw = match (&saved_x, need[1]) {
             (Some(x), true) => {
-                let v = with_cpu_slices2(op, &g, x.get()?, |gy: &[T], xs| match algo {
-                    CpuConvAlgo::Winograd => winograd::backward_weight(xs, gy, &conv),
-                    CpuConvAlgo::Direct => conv_direct::backward_weight(xs, gy, &conv),
-                    CpuConvAlgo::Gemm => conv_gemm::backward_weight(xs, gy, &conv),
+                let v = with_spans(&[Some(x.get()?), Some(&g)], |s| {
+                    Storage::conv2d_backward_weight(
+                        s[0].expect("given"),
+                        s[1].expect("given"),
+                        &plan,
+                    )
                 })?;
-                Some(Tensor::from_vec(v, &w_shape)?)
+                Some(Tensor::from_contiguous(v, &w_shape))
             }
             _ => None,
         };
         with_bias_grad(vec![gx, gw], &g, has_bias, need)
-    }))
-}
-
-/// The kernels a CPU `conv2d` of f32/f64 runs: Winograd where it applies (f32 3x3/5x5 with
-/// enough channels), else the direct AVX-512 kernels (f32), else im2col + gemm.
-#[derive(Clone, Copy, Debug)]
-enum CpuConvAlgo {
-    Winograd,
-    Direct,
-    Gemm,
-}
-
-impl CpuConvAlgo {
-    fn of<T: ConvFloat>(conv: &Conv) -> CpuConvAlgo {
-        if winograd::applies::<T>(conv) {
-            CpuConvAlgo::Winograd
-        } else if conv_direct::applies::<T>(conv) {
-            CpuConvAlgo::Direct
-        } else {
-            CpuConvAlgo::Gemm
-        }
-    }
+    })))
 }
 
 /// A convolution backward's gradients: `[input, weight]`, then the bias's (the sum of `g`

@@ -157,9 +157,23 @@ pub(crate) fn lock_storages<'a>(
 }
 
 /// Run `f` on the contiguous tensors `ts` as fused-kernel operands read in place (`None`
-/// stays `None`), one read lock per distinct storage.
-pub(crate) fn with_spans<R>(ts: &[Option<&Tensor>], f: impl FnOnce(&[Option<Span<'_>>]) -> R) -> R {
+/// stays `None`), one read lock per distinct storage; an error for a tensor with elements
+/// that is not contiguous (a kernel would read the wrong elements).
+pub(crate) fn with_spans<R>(
+    ts: &[Option<&Tensor>],
+    f: impl FnOnce(&[Option<Span<'_>>]) -> Result<R>,
+) -> Result<R> {
     let present: Vec<&Tensor> = ts.iter().flatten().copied().collect();
+    if let Some(t) = present.iter().find(|t| t.numel() > 0 && !t.is_contiguous()) {
+        return Err(Error::invalid(
+            "fused kernel",
+            format!(
+                "operands must be contiguous, got shape {:?} with strides {:?}",
+                t.shape(),
+                t.stride()
+            ),
+        ));
+    }
     let (guards, which) = lock_storages(&present);
     let mut next = present.iter().zip(&which);
     let spans: Vec<Option<Span<'_>>> = ts
@@ -167,7 +181,6 @@ pub(crate) fn with_spans<R>(ts: &[Option<&Tensor>], f: impl FnOnce(&[Option<Span
         .map(|t| {
             t.map(|_| {
                 let (t, &g) = next.next().expect("one guard per tensor");
-                debug_assert!(t.is_contiguous(), "fused kernels read contiguous operands");
                 Span {
                     storage: &guards[g],
                     offset: t.layout().offset(),

@@ -6,9 +6,7 @@ pub mod allocator;
 pub(crate) mod attention;
 pub(crate) mod batch_norm;
 pub(crate) mod binary;
-mod conv;
-pub(crate) mod conv_direct;
-pub(crate) mod conv_gemm;
+pub(crate) mod conv;
 mod convert;
 pub(crate) mod cross_entropy;
 mod fast_math;
@@ -22,7 +20,6 @@ mod scan;
 mod softmax;
 pub mod strided;
 pub(crate) mod unary;
-pub(crate) mod winograd;
 
 use crate::backend::{
     ArgReduceOp, BackendStorage, BinaryOp, CmpOp, ConvGeometry, ReduceOp, ScanOp, UnaryOp,
@@ -277,10 +274,10 @@ impl BackendStorage for CpuStorage {
     }
 
     fn im2col(&self, layout: &Layout, geom: &ConvGeometry) -> Result<Self> {
-        conv::im2col(self, layout, geom)
+        conv::im2col::im2col(self, layout, geom)
     }
 
     fn col2im(&self, layout: &Layout, geom: &ConvGeometry) -> Result<Self> {
-        conv::col2im(self, layout, geom)
+        conv::im2col::col2im(self, layout, geom)
     }
 }

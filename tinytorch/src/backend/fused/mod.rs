@@ -12,7 +12,7 @@
 
 mod adam;
 mod attention;
-// TODO mod conv;
+mod conv;
 mod cross_entropy;
 mod norm;
 // TODO mod pool;
@@ -20,7 +20,7 @@ mod norm;
 
 pub use adam::{AdamOperands, AdamStep};
 pub use attention::{AttnConfig, AttnGrads, AttnOperand, AttnSaved};
-// TODO pub use conv::{ConvAlgo, ConvGeometry, set_direct_convolution, set_winograd_convolution};
+pub use conv::{set_direct_convolution, set_winograd_convolution, Conv2dSpec, ConvPlan};
 pub use cross_entropy::{CeForward, CeParams, CeRowGrad, CeSaved};
 pub use norm::{
     BatchNormDims, BatchNormForward, NormForward, NormGrads, NormKind, NormSaved, NormWanted,
@@ -48,6 +48,9 @@ impl<'a> Span<'a> {
     /// or of another dtype.
     fn cpu<T: CpuElement>(&self) -> Option<&'a [T]> {
         let data = self.storage.as_cpu()?.as_slice::<T>()?;
+        if self.len == 0 {
+            return Some(&[]); // an empty view's offset may lie past its buffer
+        }
         data.get(self.offset..self.offset + self.len)
     }
 

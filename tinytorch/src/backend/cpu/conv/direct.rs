@@ -26,10 +26,10 @@
 //! Every output of the forward is one task's sum over the kernel entries in order; the
 //! weight gradient is summed over fixed ranges of `TASK_POSITIONS` positions, whose partial
 //! sums are added in range order. So results do not depend on the number of threads.
-//! [`set_enabled`] switches the path off; `conv_gemm` is the reference it is tested against.
+//! [`set_enabled`] switches the path off; `gemm.rs` is the reference it is tested against.
 
-use super::conv_gemm::{Conv, ConvFloat};
-use super::{allocator, CpuElement};
+use super::gemm::{Conv, ConvFloat};
+use crate::backend::cpu::{allocator, CpuElement};
 use crate::backend::ConvGeometry;
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -831,8 +831,8 @@ mod avx512 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::conv::tests::out_len;
-    use super::super::conv_gemm::tests::naive;
+    use super::super::gemm::tests::naive;
+    use super::super::im2col::tests::out_len;
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;

@@ -21,8 +21,8 @@
 //! threads), and the per-chunk weight gradients are added in chunk order, so results do not
 //! depend on the thread count.
 
-use super::conv::{col2im_into, im2col_into};
-use super::CpuElement;
+use super::im2col::{col2im_into, im2col_into};
+use crate::backend::cpu::{allocator, CpuElement};
 use crate::backend::ConvGeometry;
 use crate::base::Layout;
 use gemm::Parallelism;
@@ -39,7 +39,7 @@ pub trait ConvFloat:
     /// is kept on the exactly summed im2col path).
     const WINOGRAD: bool;
     /// The slice as f32 when `Self` is f32, the type of the direct kernels
-    /// (`conv_direct`); `None` for f64.
+    /// (`direct.rs`); `None` for f64.
     fn as_f32_slice(s: &[Self]) -> Option<&[f32]>;
     /// An f32 result as `Self` (the identity for f32).
     fn from_f32_vec(v: Vec<f32>) -> Vec<Self>;
@@ -114,7 +114,7 @@ impl Conv {
         let g = self.geom.with_batch(nb);
         let (img, len) = (self.image(), g.rows() * g.cols());
         let shape = [nb, g.channels, g.input[0], g.input[1]];
-        let mut cols = super::allocator::take::<T>(len);
+        let mut cols = allocator::take::<T>(len);
         let src = &x[start * img..(start + nb) * img];
         im2col_into(
             src,
@@ -135,7 +135,7 @@ impl Conv {
         if nb == 1 {
             return Cow::Borrowed(chunk);
         }
-        let mut m = super::allocator::take::<T>(chunk.len());
+        let mut m = allocator::take::<T>(chunk.len());
         for o in 0..co {
             for i in 0..nb {
                 m.extend_from_slice(&chunk[(i * co + o) * l..(i * co + o + 1) * l]);
@@ -147,7 +147,7 @@ impl Conv {
 
 /// Hand a scratch buffer back to the caching allocator.
 fn recycle<T: CpuElement>(v: Vec<T>) {
-    super::allocator::recycle(T::into_storage(v));
+    allocator::recycle(T::into_storage(v));
 }
 
 /// A matrix operand: pointer, row stride, column stride.
@@ -220,7 +220,7 @@ fn write_by_chunks<T: ConvFloat>(
     task: impl Fn((usize, usize), &mut [MaybeUninit<T>]) + Sync,
 ) -> Vec<T> {
     let len = c.geom.batch * per_image;
-    let mut out = super::allocator::take::<T>(len);
+    let mut out = allocator::take::<T>(len);
     if len > 0 {
         let chunks = c.chunks::<T>();
         out.spare_capacity_mut()[..len]
@@ -270,7 +270,7 @@ pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> 
             }
         } else {
             let nl = nb * l;
-            let mut y = super::allocator::take::<T>(co * nl);
+            let mut y = allocator::take::<T>(co * nl);
             products(&cols, nl, &mut y.spare_capacity_mut()[..co * nl]);
             // SAFETY: `products` wrote all co * nl elements.
             unsafe { y.set_len(co * nl) };
@@ -304,7 +304,7 @@ pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
         let gc = c.geom.with_batch(nb);
         let nl = nb * l;
         let gm = c.grad_matrix(gy, start, nb);
-        let mut gcols = super::allocator::take::<T>(gc.rows() * nl);
+        let mut gcols = allocator::take::<T>(gc.rows() * nl);
         let spare = &mut gcols.spare_capacity_mut()[..gc.rows() * nl];
         if cog == 0 || k == 0 {
             // A product over nothing (no output channels) is zero.
@@ -383,7 +383,7 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
 
 #[cfg(test)]
 pub(super) mod tests {
-    use super::super::conv::tests::out_len;
+    use super::super::im2col::tests::out_len;
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_chacha::ChaCha8Rng;

@@ -11,8 +11,8 @@
 //! the `(n, c)` output planes (each plane gathers the rows of its channel, so no two tasks add
 //! into the same element). f16/bf16 columns are accumulated in f32 by col2im.
 
-use super::strided::PAR_THRESHOLD;
-use super::{CpuElement, CpuStorage};
+use crate::backend::cpu::strided::PAR_THRESHOLD;
+use crate::backend::cpu::{allocator, CpuElement, CpuStorage};
 use crate::backend::{BackendStorage, ConvGeometry};
 use crate::base::Layout;
 use crate::error::{Error, Result};
@@ -73,7 +73,7 @@ fn coord(o: usize, s: usize, tap: usize, pad: usize) -> usize {
 
 fn im2col_typed<T: CpuElement>(x: &[T], l: &Layout, g: &ConvGeometry) -> Vec<T> {
     let len = g.rows() * g.cols();
-    let mut out = super::allocator::take::<T>(len);
+    let mut out = allocator::take::<T>(len);
     im2col_into(
         x,
         l,
@@ -146,7 +146,7 @@ pub(super) fn im2col_into<T: CpuElement>(
 
 fn col2im_typed<T: CpuElement + AddAssign>(cols: &[T], g: &ConvGeometry) -> Vec<T> {
     let len = g.batch * g.channels * g.input[0] * g.input[1];
-    let mut out = super::allocator::take::<T>(len);
+    let mut out = allocator::take::<T>(len);
     col2im_into(
         cols,
         g,

@@ -25,17 +25,17 @@
 //! from the im2col path by that rounding, as cuDNN's and oneDNN's Winograd kernels do.
 //! [`set_enabled`] switches the path off.
 //!
-//! Work is split like `conv_gemm`: a rayon task per chunk of images, and inside it blocks of
+//! Work is split like `gemm.rs`: a rayon task per chunk of images, and inside it blocks of
 //! about `BLOCK_TILES` tiles (whole tile rows) so that one block's transformed tiles stay in
 //! cache between the transform and the gemms. Chunk boundaries depend only on the sizes, and
 //! partial weight gradients are added in chunk order, so results do not depend on the number
 //! of threads.
 
-use super::allocator;
-use super::conv_direct;
-use super::conv_gemm::{gemm_serial, Conv, ConvFloat, Mat};
+use super::direct;
+use super::gemm::{gemm_serial, Conv, ConvFloat, Mat};
+use crate::backend::cpu::allocator;
 #[cfg(target_arch = "x86_64")]
-use super::fast_math::has_avx2_fma;
+use crate::backend::cpu::fast_math::has_avx2_fma;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::ops::Range;
@@ -60,7 +60,7 @@ const MIN_CHUNKS: usize = 4;
 /// 2.95 / 2.57, 16 -> 16 5.75 / 4.14, 16 -> 32 6.38 / 6.58, 32 -> 32 9.3 / 13.1, 24 -> 48
 /// 10.4 / 13.2.
 ///
-/// Where the direct AVX-512 kernels (`conv_direct`) would take the convolution instead of
+/// Where the direct AVX-512 kernels (`direct.rs`) would take the convolution instead of
 /// im2col, 3x3 needs a ratio of 40 (Winograd / direct ms: 128 -> 32 ch 16x16 valid, batch 32,
 /// 14.0 / 11.4; 64 -> 64 ch 16x16, batch 16, 7.7 / 5.6; 64 -> 128 ch 28x28, batch 8,
 /// 13.2 / 15.5); 5x5 keeps 12 (32 -> 32 ch 28x28 12.3 / 14.8, 16 -> 32 6.6 / 6.0).
@@ -98,7 +98,7 @@ pub fn applies<T: ConvFloat>(c: &Conv) -> bool {
         && g.kernel[0] == g.kernel[1]
         && matches!(g.kernel[0], 3 | 5)
         && g.channels * c.out_channels
-            >= min_channel_ratio(g.kernel[0], conv_direct::applies::<T>(c))
+            >= min_channel_ratio(g.kernel[0], direct::applies::<T>(c))
                 * (g.channels + c.out_channels)
         && g.output[0].min(g.output[1]) >= MIN_OUTPUT
         && g.batch > 0
@@ -918,8 +918,8 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::conv::tests::out_len;
-    use super::super::conv_gemm::tests::naive;
+    use super::super::gemm::tests::naive;
+    use super::super::im2col::tests::out_len;
     use super::*;
     use crate::backend::ConvGeometry;
     use rand::{Rng, SeedableRng};

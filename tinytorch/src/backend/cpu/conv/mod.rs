@@ -1,0 +1,72 @@
+//! 2-D convolution on the CPU, by job: the column matrix (`im2col.rs`, also the backend's
+//! im2col/col2im primitives), the chunk-parallel im2col + gemm kernels (`gemm.rs`, every
+//! f32/f64 convolution), Winograd F(2x2, 3x3)/F(2x2, 5x5) (`winograd.rs`, f32 stride-1 with
+//! enough channels) and the direct AVX-512 kernels (`direct.rs`, other f32 convolutions on
+//! CPUs that have it). [`Algo::of`] is the one place that picks among them; forward and
+//! backward run the algorithm the forward picked.
+
+mod direct;
+mod gemm;
+pub(super) mod im2col;
+mod winograd;
+
+pub use direct::set_enabled as set_direct_enabled;
+pub use gemm::{Conv, ConvFloat};
+pub use winograd::set_enabled as set_winograd_enabled;
+
+/// The kernels a convolution runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Algo {
+    /// Winograd (f32 3x3/5x5, stride 1, enough channels).
+    Winograd,
+    /// Direct AVX-512 kernels (f32).
+    Direct,
+    /// im2col + gemm, chunk-parallel (any f32/f64 convolution).
+    Gemm,
+}
+
+impl Algo {
+    /// The fastest algorithm that takes `conv` in `T`: Winograd where it applies, else the
+    /// direct kernels, else im2col + gemm.
+    pub fn of<T: ConvFloat>(conv: &Conv) -> Algo {
+        if winograd::applies::<T>(conv) {
+            Algo::Winograd
+        } else if direct::applies::<T>(conv) {
+            Algo::Direct
+        } else {
+            Algo::Gemm
+        }
+    }
+}
+
+/// `(N, Co, OH, OW)` from the contiguous input `(N, Ci, H, W)`, weight `(Co, Ci/G, kh, kw)`
+/// and optional bias `(Co)`.
+pub fn forward<T: ConvFloat>(algo: Algo, x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> Vec<T> {
+    match algo {
+        Algo::Winograd => winograd::forward(x, w, bias, c),
+        Algo::Direct => direct::forward(x, w, bias, c),
+        Algo::Gemm => gemm::forward(x, w, bias, c),
+    }
+}
+
+/// The input's gradient from the output's `gy` and the weight.
+pub fn backward_input<T: ConvFloat>(algo: Algo, gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
+    match algo {
+        Algo::Winograd => winograd::backward_input(gy, w, c),
+        // Input gradients the direct kernels do not take (strided, "valid", channels that
+        // pad badly to 16) stay on col2im.
+        Algo::Direct => {
+            direct::backward_input(gy, w, c).unwrap_or_else(|| gemm::backward_input(gy, w, c))
+        }
+        Algo::Gemm => gemm::backward_input(gy, w, c),
+    }
+}
+
+/// The weight's gradient from the input and the output's gradient `gy`.
+pub fn backward_weight<T: ConvFloat>(algo: Algo, x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
+    match algo {
+        Algo::Winograd => winograd::backward_weight(x, gy, c),
+        Algo::Direct => direct::backward_weight(x, gy, c),
+        Algo::Gemm => gemm::backward_weight(x, gy, c),
+    }
+}

@@ -1,0 +1,163 @@
+//! Fused 2-D convolution kernels (forward and both gradients in one call each, no column
+//! matrix kept between them): `Storage::conv2d_forward` picks the CPU's algorithm once
+//! (`cpu/conv/mod.rs`: Winograd, direct AVX-512 or chunked im2col + gemm, f32 and f64) and the
+//! backward runs the one it picked. Devices without such kernels answer `None`, and the op
+//! layer composes the convolution from the im2col/col2im primitives and matmul.
+
+use super::{host, Span};
+use crate::backend::cpu::conv::{self as cpu, Algo, Conv, ConvFloat};
+use crate::backend::{ConvGeometry, CpuElement, Storage};
+use crate::base::DType;
+use crate::error::{Error, Result};
+
+pub use crate::backend::cpu::conv::{
+    set_direct_enabled as set_direct_convolution, set_winograd_enabled as set_winograd_convolution,
+};
+
+/// One convolution: the geometry of the whole batch, the output channels and the groups.
+#[derive(Clone, Copy, Debug)]
+pub struct Conv2dSpec {
+    /// Sizes, stride, dilation and padding.
+    pub geom: ConvGeometry,
+    /// Output channels `Co`.
+    pub out_channels: usize,
+    /// Groups `G`, dividing both channel counts.
+    pub groups: usize,
+}
+
+/// What the backward needs of the forward: the problem and the algorithm it ran (so that the
+/// gradients match the forward's arithmetic).
+pub struct ConvPlan {
+    conv: Conv,
+    algo: Algo,
+    dtype: DType,
+}
+
+impl Storage {
+    /// `(N, Co, OH, OW)` from the contiguous input `(N, Ci, H, W)`, weight `(Co, Ci/G, kh,
+    /// kw)` and optional bias `(Co)`, all of one dtype. `Ok(None)` where the device has no
+    /// fused kernel for it.
+    pub fn conv2d_forward(
+        x: Span<'_>,
+        w: Span<'_>,
+        bias: Option<Span<'_>>,
+        spec: &Conv2dSpec,
+    ) -> Result<Option<(Storage, ConvPlan)>> {
+        let conv = Conv {
+            geom: spec.geom,
+            out_channels: spec.out_channels,
+            groups: spec.groups,
+        };
+        match (x.storage, x.dtype()) {
+            (Storage::Cpu(_), DType::F32) => cpu_forward::<f32>(x, w, bias, conv).map(Some),
+            (Storage::Cpu(_), DType::F64) => cpu_forward::<f64>(x, w, bias, conv).map(Some),
+            _ => Ok(None),
+        }
+    }
+
+    /// The input's gradient `(N, Ci, H, W)` from the output's gradient `gy` and the weight.
+    pub fn conv2d_backward_input(gy: Span<'_>, w: Span<'_>, plan: &ConvPlan) -> Result<Storage> {
+        match plan.dtype {
+            DType::F32 => cpu_backward_input::<f32>(gy, w, plan),
+            DType::F64 => cpu_backward_input::<f64>(gy, w, plan),
+            other => Err(Error::unsupported_dtype("conv2d", other)),
+        }
+    }
+
+    /// The weight's gradient `(Co, Ci/G, kh, kw)` from the input and the output's gradient.
+    pub fn conv2d_backward_weight(x: Span<'_>, gy: Span<'_>, plan: &ConvPlan) -> Result<Storage> {
+        match plan.dtype {
+            DType::F32 => cpu_backward_weight::<f32>(x, gy, plan),
+            DType::F64 => cpu_backward_weight::<f64>(x, gy, plan),
+            other => Err(Error::unsupported_dtype("conv2d", other)),
+        }
+    }
+}
+
+const OP: &str = "conv2d";
+
+/// Element counts of the operands, checked before a kernel indexes them.
+fn check_len(what: &str, s: Span<'_>, want: usize) -> Result<()> {
+    if s.len == want {
+        Ok(())
+    } else {
+        Err(Error::shape(
+            OP,
+            format!(
+                "{what} has {} elements, the convolution needs {want}",
+                s.len
+            ),
+        ))
+    }
+}
+
+fn sizes(c: &Conv) -> (usize, usize, usize) {
+    let g = &c.geom;
+    let x = g.batch * g.channels * g.input[0] * g.input[1];
+    let w = c.out_channels * g.rows() / c.groups;
+    let y = g.batch * c.out_channels * g.output[0] * g.output[1];
+    (x, w, y)
+}
+
+fn cpu_forward<T: ConvFloat + CpuElement>(
+    x: Span<'_>,
+    w: Span<'_>,
+    bias: Option<Span<'_>>,
+    conv: Conv,
+) -> Result<(Storage, ConvPlan)> {
+    let (nx, nw, _) = sizes(&conv);
+    check_len("input", x, nx)?;
+    check_len("weight", w, nw)?;
+    if let Some(b) = bias {
+        check_len("bias", b, conv.out_channels)?;
+    }
+    let bias = bias.map(|b| b.cpu_or_err::<T>(OP, "bias")).transpose()?;
+    let algo = Algo::of::<T>(&conv);
+    let y = cpu::forward(
+        algo,
+        x.cpu_or_err::<T>(OP, "input")?,
+        w.cpu_or_err::<T>(OP, "weight")?,
+        bias,
+        &conv,
+    );
+    let plan = ConvPlan {
+        conv,
+        algo,
+        dtype: T::DTYPE,
+    };
+    Ok((host(y), plan))
+}
+
+fn cpu_backward_input<T: ConvFloat + CpuElement>(
+    gy: Span<'_>,
+    w: Span<'_>,
+    plan: &ConvPlan,
+) -> Result<Storage> {
+    let (_, nw, ny) = sizes(&plan.conv);
+    check_len("grad_output", gy, ny)?;
+    check_len("weight", w, nw)?;
+    let gy = gy.cpu_or_err::<T>(OP, "grad_output")?;
+    Ok(host(cpu::backward_input(
+        plan.algo,
+        gy,
+        w.cpu_or_err::<T>(OP, "weight")?,
+        &plan.conv,
+    )))
+}
+
+fn cpu_backward_weight<T: ConvFloat + CpuElement>(
+    x: Span<'_>,
+    gy: Span<'_>,
+    plan: &ConvPlan,
+) -> Result<Storage> {
+    let (nx, _, ny) = sizes(&plan.conv);
+    check_len("grad_output", gy, ny)?;
+    check_len("input", x, nx)?;
+    let gy = gy.cpu_or_err::<T>(OP, "grad_output")?;
+    Ok(host(cpu::backward_weight(
+        plan.algo,
+        x.cpu_or_err::<T>(OP, "input")?,
+        gy,
+        &plan.conv,
+    )))
+}
