@@ -5,12 +5,13 @@
 mod engine;
 mod grad_mode;
 pub mod gradcheck;
-mod node;
+mod saved;
 
+pub use crate::tensor::node::BackwardFn;
+pub(crate) use crate::tensor::node::Node;
 pub use engine::{backward, grad};
 pub use grad_mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
-pub(crate) use node::Node;
-pub use node::{BackwardFn, SavedTensor};
+pub use saved::SavedTensor;
 
 use crate::error::Result;
 use crate::tensor::{Layout, Tensor};

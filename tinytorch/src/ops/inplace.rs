@@ -10,8 +10,7 @@
 
 use super::same_device;
 use crate::autograd::is_grad_enabled;
-use crate::backend::cpu::binary::add_scaled_inplace;
-use crate::backend::{BinaryOp, Storage, UnaryOp};
+use crate::backend::{BinaryOp, UnaryOp};
 use crate::error::{Error, Result};
 use crate::tensor::layout::broadcast_shapes;
 use crate::tensor::{DType, ResultType, Scalar, Tensor};
@@ -199,19 +198,19 @@ impl Tensor {
         self.binary_inplace_op(other, BinaryOp::Add, "add_")
     }
 
-    /// `self += alpha * other` in place (`Tensor.add_(other, alpha=alpha)`): one pass for f32
-    /// and f64 CPU tensors of one dtype (the optimizers' updates), else `add_(alpha * other)`.
+    /// `self += alpha * other` in place (`Tensor.add_(other, alpha=alpha)`): one pass where the
+    /// device has the fused kernel (the optimizers' updates: f32 and f64 on the CPU), else
+    /// `add_(alpha * other)`.
     pub fn add_scaled_(&self, other: &Tensor, alpha: f64) -> Result<Tensor> {
-        if self.device().is_cpu() && self.dtype() == other.dtype() {
+        if self.device() == other.device() && self.dtype() == other.dtype() {
             self.check_inplace_target("add_")?;
             let (src, src_l) = self.inplace_operand(other, "add_")?;
-            let done = match (&mut *self.storage_mut(), &*src.storage()) {
-                (Storage::Cpu(dst), Storage::Cpu(src)) => {
-                    add_scaled_inplace(dst, self.layout(), src, &src_l, alpha)?
-                }
-                #[allow(unreachable_patterns)] // reachable with the `cuda` feature
-                _ => false,
-            };
+            let done = self.storage_mut().add_scaled_inplace(
+                self.layout(),
+                &src.storage(),
+                &src_l,
+                alpha,
+            )?;
             if done {
                 return Ok(self.clone());
             }

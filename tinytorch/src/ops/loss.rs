@@ -184,9 +184,9 @@ fn batch_of_one(input: &Tensor, target: &Tensor) -> Result<(Tensor, Tensor)> {
 ///
 /// One fused op: the log-softmax is computed once and the backward is
 /// `g * (softmax * sum(q) - q)` where `q` is the (weighted, smoothed) target distribution.
-/// Class-index targets on the CPU take a row-wise kernel that keeps two numbers per sample
-/// for the backward ([`crate::backend::cpu::cross_entropy`]); everything else is composed
-/// from tensor ops.
+/// Class-index targets take the row-wise kernel of the input's device where it has one
+/// (`Storage::cross_entropy_forward`), which keeps two numbers per sample for the backward;
+/// everything else is composed from tensor ops.
 pub fn cross_entropy(
     input: &Tensor,
     target: &Tensor,

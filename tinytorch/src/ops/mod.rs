@@ -48,61 +48,6 @@ pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
-/// The elements of the contiguous CPU tensor `t` (whose storage is `s`) as a slice of `T`;
-/// an error naming `op` for another dtype or a tensor on another device.
-fn cpu_slice<'a, T: crate::backend::CpuElement>(
-    op: &'static str,
-    t: &Tensor,
-    s: &'a Storage,
-) -> Result<&'a [T]> {
-    // (An empty tensor's strides are arbitrary: its slice is simply empty.)
-    debug_assert!(t.is_contiguous() || t.numel() == 0);
-    let data = s.as_cpu().and_then(|s| s.as_slice::<T>()).ok_or_else(|| {
-        Error::dtype(
-            op,
-            format!(
-                "expected a CPU tensor of {}, got {} on {}",
-                T::DTYPE,
-                t.dtype(),
-                t.device()
-            ),
-        )
-    })?;
-    if t.numel() == 0 {
-        return Ok(&[]);
-    }
-    let start = t.layout().offset();
-    Ok(&data[start..start + t.numel()])
-}
-
-/// Run `f` on the elements of a contiguous CPU tensor of dtype `T`, without copying (the
-/// fused CPU kernels read their operands this way); an error naming `op` for another dtype
-/// or a tensor on another device.
-pub(crate) fn with_cpu_slice<T: crate::backend::CpuElement, R>(
-    op: &'static str,
-    t: &Tensor,
-    f: impl FnOnce(&[T]) -> R,
-) -> Result<R> {
-    Ok(f(cpu_slice(op, t, &t.storage())?))
-}
-
-/// Two-tensor form of [`with_cpu_slice`]; one lock when both tensors view one buffer (see
-/// [`with_storages2`]).
-pub(crate) fn with_cpu_slices2<A, B, R>(
-    op: &'static str,
-    a: &Tensor,
-    b: &Tensor,
-    f: impl FnOnce(&[A], &[B]) -> R,
-) -> Result<R>
-where
-    A: crate::backend::CpuElement,
-    B: crate::backend::CpuElement,
-{
-    with_storages2(a, b, |sa, sb| {
-        Ok(f(cpu_slice(op, a, sa)?, cpu_slice(op, b, sb)?))
-    })
-}
-
 /// Run `f` with read access to the storages of `a` and `b`, taking one lock when they share a
 /// buffer (a second read lock on the same RwLock from one thread can deadlock).
 pub(crate) fn with_storages2<R>(

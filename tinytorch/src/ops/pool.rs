@@ -1,16 +1,15 @@
 //! 2-D pooling (`torch.nn.functional.max_pool2d/avg_pool2d/adaptive_avg_pool2d`), built on the
 //! same differentiable im2col as the convolutions: windows are gathered with strided slices,
-//! then reduced with `max_dim` (gradient to the argmax) or a mean. Max pooling of f32/f64 CPU
-//! tensors takes a fused kernel instead (backend/cpu/max_pool.rs), checked against this
-//! composite in tests/conv.rs.
+//! then reduced with `max_dim` (gradient to the argmax) or a mean. Max pooling takes the
+//! fused kernel of its device where there is one (`Storage::max_pool2d_forward`: the CPU's,
+//! f32/f64, backend/cpu/max_pool.rs), checked against this composite in tests/conv.rs.
 
 use crate::autograd::needs_grad;
-use crate::backend::cpu::max_pool::{self, PoolPlane};
-use crate::backend::CpuElement;
+use crate::backend::{PoolPlane, Storage};
 use crate::error::{Error, Result};
 use crate::ops::conv::patches;
-use crate::ops::{with_cpu_slice, with_cpu_slices2, PadMode};
-use crate::tensor::{DType, Device, Tensor};
+use crate::ops::{with_spans, PadMode};
+use crate::tensor::Tensor;
 
 /// Output length of a pooling window (PyTorch's `pooling_output_shape`), with ceil mode: the
 /// last window must start inside the input or its left padding.
@@ -120,12 +119,10 @@ fn windows(x: &Tensor, w: &Window, fill: f64) -> Result<Tensor> {
     patches(&xp, w.kernel, w.stride, w.dilation, w.out)
 }
 
-/// Max pooling of a 4-d f32/f64 CPU tensor in one pass (backend/cpu/max_pool.rs); the
-/// backward adds the gradient at each window's argmax, which the forward keeps.
-fn max_pool2d_cpu<T>(x: &Tensor, w: &Window) -> Result<Tensor>
-where
-    T: CpuElement + std::ops::AddAssign,
-{
+/// Max pooling of a 4-d tensor in one pass through its device's fused kernel, or `None`
+/// where it has none; the backward adds the gradient at each window's argmax, which the
+/// forward keeps.
+fn max_pool2d_fused(x: &Tensor, w: &Window) -> Result<Option<Tensor>> {
     const OP: &str = "max_pool2d";
     let [n, c, h, wd] = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
     let plane = PoolPlane {
@@ -139,24 +136,26 @@ where
         dilation: w.dilation,
     };
     let xc = x.detach().contiguous()?;
-    #[allow(clippy::eq_op)] // `v != v` is the NaN test for any float element type
-    let (y, argmax) = with_cpu_slice(OP, &xc, |xs: &[T]| {
-        max_pool::forward(xs, n * c, &plane, |v: T| v != v)
+    let fwd = with_spans(&[Some(&xc)], |s| {
+        Storage::max_pool2d_forward(s[0].expect("given"), n * c, &plane)
     })?;
-    let out = Tensor::from_vec(y, &[n, c, w.out[0], w.out[1]])?;
+    let Some((y, argmax)) = fwd else {
+        return Ok(None);
+    };
+    let out = Tensor::from_contiguous(y, &[n, c, w.out[0], w.out[1]]);
     // A tensor, so that its buffer goes back to the caching allocator when the graph drops.
-    let argmax = Tensor::from_vec(argmax, &[argmax_len(&plane, n * c)])?;
+    let argmax = Tensor::from_contiguous(argmax, &[argmax_len(&plane, n * c)]);
     if !needs_grad(&[x]) {
-        return Ok(out);
+        return Ok(Some(out));
     }
     let in_shape = x.shape().to_vec();
-    Ok(out.record(OP, &[x], move |g, _| {
+    Ok(Some(out.record(OP, &[x], move |g, _| {
         let g = g.contiguous()?;
-        let gx = with_cpu_slices2(OP, &g, &argmax, |gs: &[T], at: &[i64]| {
-            max_pool::backward(gs, at, n * c, &plane)
+        let gx = with_spans(&[Some(&g), Some(&argmax)], |s| {
+            Storage::max_pool2d_backward(s[0].expect("given"), s[1].expect("given"), n * c, &plane)
         })?;
-        Ok(vec![Some(Tensor::from_vec(gx, &in_shape)?)])
-    }))
+        Ok(vec![Some(Tensor::from_contiguous(gx, &in_shape))])
+    })))
 }
 
 /// Number of outputs (and argmax entries) of `planes` planes.
@@ -203,12 +202,11 @@ impl Tensor {
         const OP: &str = "max_pool2d";
         pool_batched(OP, self, |x| {
             let w = window(OP, x, kernel, stride, padding, dilation, ceil_mode)?;
-            match (x.device(), x.dtype()) {
-                (Device::Cpu, DType::F32) => max_pool2d_cpu::<f32>(x, &w),
-                (Device::Cpu, DType::F64) => max_pool2d_cpu::<f64>(x, &w),
-                // Other dtypes and devices: the windows as a tensor, reduced by max_dim.
-                _ => Ok(windows(x, &w, f64::NEG_INFINITY)?.max_dim(2, false)?.0),
+            if let Some(y) = max_pool2d_fused(x, &w)? {
+                return Ok(y);
             }
+            // Devices without the kernel: the windows as a tensor, reduced by max_dim.
+            Ok(windows(x, &w, f64::NEG_INFINITY)?.max_dim(2, false)?.0)
         })
     }
 

@@ -7,10 +7,9 @@
 //! `silu`, `softplus`) reject other dtypes. Derivatives at kinks use PyTorch's conventions.
 
 use crate::autograd::needs_grad;
-use crate::backend::cpu::{unary as cpu_unary, CpuStorage};
-use crate::backend::{Storage, UnaryOp};
+use crate::backend::{ActivationGrad, Storage, UnaryOp};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Layout, ResultType, Scalar, Tensor};
+use crate::tensor::{DType, ResultType, Scalar, Tensor};
 
 /// Which tensor a backward rule needs: the op's input or its output (cheaper for `exp`,
 /// `sigmoid`, `tanh`, `sqrt`, whose derivatives are functions of the output).
@@ -29,21 +28,18 @@ const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 /// The cubic coefficient of the tanh-approximated GELU.
 const GELU_KAPPA: f64 = 0.044715;
 
-/// A fused CPU backward kernel of an activation: `(g, gl, saved, saved_layout) -> dx`.
-type FusedBackward = fn(&CpuStorage, &Layout, &CpuStorage, &Layout) -> Result<CpuStorage>;
-
-/// Run the fused CPU backward `kernel` on the upstream gradient `g` and the saved tensor
-/// `s` (the op's input or output) when both are CPU tensors of one dtype and shape; `None`
-/// otherwise, and the caller composes the rule from tensor ops.
-fn fused_backward_cpu(g: &Tensor, s: &Tensor, kernel: FusedBackward) -> Result<Option<Tensor>> {
-    if g.dtype() != s.dtype() || g.shape() != s.shape() {
+/// The fused backward of activation `kind` (`Storage::activation_backward`) on the upstream
+/// gradient `g` and the saved tensor `s` (the op's input or output) when they share a dtype
+/// and shape and their device has the kernel; `None` otherwise, and the caller composes the
+/// rule from tensor ops.
+fn fused_backward(g: &Tensor, s: &Tensor, kind: ActivationGrad) -> Result<Option<Tensor>> {
+    if g.dtype() != s.dtype() || g.shape() != s.shape() || g.device() != s.device() {
         return Ok(None);
     }
-    let dx = crate::ops::with_storages2(g, s, |sg, ss| match (sg.as_cpu(), ss.as_cpu()) {
-        (Some(sg), Some(ss)) => kernel(sg, g.layout(), ss, s.layout()).map(Some),
-        _ => Ok(None),
+    let dx = crate::ops::with_storages2(g, s, |sg, ss| {
+        Storage::activation_backward(kind, sg, g.layout(), ss, s.layout())
     })?;
-    Ok(dx.map(|d| Tensor::from_contiguous(Storage::Cpu(d), s.shape())))
+    Ok(dx.map(|d| Tensor::from_contiguous(d, s.shape())))
 }
 
 impl Tensor {
@@ -255,13 +251,11 @@ impl Tensor {
     pub fn relu(&self) -> Result<Tensor> {
         self.reject_bool("relu")?;
         let out = self.unary_keep_dtype(UnaryOp::Relu)?;
-        self.unary_backward(out, "relu", Saved::Output, |g, y| match fused_backward_cpu(
-            g,
-            y,
-            cpu_unary::relu_backward,
-        )? {
-            Some(dx) => Ok(dx),
-            None => g.masked_fill(&y.le_scalar(0.0)?, 0.0),
+        self.unary_backward(out, "relu", Saved::Output, |g, y| {
+            match fused_backward(g, y, ActivationGrad::Relu)? {
+                Some(dx) => Ok(dx),
+                None => g.masked_fill(&y.le_scalar(0.0)?, 0.0),
+            }
         })
     }
 
@@ -300,8 +294,8 @@ impl Tensor {
         self.require_float("gelu")?;
         let out = self.unary_op(UnaryOp::Gelu)?;
         self.unary_backward(out, "gelu", Saved::Input, |g, x| {
-            // Phi(x) + x * phi(x): one fused pass on the CPU, composed elsewhere.
-            if let Some(dx) = fused_backward_cpu(g, x, cpu_unary::gelu_backward)? {
+            // Phi(x) + x * phi(x): one fused pass where the device has it, composed elsewhere.
+            if let Some(dx) = fused_backward(g, x, ActivationGrad::Gelu)? {
                 return Ok(dx);
             }
             let cdf = x

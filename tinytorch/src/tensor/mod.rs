@@ -3,6 +3,7 @@
 
 mod create;
 mod display;
+pub(crate) mod node;
 pub use display::grad_fn_display;
 mod random;
 
@@ -12,10 +13,10 @@ pub use crate::base::{DType, Device, Element, FloatElement, Layout, ResultType, 
 pub use create::IntoTensorData;
 pub use random::{get_rng_state, manual_seed, set_rng_state, Generator, GeneratorState};
 
-use crate::autograd::Node;
 use crate::backend::CpuElement;
 use crate::backend::Storage;
 use crate::error::{Error, Result};
+use node::Node;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 

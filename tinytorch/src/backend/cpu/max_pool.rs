@@ -7,22 +7,8 @@
 //! (stride < kernel) accumulate exactly as PyTorch's kernel does.
 
 use super::CpuElement;
+use crate::backend::PoolPlane;
 use rayon::prelude::*;
-
-/// The window geometry over one `(H, W)` plane.
-#[derive(Clone, Copy, Debug)]
-pub struct PoolPlane {
-    /// Input height and width.
-    pub input: [usize; 2],
-    /// Output height and width.
-    pub output: [usize; 2],
-    pub kernel: [usize; 2],
-    pub stride: [usize; 2],
-    /// Implicit padding before the first row and column (windows never start in it past
-    /// half a kernel, so each has at least one real element).
-    pub padding: [usize; 2],
-    pub dilation: [usize; 2],
-}
 
 /// Below this many output elements the work stays on one thread.
 const PAR_OUTPUTS: usize = 1 << 14;

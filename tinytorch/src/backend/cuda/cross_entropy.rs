@@ -29,9 +29,13 @@ fn ptr_at((s, at): (&CudaStorage, usize)) -> u64 {
     s.ptr() + (at * s.dtype.size_in_bytes()) as u64
 }
 
+/// An operand to check: its name, (buffer, element offset) if present, the dtype it must
+/// have and how many elements are read from its offset.
+type Check<'a> = (&'a str, Option<(&'a CudaStorage, usize)>, DType, usize);
+
 /// Every operand is on x's device, of the dtype it must have, and holds the elements it is
 /// read at.
-fn check(operands: &[(&str, Option<(&CudaStorage, usize)>, DType, usize)]) -> Result<()> {
+fn check(operands: &[Check<'_>]) -> Result<()> {
     let dev = operands[0].1.map(|(s, _)| s.device());
     for &(name, operand, dtype, len) in operands {
         let Some((s, at)) = operand else { continue };

@@ -15,8 +15,8 @@ mod attention;
 mod conv;
 mod cross_entropy;
 mod norm;
-// TODO mod pool;
-// TODO mod pointwise;
+mod pointwise;
+mod pool;
 
 pub use adam::{AdamOperands, AdamStep};
 pub use attention::{AttnConfig, AttnGrads, AttnOperand, AttnSaved};
@@ -25,7 +25,8 @@ pub use cross_entropy::{CeForward, CeParams, CeRowGrad, CeSaved};
 pub use norm::{
     BatchNormDims, BatchNormForward, NormForward, NormGrads, NormKind, NormSaved, NormWanted,
 };
-// TODO pub use pool::MaxPoolPlane;
+pub use pointwise::ActivationGrad;
+pub use pool::PoolPlane;
 
 use crate::backend::{CpuElement, Storage};
 use crate::base::DType;

@@ -1,9 +1,9 @@
-//! Graph nodes and saved tensors. A node belongs to the tensor an op produced; it holds the
-//! op's inputs (the graph edges) and its backward rule. Backward rules capture only
-//! `SavedTensor`s, which are detached, so the graph's edges are exactly `Node::inputs` and
-//! an output saved by its own rule creates no reference cycle.
+//! A tensor's place in the autograd graph: the node of the op that produced it, holding the
+//! op's inputs (the graph's edges) and its backward rule. It lives with the tensor that owns
+//! it; the engine that walks the graph (`autograd/engine.rs`) and the recording of ops
+//! (`autograd/mod.rs`) sit a layer above and use it from there.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tensor::{Layout, Tensor};
 use std::sync::{Arc, Mutex};
 
@@ -58,39 +58,5 @@ impl Drop for Node {
                 }
             }
         }
-    }
-}
-
-/// A tensor saved by a backward rule: detached, with the storage version at save time, so
-/// that an in-place write before backward is reported instead of giving a wrong gradient.
-pub struct SavedTensor {
-    tensor: Tensor,
-    version: u64,
-    op: &'static str,
-}
-
-impl SavedTensor {
-    /// Save `t` for the backward rule of `op`.
-    pub fn new(op: &'static str, t: &Tensor) -> Self {
-        SavedTensor {
-            tensor: t.detach(),
-            version: t.version(),
-            op,
-        }
-    }
-
-    /// The saved value, or an error if it was modified in place since it was saved.
-    pub fn get(&self) -> Result<&Tensor> {
-        let now = self.tensor.version();
-        if now != self.version {
-            return Err(Error::Autograd(format!(
-                "one of the variables needed for gradient computation has been modified by an inplace \
-                 operation: a tensor of shape {:?} saved by {} is at version {now}; expected version {}",
-                self.tensor.shape(),
-                self.op,
-                self.version
-            )));
-        }
-        Ok(&self.tensor)
     }
 }
