@@ -10,69 +10,13 @@
 //! contiguous. Block products go through `gemm`; rayon spreads (head, block) tasks over the
 //! threads.
 
-use super::fast_math::exp_f32;
+use super::float::KernelFloat;
 use rayon::prelude::*;
 
 /// Queries per block.
 const BLOCK_Q: usize = 64;
 /// Keys per block.
 const BLOCK_K: usize = 128;
-
-/// The float types the kernel runs in (half types are widened to f32 by the caller).
-pub trait AttnFloat:
-    super::CpuElement
-    + Copy
-    + Send
-    + Sync
-    + PartialOrd
-    + std::ops::Add<Output = Self>
-    + std::ops::Sub<Output = Self>
-    + std::ops::Mul<Output = Self>
-    + 'static
-{
-    /// Conversion from f64.
-    fn of(v: f64) -> Self;
-    /// Conversion to f64.
-    fn f64(self) -> f64;
-    /// `e^(self - m)`, 0 for `self = -inf` (a masked score), in the type's own precision.
-    fn exp_shifted(self, m: Self) -> Self;
-}
-
-impl AttnFloat for f32 {
-    #[inline(always)]
-    fn exp_shifted(self, m: Self) -> Self {
-        // The vectorisable exp (libm's expf is a call per score); computed first and then
-        // selected, so that the loops over a block's scores stay branch-free.
-        let e = exp_f32(self - m);
-        if self == f32::NEG_INFINITY {
-            0.0
-        } else {
-            e
-        }
-    }
-    fn of(v: f64) -> Self {
-        v as f32
-    }
-    fn f64(self) -> f64 {
-        self as f64
-    }
-}
-
-impl AttnFloat for f64 {
-    fn exp_shifted(self, m: Self) -> Self {
-        if self == f64::NEG_INFINITY {
-            0.0
-        } else {
-            (self - m).exp()
-        }
-    }
-    fn of(v: f64) -> Self {
-        v
-    }
-    fn f64(self) -> f64 {
-        self
-    }
-}
 
 /// Sizes: `bh` (batch x heads) problems of `l` queries and `s` keys, each of `e` features,
 /// values of `ev` features. All positive (the op layer sends empty problems elsewhere).
@@ -123,7 +67,7 @@ pub struct AttnOptions<'a, T> {
     pub seed: u64,
 }
 
-impl<T: AttnFloat> AttnOptions<'_, T> {
+impl<T: KernelFloat> AttnOptions<'_, T> {
     /// Keys `j` that query `i` may see under the causal rule (`j <= i`, torch's top-left
     /// aligned `tril`): the number of the first `s` keys.
     fn visible(&self, i: usize, s: usize) -> usize {
@@ -160,7 +104,7 @@ fn splitmix(x: u64) -> u64 {
 /// `dst (m x n, row stride ldd) = [dst +] beta * a (m x k) * b (k x n)`; each operand given
 /// as (slice, row stride, column stride).
 #[allow(clippy::too_many_arguments)]
-fn gemm_into<T: AttnFloat>(
+fn gemm_into<T: KernelFloat>(
     m: usize,
     n: usize,
     k: usize,
@@ -223,7 +167,7 @@ fn gemm_into<T: AttnFloat>(
 /// Scores of query rows `i0..i0+rows` against keys `j0..j0+cols` of head `b`, with scale,
 /// mask and the causal rule applied (masked entries are -inf), into `sc` (rows x cols).
 #[allow(clippy::too_many_arguments)]
-fn scores<T: AttnFloat>(
+fn scores<T: KernelFloat>(
     q: AttnInput<T>,
     k: AttnInput<T>,
     d: &AttnDims,
@@ -274,7 +218,7 @@ fn exp_shifted(x: f64, m: f64) -> f64 {
 /// Forward: the output `(BH, L, Ev)` and each row's log-sum-exp `(BH, L)` (saved for the
 /// backward; -inf for a row whose every key is masked, whose output is 0 as in PyTorch's
 /// SDPA).
-pub fn forward<T: AttnFloat>(
+pub fn forward<T: KernelFloat>(
     q: AttnInput<T>,
     k: AttnInput<T>,
     v: AttnInput<T>,
@@ -300,7 +244,7 @@ pub fn forward<T: AttnFloat>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn forward_block<T: AttnFloat>(
+fn forward_block<T: KernelFloat>(
     [q, k, v]: [AttnInput<T>; 3],
     d: &AttnDims,
     o: &AttnOptions<T>,
@@ -383,7 +327,7 @@ fn forward_block<T: AttnFloat>(
 /// Backward: gradients of q, k and v from the upstream gradient `dout` of the output, with
 /// the forward's `out` and `lse`.
 #[allow(clippy::too_many_arguments)]
-pub fn backward<T: AttnFloat>(
+pub fn backward<T: KernelFloat>(
     [q, k, v]: [AttnInput<T>; 3],
     out: &[T],
     lse: &[T],
@@ -459,7 +403,7 @@ struct BackwardCtx<'a, T> {
     o: &'a AttnOptions<'a, T>,
 }
 
-impl<T: AttnFloat> BackwardCtx<'_, T> {
+impl<T: KernelFloat> BackwardCtx<'_, T> {
     /// For query rows `i0..+rows` and keys `j0..+cols` of head `b`: `p` = the attention
     /// weights after dropout and `ds` = the gradient of the (scaled, masked) scores.
     #[allow(clippy::too_many_arguments)]

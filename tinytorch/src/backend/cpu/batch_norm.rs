@@ -17,7 +17,8 @@
 //! of each row; the rows are split into fixed groups whose partial sums merge in order, so
 //! the result does not depend on the number of threads.
 
-use super::norm::{lane_sum, NormFloat};
+use super::float::KernelFloat;
+use super::norm::lane_sum;
 use rayon::prelude::*;
 
 /// Elements per rayon task; problems of at most two tasks stay on the calling thread.
@@ -94,7 +95,7 @@ fn per_channel<const K: usize>(
 
 /// `out[row] = x[row] * a[ch] + b[ch]` and, with `g`, `+ g[row] * gc[ch]`: the one
 /// elementwise pass of the forward and of the backward.
-fn per_channel_affine<T: NormFloat>(
+fn per_channel_affine<T: KernelFloat>(
     d: Dims,
     x: &[T],
     g: Option<(&[T], &[T])>,
@@ -138,7 +139,7 @@ fn per_channel_affine<T: NormFloat>(
 
 /// Forward in training mode: `y` and the batch statistics. `x` holds `n * c * s` elements;
 /// `weight` and `bias` (one per channel) default to 1 and 0.
-pub fn forward<T: NormFloat>(
+pub fn forward<T: KernelFloat>(
     x: &[T],
     d: Dims,
     weight: Option<&[T]>,
@@ -182,7 +183,7 @@ pub struct Grads<T> {
 }
 
 /// Backward of [`forward`] from the upstream gradient `g` (laid out like `x`).
-pub fn backward<T: NormFloat>(
+pub fn backward<T: KernelFloat>(
     x: &[T],
     g: &[T],
     d: Dims,

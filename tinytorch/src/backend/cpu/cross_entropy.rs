@@ -28,11 +28,10 @@
 //! are added in f64 across tiles, so that rows of 50k classes stay accurate. Rows are spread
 //! over rayon threads only when the input is large enough to pay for the hand-off.
 
-use super::fast_math::exp_f32;
 #[cfg(target_arch = "x86_64")]
 use super::fast_math::has_avx2_fma;
+use super::float::KernelFloat;
 use rayon::prelude::*;
-use std::ops::{Add, Mul, Sub};
 
 /// Elements per rayon task; inputs of at most two tasks' worth stay on the calling thread
 /// (below that, waking the pool costs more than the work).
@@ -45,108 +44,6 @@ const TILE: usize = 1024;
 /// Tiles are padded to a multiple of this many elements: the vectorised `exp` loop's step
 /// (16 lanes of AVX-512, unrolled 4 times), so that it leaves no scalar remainder.
 const VECTOR_PAD: usize = 64;
-
-/// The float types the kernel computes in (the caller widens f16/bf16 to f32).
-pub trait CeFloat:
-    super::CpuElement
-    + Copy
-    + Send
-    + Sync
-    + PartialOrd
-    + 'static
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-{
-    /// Zero.
-    const ZERO: Self;
-    /// Negative infinity (the identity of max).
-    const NEG_INFINITY: Self;
-    /// Conversion from f64.
-    fn of(v: f64) -> Self;
-    /// Conversion to f64.
-    fn f64(self) -> f64;
-    /// e^self; f32 uses a vectorisable approximation (with fused multiply-adds when `FMA`:
-    /// only code compiled for an FMA-capable CPU may ask for them), f64 the exact libm
-    /// function (f64 is what gradient checks run in).
-    fn exp<const FMA: bool>(self) -> Self;
-}
-
-impl CeFloat for f32 {
-    const ZERO: Self = 0.0;
-    const NEG_INFINITY: Self = f32::NEG_INFINITY;
-    #[inline(always)]
-    fn of(v: f64) -> Self {
-        v as f32
-    }
-    #[inline(always)]
-    fn f64(self) -> f64 {
-        self as f64
-    }
-    #[inline(always)]
-    fn exp<const FMA: bool>(self) -> Self {
-        if FMA {
-            exp_f32_fma(self)
-        } else {
-            exp_f32(self)
-        }
-    }
-}
-
-impl CeFloat for f64 {
-    const ZERO: Self = 0.0;
-    const NEG_INFINITY: Self = f64::NEG_INFINITY;
-    #[inline(always)]
-    fn of(v: f64) -> Self {
-        v
-    }
-    #[inline(always)]
-    fn f64(self) -> f64 {
-        self
-    }
-    #[inline(always)]
-    fn exp<const FMA: bool>(self) -> Self {
-        f64::exp(self)
-    }
-}
-
-/// [`exp_f32`] with fused multiply-adds: the same range reduction and polynomial, rounded
-/// once per step instead of twice, in about a third fewer instructions (measured: the
-/// AVX-512 `exp` loop 1.45x faster). Without an FMA unit `mul_add` is a slow libm call,
-/// which is why `fast_math`'s portable version keeps separate multiplies and adds; this
-/// one runs only in the loops compiled for AVX2/AVX-512 with FMA.
-#[inline(always)]
-fn exp_f32_fma(x: f32) -> f32 {
-    const LOG2E: f32 = std::f32::consts::LOG2_E;
-    // ln 2 split in two so that k * LN2_HI is exact.
-    const LN2_HI: f32 = 0.693_145_75;
-    const LN2_LO: f32 = 1.428_606_8e-6;
-    // Adding and subtracting 1.5 * 2^23 rounds to the nearest integer without a branch.
-    const ROUND: f32 = 12_582_912.0;
-    let lo = if x < -87.3 { -87.3 } else { x };
-    let xc = if lo > 88.72 { 88.72 } else { lo };
-    let kr = xc.mul_add(LOG2E, ROUND);
-    let k = kr - ROUND;
-    let r = (-k).mul_add(LN2_LO, (-k).mul_add(LN2_HI, xc));
-    // Taylor polynomial of e^r on |r| <= ln(2)/2, in Horner form.
-    let p = r.mul_add(1.0 / 720.0, 1.0 / 120.0);
-    let p = r.mul_add(p, 1.0 / 24.0);
-    let p = r.mul_add(p, 1.0 / 6.0);
-    let p = r.mul_add(p, 0.5);
-    let p = r.mul_add(p, 1.0);
-    let p = r.mul_add(p, 1.0);
-    // kr's bits are ROUND's plus k, so 2^k's exponent field is (bits - ROUND's bits + 127).
-    let scale = f32::from_bits(kr.to_bits().wrapping_sub(ROUND.to_bits()).wrapping_add(127) << 23);
-    let y = p * scale;
-    // NaN passes through the clamp unchanged and stays NaN in the arithmetic above.
-    if x < -87.3 {
-        0.0
-    } else if x > 88.72 {
-        f32::INFINITY
-    } else {
-        y
-    }
-}
 
 /// The loss's settings, shared by forward and backward.
 #[derive(Clone, Copy)]
@@ -161,7 +58,7 @@ pub struct Params<'a, T> {
     pub label_smoothing: f64,
 }
 
-impl<T: CeFloat> Params<'_, T> {
+impl<T: KernelFloat> Params<'_, T> {
     /// The target class of a row, or `None` when the row is ignored. Targets must have been
     /// checked to be in `0..C` or equal to `ignore_index`.
     #[inline(always)]
@@ -219,7 +116,7 @@ pub enum RowGrad<'a, T> {
     PerRow(&'a [T]),
 }
 
-impl<T: CeFloat> RowGrad<'_, T> {
+impl<T: KernelFloat> RowGrad<'_, T> {
     #[inline(always)]
     fn at(&self, row: usize) -> f64 {
         match self {
@@ -279,7 +176,7 @@ pub fn check_targets(
 
 /// Forward over the contiguous logits `x` (`rows x C`) and one target per row (each in
 /// `0..C` or `ignore_index`, checked by the caller).
-pub fn forward<T: CeFloat>(x: &[T], targets: &[i64], p: Params<T>) -> Forward<T> {
+pub fn forward<T: KernelFloat>(x: &[T], targets: &[i64], p: Params<T>) -> Forward<T> {
     let c = p.classes;
     assert!(
         c > 0 && x.len() == targets.len() * c,
@@ -324,7 +221,7 @@ pub fn forward<T: CeFloat>(x: &[T], targets: &[i64], p: Params<T>) -> Forward<T>
 
 /// Backward: `dx` (`rows x C`) from the saved logits, targets and row statistics and the
 /// upstream gradient of each row's loss.
-pub fn backward<T: CeFloat>(
+pub fn backward<T: KernelFloat>(
     x: &[T],
     targets: &[i64],
     p: Params<T>,
@@ -358,7 +255,7 @@ pub fn backward<T: CeFloat>(
 
 /// The forward of the rows `r0..` that `losses` covers, compiled for the best SIMD level
 /// the CPU has.
-fn forward_rows<T: CeFloat>(
+fn forward_rows<T: KernelFloat>(
     ctx: &Ctx<T>,
     r0: usize,
     losses: &mut [f64],
@@ -380,7 +277,7 @@ fn forward_rows<T: CeFloat>(
 
 /// The backward of the rows `r0..` that `dx` covers, compiled for the best SIMD level the
 /// CPU has.
-fn backward_rows<T: CeFloat>(
+fn backward_rows<T: KernelFloat>(
     ctx: &Ctx<T>,
     r0: usize,
     dx: &mut [T],
@@ -415,7 +312,7 @@ mod simd {
 
     /// [`forward_rows_portable`] with AVX-512.
     #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-    pub unsafe fn forward_rows_avx512<T: CeFloat>(
+    pub unsafe fn forward_rows_avx512<T: KernelFloat>(
         ctx: &Ctx<T>,
         r0: usize,
         losses: &mut [f64],
@@ -426,7 +323,7 @@ mod simd {
 
     /// [`forward_rows_portable`] with AVX2.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn forward_rows_avx2<T: CeFloat>(
+    pub unsafe fn forward_rows_avx2<T: KernelFloat>(
         ctx: &Ctx<T>,
         r0: usize,
         losses: &mut [f64],
@@ -437,7 +334,7 @@ mod simd {
 
     /// [`backward_rows_portable`] with AVX-512.
     #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
-    pub unsafe fn backward_rows_avx512<T: CeFloat>(
+    pub unsafe fn backward_rows_avx512<T: KernelFloat>(
         ctx: &Ctx<T>,
         r0: usize,
         dx: &mut [T],
@@ -449,7 +346,7 @@ mod simd {
 
     /// [`backward_rows_portable`] with AVX2.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn backward_rows_avx2<T: CeFloat>(
+    pub unsafe fn backward_rows_avx2<T: KernelFloat>(
         ctx: &Ctx<T>,
         r0: usize,
         dx: &mut [T],
@@ -463,7 +360,7 @@ mod simd {
 /// The forward of the rows `r0..` that `losses` covers (a task's rows), a tile at a time:
 /// each row's max, then `exp(x - max)` of the tile and each row's sum, then each row's loss.
 #[inline(always)]
-fn forward_rows_portable<T: CeFloat, const FMA: bool>(
+fn forward_rows_portable<T: KernelFloat, const FMA: bool>(
     ctx: &Ctx<T>,
     r0: usize,
     losses: &mut [f64],
@@ -510,7 +407,7 @@ fn forward_rows_portable<T: CeFloat, const FMA: bool>(
 
 /// The loss of one row with target `t`, from its max and `sum_j exp(x_j - max)`.
 #[inline(always)]
-fn row_loss<T: CeFloat>(row: &[T], t: usize, max: T, sum: f64, ctx: &Ctx<T>) -> f64 {
+fn row_loss<T: KernelFloat>(row: &[T], t: usize, max: T, sum: f64, ctx: &Ctx<T>) -> f64 {
     let (p, eps) = (ctx.p, ctx.p.label_smoothing);
     let ln_sum = sum.ln();
     // lse - x_t = (max - x_t) + ln(sum): both terms are small, so nothing cancels.
@@ -529,7 +426,7 @@ fn row_loss<T: CeFloat>(row: &[T], t: usize, max: T, sum: f64, ctx: &Ctx<T>) -> 
 /// The backward of the rows `r0..` that `dx` covers (a task's rows), a tile at a time:
 /// `exp(x - max)` of the tile, then each row's `dx` from it.
 #[inline(always)]
-fn backward_rows_portable<T: CeFloat, const FMA: bool>(
+fn backward_rows_portable<T: KernelFloat, const FMA: bool>(
     ctx: &Ctx<T>,
     r0: usize,
     dx: &mut [T],
@@ -597,7 +494,7 @@ struct RowCoefs<T> {
 
 /// The constants of row `r`, or `None` when it is ignored (its gradient is zero).
 #[inline(always)]
-fn row_coefs<T: CeFloat>(
+fn row_coefs<T: KernelFloat>(
     ctx: &Ctx<T>,
     r: usize,
     stats: &[RowStats<T>],
@@ -618,7 +515,7 @@ fn row_coefs<T: CeFloat>(
 
 /// `d_j = e_j * a - b * w_j` (`w_j = 1` without weights).
 #[inline(always)]
-fn scale_into<T: CeFloat>(e: &[T], d: &mut [T], a: T, b: T, w: Option<&[T]>) {
+fn scale_into<T: KernelFloat>(e: &[T], d: &mut [T], a: T, b: T, w: Option<&[T]>) {
     match w {
         None => {
             for (o, &v) in d.iter_mut().zip(e) {
@@ -637,7 +534,7 @@ fn scale_into<T: CeFloat>(e: &[T], d: &mut [T], a: T, b: T, w: Option<&[T]>) {
 /// of `tile`, which is padded with zeros to a multiple of [`VECTOR_PAD`] so that the `exp`
 /// loop has no scalar remainder. Returns the exponentials.
 #[inline(always)]
-fn exp_shifted<'t, T: CeFloat, const FMA: bool>(
+fn exp_shifted<'t, T: KernelFloat, const FMA: bool>(
     x: &[T],
     maxes: &[T],
     width: usize,
@@ -656,7 +553,7 @@ fn exp_shifted<'t, T: CeFloat, const FMA: bool>(
     let padded = n.next_multiple_of(VECTOR_PAD);
     tile[n..padded].fill(T::ZERO);
     for v in tile[..padded].iter_mut() {
-        *v = v.exp::<FMA>();
+        *v = v.fast_exp::<FMA>();
     }
     &tile[..n]
 }
@@ -664,7 +561,7 @@ fn exp_shifted<'t, T: CeFloat, const FMA: bool>(
 /// Maximum of a row in [`LANES`] lanes. NaN-blind: a row holding NaN still gets a NaN
 /// loss, because `exp(NaN - max)` poisons the sum.
 #[inline(always)]
-fn row_max<T: CeFloat>(v: &[T]) -> T {
+fn row_max<T: KernelFloat>(v: &[T]) -> T {
     let max = |m: T, x: T| if x > m { x } else { m };
     let mut acc = [T::NEG_INFINITY; LANES];
     let chunks = v.chunks_exact(LANES);
@@ -682,7 +579,7 @@ fn row_max<T: CeFloat>(v: &[T]) -> T {
 /// `sum_j f(a_j, b_j)` over two slices of one length: [`LANES`] lanes in `T` per block of
 /// [`TILE`] elements, blocks added in f64.
 #[inline(always)]
-fn lane_sum<T: CeFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> f64 {
+fn lane_sum<T: KernelFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> f64 {
     let mut total = 0.0f64;
     for (ba, bb) in a.chunks(TILE).zip(b.chunks(TILE)) {
         let mut acc = [T::ZERO; LANES];
@@ -727,7 +624,7 @@ mod tests {
 
     /// The kernel in `T` against [`reference`] on a grid of logits in about [-3.5, 3.5],
     /// with an ignored row, for no weights, weights, and weights with smoothing.
-    fn check<T: CeFloat>(rows: usize, c: usize, tol: f64) {
+    fn check<T: KernelFloat>(rows: usize, c: usize, tol: f64) {
         let x: Vec<f64> = (0..rows * c)
             .map(|i| ((i * 37 % 101) as f64 - 50.0) * 0.07)
             .collect();
@@ -771,7 +668,7 @@ mod tests {
 
     #[test]
     fn fma_exp_matches_f64_exp_within_about_two_ulp() {
-        super::super::fast_math::tests::assert_exp_accurate(exp_f32_fma);
+        super::super::fast_math::tests::assert_exp_accurate(super::super::fast_math::exp_f32_fma);
     }
 
     #[test]

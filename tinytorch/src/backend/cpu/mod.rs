@@ -10,6 +10,7 @@ pub(crate) mod conv;
 mod convert;
 pub(crate) mod cross_entropy;
 mod fast_math;
+pub(crate) mod float;
 pub(crate) mod index;
 mod matmul;
 pub(crate) mod max_pool;

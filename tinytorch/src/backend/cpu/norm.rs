@@ -15,53 +15,14 @@
 //! serial dependency it may not reorder). Rows are spread over rayon threads only when the
 //! problem is large enough to pay for the hand-off.
 
+use super::float::KernelFloat;
 use crate::backend::{NormKind, NormWanted};
 use rayon::prelude::*;
-use std::ops::{Add, Mul, Sub};
 
 /// Elements per rayon task (and the size below which everything stays on one thread), as in
 /// the strided elementwise kernels.
 const TASK_ELEMS: usize = 16 * 1024;
 const LANES: usize = 8;
-
-/// The float types the kernel computes in (half types are widened to f32 by the caller).
-pub trait NormFloat:
-    super::CpuElement
-    + Copy
-    + Send
-    + Sync
-    + 'static
-    + Add<Output = Self>
-    + Sub<Output = Self>
-    + Mul<Output = Self>
-{
-    /// Zero.
-    const ZERO: Self;
-    /// Conversion from f64.
-    fn of(v: f64) -> Self;
-    /// Conversion to f64.
-    fn f64(self) -> f64;
-}
-
-impl NormFloat for f32 {
-    const ZERO: Self = 0.0;
-    fn of(v: f64) -> Self {
-        v as f32
-    }
-    fn f64(self) -> f64 {
-        self as f64
-    }
-}
-
-impl NormFloat for f64 {
-    const ZERO: Self = 0.0;
-    fn of(v: f64) -> Self {
-        v
-    }
-    fn f64(self) -> f64 {
-        self
-    }
-}
 
 /// The optional affine parameters, each of length `n`.
 #[derive(Clone, Copy)]
@@ -78,7 +39,7 @@ pub struct NormStats<T> {
 
 /// `sum_i f(a_i, b_i)` in 8 lanes.
 #[inline(always)]
-pub(super) fn lane_sum<T: NormFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
+pub(super) fn lane_sum<T: KernelFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> T {
     let mut acc = [T::ZERO; LANES];
     let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
     let (ra, rb) = (ca.remainder(), cb.remainder());
@@ -107,7 +68,7 @@ fn rows_per_task(n: usize) -> usize {
 }
 
 /// Forward over a contiguous `(rows, n)` input `x`: the output and the row statistics.
-pub fn forward<T: NormFloat>(
+pub fn forward<T: KernelFloat>(
     x: &[T],
     n: usize,
     affine: Affine<T>,
@@ -140,7 +101,7 @@ pub fn forward<T: NormFloat>(
 
 /// One row: write `out`, return `(mean, rstd)`.
 #[inline(always)]
-fn forward_row<T: NormFloat>(
+fn forward_row<T: KernelFloat>(
     x: &[T],
     out: &mut [T],
     affine: Affine<T>,
@@ -188,7 +149,7 @@ pub struct NormGrads<T> {
 
 /// Backward from the upstream gradient `g` (contiguous, like `x`), with the forward's input,
 /// weight and statistics.
-pub fn backward<T: NormFloat>(
+pub fn backward<T: KernelFloat>(
     x: &[T],
     g: &[T],
     n: usize,
@@ -258,7 +219,7 @@ pub fn backward<T: NormFloat>(
 
 /// `dx` of one row.
 #[inline(always)]
-fn dx_row<T: NormFloat>(
+fn dx_row<T: KernelFloat>(
     x: &[T],
     g: &[T],
     weight: Option<&[T]>,

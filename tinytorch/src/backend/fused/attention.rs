@@ -5,9 +5,8 @@
 //! contiguous; the mask is additive and of the query's dtype. Both keep each query row's
 //! log-sum-exp for the backward.
 
-use crate::backend::cpu::attention::{
-    self as cpu, AttnDims, AttnFloat, AttnInput, AttnMask, AttnOptions,
-};
+use crate::backend::cpu::attention::{self as cpu, AttnDims, AttnInput, AttnMask, AttnOptions};
+use crate::backend::cpu::float::KernelFloat;
 use crate::backend::{CpuElement, Storage};
 use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
@@ -246,7 +245,7 @@ fn host_operands<'a, T: CpuElement>(
         .collect()
 }
 
-fn cpu_forward<T: AttnFloat + CpuElement>(
+fn cpu_forward<T: KernelFloat>(
     qkv: [AttnOperand<'_>; 3],
     mask: Option<AttnOperand<'_>>,
     c: &AttnConfig,
@@ -266,7 +265,7 @@ fn cpu_forward<T: AttnFloat + CpuElement>(
     Ok((super::host(out), AttnSaved(keep(lse))))
 }
 
-fn cpu_backward<T: AttnFloat + CpuElement>(
+fn cpu_backward<T: KernelFloat>(
     qkv: [AttnOperand<'_>; 3],
     out: AttnOperand<'_>,
     dout: AttnOperand<'_>,

@@ -5,8 +5,9 @@
 //! layer composes the convolution from the im2col/col2im primitives and matmul.
 
 use super::{host, Span};
-use crate::backend::cpu::conv::{self as cpu, Algo, Conv, ConvFloat};
-use crate::backend::{ConvGeometry, CpuElement, Storage};
+use crate::backend::cpu::conv::{self as cpu, Algo, Conv};
+use crate::backend::cpu::float::KernelFloat;
+use crate::backend::{ConvGeometry, Storage};
 use crate::base::DType;
 use crate::error::{Error, Result};
 
@@ -99,7 +100,7 @@ fn sizes(c: &Conv) -> (usize, usize, usize) {
     (x, w, y)
 }
 
-fn cpu_forward<T: ConvFloat + CpuElement>(
+fn cpu_forward<T: KernelFloat>(
     x: Span<'_>,
     w: Span<'_>,
     bias: Option<Span<'_>>,
@@ -128,7 +129,7 @@ fn cpu_forward<T: ConvFloat + CpuElement>(
     Ok((host(y), plan))
 }
 
-fn cpu_backward_input<T: ConvFloat + CpuElement>(
+fn cpu_backward_input<T: KernelFloat>(
     gy: Span<'_>,
     w: Span<'_>,
     plan: &ConvPlan,
@@ -145,7 +146,7 @@ fn cpu_backward_input<T: ConvFloat + CpuElement>(
     )))
 }
 
-fn cpu_backward_weight<T: ConvFloat + CpuElement>(
+fn cpu_backward_weight<T: KernelFloat>(
     x: Span<'_>,
     gy: Span<'_>,
     plan: &ConvPlan,

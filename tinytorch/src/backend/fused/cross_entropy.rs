@@ -4,7 +4,8 @@
 //! per row (the max and the sum of `exp(x - max)`) for the backward, never a log-softmax.
 
 use super::{host, Span};
-use crate::backend::cpu::cross_entropy::{self as cpu, CeFloat, Params, RowGrad, RowStats};
+use crate::backend::cpu::cross_entropy::{self as cpu, Params, RowGrad, RowStats};
+use crate::backend::cpu::float::KernelFloat;
 use crate::backend::Storage;
 use crate::base::DType;
 use crate::error::{Error, Result};
@@ -177,7 +178,7 @@ fn check_lengths(x: Span<'_>, targets: Span<'_>, p: &CeParams<'_>) -> Result<()>
 }
 
 /// The CPU kernel's parameters, reading the weights in place.
-fn cpu_params<'a, T: CeFloat>(p: &CeParams<'a>) -> Result<Params<'a, T>> {
+fn cpu_params<'a, T: KernelFloat>(p: &CeParams<'a>) -> Result<Params<'a, T>> {
     Ok(Params {
         classes: p.classes,
         weight: p
@@ -189,7 +190,7 @@ fn cpu_params<'a, T: CeFloat>(p: &CeParams<'a>) -> Result<Params<'a, T>> {
     })
 }
 
-fn cpu_forward<T: CeFloat>(
+fn cpu_forward<T: KernelFloat>(
     x: Span<'_>,
     targets: Span<'_>,
     p: &CeParams<'_>,
@@ -206,7 +207,7 @@ fn cpu_forward<T: CeFloat>(
     })
 }
 
-fn cpu_backward<T: CeFloat>(
+fn cpu_backward<T: KernelFloat>(
     x: Span<'_>,
     targets: Span<'_>,
     p: &CeParams<'_>,

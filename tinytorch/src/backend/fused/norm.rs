@@ -6,7 +6,8 @@
 
 use super::{host, Span};
 use crate::backend::cpu::batch_norm as cpu_bn;
-use crate::backend::cpu::norm::{self as cpu, Affine, NormFloat, NormStats};
+use crate::backend::cpu::float::KernelFloat;
+use crate::backend::cpu::norm::{self as cpu, Affine, NormStats};
 use crate::backend::{CpuElement, Storage};
 use crate::base::DType;
 use crate::error::{Error, Result};
@@ -229,7 +230,7 @@ fn opt_cpu<'a, T: CpuElement>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn cpu_norm_forward<T: NormFloat + CpuElement>(
+fn cpu_norm_forward<T: KernelFloat>(
     op: &'static str,
     x: Span<'_>,
     weight: Option<Span<'_>>,
@@ -251,7 +252,7 @@ fn cpu_norm_forward<T: NormFloat + CpuElement>(
 }
 
 #[allow(clippy::too_many_arguments)]
-fn cpu_norm_backward<T: NormFloat + CpuElement>(
+fn cpu_norm_backward<T: KernelFloat>(
     op: &'static str,
     x: Span<'_>,
     g: Span<'_>,
@@ -285,7 +286,7 @@ fn bn_dims(d: BatchNormDims) -> cpu_bn::Dims {
     }
 }
 
-fn cpu_bn_forward<T: NormFloat + CpuElement>(
+fn cpu_bn_forward<T: KernelFloat>(
     x: Span<'_>,
     d: BatchNormDims,
     weight: Option<Span<'_>>,
@@ -309,7 +310,7 @@ fn cpu_bn_forward<T: NormFloat + CpuElement>(
     }))
 }
 
-fn cpu_bn_backward<T: NormFloat + CpuElement>(
+fn cpu_bn_backward<T: KernelFloat>(
     x: Span<'_>,
     g: Span<'_>,
     d: BatchNormDims,

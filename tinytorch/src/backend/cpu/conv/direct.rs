@@ -28,7 +28,8 @@
 //! sums are added in range order. So results do not depend on the number of threads.
 //! [`set_enabled`] switches the path off; `gemm.rs` is the reference it is tested against.
 
-use super::gemm::{Conv, ConvFloat};
+use super::gemm::Conv;
+use crate::backend::cpu::float::KernelFloat;
 use crate::backend::cpu::{allocator, CpuElement};
 use crate::backend::ConvGeometry;
 use rayon::prelude::*;
@@ -94,7 +95,7 @@ fn has_avx512f() -> bool {
 /// - at least `MIN_WORK` multiply-adds (8 -> 16 channels 3x3, 32x32, batch 2: 2.4x slower,
 ///   the padding, packing and transposes each costing a pass and a fork-join);
 /// - output channels that pad to a multiple of 16 with little waste ([`pads_well`]).
-pub fn applies<T: ConvFloat>(c: &Conv) -> bool {
+pub fn applies<T: KernelFloat>(c: &Conv) -> bool {
     let g = &c.geom;
     let work = g.batch * g.output[0] * g.output[1] * c.out_channels * g.rows();
     T::as_f32_slice(&[]).is_some()
@@ -399,7 +400,7 @@ fn transpose_grad(gy: &[f32], n: usize, co: usize, l: usize, cp: usize) -> Vec<f
 
 /// Forward: `(N, Co, OH, OW)` from the contiguous input `(N, Ci, H, W)`, weight
 /// `(Co, Ci, kh, kw)` and optional bias (`applies(c)` must hold).
-pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> Vec<T> {
+pub fn forward<T: KernelFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> Vec<T> {
     let (x, w) = (f32s(x), f32s(w));
     let bias = bias.map(f32s);
     let k = c.geom.rows();
@@ -411,7 +412,7 @@ pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> 
 
 /// Gradient of the input `(N, Ci, H, W)` from the contiguous upstream gradient, when the
 /// direct path computes it (stride 1, padding within the kernel's reach); `None` otherwise.
-pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Option<Vec<T>> {
+pub fn backward_input<T: KernelFloat>(gy: &[T], w: &[T], c: &Conv) -> Option<Vec<T>> {
     let gg = input_grad_geometry(c)?;
     let (gy, w) = (f32s(gy), f32s(w));
     let [kh, kw] = c.geom.kernel;
@@ -427,7 +428,7 @@ pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Option<Vec<T
 }
 
 /// Gradient of the weight `(Co, Ci, kh, kw)` from the contiguous input and upstream gradient.
-pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
+pub fn backward_weight<T: KernelFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     let (x, gy) = (f32s(x), f32s(gy));
     let g = &c.geom;
     let (co, k, l) = (c.out_channels, g.rows(), g.output[0] * g.output[1]);
@@ -533,7 +534,7 @@ pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
 }
 
 /// `x` as f32 (the path only runs for f32: see `applies`).
-fn f32s<T: ConvFloat>(x: &[T]) -> &[f32] {
+fn f32s<T: KernelFloat>(x: &[T]) -> &[f32] {
     T::as_f32_slice(x).expect("the direct convolution runs on f32 only")
 }
 

@@ -22,6 +22,7 @@
 //! depend on the thread count.
 
 use super::im2col::{col2im_into, im2col_into};
+use crate::backend::cpu::float::KernelFloat;
 use crate::backend::cpu::{allocator, CpuElement};
 use crate::backend::ConvGeometry;
 use crate::base::Layout;
@@ -29,39 +30,6 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::mem::MaybeUninit;
-use std::ops::{Add, AddAssign, Mul};
-
-/// The element types of this path: those with a `gemm` kernel and exact accumulation.
-pub trait ConvFloat:
-    CpuElement + AddAssign + Add<Output = Self> + Mul<Output = Self> + PartialEq + Copy + Send + Sync
-{
-    /// Whether 3x3 and 5x5 convolutions of this type take the Winograd path (f32 only: f64
-    /// is kept on the exactly summed im2col path).
-    const WINOGRAD: bool;
-    /// The slice as f32 when `Self` is f32, the type of the direct kernels
-    /// (`direct.rs`); `None` for f64.
-    fn as_f32_slice(s: &[Self]) -> Option<&[f32]>;
-    /// An f32 result as `Self` (the identity for f32).
-    fn from_f32_vec(v: Vec<f32>) -> Vec<Self>;
-}
-impl ConvFloat for f32 {
-    const WINOGRAD: bool = true;
-    fn as_f32_slice(s: &[f32]) -> Option<&[f32]> {
-        Some(s)
-    }
-    fn from_f32_vec(v: Vec<f32>) -> Vec<f32> {
-        v
-    }
-}
-impl ConvFloat for f64 {
-    const WINOGRAD: bool = false;
-    fn as_f32_slice(_: &[f64]) -> Option<&[f32]> {
-        None
-    }
-    fn from_f32_vec(v: Vec<f32>) -> Vec<f64> {
-        v.into_iter().map(f64::from).collect()
-    }
-}
 
 /// Bytes of one chunk's column matrix.
 const CHUNK_BYTES: usize = 4 << 20;
@@ -110,7 +78,7 @@ impl Conv {
     }
     /// The column matrix of images `start..start + nb` of the contiguous input `x`, in a
     /// pooled buffer.
-    fn cols<T: ConvFloat>(&self, x: &[T], start: usize, nb: usize) -> Vec<T> {
+    fn cols<T: KernelFloat>(&self, x: &[T], start: usize, nb: usize) -> Vec<T> {
         let g = self.geom.with_batch(nb);
         let (img, len) = (self.image(), g.rows() * g.cols());
         let shape = [nb, g.channels, g.input[0], g.input[1]];
@@ -129,7 +97,12 @@ impl Conv {
     }
     /// The upstream gradient of images `start..start + nb` as the `(Co, nb*L)` matrix
     /// (borrowed as is for a single image).
-    fn grad_matrix<'a, T: ConvFloat>(&self, gy: &'a [T], start: usize, nb: usize) -> Cow<'a, [T]> {
+    fn grad_matrix<'a, T: KernelFloat>(
+        &self,
+        gy: &'a [T],
+        start: usize,
+        nb: usize,
+    ) -> Cow<'a, [T]> {
         let (co, l) = (self.out_channels, self.l());
         let chunk = &gy[start * co * l..(start + nb) * co * l];
         if nb == 1 {
@@ -171,7 +144,7 @@ impl<T> Mat<T> {
 /// Every element the strides address must lie inside the allocations behind the pointers,
 /// and `dst` must not overlap `a` or `b`.
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn gemm_serial<T: ConvFloat>(
+pub(super) unsafe fn gemm_serial<T: KernelFloat>(
     m: usize,
     n: usize,
     k: usize,
@@ -214,7 +187,7 @@ unsafe fn assume_init_mut<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
 
 /// A fresh output of `per_image` elements per image, its chunks of images written in
 /// parallel by `task(chunk, slice)`, which must write every element of its slice.
-fn write_by_chunks<T: ConvFloat>(
+fn write_by_chunks<T: KernelFloat>(
     c: &Conv,
     per_image: usize,
     task: impl Fn((usize, usize), &mut [MaybeUninit<T>]) + Sync,
@@ -235,7 +208,7 @@ fn write_by_chunks<T: ConvFloat>(
 
 /// Forward: `(N, Co, OH, OW)` from the contiguous input `x` `(N, Ci, H, W)`, weight `w`
 /// `(Co, Ci/G, kh, kw)` and optional bias `(Co,)`.
-pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> Vec<T> {
+pub fn forward<T: KernelFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> Vec<T> {
     let (co, l, k, cog) = (c.out_channels, c.l(), c.k(), c.cog());
     // Y (Co, nl) = W @ cols, one gemm per group, into `y` (room for co * nl elements).
     let products = |cols: &[T], nl: usize, y: &mut [MaybeUninit<T>]| {
@@ -298,7 +271,7 @@ pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> 
 
 /// Gradient of the input, `(N, Ci, H, W)`, from the contiguous upstream gradient `gy`
 /// `(N, Co, OH, OW)` and the weight.
-pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
+pub fn backward_input<T: KernelFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
     let (l, k, cog) = (c.l(), c.k(), c.cog());
     let task = |(start, nb): (usize, usize), dst: &mut [MaybeUninit<T>]| {
         let gc = c.geom.with_batch(nb);
@@ -337,7 +310,7 @@ pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
 
 /// Gradient of the weight, `(Co, Ci/G, kh, kw)`, from the contiguous input and upstream
 /// gradient.
-pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
+pub fn backward_weight<T: KernelFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     let (l, k, cog, groups) = (c.l(), c.k(), c.cog(), c.groups);
     // dW_g^T (K, Cog) of one chunk, for every group: (G, K, Cog).
     let part = |(start, nb): (usize, usize)| -> Vec<T> {

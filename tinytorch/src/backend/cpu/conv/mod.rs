@@ -10,8 +10,9 @@ mod gemm;
 pub(super) mod im2col;
 mod winograd;
 
+use crate::backend::cpu::float::KernelFloat;
 pub use direct::set_enabled as set_direct_enabled;
-pub use gemm::{Conv, ConvFloat};
+pub use gemm::Conv;
 pub use winograd::set_enabled as set_winograd_enabled;
 
 /// The kernels a convolution runs.
@@ -28,7 +29,7 @@ pub enum Algo {
 impl Algo {
     /// The fastest algorithm that takes `conv` in `T`: Winograd where it applies, else the
     /// direct kernels, else im2col + gemm.
-    pub fn of<T: ConvFloat>(conv: &Conv) -> Algo {
+    pub fn of<T: KernelFloat>(conv: &Conv) -> Algo {
         if winograd::applies::<T>(conv) {
             Algo::Winograd
         } else if direct::applies::<T>(conv) {
@@ -41,7 +42,13 @@ impl Algo {
 
 /// `(N, Co, OH, OW)` from the contiguous input `(N, Ci, H, W)`, weight `(Co, Ci/G, kh, kw)`
 /// and optional bias `(Co)`.
-pub fn forward<T: ConvFloat>(algo: Algo, x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> Vec<T> {
+pub fn forward<T: KernelFloat>(
+    algo: Algo,
+    x: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+    c: &Conv,
+) -> Vec<T> {
     match algo {
         Algo::Winograd => winograd::forward(x, w, bias, c),
         Algo::Direct => direct::forward(x, w, bias, c),
@@ -50,7 +57,7 @@ pub fn forward<T: ConvFloat>(algo: Algo, x: &[T], w: &[T], bias: Option<&[T]>, c
 }
 
 /// The input's gradient from the output's `gy` and the weight.
-pub fn backward_input<T: ConvFloat>(algo: Algo, gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
+pub fn backward_input<T: KernelFloat>(algo: Algo, gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
     match algo {
         Algo::Winograd => winograd::backward_input(gy, w, c),
         // Input gradients the direct kernels do not take (strided, "valid", channels that
@@ -63,7 +70,7 @@ pub fn backward_input<T: ConvFloat>(algo: Algo, gy: &[T], w: &[T], c: &Conv) -> 
 }
 
 /// The weight's gradient from the input and the output's gradient `gy`.
-pub fn backward_weight<T: ConvFloat>(algo: Algo, x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
+pub fn backward_weight<T: KernelFloat>(algo: Algo, x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     match algo {
         Algo::Winograd => winograd::backward_weight(x, gy, c),
         Algo::Direct => direct::backward_weight(x, gy, c),

@@ -32,10 +32,11 @@
 //! of threads.
 
 use super::direct;
-use super::gemm::{gemm_serial, Conv, ConvFloat, Mat};
+use super::gemm::{gemm_serial, Conv, Mat};
 use crate::backend::cpu::allocator;
 #[cfg(target_arch = "x86_64")]
 use crate::backend::cpu::fast_math::has_avx2_fma;
+use crate::backend::cpu::float::KernelFloat;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::ops::Range;
@@ -88,7 +89,7 @@ pub fn set_enabled(enabled: bool) {
 }
 
 /// Whether the convolution `c` of element type `T` runs here.
-pub fn applies<T: ConvFloat>(c: &Conv) -> bool {
+pub fn applies<T: KernelFloat>(c: &Conv) -> bool {
     let g = &c.geom;
     T::WINOGRAD
         && ENABLED.load(Ordering::Relaxed)
@@ -175,7 +176,7 @@ fn invert(mut a: Vec<f64>, n: usize) -> Vec<f64> {
     inv
 }
 
-impl<T: ConvFloat> Transforms<T> {
+impl<T: KernelFloat> Transforms<T> {
     /// F(4, r): output tiles of 4 x 4 for both kernel sizes (`r` is 3 or 5).
     fn new(r: usize) -> Self {
         let m = 4;
@@ -303,7 +304,7 @@ impl Corr {
 
 /// `dst += c * src`.
 #[inline(always)]
-fn axpy<T: ConvFloat>(dst: &mut [T], c: T, src: &[T]) {
+fn axpy<T: KernelFloat>(dst: &mut [T], c: T, src: &[T]) {
     for (d, &s) in dst.iter_mut().zip(src) {
         *d += c * s;
     }
@@ -312,7 +313,7 @@ fn axpy<T: ConvFloat>(dst: &mut [T], c: T, src: &[T]) {
 /// `dst = sum_k coef(k) * src(k)` over `k < taps` (at most `MAX_ALPHA`), skipping zero
 /// coefficients, in one pass over `dst` (the sum of each element stays in a register).
 #[inline(always)]
-fn combine<'a, T: ConvFloat + 'a>(
+fn combine<'a, T: KernelFloat + 'a>(
     dst: &mut [T],
     taps: usize,
     coef: impl Fn(usize) -> T,
@@ -367,7 +368,7 @@ struct Scratch<T> {
     row: Vec<T>,
 }
 
-impl<T: ConvFloat> Scratch<T> {
+impl<T: KernelFloat> Scratch<T> {
     fn new() -> Self {
         Scratch {
             phases: Vec::new(),
@@ -378,7 +379,7 @@ impl<T: ConvFloat> Scratch<T> {
 }
 
 /// The first `len` elements of `v`, zeroed.
-fn zeroed<T: ConvFloat>(v: &mut Vec<T>, len: usize) -> &mut [T] {
+fn zeroed<T: KernelFloat>(v: &mut Vec<T>, len: usize) -> &mut [T] {
     v.clear();
     v.resize(len, T::zero());
     v
@@ -410,7 +411,7 @@ fn segments(rows: Range<usize>, tiles_down: usize, ext: usize) -> Vec<[usize; 4]
 /// runs never cross into a neighbour's data; their results are dropped when the tiles are
 /// packed into `v`.
 #[inline(always)]
-fn transform_input<T: ConvFloat>(
+fn transform_input<T: KernelFloat>(
     x: &[T],
     c: &Corr,
     tr: &Transforms<T>,
@@ -493,7 +494,7 @@ fn transform_input<T: ConvFloat>(
 /// overlap, so the `m x m` phase planes (`phases[jy][jx][t]` = element `(jy, jx)` of tile
 /// `t`) hold each element once and both passes run over whole planes.
 #[inline(always)]
-fn transform_grad<T: ConvFloat>(
+fn transform_grad<T: KernelFloat>(
     gy: &[T],
     c: &Corr,
     tr: &Transforms<T>,
@@ -552,7 +553,7 @@ fn transform_grad<T: ConvFloat>(
 /// is `first_row`.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn transform_output<T: ConvFloat>(
+fn transform_output<T: KernelFloat>(
     mm: &[T],
     c: &Corr,
     tr: &Transforms<T>,
@@ -614,7 +615,7 @@ fn transform_output<T: ConvFloat>(
 /// `rotate`, the kernel of the input gradient (`rows = Ci`, `cols = Co`, each kernel turned
 /// by 180 degrees), else `rows = Co`, `cols = Ci`. In parallel over rows, each row's
 /// transforms running over vectors of `cols` kernels.
-fn transform_weight<T: ConvFloat>(
+fn transform_weight<T: KernelFloat>(
     w: &[T],
     co: usize,
     ci: usize,
@@ -671,7 +672,7 @@ fn transform_weight<T: ConvFloat>(
 
 /// The weight gradient `(Co, Ci, r, r)` from the summed `S^T (alpha^2, Ci, Co)`:
 /// `dW[o][c] = G^T S[.][c][o] G`, in parallel over input channels, over vectors of `Co`.
-fn untransform_weight_grad<T: ConvFloat>(
+fn untransform_weight_grad<T: KernelFloat>(
     st: &[T],
     co: usize,
     ci: usize,
@@ -717,7 +718,7 @@ fn untransform_weight_grad<T: ConvFloat>(
 }
 
 /// The correlation `c` of `x` with the transformed kernels `u` `(alpha^2, Co, Ci)`, plus bias.
-fn correlate<T: ConvFloat>(
+fn correlate<T: KernelFloat>(
     x: &[T],
     u: &[T],
     bias: Option<&[T]>,
@@ -746,7 +747,7 @@ fn correlate<T: ConvFloat>(
 
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn correlate_chunk<T: ConvFloat>(
+fn correlate_chunk<T: KernelFloat>(
     x: &[T],
     u: &[T],
     bias: Option<&[T]>,
@@ -795,7 +796,7 @@ fn correlate_chunk<T: ConvFloat>(
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn correlate_chunk_avx2<T: ConvFloat>(
+unsafe fn correlate_chunk_avx2<T: KernelFloat>(
     x: &[T],
     u: &[T],
     bias: Option<&[T]>,
@@ -810,7 +811,7 @@ unsafe fn correlate_chunk_avx2<T: ConvFloat>(
 
 /// Forward: `(N, Co, OH, OW)` from the contiguous input `x` `(N, Ci, H, W)`, weight `w`
 /// `(Co, Ci, r, r)` and optional bias `(Co,)` (`applies(c)` must hold).
-pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> Vec<T> {
+pub fn forward<T: KernelFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> Vec<T> {
     let tr = Transforms::new(c.geom.kernel[0]);
     let u = transform_weight(w, c.out_channels, c.geom.channels, &tr, false);
     correlate(x, &u, bias, &Corr::forward(c, tr.m), &tr)
@@ -818,7 +819,7 @@ pub fn forward<T: ConvFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> 
 
 /// Gradient of the input, `(N, Ci, H, W)`, from the contiguous upstream gradient `gy`
 /// `(N, Co, OH, OW)` and the weight.
-pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
+pub fn backward_input<T: KernelFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
     let tr = Transforms::new(c.geom.kernel[0]);
     let u = transform_weight(w, c.out_channels, c.geom.channels, &tr, true);
     correlate(gy, &u, None, &Corr::input_grad(c, tr.m), &tr)
@@ -826,7 +827,7 @@ pub fn backward_input<T: ConvFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
 
 /// `S^T (alpha^2, Ci, Co)`, the transformed weight gradient of images `start..start + nb`.
 #[inline(always)]
-fn weight_chunk<T: ConvFloat>(
+fn weight_chunk<T: KernelFloat>(
     x: &[T],
     gy: &[T],
     corr: &Corr,
@@ -869,7 +870,7 @@ fn weight_chunk<T: ConvFloat>(
 /// The CPU must have AVX2 and FMA.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-unsafe fn weight_chunk_avx2<T: ConvFloat>(
+unsafe fn weight_chunk_avx2<T: KernelFloat>(
     x: &[T],
     gy: &[T],
     corr: &Corr,
@@ -881,7 +882,7 @@ unsafe fn weight_chunk_avx2<T: ConvFloat>(
 }
 
 /// Gradient of the weight, `(Co, Ci, r, r)`, from the contiguous input and upstream gradient.
-pub fn backward_weight<T: ConvFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
+pub fn backward_weight<T: KernelFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     let (r, co, ci) = (c.geom.kernel[0], c.out_channels, c.geom.channels);
     let tr = Transforms::new(r);
     let corr = Corr::forward(c, tr.m);
