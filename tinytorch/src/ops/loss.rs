@@ -6,7 +6,7 @@
 //! other losses are composed from tensor ops, so autograd derives their gradients.
 
 use crate::autograd::{needs_grad, no_grad};
-use crate::backend::{CeParams, CeRowGrad, Span, Storage};
+use crate::backend::{CeParams, CeReduction, CeRowGrad, Span, Storage};
 use crate::error::{Error, Result};
 use crate::ops::with_spans;
 use crate::tensor::{DType, Tensor};
@@ -324,6 +324,15 @@ struct CeArgs {
 }
 
 impl CeArgs {
+    /// The reduction, as the kernel takes it.
+    fn kernel_reduction(self) -> CeReduction {
+        match self.reduction {
+            Reduction::None => CeReduction::None,
+            Reduction::Sum => CeReduction::Sum,
+            Reduction::Mean => CeReduction::Mean,
+        }
+    }
+
     /// The kernel's parameters, with the class weights read in place.
     fn params(self, weight: Option<Span<'_>>) -> CeParams<'_> {
         CeParams {
@@ -342,23 +351,18 @@ impl CeArgs {
 fn fused_ce_rows(x: &Tensor, t: &Tensor, w: Option<Tensor>, a: CeArgs) -> Result<Option<Tensor>> {
     let fwd = with_spans(&[Some(x), Some(t), w.as_ref()], |s| {
         let (xs, ts) = (s[0].expect("given"), s[1].expect("given"));
-        Storage::cross_entropy_forward(xs, ts, &a.params(s[2]))
+        Storage::cross_entropy_forward(xs, ts, &a.params(s[2]), a.kernel_reduction())
     })?;
     let Some(fwd) = fwd else {
         return Ok(None);
     };
-    let out = {
-        let _guard = no_grad();
-        let losses = Tensor::from_contiguous(fwd.losses, &[t.numel()]);
-        // Added up in f64, rounded once. The mean of no (unignored) target is 0 / 0 = NaN,
-        // as in PyTorch.
-        match a.reduction {
-            Reduction::None => losses,
-            Reduction::Sum => losses.sum_all()?,
-            Reduction::Mean => losses.sum_all()?.div_scalar(fwd.weight_total)?,
-        }
-        .to_dtype(x.dtype())?
+    // Reduced in f64 by the kernel, rounded once here. The mean of no (unignored) target is
+    // 0 / 0 = NaN, as in PyTorch.
+    let shape: &[usize] = match a.reduction {
+        Reduction::None => &[t.numel()],
+        Reduction::Sum | Reduction::Mean => &[],
     };
+    let out = Tensor::from_contiguous(fwd.loss, shape).to_dtype(x.dtype())?;
     if !needs_grad(&[x]) {
         return Ok(Some(out));
     }

@@ -3,44 +3,12 @@
 
 use super::fast_math;
 use super::rows::map_rows;
+use super::unary::Real;
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
 use crate::base::Layout;
 use crate::error::{Error, Result};
 use half::{bf16, f16};
-
-/// The float type a softmax computes in: f32 for f32/f16/bf16, f64 for f64.
-trait Real:
-    Copy
-    + Send
-    + Sync
-    + PartialOrd
-    + std::ops::Sub<Output = Self>
-    + std::ops::Mul<Output = Self>
-    + Into<f64>
-{
-    const NEG_INFINITY: Self;
-    fn exp(self) -> Self;
-    fn from_f64(v: f64) -> Self;
-}
-impl Real for f32 {
-    const NEG_INFINITY: f32 = f32::NEG_INFINITY;
-    fn exp(self) -> f32 {
-        f32::exp(self)
-    }
-    fn from_f64(v: f64) -> f32 {
-        v as f32
-    }
-}
-impl Real for f64 {
-    const NEG_INFINITY: f64 = f64::NEG_INFINITY;
-    fn exp(self) -> f64 {
-        f64::exp(self)
-    }
-    fn from_f64(v: f64) -> f64 {
-        v
-    }
-}
 
 /// Softmax (or log-softmax) of one contiguous row, in three passes: the max, the sum of
 /// `exp(x - max)` (written to `out` for softmax), then the normalisation. Subtracting the
@@ -52,34 +20,35 @@ fn softmax_row<T: Copy, C: Real>(
     to: impl Fn(T) -> C,
     from: impl Fn(C) -> T,
 ) {
-    let mut max = C::NEG_INFINITY;
+    let mut max = C::of(f64::NEG_INFINITY);
     for &x in row {
         let x = to(x);
         if x > max {
             max = x;
         }
     }
+    let shifted = |x: T| to(x).add(-max);
     // The sum is accumulated in f64: rows can be long (vocabularies of 50k).
     let mut sum = 0.0f64;
     if log {
         for &x in row {
-            sum += (to(x) - max).exp().into();
+            sum += shifted(x).exp().f64();
         }
         // (x - max) - log(sum), in this order: folding max and log(sum) into one shift
         // first would round it to the precision of the max (e.g. 1000.3 in f32).
-        let log_sum = C::from_f64(sum.ln());
+        let log_sum = C::of(sum.ln());
         for (o, &x) in out.iter_mut().zip(row) {
-            *o = from((to(x) - max) - log_sum);
+            *o = from(shifted(x).add(-log_sum));
         }
     } else {
         for (o, &x) in out.iter_mut().zip(row) {
-            let e = (to(x) - max).exp();
-            sum += e.into();
+            let e = shifted(x).exp();
+            sum += e.f64();
             *o = from(e);
         }
-        let inv = C::from_f64(1.0 / sum);
+        let inv = C::of(1.0 / sum);
         for o in out.iter_mut() {
-            *o = from(to(*o) * inv);
+            *o = from(to(*o).mul(inv));
         }
     }
 }

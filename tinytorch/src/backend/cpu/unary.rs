@@ -16,7 +16,8 @@ use crate::error::{Error, Result};
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-/// The float arithmetic the kernels need, for the two compute types f32 and f64.
+/// The float arithmetic the primitives' kernels need (elementwise functions, softmax), for
+/// the two compute types f32 and f64.
 pub(crate) trait Real:
     Copy + Send + Sync + PartialOrd + std::ops::Neg<Output = Self>
 {
@@ -24,6 +25,7 @@ pub(crate) trait Real:
     const ONE: Self;
     const NAN: Self;
     fn of(v: f64) -> Self;
+    fn f64(self) -> f64;
     fn add(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
     fn div(self, o: Self) -> Self;
@@ -61,6 +63,10 @@ macro_rules! impl_real {
             #[inline(always)]
             fn of(v: f64) -> Self {
                 v as $t
+            }
+            #[inline(always)]
+            fn f64(self) -> f64 {
+                self as f64
             }
             #[inline(always)]
             fn add(self, o: Self) -> Self {

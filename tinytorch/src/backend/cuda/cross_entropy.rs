@@ -5,7 +5,7 @@
 
 use super::launch::{launch, BLOCK};
 use super::{reduce, suffix, CudaStorage};
-use crate::backend::{BackendStorage, ReduceOp};
+use crate::backend::{BackendStorage, CeReduction, CpuStorage, ReduceOp};
 use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
@@ -67,17 +67,17 @@ fn check(operands: &[Check<'_>]) -> Result<()> {
 
 /// What the forward returns.
 pub(crate) struct Forward {
-    /// Each row's loss, f64 `(rows)`.
-    pub losses: CudaStorage,
+    /// The loss, f64: one per row, or one element when reduced.
+    pub loss: CudaStorage,
     /// The total weight of the rows not ignored (read back to the host).
     pub weight_total: f64,
     /// Each row's max and sum of exponentials, f64 `(rows, 2)`.
     pub stats: CudaStorage,
 }
 
-/// Forward over `rows` rows of `classes` logits. `Ok(None)` for a dtype without kernels.
-/// Waits for the device (the mean's denominator is read back), so an out-of-range target is
-/// reported here.
+/// Forward over `rows` rows of `classes` logits, reduced as `reduction` says. `Ok(None)`
+/// for a dtype without kernels. Waits for the device (the mean's denominator is read back),
+/// so an out-of-range target is reported here.
 pub(crate) fn forward(
     x: (&CudaStorage, usize),
     targets: (&CudaStorage, usize),
@@ -86,6 +86,7 @@ pub(crate) fn forward(
     classes: usize,
     ignore_index: i64,
     label_smoothing: f64,
+    reduction: CeReduction,
 ) -> Result<Option<Forward>> {
     let dtype = x.0.dtype;
     if !matches!(dtype, DType::F32 | DType::F64) {
@@ -100,42 +101,40 @@ pub(crate) fn forward(
     let losses = s.alloc_like(DType::F64, rows)?;
     let row_weight = s.alloc_like(DType::F64, rows)?;
     let stats = s.alloc_like(DType::F64, rows * 2)?;
-    if rows == 0 {
-        return Ok(Some(Forward {
-            losses,
-            weight_total: 0.0,
-            stats,
-        }));
+    if rows > 0 {
+        launch!(
+            &s.dev,
+            MODULE,
+            format!("ce_fwd_{}", suffix(dtype)),
+            row_grid(rows),
+            rows as i64,
+            classes as i64,
+            ignore_index,
+            label_smoothing,
+            ptr_at(x),
+            ptr_at(targets),
+            weight.map_or(0u64, ptr_at),
+            losses.ptr(),
+            row_weight.ptr(),
+            stats.ptr(),
+            s.dev.error_flag_ptr()
+        );
     }
-    launch!(
-        &s.dev,
-        MODULE,
-        format!("ce_fwd_{}", suffix(dtype)),
-        row_grid(rows),
-        rows as i64,
-        classes as i64,
-        ignore_index,
-        label_smoothing,
-        ptr_at(x),
-        ptr_at(targets),
-        weight.map_or(0u64, ptr_at),
-        losses.ptr(),
-        row_weight.ptr(),
-        stats.ptr(),
-        s.dev.error_flag_ptr()
-    );
-    let total = reduce::reduce(
-        &row_weight,
-        &Layout::contiguous(&[rows]),
-        ReduceOp::Sum,
-        &[0],
-    )?;
-    let weight_total = total
-        .to_cpu(&Layout::contiguous(&[]))?
-        .as_slice::<f64>()
-        .map_or(0.0, |v| v[0]);
+    // Reading the sums back waits for the kernel, so a bad target is reported here.
+    let host_sum = |v: &CudaStorage| -> Result<f64> {
+        let total = reduce::reduce(v, &Layout::contiguous(&[rows]), ReduceOp::Sum, &[0])?;
+        let host = total.to_cpu(&Layout::contiguous(&[]))?;
+        Ok(host.as_slice::<f64>().map_or(0.0, |v| v[0]))
+    };
+    let weight_total = host_sum(&row_weight)?;
+    let one = |v: f64| CudaStorage::from_cpu(&CpuStorage::F64(vec![v]), s.dev.ordinal());
+    let loss = match reduction {
+        CeReduction::None => losses,
+        CeReduction::Sum => one(host_sum(&losses)?)?,
+        CeReduction::Mean => one(host_sum(&losses)? / weight_total)?,
+    };
     Ok(Some(Forward {
-        losses,
+        loss,
         weight_total,
         stats,
     }))

@@ -25,6 +25,17 @@ pub struct CeParams<'a> {
     pub label_smoothing: f64,
 }
 
+/// How the forward combines the rows' losses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CeReduction {
+    /// One loss per row.
+    None,
+    /// Their sum.
+    Sum,
+    /// Their sum over the total weight of the rows not ignored (0 / 0 = NaN when none is).
+    Mean,
+}
+
 /// The upstream gradient of each row's loss.
 #[derive(Clone, Copy)]
 pub enum CeRowGrad<'a> {
@@ -47,9 +58,9 @@ enum Saved {
 
 /// The forward's results.
 pub struct CeForward {
-    /// Each row's loss (0 for ignored rows) as an f64 buffer on the logits' device, so that
-    /// the reductions add unrounded values.
-    pub losses: Storage,
+    /// The loss as an f64 buffer on the logits' device (reduced in f64, so that the rows add
+    /// unrounded): one per row for `None` (0 for ignored rows), else one element.
+    pub loss: Storage,
     /// The `mean` denominator: the total weight `w_t` of the rows not ignored.
     pub weight_total: f64,
     /// For the backward.
@@ -57,19 +68,20 @@ pub struct CeForward {
 }
 
 impl Storage {
-    /// Per-row losses of the logits `x` (`rows x C`, f32 or f64) against `targets` (i64,
-    /// `rows` of them, each in `0..C` or `ignore_index`: an error otherwise). `Ok(None)`,
-    /// nothing done, where the device has no kernel for these operands.
+    /// The loss of the logits `x` (`rows x C`, f32 or f64) against `targets` (i64, `rows` of
+    /// them, each in `0..C` or `ignore_index`: an error otherwise), reduced as `reduction`
+    /// says. `Ok(None)`, nothing done, where the device has no kernel for these operands.
     pub fn cross_entropy_forward(
         x: Span<'_>,
         targets: Span<'_>,
         p: &CeParams<'_>,
+        reduction: CeReduction,
     ) -> Result<Option<CeForward>> {
         check_lengths(x, targets, p)?;
         match (x.storage, targets.storage) {
             (Storage::Cpu(_), Storage::Cpu(_)) => match x.dtype() {
-                DType::F32 => cpu_forward::<f32>(x, targets, p, Saved::F32).map(Some),
-                DType::F64 => cpu_forward::<f64>(x, targets, p, Saved::F64).map(Some),
+                DType::F32 => cpu_forward::<f32>(x, targets, p, reduction, Saved::F32).map(Some),
+                DType::F64 => cpu_forward::<f64>(x, targets, p, reduction, Saved::F64).map(Some),
                 _ => Ok(None),
             },
             #[cfg(feature = "cuda")]
@@ -87,12 +99,13 @@ impl Storage {
                     p.classes,
                     p.ignore_index,
                     p.label_smoothing,
+                    reduction,
                 )?
                 else {
                     return Ok(None);
                 };
                 Ok(Some(CeForward {
-                    losses: Storage::Cuda(out.losses),
+                    loss: Storage::Cuda(out.loss),
                     weight_total: out.weight_total,
                     saved: CeSaved(Saved::Cuda(out.stats)),
                 }))
@@ -194,14 +207,21 @@ fn cpu_forward<T: KernelFloat>(
     x: Span<'_>,
     targets: Span<'_>,
     p: &CeParams<'_>,
+    reduction: CeReduction,
     keep: fn(Vec<RowStats<T>>) -> Saved,
 ) -> Result<CeForward> {
     let xs = x.cpu_or_err::<T>(OP, "input")?;
     let ts = targets.cpu_or_err::<i64>(OP, "target")?;
     cpu::check_targets(ts, p.classes, p.ignore_index)?;
     let fwd = cpu::forward(xs, ts, cpu_params(p)?);
+    let total = || fwd.losses.iter().sum::<f64>();
+    let loss = match reduction {
+        CeReduction::None => fwd.losses.clone(),
+        CeReduction::Sum => vec![total()],
+        CeReduction::Mean => vec![total() / fwd.weight_total],
+    };
     Ok(CeForward {
-        losses: host(fwd.losses),
+        loss: host(loss),
         weight_total: fwd.weight_total,
         saved: CeSaved(keep(fwd.stats)),
     })

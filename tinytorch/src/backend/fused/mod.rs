@@ -21,7 +21,7 @@ mod pool;
 pub use adam::{AdamOperands, AdamStep};
 pub use attention::{AttnConfig, AttnGrads, AttnOperand, AttnSaved};
 pub use conv::{set_direct_convolution, set_winograd_convolution, Conv2dSpec, ConvPlan};
-pub use cross_entropy::{CeForward, CeParams, CeRowGrad, CeSaved};
+pub use cross_entropy::{CeForward, CeParams, CeReduction, CeRowGrad, CeSaved};
 pub use norm::{
     BatchNormDims, BatchNormForward, NormForward, NormGrads, NormKind, NormSaved, NormWanted,
 };
