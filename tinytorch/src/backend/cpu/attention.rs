@@ -282,7 +282,7 @@ fn forward_block<T: KernelFloat>(
             let mut sum = T::of(0.0);
             for x in row.iter_mut() {
                 *x = x.exp_shifted(m_t);
-                sum = sum + *x;
+                sum += *x;
             }
             if o.dropout > 0.0 {
                 // Dropout weights the values; the normaliser `l` sums the undropped weights.

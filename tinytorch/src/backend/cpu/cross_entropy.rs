@@ -587,12 +587,12 @@ fn lane_sum<T: KernelFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) -> f64 {
         let (ra, rb) = (ca.remainder(), cb.remainder());
         for (x, y) in ca.zip(cb) {
             for l in 0..LANES {
-                acc[l] = acc[l] + f(x[l], y[l]);
+                acc[l] += f(x[l], y[l]);
             }
         }
         // The tail one per lane (independent adds), then the lanes pairwise in f64.
         for (l, (&x, &y)) in ra.iter().zip(rb).enumerate() {
-            acc[l] = acc[l] + f(x, y);
+            acc[l] += f(x, y);
         }
         let q = [0, 1, 2, 3].map(|l| acc[l].f64() + acc[l + 4].f64());
         total += (q[0] + q[2]) + (q[1] + q[3]);

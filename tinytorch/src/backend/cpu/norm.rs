@@ -45,12 +45,12 @@ pub(super) fn lane_sum<T: KernelFloat>(a: &[T], b: &[T], f: impl Fn(T, T) -> T) 
     let (ra, rb) = (ca.remainder(), cb.remainder());
     for (x, y) in ca.zip(cb) {
         for l in 0..LANES {
-            acc[l] = acc[l] + f(x[l], y[l]);
+            acc[l] += f(x[l], y[l]);
         }
     }
     let mut tail = T::ZERO;
     for (&x, &y) in ra.iter().zip(rb) {
-        tail = tail + f(x, y);
+        tail += f(x, y);
     }
     // Pairwise, so that the lanes' rounding does not depend on the order of addition.
     let q = [
@@ -174,12 +174,12 @@ pub fn backward<T: KernelFloat>(
             }
             if want.weight {
                 for ((d, &xv), &gv) in dw.iter_mut().zip(xr).zip(gr) {
-                    *d = *d + gv * ((xv - mean) * rstd);
+                    *d += gv * ((xv - mean) * rstd);
                 }
             }
             if want.bias {
                 for (d, &gv) in db.iter_mut().zip(gr) {
-                    *d = *d + gv;
+                    *d += gv;
                 }
             }
         }

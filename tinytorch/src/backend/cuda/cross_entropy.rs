@@ -78,6 +78,7 @@ pub(crate) struct Forward {
 /// Forward over `rows` rows of `classes` logits, reduced as `reduction` says. `Ok(None)`
 /// for a dtype without kernels. Waits for the device (the mean's denominator is read back),
 /// so an out-of-range target is reported here.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn forward(
     x: (&CudaStorage, usize),
     targets: (&CudaStorage, usize),
