@@ -9,7 +9,7 @@ use crate::tensor::{nogil, PyTensor};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use std::sync::Mutex;
-use tinytorch::nn::{Module, Nonlinearity, RNNOptions, GRU, LSTM, RNN};
+use tinytorch::nn::{Module, Nonlinearity, RNNOptions, RecurrentWeights, GRU, LSTM, RNN};
 use tinytorch::Tensor;
 
 enum Layer {
@@ -24,6 +24,14 @@ impl Layer {
             Layer::Rnn(m) => m,
             Layer::Lstm(m) => m,
             Layer::Gru(m) => m,
+        }
+    }
+
+    fn weights_mut(&mut self) -> &mut [RecurrentWeights] {
+        match self {
+            Layer::Rnn(m) => m.weights_mut(),
+            Layer::Lstm(m) => m.weights_mut(),
+            Layer::Gru(m) => m.weights_mut(),
         }
     }
 }
@@ -91,6 +99,41 @@ impl PyRecurrent {
             .into_iter()
             .map(|(n, t)| (n, t.into()))
             .collect()
+    }
+
+    /// Compute with `params` from now on: one tensor per parameter, in `named_parameters`'
+    /// order and of the shapes they replace (after `Module.to()`/`.double()` gave the Python
+    /// `Parameter`s new tensors, so that gradients keep landing on those objects).
+    fn adopt_parameters(&self, params: Vec<PyRef<'_, PyTensor>>) -> PyResult<()> {
+        let mut layer = self.0.lock().expect("layer lock");
+        let old = layer.module().named_parameters();
+        let shapes_match = params.len() == old.len()
+            && old
+                .iter()
+                .zip(&params)
+                .all(|((_, o), p)| o.shape() == p.t.shape());
+        if !shapes_match {
+            return Err(PyValueError::new_err(format!(
+                "expected {} parameters of the shapes {:?}",
+                old.len(),
+                old.iter()
+                    .map(|(n, t)| (n.clone(), t.shape().to_vec()))
+                    .collect::<Vec<_>>()
+            )));
+        }
+        let mut new = params.iter().map(|p| p.t.clone());
+        let mut next = || new.next().expect("counted above");
+        for w in layer.weights_mut() {
+            w.weight_ih = next();
+            w.weight_hh = next();
+            if let Some(b) = &mut w.bias_ih {
+                *b = next();
+            }
+            if let Some(b) = &mut w.bias_hh {
+                *b = next();
+            }
+        }
+        Ok(())
     }
 
     fn set_training(&self, training: bool) {

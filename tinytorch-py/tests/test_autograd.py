@@ -78,3 +78,36 @@ def test_autograd_grad_leaves_dot_grad_alone():
     with pytest.raises(RuntimeError, match="allow_unused"):
         torch.autograd.grad((x * 2).sum(), [x, w])
     assert torch.autograd.grad((x * 2).sum(), [x, w], allow_unused=True)[1] is None
+
+
+class SumAndProduct(torch.autograd.Function):
+    """Two outputs and a non-tensor one: ``(a + b, a * b, "tag")``."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.save_for_backward(a, b)
+        return a + b, a * b, "tag"
+
+    @staticmethod
+    def backward(ctx, g_sum, g_prod, g_tag):
+        assert g_tag is None
+        a, b = ctx.saved_tensors
+        return g_sum + g_prod * b, g_sum + g_prod * a
+
+
+def test_function_with_several_outputs():
+    a = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    b = torch.tensor([[0.5, -1.0], [2.0, 0.25]], requires_grad=True)
+    s, p, tag = SumAndProduct.apply(a, b)
+    assert tag == "tag" and s.shape == (2, 2) and p.shape == (2, 2)
+    assert s.tolist() == [[1.5, 1.0], [5.0, 4.25]] and p.tolist() == [[0.5, -2.0], [6.0, 1.0]]
+    (s * 3 + p * p).sum().backward()
+    # d/da = 3 + 2 p b, d/db = 3 + 2 p a (what the same sum of plain ops gives).
+    want_a = (3 + 2 * (a * b) * b).detach()
+    want_b = (3 + 2 * (a * b) * a).detach()
+    assert torch.allclose(a.grad, want_a) and torch.allclose(b.grad, want_b)
+    # An unused output's gradient is zeros, as PyTorch materialises it.
+    a.grad = b.grad = None
+    _, p, _ = SumAndProduct.apply(a, b)
+    p.sum().backward()
+    assert torch.allclose(a.grad, b.detach()) and torch.allclose(b.grad, a.detach())

@@ -25,7 +25,7 @@ class _RNNBase(Module):
         for name, t in self._engine.named_parameters():
             self.register_parameter(name, Parameter._of_handle(t))
         if device is not None:
-            raise ValueError("create the layer on the CPU and move it with .to(device)")
+            self.to(device)
 
     def train(self, mode=True):
         super().train(mode)
@@ -33,8 +33,11 @@ class _RNNBase(Module):
         return self
 
     def _apply(self, fn):
-        raise NotImplementedError(f"{type(self).__name__}.to()/.double()/... is not supported "
-                                  "yet: create it with dtype=")
+        # The Parameters get their new tensors (Module._apply), then the Rust layer computes
+        # with exactly those, so gradients keep landing on the same Parameter objects.
+        super()._apply(fn)
+        self._engine.adopt_parameters([p for _, p in self.named_parameters()])
+        return self
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
