@@ -113,6 +113,12 @@ pub fn from_python(obj: &Bound<'_, PyAny>, dtype: Option<DType>) -> PyResult<Ten
     t.and_then(|t| t.to_dtype(dtype)).py()
 }
 
+/// True for a NumPy array (by its type's module: NumPy is not a dependency).
+fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
+    let ty = obj.get_type();
+    ty.name().is_ok_and(|n| n == "ndarray") && ty.module().is_ok_and(|m| m == "numpy")
+}
+
 /// Apply the common keywords: device, then requires_grad.
 fn finish(t: Tensor, device: Device, requires_grad: bool) -> PyResult<PyTensor> {
     let t = if device != Device::Cpu {
@@ -128,7 +134,8 @@ fn finish(t: Tensor, device: Device, requires_grad: bool) -> PyResult<PyTensor> 
     Ok(t.into())
 }
 
-/// `torch.tensor(data, dtype=None, device=None, requires_grad=False)`: always a copy.
+/// `torch.tensor(data, dtype=None, device=None, requires_grad=False)`: always a copy. A
+/// NumPy array keeps its dtype (through `torch.from_numpy`), as in PyTorch.
 #[pyfunction]
 #[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
 pub fn tensor(
@@ -141,6 +148,20 @@ pub fn tensor(
     let t = match data.cast::<PyTensor>() {
         Ok(t) => {
             let t = t.borrow().t.detach().contiguous_copy().py()?;
+            match dtype {
+                Some(d) => t.to_dtype(d).py()?,
+                None => t,
+            }
+        }
+        Err(_) if is_ndarray(data) => {
+            let py = data.py();
+            let t = py
+                .import("tinytorch")?
+                .call_method1("from_numpy", (data,))?
+                .cast_into::<PyTensor>()?
+                .borrow()
+                .t
+                .clone();
             match dtype {
                 Some(d) => t.to_dtype(d).py()?,
                 None => t,

@@ -70,6 +70,42 @@ def test_setitem_views_masks_and_index_lists():
     assert x.tolist() == [[5, 0, 0, 9], [-1, 1, 1, 1], [-1, 0, 0, 9]]
 
 
+@pytest.mark.parametrize("key,value", [
+    (([0, 1], [2, 0]), 100.0),  # adjacent: the result dims stand in place
+    (([1, 0], slice(None), [3, -4]), [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]),  # split: first
+    ((slice(None), [0, 2], [1, 3]), [7.0, 8.0]),  # after a slice, the value broadcast
+    (([[0], [1]], [1, 2], 0), -1.0),  # broadcast indices, an int between the dims
+    ((np.array([True, False]), [2, 1]), [[9.0, 9.5, 9.25, 9.75]]),  # a mask with a list
+])
+def test_setitem_with_several_advanced_indices_matches_numpy(key, value):
+    base = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    want = base.copy()
+    want[key] = np.asarray(value, dtype=np.float32)
+    t = torch.from_numpy(base.copy())
+    t[tuple(torch.tensor(k) if isinstance(k, np.ndarray) else k for k in key)] = (
+        value if isinstance(value, float) else torch.tensor(value))
+    assert t.tolist() == want.tolist()
+
+
+def test_tensor_of_a_numpy_array_keeps_its_dtype():
+    a = np.array([[1.5, 2.0]], dtype=np.float64)
+    t = torch.tensor(a)
+    assert t.dtype == torch.float64 and t.tolist() == [[1.5, 2.0]]
+    a[0, 0] = 7.0  # a copy, as in PyTorch
+    assert t[0, 0].item() == 1.5
+    assert torch.tensor(np.array([1, 2]), dtype=torch.float32).dtype == torch.float32
+
+
+def test_several_advanced_indices_report_bad_positions_and_shapes():
+    x = torch.zeros(2, 3)
+    with pytest.raises(IndexError, match="index 5 is out of bounds for dimension 1 with size 3"):
+        x[[0, 1], [0, 5]]
+    with pytest.raises(IndexError, match="could not be broadcast"):
+        x[[0, 1], [0, 1, 2]]
+    with pytest.raises(IndexError, match="long, int, byte or bool"):
+        x[[0, 1], torch.tensor([0.0, 1.0])]
+
+
 def test_in_place_operators_and_grad_mode():
     w = torch.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match="leaf"):
