@@ -3,6 +3,7 @@
 
 mod create;
 mod display;
+pub mod memory;
 pub(crate) mod node;
 pub use display::grad_fn_display;
 mod random;
@@ -39,6 +40,8 @@ pub struct StorageCell {
     version: AtomicU64,
     /// The storage's device, readable without the lock (`Tensor::move_to_` changes it).
     device: AtomicUsize,
+    /// The bytes counted for it in the memory statistics (`memory.rs`), on `device`.
+    bytes: usize,
 }
 
 /// `Device` as one word for `StorageCell::device`: `usize::MAX` is the CPU.
@@ -59,10 +62,16 @@ fn decode_device(v: usize) -> Device {
 
 impl StorageCell {
     fn new(storage: Storage) -> Arc<Self> {
+        let (device, bytes) = (
+            storage.device(),
+            storage.len() * storage.dtype().size_in_bytes(),
+        );
+        memory::allocated(device, bytes);
         Arc::new(StorageCell {
-            device: AtomicUsize::new(encode_device(storage.device())),
+            device: AtomicUsize::new(encode_device(device)),
             data: RwLock::new(storage),
             version: AtomicU64::new(0),
+            bytes,
         })
     }
     /// Number of in-place writes so far.
@@ -74,6 +83,7 @@ impl StorageCell {
 impl Drop for StorageCell {
     /// A dying buffer goes back to its device's cache (`Storage::release`).
     fn drop(&mut self) {
+        memory::freed(decode_device(*self.device.get_mut()), self.bytes);
         self.data
             .get_mut()
             .unwrap_or_else(|e| e.into_inner())
@@ -197,6 +207,9 @@ impl Tensor {
         let mut s = self.storage_mut();
         let host = s.to_cpu(&Layout::contiguous(&[s.len()]))?;
         *s = Storage::from_cpu(host, device)?;
+        let bytes = self.inner.storage.bytes;
+        memory::freed(self.device(), bytes);
+        memory::allocated(device, bytes);
         self.inner
             .storage
             .device

@@ -3,26 +3,14 @@
 //! Operands are contiguous buffers given as (storage, element offset). The forward keeps
 //! each row's max and sum of exponentials, `(rows, 2)` doubles, for the backward.
 
-use super::launch::{launch, BLOCK};
+use super::launch::{launch, row_grid};
 use super::{reduce, suffix, CudaStorage};
 use crate::backend::{BackendStorage, CeReduction, CpuStorage, ReduceOp};
 use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
-use cudarc::driver::LaunchConfig;
 
 const MODULE: &str = "cross_entropy";
 const OP: &str = "cross_entropy";
-/// Most blocks of the row kernels (each loops over its share of rows).
-const MAX_ROW_BLOCKS: usize = 65_535;
-
-/// One block of [`BLOCK`] threads per row, up to [`MAX_ROW_BLOCKS`] blocks.
-fn row_grid(rows: usize) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (rows.clamp(1, MAX_ROW_BLOCKS) as u32, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    }
-}
 
 /// The device address of element `at` of `s`.
 fn ptr_at((s, at): (&CudaStorage, usize)) -> u64 {

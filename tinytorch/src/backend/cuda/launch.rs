@@ -10,6 +10,18 @@ use cudarc::driver::{DeviceRepr, LaunchConfig};
 pub const MAX_DIMS: usize = 8;
 /// Threads per block of every kernel (the reductions assume it).
 pub const BLOCK: u32 = 256;
+/// Most blocks of the row kernels (norms, cross-entropy: each block loops over its share of
+/// rows).
+const MAX_ROW_BLOCKS: usize = 65_535;
+
+/// One block of [`BLOCK`] threads per row, up to [`MAX_ROW_BLOCKS`] blocks.
+pub fn row_grid(rows: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (rows.clamp(1, MAX_ROW_BLOCKS) as u32, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
 
 /// `struct Shape` of prelude.cuh.
 #[repr(C)]

@@ -7,7 +7,7 @@
 //! Inputs are contiguous buffers given as (storage, element offset); outputs are new
 //! contiguous buffers.
 
-use super::launch::{launch, BLOCK};
+use super::launch::{launch, row_grid, BLOCK};
 use super::{reduce, suffix, CudaStorage};
 use crate::backend::ReduceOp;
 use crate::backend::{NormKind, NormWanted};
@@ -16,8 +16,6 @@ use crate::error::{Error, Result};
 use cudarc::driver::LaunchConfig;
 
 const MODULE: &str = "norm";
-/// Most blocks of the row kernels (each loops over its share of rows).
-const MAX_ROW_BLOCKS: usize = 65_535;
 /// Most row chunks of the dweight / dbias partial sums (bounds the partial buffers).
 const MAX_CHUNKS: usize = 1024;
 /// Fewest rows per chunk (below that a chunk is not worth its partial row).
@@ -48,15 +46,6 @@ fn kind_code(kind: NormKind) -> i32 {
     match kind {
         NormKind::Layer => 0,
         NormKind::Rms => 1,
-    }
-}
-
-/// One block of [`BLOCK`] threads per row, up to [`MAX_ROW_BLOCKS`] blocks.
-fn row_grid(rows: usize) -> LaunchConfig {
-    LaunchConfig {
-        grid_dim: (rows.clamp(1, MAX_ROW_BLOCKS) as u32, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
     }
 }
 
