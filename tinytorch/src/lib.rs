@@ -21,6 +21,7 @@ pub mod amp;
 pub mod autograd;
 pub mod backend;
 pub mod base;
+pub mod benchmark;
 pub mod data;
 pub mod error;
 pub mod io;

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u8)] = &[
     ("base", 0),
     ("error", 0),
+    // Timing statistics (std only).
+    ("benchmark", 0),
     ("backend", 1),
     ("tensor", 2),
     // Grad mode, autocast mode and the compute pool that carries both to its threads.
