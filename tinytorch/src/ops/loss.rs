@@ -8,7 +8,7 @@
 use crate::autograd::{needs_grad, no_grad};
 use crate::backend::{CeParams, CeReduction, CeRowGrad, Span, Storage};
 use crate::error::{Error, Result};
-use crate::ops::with_spans;
+use crate::ops::{require_float, with_spans};
 use crate::tensor::{DType, Tensor};
 
 /// How per-element losses are combined (`reduction=` in PyTorch). The default is `Mean`.
@@ -43,17 +43,6 @@ fn reduce(loss: Tensor, reduction: Reduction) -> Result<Tensor> {
         Reduction::None => Ok(loss),
         Reduction::Mean => loss.mean_all(),
         Reduction::Sum => loss.sum_all(),
-    }
-}
-
-fn require_float(op: &'static str, what: &str, t: &Tensor) -> Result<()> {
-    if t.dtype().is_float() {
-        Ok(())
-    } else {
-        Err(Error::dtype(
-            op,
-            format!("{what} must be a floating-point tensor, got {}", t.dtype()),
-        ))
     }
 }
 

@@ -33,6 +33,18 @@ use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use std::sync::RwLockReadGuard;
 
+/// Error naming `op` unless `t` (the op's argument `what`) has a floating-point dtype.
+pub(crate) fn require_float(op: &'static str, what: &str, t: &Tensor) -> Result<()> {
+    if t.dtype().is_float() {
+        Ok(())
+    } else {
+        Err(Error::dtype(
+            op,
+            format!("{what} must be a floating-point tensor, got {}", t.dtype()),
+        ))
+    }
+}
+
 /// Check that every tensor is on the same device as the first.
 pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     let first = tensors[0].device();

@@ -42,7 +42,7 @@ pub(crate) fn adam_update(
     if n == 0 {
         return Ok(true);
     }
-    let ptr = |(s, at): (&CudaStorage, usize)| s.ptr() + (at * dtype.size_in_bytes()) as u64;
+    let ptr = |(s, at): (&CudaStorage, usize)| s.ptr_at(at);
     let mode: i32 = match (step.decoupled, step.weight_decay != 0.0) {
         (true, _) => 2,
         (false, true) => 1,

@@ -12,11 +12,6 @@ use crate::error::{Error, Result};
 const MODULE: &str = "cross_entropy";
 const OP: &str = "cross_entropy";
 
-/// The device address of element `at` of `s`.
-fn ptr_at((s, at): (&CudaStorage, usize)) -> u64 {
-    s.ptr() + (at * s.dtype.size_in_bytes()) as u64
-}
-
 /// An operand to check: its name, (buffer, element offset) if present, the dtype it must
 /// have and how many elements are read from its offset.
 type Check<'a> = (&'a str, Option<(&'a CudaStorage, usize)>, DType, usize);
@@ -100,9 +95,9 @@ pub(crate) fn forward(
             classes as i64,
             ignore_index,
             label_smoothing,
-            ptr_at(x),
-            ptr_at(targets),
-            weight.map_or(0u64, ptr_at),
+            x.0.ptr_at(x.1),
+            targets.0.ptr_at(targets.1),
+            weight.map_or(0u64, |(w, at)| w.ptr_at(at)),
             losses.ptr(),
             row_weight.ptr(),
             stats.ptr(),
@@ -167,11 +162,11 @@ pub(crate) fn backward(
             classes as i64,
             ignore_index,
             label_smoothing,
-            ptr_at(x),
-            ptr_at(targets),
-            weight.map_or(0u64, ptr_at),
+            x.0.ptr_at(x.1),
+            targets.0.ptr_at(targets.1),
+            weight.map_or(0u64, |(w, at)| w.ptr_at(at)),
             stats.ptr(),
-            g_rows.map_or(0u64, ptr_at),
+            g_rows.map_or(0u64, |(g, at)| g.ptr_at(at)),
             g_uniform,
             dx.ptr(),
             s.dev.error_flag_ptr()

@@ -166,6 +166,11 @@ impl CudaStorage {
         p
     }
 
+    /// The device address of element `at` (an operand that starts inside the buffer).
+    pub(crate) fn ptr_at(&self, at: usize) -> u64 {
+        self.ptr() + (at * self.dtype.size_in_bytes()) as u64
+    }
+
     /// A new buffer on the same device.
     pub(crate) fn alloc_like(&self, dtype: DType, len: usize) -> Result<Self> {
         CudaStorage::uninit(&self.dev, dtype, len)

@@ -33,7 +33,7 @@ pub struct Input<'a> {
 impl Input<'_> {
     /// The device address of the first element.
     fn ptr(&self) -> u64 {
-        self.storage.ptr() + (self.offset * self.storage.dtype.size_in_bytes()) as u64
+        self.storage.ptr_at(self.offset)
     }
 }
 

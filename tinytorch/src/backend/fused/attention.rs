@@ -303,14 +303,8 @@ fn cpu_backward<T: KernelFloat>(
 /// The CUDA view of an operand; a device error for a host one.
 #[cfg(feature = "cuda")]
 fn cuda_operand(o: AttnOperand<'_>) -> Result<crate::backend::cuda::attention::Operand<'_>> {
-    match o.storage {
-        Storage::Cuda(storage) => Ok(crate::backend::cuda::attention::Operand {
-            storage,
-            layout: o.layout,
-        }),
-        Storage::Cpu(_) => Err(Error::invalid(
-            OP,
-            "every operand must be on the query's GPU, got a host buffer",
-        )),
-    }
+    Ok(crate::backend::cuda::attention::Operand {
+        storage: super::cuda_buffer(OP, o.storage)?,
+        layout: o.layout,
+    })
 }

@@ -77,21 +77,6 @@ impl Storage {
 
 const OP: &str = "conv2d";
 
-/// Element counts of the operands, checked before a kernel indexes them.
-fn check_len(what: &str, s: Span<'_>, want: usize) -> Result<()> {
-    if s.len == want {
-        Ok(())
-    } else {
-        Err(Error::shape(
-            OP,
-            format!(
-                "{what} has {} elements, the convolution needs {want}",
-                s.len
-            ),
-        ))
-    }
-}
-
 fn sizes(c: &Conv) -> (usize, usize, usize) {
     let g = &c.geom;
     let x = g.batch * g.channels * g.input[0] * g.input[1];
@@ -107,10 +92,10 @@ fn cpu_forward<T: KernelFloat>(
     conv: Conv,
 ) -> Result<(Storage, ConvPlan)> {
     let (nx, nw, _) = sizes(&conv);
-    check_len("input", x, nx)?;
-    check_len("weight", w, nw)?;
+    x.check_len(OP, "input", nx)?;
+    w.check_len(OP, "weight", nw)?;
     if let Some(b) = bias {
-        check_len("bias", b, conv.out_channels)?;
+        b.check_len(OP, "bias", conv.out_channels)?;
     }
     let bias = bias.map(|b| b.cpu_or_err::<T>(OP, "bias")).transpose()?;
     let algo = Algo::of::<T>(&conv);
@@ -135,8 +120,8 @@ fn cpu_backward_input<T: KernelFloat>(
     plan: &ConvPlan,
 ) -> Result<Storage> {
     let (_, nw, ny) = sizes(&plan.conv);
-    check_len("grad_output", gy, ny)?;
-    check_len("weight", w, nw)?;
+    gy.check_len(OP, "grad_output", ny)?;
+    w.check_len(OP, "weight", nw)?;
     let gy = gy.cpu_or_err::<T>(OP, "grad_output")?;
     Ok(host(cpu::backward_input(
         plan.algo,
@@ -152,8 +137,8 @@ fn cpu_backward_weight<T: KernelFloat>(
     plan: &ConvPlan,
 ) -> Result<Storage> {
     let (nx, _, ny) = sizes(&plan.conv);
-    check_len("grad_output", gy, ny)?;
-    check_len("input", x, nx)?;
+    gy.check_len(OP, "grad_output", ny)?;
+    x.check_len(OP, "input", nx)?;
     let gy = gy.cpu_or_err::<T>(OP, "grad_output")?;
     Ok(host(cpu::backward_weight(
         plan.algo,

@@ -130,7 +130,7 @@ impl Storage {
             Saved::F64(stats) => cpu_backward::<f64>(x, targets, p, stats, g).map(Some),
             #[cfg(feature = "cuda")]
             Saved::Cuda(stats) => {
-                let cuda = |s| on_cuda(x, s);
+                let cuda = cuda_span;
                 let weight = p.weight.map(cuda).transpose()?;
                 let per_row = match g {
                     CeRowGrad::Uniform(_) => None,
@@ -158,18 +158,10 @@ impl Storage {
     }
 }
 
-/// The CUDA buffer under `s` and where it starts; a device error (against `x`'s device)
-/// for a host buffer.
+/// The GPU buffer under `s` and where the operand starts in it.
 #[cfg(feature = "cuda")]
-fn on_cuda<'a>(x: Span<'_>, s: Span<'a>) -> Result<(&'a crate::backend::CudaStorage, usize)> {
-    match s.storage {
-        Storage::Cuda(c) => Ok((c, s.offset)),
-        other => Err(Error::Device {
-            op: OP,
-            lhs: x.storage.device(),
-            rhs: other.device(),
-        }),
-    }
+fn cuda_span(s: Span<'_>) -> Result<(&crate::backend::CudaStorage, usize)> {
+    Ok((super::cuda_buffer(OP, s.storage)?, s.offset))
 }
 
 /// The operands hold `rows x C` logits, `rows` targets and `C` weights.
@@ -213,17 +205,21 @@ fn cpu_forward<T: KernelFloat>(
     let xs = x.cpu_or_err::<T>(OP, "input")?;
     let ts = targets.cpu_or_err::<i64>(OP, "target")?;
     cpu::check_targets(ts, p.classes, p.ignore_index)?;
-    let fwd = cpu::forward(xs, ts, cpu_params(p)?);
-    let total = || fwd.losses.iter().sum::<f64>();
+    let cpu::Forward {
+        losses,
+        stats,
+        weight_total,
+    } = cpu::forward(xs, ts, cpu_params(p)?);
+    let total = || losses.iter().sum::<f64>();
     let loss = match reduction {
-        CeReduction::None => fwd.losses.clone(),
+        CeReduction::None => losses,
         CeReduction::Sum => vec![total()],
-        CeReduction::Mean => vec![total() / fwd.weight_total],
+        CeReduction::Mean => vec![total() / weight_total],
     };
     Ok(CeForward {
         loss: host(loss),
-        weight_total: fwd.weight_total,
-        saved: CeSaved(keep(fwd.stats)),
+        weight_total,
+        saved: CeSaved(keep(stats)),
     })
 }
 

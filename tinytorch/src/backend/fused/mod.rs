@@ -76,6 +76,31 @@ impl<'a> Span<'a> {
     pub fn dtype(&self) -> DType {
         self.storage.dtype()
     }
+
+    /// Error naming `op` and `what` unless the operand has `want` elements (checked before a
+    /// kernel indexes it).
+    fn check_len(&self, op: &'static str, what: &str, want: usize) -> Result<()> {
+        if self.len == want {
+            return Ok(());
+        }
+        Err(Error::shape(
+            op,
+            format!("{what} has {} elements, {op} needs {want}", self.len),
+        ))
+    }
+}
+
+/// The GPU buffer of a storage the op's CUDA kernel reads; an error naming `op` for a host
+/// buffer (operands on two devices).
+#[cfg(feature = "cuda")]
+fn cuda_buffer<'a>(op: &'static str, s: &'a Storage) -> Result<&'a crate::backend::CudaStorage> {
+    match s {
+        Storage::Cuda(c) => Ok(c),
+        Storage::Cpu(_) => Err(Error::invalid(
+            op,
+            "every operand must be on the first operand's GPU, got a host buffer",
+        )),
+    }
 }
 
 /// A host vector as a buffer.

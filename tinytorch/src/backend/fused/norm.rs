@@ -337,11 +337,8 @@ fn cpu_bn_backward<T: KernelFloat>(
 /// The CUDA buffer under `s` as a kernel input; an error for a host buffer.
 #[cfg(feature = "cuda")]
 fn cuda_input<'a>(op: &'static str, s: Span<'a>) -> Result<crate::backend::cuda::norm::Input<'a>> {
-    match s.storage {
-        Storage::Cuda(storage) => Ok(crate::backend::cuda::norm::Input {
-            storage,
-            offset: s.offset,
-        }),
-        Storage::Cpu(_) => Err(Error::invalid(op, "expected a CUDA buffer, got a host one")),
-    }
+    Ok(crate::backend::cuda::norm::Input {
+        storage: super::cuda_buffer(op, s.storage)?,
+        offset: s.offset,
+    })
 }

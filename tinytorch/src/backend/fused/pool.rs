@@ -70,22 +70,12 @@ impl Storage {
     }
 }
 
-fn check_len(what: &str, s: Span<'_>, want: usize) -> Result<()> {
-    if s.len == want {
-        return Ok(());
-    }
-    Err(Error::shape(
-        OP,
-        format!("{what} has {} elements, the pooling needs {want}", s.len),
-    ))
-}
-
 fn cpu_forward<T: CpuElement + PartialOrd>(
     x: Span<'_>,
     planes: usize,
     g: &PoolPlane,
 ) -> Result<(Storage, Storage)> {
-    check_len("input", x, g.lens(planes).0)?;
+    x.check_len(OP, "input", g.lens(planes).0)?;
     #[allow(clippy::eq_op)] // `v != v` is the NaN test for any float element type
     let (y, argmax) = cpu::forward(x.cpu_or_err::<T>(OP, "input")?, planes, g, |v: T| v != v);
     Ok((host(y), host(argmax)))
@@ -98,8 +88,8 @@ fn cpu_backward<T: CpuElement + std::ops::AddAssign>(
     g: &PoolPlane,
 ) -> Result<Storage> {
     let out_len = g.lens(planes).1;
-    check_len("grad_output", grad_out, out_len)?;
-    check_len("argmax", argmax, out_len)?;
+    grad_out.check_len(OP, "grad_output", out_len)?;
+    argmax.check_len(OP, "argmax", out_len)?;
     let gy = grad_out.cpu_or_err::<T>(OP, "grad_output")?;
     Ok(host(cpu::backward(
         gy,

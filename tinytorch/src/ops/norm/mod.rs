@@ -13,19 +13,9 @@ mod fused_tests;
 use crate::autograd::no_grad;
 use crate::backend::NormKind;
 use crate::error::{Error, Result};
+use crate::ops::require_float;
 use crate::tensor::{DType, Tensor};
 use fused::{fused_applies, fused_norm};
-
-fn require_float(op: &'static str, t: &Tensor) -> Result<()> {
-    if t.dtype().is_float() {
-        Ok(())
-    } else {
-        Err(Error::dtype(
-            op,
-            format!("input must be a floating-point tensor, got {}", t.dtype()),
-        ))
-    }
-}
 
 /// Check that `p` (weight or bias) has `shape`.
 fn check_affine(op: &'static str, name: &str, p: Option<&Tensor>, shape: &[usize]) -> Result<()> {
@@ -83,7 +73,7 @@ pub fn layer_norm(
     eps: f64,
 ) -> Result<Tensor> {
     const OP: &str = "layer_norm";
-    require_float(OP, x)?;
+    require_float(OP, "input", x)?;
     let dims = trailing_dims(OP, x, normalized_shape)?;
     check_affine(OP, "weight", weight, normalized_shape)?;
     check_affine(OP, "bias", bias, normalized_shape)?;
@@ -119,7 +109,7 @@ pub fn rms_norm(
     eps: Option<f64>,
 ) -> Result<Tensor> {
     const OP: &str = "rms_norm";
-    require_float(OP, x)?;
+    require_float(OP, "input", x)?;
     let dims = trailing_dims(OP, x, normalized_shape)?;
     check_affine(OP, "weight", weight, normalized_shape)?;
     let eps = eps.unwrap_or(match x.dtype() {
@@ -159,7 +149,7 @@ pub fn group_norm(
     eps: f64,
 ) -> Result<Tensor> {
     const OP: &str = "group_norm";
-    require_float(OP, x)?;
+    require_float(OP, "input", x)?;
     if x.ndim() < 2 {
         return Err(Error::shape(
             OP,
@@ -208,7 +198,7 @@ pub fn batch_norm(
     eps: f64,
 ) -> Result<Tensor> {
     const OP: &str = "batch_norm";
-    require_float(OP, x)?;
+    require_float(OP, "input", x)?;
     if x.ndim() < 2 {
         return Err(Error::shape(
             OP,
