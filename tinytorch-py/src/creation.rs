@@ -135,7 +135,8 @@ fn finish(t: Tensor, device: Device, requires_grad: bool) -> PyResult<PyTensor> 
 }
 
 /// `torch.tensor(data, dtype=None, device=None, requires_grad=False)`: always a copy. A
-/// NumPy array keeps its dtype (through `torch.from_numpy`), as in PyTorch.
+/// NumPy array keeps its dtype, as in PyTorch (a copy of `torch.from_numpy`'s tensor, taken
+/// from a C-contiguous copy of the array when its strides are negative).
 #[pyfunction]
 #[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
 pub fn tensor(
@@ -155,13 +156,17 @@ pub fn tensor(
         }
         Err(_) if is_ndarray(data) => {
             let py = data.py();
+            let array = py
+                .import("numpy")?
+                .call_method1("ascontiguousarray", (data,))?;
             let t = py
                 .import("tinytorch")?
-                .call_method1("from_numpy", (data,))?
+                .call_method1("from_numpy", (array,))?
                 .cast_into::<PyTensor>()?
                 .borrow()
                 .t
-                .clone();
+                .contiguous_copy()
+                .py()?;
             match dtype {
                 Some(d) => t.to_dtype(d).py()?,
                 None => t,
@@ -409,14 +414,31 @@ pub fn _like(
     finish(t, Device::Cpu, requires_grad)
 }
 
-/// A CPU tensor copied from raw little-endian bytes (`from_numpy` passes an array's buffer).
+/// A CPU tensor sharing a NumPy array's memory (`torch.from_numpy` checks the array and
+/// passes its address, shape, strides in elements and dtype). The tensor holds `array`, so
+/// the memory lives as long as any tensor or view over it.
 #[pyfunction]
-pub fn _from_bytes(
-    data: &[u8],
+pub fn _from_numpy(
+    array: Py<PyAny>,
+    address: usize,
     shape: Vec<usize>,
+    strides: Vec<usize>,
     dtype: PyRef<'_, crate::convert::PyDType>,
 ) -> PyResult<PyTensor> {
-    Ok(Tensor::from_le_bytes(data, &shape, dtype.0).py()?.into())
+    // SAFETY: `address` is the array's data pointer (its `__array_interface__`), valid for
+    // every element its shape and non-negative strides address while the array lives; the
+    // tensor holds the array.
+    let t = unsafe {
+        Tensor::from_foreign_cpu(
+            "from_numpy",
+            address as *mut u8,
+            dtype.0,
+            &shape,
+            &strides,
+            Box::new(array),
+        )
+    };
+    Ok(t.py()?.into())
 }
 
 /// Whether `obj` is a tensor (`torch.is_tensor`).

@@ -93,7 +93,7 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         creation::linspace,
         creation::eye,
         creation::_like,
-        creation::_from_bytes,
+        creation::_from_numpy,
         creation::is_tensor,
         ops::cat,
         ops::stack,

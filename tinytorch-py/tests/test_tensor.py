@@ -61,6 +61,63 @@ def test_numpy_shares_memory_both_ways_it_can():
         torch.ones(2, requires_grad=True).numpy()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16, np.int64, np.uint8,
+                                   np.bool_])
+def test_from_numpy_shares_the_arrays_memory(dtype):
+    a = np.zeros((2, 3), dtype=dtype)
+    t = torch.from_numpy(a)
+    assert t.dtype == getattr(torch, {"bool_": "bool"}.get(np.dtype(dtype).type.__name__,
+                                                         str(np.dtype(dtype))))
+    assert t.data_ptr() == a.__array_interface__["data"][0]
+    a[1, 2] = 1
+    assert t[1, 2].item() == 1  # a write to the array shows in the tensor
+    t[0, 1] = 1
+    assert a[0, 1] == 1  # and one to the tensor in the array
+    assert t.numpy().__array_interface__["data"][0] == t.data_ptr()
+
+
+def test_from_numpy_keeps_strides_and_the_array_alive():
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    t = torch.from_numpy(base[::2, 1::3])  # a strided view: shared, not copied
+    assert t.shape == (2, 2) and t.stride() == (12, 3)
+    assert t.tolist() == [[1, 4], [13, 16]]
+    t.mul_(10.0)
+    assert base[2, 4] == 160.0 and base[2, 5] == 17.0
+    u = torch.from_numpy(np.arange(5, dtype=np.float64))
+    import gc
+
+    gc.collect()  # the array has no other reference: the tensor holds it
+    assert (u * 2).tolist() == [0, 2, 4, 6, 8]
+    assert torch.from_numpy(np.zeros((0, 3), dtype=np.float32)).shape == (0, 3)
+    assert torch.from_numpy(np.array(2.5)).item() == 2.5  # 0-d
+    shared = torch.as_tensor(base)
+    base[0, 0] = -1.0
+    assert shared[0, 0].item() == -1.0  # as_tensor of a matching array shares too
+
+
+def test_from_numpy_rejects_what_it_cannot_share():
+    with pytest.raises(ValueError, match="negative"):
+        torch.from_numpy(np.arange(4.0)[::-1])
+    with pytest.raises(ValueError, match="byte order"):
+        torch.from_numpy(np.arange(4, dtype=">f4"))
+    with pytest.raises(TypeError, match="numpy.complex128"):
+        torch.from_numpy(np.zeros(2, dtype=np.complex128))
+    with pytest.raises(TypeError, match="expected np.ndarray"):
+        torch.from_numpy([1.0, 2.0])
+    unaligned = np.frombuffer(bytearray(17), dtype=np.uint8)[1:].view(np.float64)
+    with pytest.raises(RuntimeError, match="from_numpy.*not aligned"):
+        torch.from_numpy(unaligned)
+    bad_bools = np.array([0, 2], dtype=np.uint8).view(np.bool_)
+    with pytest.raises(RuntimeError, match="from_numpy.*byte 2"):
+        torch.from_numpy(bad_bools)
+    frozen = np.arange(3.0)
+    frozen.flags.writeable = False
+    with pytest.warns(UserWarning, match="not writable"):
+        assert torch.from_numpy(frozen).tolist() == [0.0, 1.0, 2.0]
+    # torch.tensor copies whatever the strides
+    assert torch.tensor(np.arange(4.0)[::-1]).tolist() == [3.0, 2.0, 1.0, 0.0]
+
+
 def test_setitem_views_masks_and_index_lists():
     x = torch.zeros(3, 4)
     x[1] = 1.0

@@ -90,16 +90,41 @@ _NUMPY_DTYPES = {"float32": float32, "float64": float64, "float16": float16, "in
 
 
 def from_numpy(ndarray):
-    """A tensor with the array's values and dtype. TinyTorch copies the values (PyTorch
-    shares them); ``Tensor.numpy()`` does share memory."""
+    """A CPU tensor sharing the array's memory: writes through either show in the other, and
+    the tensor keeps the array alive."""
+    import builtins  # `any` here is torch.any
+
     import numpy as np
 
-    name = str(ndarray.dtype)
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    name = ndarray.dtype.name
     if name not in _NUMPY_DTYPES:
-        raise TypeError(f"can't convert np.ndarray of type numpy.{name}; supported: "
-                        + ", ".join(_NUMPY_DTYPES))
-    a = np.ascontiguousarray(ndarray)
-    return _C._from_bytes(a.tobytes(), list(a.shape), _NUMPY_DTYPES[name])
+        raise TypeError(f"can't convert np.ndarray of type numpy.{name}. The only supported "
+                        "types are: " + ", ".join(_NUMPY_DTYPES) + ".")
+    if not ndarray.dtype.isnative:
+        raise ValueError("given numpy array has byte order different from the native byte "
+                         "order. Conversion between byte orders is currently not supported.")
+    size = ndarray.itemsize
+    if builtins.any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and "
+                         "tensors with negative strides are not currently supported. (You can "
+                         "probably work around this by making a copy of your array  with "
+                         "array.copy().) ")
+    if builtins.any(s % size for s in ndarray.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. "
+                         "Copy the numpy array to reallocate the memory.")
+    if not ndarray.flags.writeable:
+        import warnings
+
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support "
+                      "non-writable tensors. This means writing to this tensor will result in "
+                      "undefined behavior. You may want to copy the array to protect its data "
+                      "or make it writable before converting it to a tensor.", UserWarning,
+                      stacklevel=2)
+    address = ndarray.__array_interface__["data"][0]
+    return _C._from_numpy(ndarray, address, list(ndarray.shape),
+                          [s // size for s in ndarray.strides], _NUMPY_DTYPES[name])
 
 
 def as_tensor(data, dtype=None, device=None):

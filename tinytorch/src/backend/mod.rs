@@ -630,7 +630,7 @@ impl Storage {
     #[allow(irrefutable_let_patterns)] // refutable with the `cuda` feature
     pub fn release(&mut self) {
         if let Storage::Cpu(s) = self {
-            cpu::allocator::recycle(std::mem::replace(s, CpuStorage::Bool(Vec::new())));
+            cpu::allocator::recycle(std::mem::replace(s, CpuStorage::Bool(Vec::new().into())));
         }
     }
 }

@@ -45,6 +45,64 @@ impl Tensor {
         Ok(Tensor::from_contiguous(Storage::Cpu(s), shape))
     }
 
+    /// A CPU tensor over host memory another library owns, without copying it (as
+    /// `torch.from_numpy`): writes through either side show on the other. `strides` count
+    /// elements, as [`Tensor::stride`]; `owner` is held, keeping the memory alive, until the
+    /// last tensor or view of it drops.
+    ///
+    /// Errors (naming `op`) when `ptr` is not aligned for `dtype`, or when a bool buffer holds a
+    /// byte other than 0 or 1 (Rust's bool has no other values).
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of every element the shape and strides
+    /// address, for as long as `owner` lives, and nothing may free or move that memory
+    /// while `owner` is held.
+    pub unsafe fn from_foreign_cpu(
+        op: &'static str,
+        ptr: *mut u8,
+        dtype: DType,
+        shape: &[usize],
+        strides: &[usize],
+        owner: Box<dyn Send + Sync>,
+    ) -> Result<Tensor> {
+        if shape.len() != strides.len() {
+            return Err(Error::shape(
+                op,
+                format!("{} strides for shape {shape:?}", strides.len()),
+            ));
+        }
+        // The elements the view can reach: one past the farthest.
+        let len = if numel(shape) == 0 {
+            0
+        } else {
+            1 + shape
+                .iter()
+                .zip(strides)
+                .map(|(&n, &s)| (n - 1) * s)
+                .sum::<usize>()
+        };
+        if len > 0 && !(ptr as usize).is_multiple_of(dtype.size_in_bytes()) {
+            return Err(Error::invalid(
+                op,
+                format!("the buffer at {ptr:p} is not aligned for {dtype}"),
+            ));
+        }
+        if dtype == DType::Bool && len > 0 {
+            // SAFETY: the caller vouches for `len` readable bytes at `ptr`.
+            let bytes = unsafe { std::slice::from_raw_parts(ptr, len) };
+            if let Some(b) = bytes.iter().find(|&&b| b > 1) {
+                return Err(Error::invalid(
+                    op,
+                    format!("a bool buffer holds the byte {b}; bools must be 0 or 1"),
+                ));
+            }
+        }
+        // SAFETY: aligned (checked), valid for `len` elements (the caller), bools checked.
+        let storage = unsafe { CpuStorage::foreign(ptr, dtype, len, owner) };
+        let layout = Layout::from_parts(shape.to_vec(), strides.to_vec(), 0);
+        Ok(Tensor::from_storage(Storage::Cpu(storage), layout))
+    }
+
     /// A CPU tensor of `shape` from little-endian element bytes, row-major (as safetensors
     /// files and NumPy buffers store them); a bool is any non-zero byte, as NumPy and PyTorch
     /// read them. Errors unless the byte count fits the shape and dtype.
@@ -191,9 +249,9 @@ impl Tensor {
     pub fn scalar_tensor(value: impl Into<Scalar>, dtype: DType, device: Device) -> Result<Tensor> {
         use crate::backend::BackendStorage;
         let cpu = match value.into() {
-            Scalar::Int(i) => CpuStorage::I64(vec![i]),
-            Scalar::Bool(b) => CpuStorage::Bool(vec![b]),
-            Scalar::Float(f) => CpuStorage::F64(vec![f]),
+            Scalar::Int(i) => CpuStorage::I64(vec![i].into()),
+            Scalar::Bool(b) => CpuStorage::Bool(vec![b].into()),
+            Scalar::Float(f) => CpuStorage::F64(vec![f].into()),
         };
         let cpu = if cpu.dtype() == dtype {
             cpu
@@ -213,7 +271,7 @@ impl Tensor {
         dtype: DType,
         device: Device,
     ) -> Result<Tensor> {
-        let cpu = CpuStorage::F64(values);
+        let cpu = CpuStorage::F64(values.into());
         let cpu = if dtype == DType::F64 {
             cpu
         } else {

@@ -234,7 +234,7 @@ impl Tensor {
             .map(|_| gen.rng.random_range(low..high))
             .collect();
         Ok(Tensor::from_contiguous(
-            Storage::from_cpu(CpuStorage::I64(values), device)?,
+            Storage::from_cpu(CpuStorage::I64(values.into()), device)?,
             shape,
         ))
     }

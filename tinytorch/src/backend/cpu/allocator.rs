@@ -205,8 +205,9 @@ pub fn zeros<T: CpuElement>(n: usize) -> Vec<T> {
 }
 
 /// Keep the buffer of a dying storage for reuse (large buffers only, within the limit).
+/// Foreign memory goes back to its owner, never into the pool.
 pub fn recycle(s: CpuStorage) {
-    if capacity_bytes(&s) < MIN_BYTES {
+    if capacity_bytes(&s) < MIN_BYTES || crate::with_cpu_storage!(&s, v => v.is_foreign()) {
         return; // small: back to the system allocator without taking the lock
     }
     let freed = global().put(s);
@@ -234,7 +235,7 @@ mod tests {
     use super::*;
 
     fn f32_buffer(n: usize) -> CpuStorage {
-        CpuStorage::F32(vec![1.0; n])
+        CpuStorage::F32(vec![1.0; n].into())
     }
 
     fn ptr(s: &CpuStorage) -> *const f32 {
@@ -285,7 +286,11 @@ mod tests {
         assert_eq!(p.put(f32_buffer(16)).len(), 1, "small");
         assert_eq!(p.put(f32_buffer(n)).len(), 1, "never requested");
         p.take(DType::F32, n);
-        assert_eq!(p.put(CpuStorage::I64(vec![0; n])).len(), 1, "other dtype");
+        assert_eq!(
+            p.put(CpuStorage::I64(vec![0; n].into())).len(),
+            1,
+            "other dtype"
+        );
         assert!(p.put(f32_buffer(n)).is_empty());
         assert_eq!(p.bytes, n * 4);
     }
@@ -298,7 +303,7 @@ mod tests {
         p.take(DType::F32, n);
         p.take(DType::I64, n / 2);
         assert!(p.put(f32_buffer(n)).is_empty());
-        assert!(p.put(CpuStorage::I64(vec![0; n / 2])).is_empty());
+        assert!(p.put(CpuStorage::I64(vec![0; n / 2].into())).is_empty());
         let evicted = p.put(f32_buffer(n));
         assert_eq!(evicted.len(), 1);
         assert_eq!(evicted[0].dtype(), DType::F32);
@@ -337,10 +342,10 @@ mod tests {
         let v = take::<f64>(n);
         let v = [v, vec![2.0; n]].concat(); // a buffer of the same size made elsewhere
         let ptr = v.as_ptr();
-        recycle(CpuStorage::F64(v));
+        recycle(CpuStorage::F64(v.into()));
         let again = take::<f64>(n);
         assert_eq!((again.as_ptr(), again.len(), again.capacity()), (ptr, 0, n));
-        recycle(CpuStorage::F64(again));
+        recycle(CpuStorage::F64(again.into()));
         let z = zeros::<f64>(n);
         assert!(z.iter().all(|&x| x == 0.0));
     }

@@ -197,7 +197,7 @@ pub fn binary(
         (CpuStorage::I64(x), CpuStorage::I64(y)) => binary_typed(x, al, y, bl, op),
         (CpuStorage::U8(x), CpuStorage::U8(y)) => binary_typed(x, al, y, bl, op),
         (CpuStorage::Bool(x), CpuStorage::Bool(y)) => {
-            CpuStorage::Bool(map2(x, al, y, bl, bool_op("binary", op)?))
+            CpuStorage::Bool(map2(x, al, y, bl, bool_op("binary", op)?).into())
         }
         _ => unreachable!("dtypes checked equal"),
     })
@@ -308,7 +308,7 @@ pub fn cmp(
         (CpuStorage::Bool(x), CpuStorage::Bool(y)) => cmp_typed(x, al, y, bl, op),
         _ => unreachable!("dtypes checked equal"),
     };
-    Ok(CpuStorage::Bool(out))
+    Ok(CpuStorage::Bool(out.into()))
 }
 
 /// `cond ? t : f` elementwise; `cond` is bool, `t` and `f` share a dtype.

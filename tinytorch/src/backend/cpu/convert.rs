@@ -29,17 +29,21 @@ pub fn to_dtype(s: &CpuStorage, layout: &Layout, dtype: DType) -> CpuStorage {
     // f16/bf16 <-> f32 have dedicated conversions that skip the f64 detour.
     match (s, dtype) {
         (CpuStorage::F16(v), DType::F32) => {
-            return CpuStorage::F32(map1(v, layout, |x| x.to_f32()))
+            return CpuStorage::F32(map1(v, layout, |x| x.to_f32()).into())
         }
         (CpuStorage::BF16(v), DType::F32) => {
-            return CpuStorage::F32(map1(v, layout, |x| x.to_f32()))
+            return CpuStorage::F32(map1(v, layout, |x| x.to_f32()).into())
         }
         // Integer to integer wraps, as C++'s casts in PyTorch do (-1 becomes 255), where
         // the f64 detour would saturate.
-        (CpuStorage::I64(v), DType::U8) => return CpuStorage::U8(map1(v, layout, |x| x as u8)),
-        (CpuStorage::F32(v), DType::F16) => return CpuStorage::F16(map1(v, layout, f16::from_f32)),
+        (CpuStorage::I64(v), DType::U8) => {
+            return CpuStorage::U8(map1(v, layout, |x| x as u8).into())
+        }
+        (CpuStorage::F32(v), DType::F16) => {
+            return CpuStorage::F16(map1(v, layout, f16::from_f32).into())
+        }
         (CpuStorage::F32(v), DType::BF16) => {
-            return CpuStorage::BF16(map1(v, layout, bf16::from_f32))
+            return CpuStorage::BF16(map1(v, layout, bf16::from_f32).into())
         }
         _ => {}
     }

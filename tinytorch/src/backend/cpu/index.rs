@@ -419,7 +419,7 @@ pub fn sort(
     let l = lift_0d(l);
     Ok(with_cpu_storage!(s, v => {
         let (values, indices) = sort_typed(v, &l, dim, descending);
-        (CpuStorage::from_vec(values), CpuStorage::I64(indices))
+        (CpuStorage::from_vec(values), CpuStorage::I64(indices.into()))
     }))
 }
 
@@ -483,9 +483,9 @@ mod tests {
 
     #[test]
     fn out_of_range_index_is_an_error_before_any_write() {
-        let mut dst = CpuStorage::F32(vec![0.0; 3]);
-        let idx = CpuStorage::I64(vec![0, 3]);
-        let src = CpuStorage::F32(vec![1.0, 2.0]);
+        let mut dst = CpuStorage::F32(vec![0.0; 3].into());
+        let idx = CpuStorage::I64(vec![0, 3].into());
+        let src = CpuStorage::F32(vec![1.0, 2.0].into());
         let l = Layout::contiguous(&[3]);
         let il = Layout::contiguous(&[2]);
         let e = scatter_inplace(&mut dst, &l, 0, &idx, &il, &src, &il, false).unwrap_err();
@@ -494,7 +494,7 @@ mod tests {
                 .contains("index 3 is out of bounds for dimension 0 with size 3"),
             "{e}"
         );
-        assert_eq!(dst, CpuStorage::F32(vec![0.0; 3]));
+        assert_eq!(dst, CpuStorage::F32(vec![0.0; 3].into()));
     }
 
     #[test]

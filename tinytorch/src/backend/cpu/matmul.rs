@@ -95,22 +95,30 @@ pub fn matmul(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout) -> Resul
     let d = check(a, al, b, bl)?;
     let (ma, mb) = (Mat::of(al), Mat::of(bl));
     Ok(match (a, b) {
-        (CpuStorage::F32(x), CpuStorage::F32(y)) => CpuStorage::F32(gemm_batched(x, ma, y, mb, d)),
-        (CpuStorage::F64(x), CpuStorage::F64(y)) => CpuStorage::F64(gemm_batched(x, ma, y, mb, d)),
-        (CpuStorage::F16(x), CpuStorage::F16(y)) => CpuStorage::F16(gemm_batched(x, ma, y, mb, d)),
+        (CpuStorage::F32(x), CpuStorage::F32(y)) => {
+            CpuStorage::F32(gemm_batched(x, ma, y, mb, d).into())
+        }
+        (CpuStorage::F64(x), CpuStorage::F64(y)) => {
+            CpuStorage::F64(gemm_batched(x, ma, y, mb, d).into())
+        }
+        (CpuStorage::F16(x), CpuStorage::F16(y)) => {
+            CpuStorage::F16(gemm_batched(x, ma, y, mb, d).into())
+        }
         (CpuStorage::BF16(x), CpuStorage::BF16(y)) => {
-            CpuStorage::BF16(bf16_via_f32(x, al, y, bl, d))
+            CpuStorage::BF16(bf16_via_f32(x, al, y, bl, d).into())
         }
-        (CpuStorage::I64(x), CpuStorage::I64(y)) => {
-            CpuStorage::I64(naive_matmul(x, ma, y, mb, d, |acc, p, q| {
+        (CpuStorage::I64(x), CpuStorage::I64(y)) => CpuStorage::I64(
+            naive_matmul(x, ma, y, mb, d, |acc, p, q| {
                 acc.wrapping_add(p.wrapping_mul(q))
-            }))
-        }
-        (CpuStorage::U8(x), CpuStorage::U8(y)) => {
-            CpuStorage::U8(naive_matmul(x, ma, y, mb, d, |acc, p, q| {
+            })
+            .into(),
+        ),
+        (CpuStorage::U8(x), CpuStorage::U8(y)) => CpuStorage::U8(
+            naive_matmul(x, ma, y, mb, d, |acc, p, q| {
                 acc.wrapping_add(p.wrapping_mul(q))
-            }))
-        }
+            })
+            .into(),
+        ),
         _ => return Err(Error::unsupported_dtype("matmul", a.dtype())),
     })
 }
@@ -403,9 +411,14 @@ mod tests {
             // f32 and bf16 through the public kernel, against the f64 oracle.
             let a32: Vec<f32> = a.iter().map(|&x| x as f32).collect();
             let b32: Vec<f32> = b.iter().map(|&x| x as f32).collect();
-            let out = matmul(&CpuStorage::F32(a32), &al, &CpuStorage::F32(b32), &bl)
-                .unwrap()
-                .to_f64_vec();
+            let out = matmul(
+                &CpuStorage::F32(a32.into()),
+                &al,
+                &CpuStorage::F32(b32.into()),
+                &bl,
+            )
+            .unwrap()
+            .to_f64_vec();
             let tol = 1e-5 * d.k as f64;
             assert!(
                 out.iter().zip(&slow).all(|(x, y)| (x - y).abs() < tol),
@@ -413,9 +426,14 @@ mod tests {
             );
             let a16: Vec<bf16> = a.iter().map(|&x| bf16::from_f64(x)).collect();
             let b16: Vec<bf16> = b.iter().map(|&x| bf16::from_f64(x)).collect();
-            let out = matmul(&CpuStorage::BF16(a16), &al, &CpuStorage::BF16(b16), &bl)
-                .unwrap()
-                .to_f64_vec();
+            let out = matmul(
+                &CpuStorage::BF16(a16.into()),
+                &al,
+                &CpuStorage::BF16(b16.into()),
+                &bl,
+            )
+            .unwrap()
+            .to_f64_vec();
             let tol = 2e-2 * (d.k as f64).sqrt() + 1e-2;
             assert!(
                 out.iter().zip(&slow).all(|(x, y)| (x - y).abs() < tol),
@@ -432,9 +450,9 @@ mod tests {
         // Asked for once, the size is in demand, so the pool keeps the NaN buffer.
         let mut stale = crate::backend::cpu::allocator::take::<f32>(m * n);
         stale.resize(m * n, f32::NAN);
-        crate::backend::cpu::allocator::recycle(CpuStorage::F32(stale));
-        let a = CpuStorage::F32(vec![1.0; m * k]);
-        let b = CpuStorage::F32(vec![2.0; k * n]);
+        crate::backend::cpu::allocator::recycle(CpuStorage::F32(stale.into()));
+        let a = CpuStorage::F32(vec![1.0; m * k].into());
+        let b = CpuStorage::F32(vec![2.0; k * n].into());
         let out = matmul(
             &a,
             &Layout::contiguous(&[1, m, k]),
@@ -514,7 +532,7 @@ mod tests {
 
     #[test]
     fn empty_inner_dim_gives_zeros_and_bad_layout_errors() {
-        let a = CpuStorage::F32(vec![]);
+        let a = CpuStorage::F32(vec![].into());
         let out = matmul(
             &a,
             &Layout::contiguous(&[1, 2, 0]),
@@ -522,8 +540,8 @@ mod tests {
             &Layout::contiguous(&[1, 0, 3]),
         )
         .unwrap();
-        assert_eq!(out, CpuStorage::F32(vec![0.0; 6]));
-        let short = CpuStorage::F32(vec![1.0; 3]);
+        assert_eq!(out, CpuStorage::F32(vec![0.0; 6].into()));
+        let short = CpuStorage::F32(vec![1.0; 3].into());
         assert!(matmul(
             &short,
             &Layout::contiguous(&[1, 2, 2]),

@@ -1,4 +1,4 @@
-//! The CPU backend: `CpuStorage` (a typed `Vec` per dtype) and its kernels, one file per
+//! The CPU backend: `CpuStorage` (a typed [`Buffer`] per dtype) and its kernels, one file per
 //! family of primitives. All kernels walk their operands with `strided::MultiStrided`.
 
 pub(crate) mod adam;
@@ -6,6 +6,7 @@ pub mod allocator;
 pub(crate) mod attention;
 pub(crate) mod batch_norm;
 pub(crate) mod binary;
+pub mod buffer;
 pub(crate) mod conv;
 mod convert;
 pub(crate) mod cross_entropy;
@@ -29,19 +30,21 @@ use crate::base::{DType, Device, Element, Layout};
 use crate::error::Result;
 use half::{bf16, f16};
 
-/// A host buffer: one `Vec` of the dtype's Rust type.
+pub use buffer::Buffer;
+
+/// A host buffer: one [`Buffer`] of the dtype's Rust type.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CpuStorage {
-    Bool(Vec<bool>),
-    U8(Vec<u8>),
-    I64(Vec<i64>),
-    F16(Vec<f16>),
-    BF16(Vec<bf16>),
-    F32(Vec<f32>),
-    F64(Vec<f64>),
+    Bool(Buffer<bool>),
+    U8(Buffer<u8>),
+    I64(Buffer<i64>),
+    F16(Buffer<f16>),
+    BF16(Buffer<bf16>),
+    F32(Buffer<f32>),
+    F64(Buffer<f64>),
 }
 
-/// Run `$body` with `$v` bound to the typed Vec (or slice) inside a `CpuStorage`, for every
+/// Run `$body` with `$v` bound to the typed `Buffer` inside a `CpuStorage`, for every
 /// dtype. The body must produce the same type for each.
 #[macro_export]
 #[doc(hidden)]
@@ -67,7 +70,8 @@ pub trait CpuElement: Element {
     fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]>;
     /// Wrap a Vec of this type.
     fn into_storage(v: Vec<Self>) -> CpuStorage;
-    /// Unwrap the Vec, when the storage has this dtype (else the storage back).
+    /// Unwrap the Vec (a copy for foreign memory), when the storage has this dtype (else the
+    /// storage back).
     fn from_storage(s: CpuStorage) -> std::result::Result<Vec<Self>, CpuStorage>;
 }
 
@@ -76,22 +80,22 @@ macro_rules! impl_cpu_element {
         impl CpuElement for $t {
             fn slice(s: &CpuStorage) -> Option<&[Self]> {
                 match s {
-                    CpuStorage::$variant(v) => Some(v),
+                    CpuStorage::$variant(v) => Some(&v[..]),
                     _ => None,
                 }
             }
             fn slice_mut(s: &mut CpuStorage) -> Option<&mut [Self]> {
                 match s {
-                    CpuStorage::$variant(v) => Some(v),
+                    CpuStorage::$variant(v) => Some(&mut v[..]),
                     _ => None,
                 }
             }
             fn into_storage(v: Vec<Self>) -> CpuStorage {
-                CpuStorage::$variant(v)
+                CpuStorage::$variant(v.into())
             }
             fn from_storage(s: CpuStorage) -> std::result::Result<Vec<Self>, CpuStorage> {
                 match s {
-                    CpuStorage::$variant(v) => Ok(v),
+                    CpuStorage::$variant(v) => Ok(v.into_vec()),
                     other => Err(other),
                 }
             }
@@ -110,13 +114,40 @@ impl CpuStorage {
     /// A zero-filled buffer.
     pub fn zeros(dtype: DType, n: usize) -> CpuStorage {
         match dtype {
-            DType::Bool => CpuStorage::Bool(allocator::zeros(n)),
-            DType::U8 => CpuStorage::U8(allocator::zeros(n)),
-            DType::I64 => CpuStorage::I64(allocator::zeros(n)),
-            DType::F16 => CpuStorage::F16(allocator::zeros(n)),
-            DType::BF16 => CpuStorage::BF16(allocator::zeros(n)),
-            DType::F32 => CpuStorage::F32(allocator::zeros(n)),
-            DType::F64 => CpuStorage::F64(allocator::zeros(n)),
+            DType::Bool => CpuStorage::Bool(allocator::zeros(n).into()),
+            DType::U8 => CpuStorage::U8(allocator::zeros(n).into()),
+            DType::I64 => CpuStorage::I64(allocator::zeros(n).into()),
+            DType::F16 => CpuStorage::F16(allocator::zeros(n).into()),
+            DType::BF16 => CpuStorage::BF16(allocator::zeros(n).into()),
+            DType::F32 => CpuStorage::F32(allocator::zeros(n).into()),
+            DType::F64 => CpuStorage::F64(allocator::zeros(n).into()),
+        }
+    }
+
+    /// A buffer of `len` elements of `dtype` at `ptr`, in memory another library owns
+    /// (zero-copy interop); `owner` is held, keeping that memory alive, until the buffer
+    /// drops.
+    ///
+    /// # Safety
+    /// As [`Buffer::foreign`]: `ptr` aligned for `dtype` and valid for reads and writes of
+    /// `len` initialised elements while `owner` lives (for bool: every byte 0 or 1).
+    pub unsafe fn foreign(
+        ptr: *mut u8,
+        dtype: DType,
+        len: usize,
+        owner: Box<dyn Send + Sync>,
+    ) -> CpuStorage {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            match dtype {
+                DType::Bool => CpuStorage::Bool(Buffer::foreign(ptr.cast(), len, owner)),
+                DType::U8 => CpuStorage::U8(Buffer::foreign(ptr, len, owner)),
+                DType::I64 => CpuStorage::I64(Buffer::foreign(ptr.cast(), len, owner)),
+                DType::F16 => CpuStorage::F16(Buffer::foreign(ptr.cast(), len, owner)),
+                DType::BF16 => CpuStorage::BF16(Buffer::foreign(ptr.cast(), len, owner)),
+                DType::F32 => CpuStorage::F32(Buffer::foreign(ptr.cast(), len, owner)),
+                DType::F64 => CpuStorage::F64(Buffer::foreign(ptr.cast(), len, owner)),
+            }
         }
     }
 

@@ -498,12 +498,12 @@ macro_rules! dispatch_reduce {
                         dims,
                         &Extreme::<false>
                     )),
-                    ReduceOp::All => {
-                        CpuStorage::Bool(reduce_driver!($driver, $v, l, dims, &Logical::<true>))
-                    }
-                    ReduceOp::Any => {
-                        CpuStorage::Bool(reduce_driver!($driver, $v, l, dims, &Logical::<false>))
-                    }
+                    ReduceOp::All => CpuStorage::Bool(
+                        reduce_driver!($driver, $v, l, dims, &Logical::<true>).into(),
+                    ),
+                    ReduceOp::Any => CpuStorage::Bool(
+                        reduce_driver!($driver, $v, l, dims, &Logical::<false>).into(),
+                    ),
                 }
             };
         }
@@ -513,42 +513,46 @@ macro_rules! dispatch_reduce {
             CpuStorage::F16(v) => float_ops!(v.as_slice()),
             CpuStorage::BF16(v) => float_ops!(v.as_slice()),
             CpuStorage::I64(v) => match op {
-                ReduceOp::Sum => CpuStorage::I64(reduce_driver!($driver, v, l, dims, &SumInt)),
-                ReduceOp::Prod => CpuStorage::I64(reduce_driver!($driver, v, l, dims, &ProdInt)),
+                ReduceOp::Sum => {
+                    CpuStorage::I64(reduce_driver!($driver, v, l, dims, &SumInt).into())
+                }
+                ReduceOp::Prod => {
+                    CpuStorage::I64(reduce_driver!($driver, v, l, dims, &ProdInt).into())
+                }
                 ReduceOp::Max => {
-                    CpuStorage::I64(reduce_driver!($driver, v, l, dims, &Extreme::<true>))
+                    CpuStorage::I64(reduce_driver!($driver, v, l, dims, &Extreme::<true>).into())
                 }
                 ReduceOp::Min => {
-                    CpuStorage::I64(reduce_driver!($driver, v, l, dims, &Extreme::<false>))
+                    CpuStorage::I64(reduce_driver!($driver, v, l, dims, &Extreme::<false>).into())
                 }
                 ReduceOp::All => {
-                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<true>))
+                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<true>).into())
                 }
                 ReduceOp::Any => {
-                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<false>))
+                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<false>).into())
                 }
             },
             CpuStorage::U8(v) => match op {
                 ReduceOp::Max => {
-                    CpuStorage::U8(reduce_driver!($driver, v, l, dims, &Extreme::<true>))
+                    CpuStorage::U8(reduce_driver!($driver, v, l, dims, &Extreme::<true>).into())
                 }
                 ReduceOp::Min => {
-                    CpuStorage::U8(reduce_driver!($driver, v, l, dims, &Extreme::<false>))
+                    CpuStorage::U8(reduce_driver!($driver, v, l, dims, &Extreme::<false>).into())
                 }
                 ReduceOp::All => {
-                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<true>))
+                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<true>).into())
                 }
                 ReduceOp::Any => {
-                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<false>))
+                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<false>).into())
                 }
                 ReduceOp::Sum | ReduceOp::Prod => unreachable!("cast to i64 above"),
             },
             CpuStorage::Bool(v) => match op {
                 ReduceOp::All => {
-                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<true>))
+                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<true>).into())
                 }
                 ReduceOp::Any => {
-                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<false>))
+                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<false>).into())
                 }
                 _ => unreachable!("handled above"),
             },
@@ -638,7 +642,7 @@ fn arg_extreme<T: Element, const MAX: bool>(v: &[T], off: usize, n: usize, strid
 /// Index of the max/min along `dim` (first occurrence); i64 output with `dim` set to 1.
 pub fn arg_reduce(s: &CpuStorage, l: &Layout, op: ArgReduceOp, dim: usize) -> Result<CpuStorage> {
     if l.ndim() == 0 {
-        return Ok(CpuStorage::I64(vec![0]));
+        return Ok(CpuStorage::I64(vec![0].into()));
     }
     let (starts, n, stride) = rows_along(l, dim);
     if n == 0 && !starts.is_empty() {
@@ -677,7 +681,7 @@ pub fn arg_reduce(s: &CpuStorage, l: &Layout, op: ArgReduceOp, dim: usize) -> Re
         }
     }
     Ok(CpuStorage::I64(
-        crate::with_cpu_storage!(s, v => go(v, &starts, n, stride, op)),
+        crate::with_cpu_storage!(s, v => go(v, &starts, n, stride, op).into()),
     ))
 }
 
@@ -742,7 +746,7 @@ mod tests {
         for (shape, dims) in cases {
             let n: usize = shape.iter().product();
             let data: Vec<f32> = lcg(n, 7).into_iter().map(|x| 1.0 + x * 0.01).collect();
-            let s = CpuStorage::F32(data);
+            let s = CpuStorage::F32(data.into());
             let l = Layout::contiguous(&shape);
             let lt = Layout::from_parts(
                 shape.iter().rev().copied().collect(),
@@ -768,7 +772,7 @@ mod tests {
     fn segment_sums_do_not_depend_on_the_thread_count() {
         for shape in [[64usize, 2, 32, 32], [64, 16, 32, 32]] {
             let n = shape.iter().product();
-            let s = CpuStorage::F32(lcg(n, 11));
+            let s = CpuStorage::F32(lcg(n, 11).into());
             let sum = || reduce(&s, &Layout::contiguous(&shape), ReduceOp::Sum, &[0, 2, 3]);
             let one_thread = rayon::ThreadPoolBuilder::new()
                 .num_threads(1)
@@ -791,13 +795,16 @@ mod tests {
         let n = (1 << 22) + 13;
         let data = lcg(n, 3);
         let exact: f64 = data.iter().map(|&x| x as f64).sum();
-        let s = CpuStorage::F32(data);
+        let s = CpuStorage::F32(data.into());
         let out = reduce(&s, &Layout::contiguous(&[n]), ReduceOp::Sum, &[0])
             .unwrap()
             .to_f64_vec()[0];
         assert!((out - exact).abs() < 1e-3, "{out} vs {exact}");
         let i = CpuStorage::I64((0..n as i64).collect());
         let si = reduce(&i, &Layout::contiguous(&[n]), ReduceOp::Sum, &[0]).unwrap();
-        assert_eq!(si, CpuStorage::I64(vec![(n as i64 - 1) * n as i64 / 2]));
+        assert_eq!(
+            si,
+            CpuStorage::I64(vec![(n as i64 - 1) * n as i64 / 2].into())
+        );
     }
 }

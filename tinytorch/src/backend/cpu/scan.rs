@@ -55,7 +55,7 @@ pub fn scan(s: &CpuStorage, l: &Layout, op: ScanOp, dim: usize) -> Result<CpuSto
                 scan_row(r, o, 1i64, |a, x: T| a.wrapping_mul(x.to_i64()), |a| a)
             }),
         };
-        CpuStorage::I64(out)
+        CpuStorage::I64(out.into())
     }
     Ok(match s {
         CpuStorage::F32(v) => float(v, l, dim, op),
@@ -83,13 +83,16 @@ fn rev_cumsum(s: &CpuStorage, l: &Layout, dim: usize) -> Result<CpuStorage> {
         }))
     }
     fn int<T: CpuElement>(v: &[T], l: &Layout, dim: usize) -> CpuStorage {
-        CpuStorage::I64(map_rows(v, l, dim, |r, o: &mut [i64]| {
-            let mut acc = 0i64;
-            for (o, &x) in o.iter_mut().zip(r).rev() {
-                acc = acc.wrapping_add(x.to_i64());
-                *o = acc;
-            }
-        }))
+        CpuStorage::I64(
+            map_rows(v, l, dim, |r, o: &mut [i64]| {
+                let mut acc = 0i64;
+                for (o, &x) in o.iter_mut().zip(r).rev() {
+                    acc = acc.wrapping_add(x.to_i64());
+                    *o = acc;
+                }
+            })
+            .into(),
+        )
     }
     Ok(match s {
         CpuStorage::F32(v) => float(v, l, dim),

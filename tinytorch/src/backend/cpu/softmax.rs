@@ -69,9 +69,12 @@ pub fn softmax(s: &CpuStorage, l: &Layout, dim: usize, log: bool) -> Result<CpuS
         }))
     }
     Ok(match s {
-        CpuStorage::F32(v) => CpuStorage::F32(map_rows(v, l, dim, |r, o: &mut [f32]| {
-            fast_math::softmax_row_f32(r, o, log)
-        })),
+        CpuStorage::F32(v) => CpuStorage::F32(
+            map_rows(v, l, dim, |r, o: &mut [f32]| {
+                fast_math::softmax_row_f32(r, o, log)
+            })
+            .into(),
+        ),
         CpuStorage::F64(v) => go(v, l, dim, log, |x| x, |x| x),
         CpuStorage::F16(v) => go(v, l, dim, log, |x: f16| x.to_f32(), f16::from_f32),
         CpuStorage::BF16(v) => go(v, l, dim, log, |x: bf16| x.to_f32(), bf16::from_f32),
@@ -90,7 +93,7 @@ mod tests {
 
     #[test]
     fn softmax_row_is_stable() {
-        let s = CpuStorage::F32(vec![1000.0, -1000.0, 0.0, 1000.0]);
+        let s = CpuStorage::F32(vec![1000.0, -1000.0, 0.0, 1000.0].into());
         let y = softmax(&s, &Layout::contiguous(&[4]), 0, false)
             .unwrap()
             .to_f64_vec();

@@ -541,7 +541,7 @@ pub fn unary(s: &CpuStorage, layout: &Layout, op: UnaryOp) -> Result<CpuStorage>
             .for_each(|(o, x)| fast_math::gelu_forward_f32(x, o));
         // SAFETY: the kernel wrote every element of each chunk.
         unsafe { out.set_len(x.len()) };
-        return Ok(CpuStorage::F32(out));
+        return Ok(CpuStorage::F32(out.into()));
     }
     match s {
         CpuStorage::F32(v) => Ok(float_kernel(op, MapSink { src: v, layout })),
@@ -596,7 +596,7 @@ pub(crate) fn gelu_backward(
                         .for_each(|(o, (g, x))| fast_math::gelu_backward_f32(g, x, o));
                     // SAFETY: the kernel wrote every element of each chunk.
                     unsafe { out.set_len(x.len()) };
-                    Ok(CpuStorage::F32(out))
+                    Ok(CpuStorage::F32(out.into()))
                 }
                 _ => Ok(run(g, gl, x, xl)),
             }
@@ -649,7 +649,7 @@ mod tests {
 
     /// The naive reference: one element at a time through f64, no walker, no fast path.
     fn reference(x: f64, op: UnaryOp) -> f64 {
-        let v = CpuStorage::F64(vec![x]);
+        let v = CpuStorage::F64(vec![x].into());
         unary(&v, &Layout::contiguous(&[1]), op)
             .unwrap()
             .to_f64_vec()[0]
@@ -659,7 +659,7 @@ mod tests {
     fn strided_parallel_and_contiguous_paths_agree() {
         let n = PAR_THRESHOLD * 2 + 5;
         let data: Vec<f64> = (0..2 * n).map(|i| (i as f64 * 0.37).sin() * 4.0).collect();
-        let s = CpuStorage::F64(data.clone());
+        let s = CpuStorage::F64(data.clone().into());
         // Every other element: a strided layout walked in parallel chunks.
         let l = Layout::from_parts(vec![n], vec![2], 1);
         for op in [
@@ -685,34 +685,34 @@ mod tests {
 
     #[test]
     fn half_types_round_the_f32_result_once() {
-        let s = CpuStorage::F16(vec![f16::from_f32(0.3)]);
+        let s = CpuStorage::F16(vec![f16::from_f32(0.3)].into());
         let out = unary(&s, &Layout::contiguous(&[1]), UnaryOp::Exp).unwrap();
         assert_eq!(
             out,
-            CpuStorage::F16(vec![f16::from_f32(f16::from_f32(0.3).to_f32().exp())])
+            CpuStorage::F16(vec![f16::from_f32(f16::from_f32(0.3).to_f32().exp())].into())
         );
     }
 
     #[test]
     fn integer_kernels_wrap_and_refuse_float_ops() {
-        let s = CpuStorage::U8(vec![0, 1, 200]);
+        let s = CpuStorage::U8(vec![0, 1, 200].into());
         let l = Layout::contiguous(&[3]);
         assert_eq!(
             unary(&s, &l, UnaryOp::Neg).unwrap(),
-            CpuStorage::U8(vec![0, 255, 56])
+            CpuStorage::U8(vec![0, 255, 56].into())
         );
         assert_eq!(
             unary(&s, &l, UnaryOp::Clamp(Some(1.0), Some(100.0))).unwrap(),
-            CpuStorage::U8(vec![1, 1, 100])
+            CpuStorage::U8(vec![1, 1, 100].into())
         );
-        let i = CpuStorage::I64(vec![-3, 0, 4]);
+        let i = CpuStorage::I64(vec![-3, 0, 4].into());
         assert_eq!(
             unary(&i, &l, UnaryOp::Sign).unwrap(),
-            CpuStorage::I64(vec![-1, 0, 1])
+            CpuStorage::I64(vec![-1, 0, 1].into())
         );
         assert_eq!(
             unary(&i, &l, UnaryOp::Relu).unwrap(),
-            CpuStorage::I64(vec![0, 0, 4])
+            CpuStorage::I64(vec![0, 0, 4].into())
         );
         assert!(unary(&i, &l, UnaryOp::Exp).is_err());
         assert!(unary(&i, &l, UnaryOp::Clamp(Some(0.5), None)).is_err());

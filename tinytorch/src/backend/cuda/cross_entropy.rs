@@ -111,7 +111,7 @@ pub(crate) fn forward(
         Ok(host.as_slice::<f64>().map_or(0.0, |v| v[0]))
     };
     let weight_total = host_sum(&row_weight)?;
-    let one = |v: f64| CudaStorage::from_cpu(&CpuStorage::F64(vec![v]), s.dev.ordinal());
+    let one = |v: f64| CudaStorage::from_cpu(&CpuStorage::F64(vec![v].into()), s.dev.ordinal());
     let loss = match reduction {
         CeReduction::None => losses,
         CeReduction::Sum => one(host_sum(&losses)?)?,

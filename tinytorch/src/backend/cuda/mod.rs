@@ -137,12 +137,12 @@ impl CudaStorage {
             DType::Bool => {
                 CpuStorage::Bool(from_bytes::<u8>(&bytes).iter().map(|&b| b != 0).collect())
             }
-            DType::U8 => CpuStorage::U8(bytes),
-            DType::I64 => CpuStorage::I64(from_bytes(&bytes)),
-            DType::F16 => CpuStorage::F16(from_bytes::<f16>(&bytes)),
-            DType::BF16 => CpuStorage::BF16(from_bytes::<bf16>(&bytes)),
-            DType::F32 => CpuStorage::F32(from_bytes(&bytes)),
-            DType::F64 => CpuStorage::F64(from_bytes(&bytes)),
+            DType::U8 => CpuStorage::U8(bytes.into()),
+            DType::I64 => CpuStorage::I64(from_bytes(&bytes).into()),
+            DType::F16 => CpuStorage::F16((from_bytes::<f16>(&bytes)).into()),
+            DType::BF16 => CpuStorage::BF16((from_bytes::<bf16>(&bytes)).into()),
+            DType::F32 => CpuStorage::F32(from_bytes(&bytes).into()),
+            DType::F64 => CpuStorage::F64(from_bytes(&bytes).into()),
         })
     }
 

@@ -38,10 +38,10 @@ pub fn col2im(cols: &CpuStorage, l: &Layout, g: &ConvGeometry) -> Result<CpuStor
         &owned
     };
     Ok(match c {
-        CpuStorage::F32(v) => CpuStorage::F32(col2im_typed(v, g)),
-        CpuStorage::F64(v) => CpuStorage::F64(col2im_typed(v, g)),
-        CpuStorage::F16(v) => CpuStorage::F16(via_f32(v, g)),
-        CpuStorage::BF16(v) => CpuStorage::BF16(via_f32(v, g)),
+        CpuStorage::F32(v) => CpuStorage::F32(col2im_typed(v, g).into()),
+        CpuStorage::F64(v) => CpuStorage::F64(col2im_typed(v, g).into()),
+        CpuStorage::F16(v) => CpuStorage::F16(via_f32(v, g).into()),
+        CpuStorage::BF16(v) => CpuStorage::BF16(via_f32(v, g).into()),
         other => return Err(Error::unsupported_dtype("col2im", other.dtype())),
     })
 }
@@ -301,7 +301,7 @@ pub(super) mod tests {
         for _ in 0..80 {
             let g = random_geometry(&mut rng);
             let (x, xl) = input(&mut rng, &g);
-            let cols = im2col(&CpuStorage::F64(x.clone()), &xl, &g)
+            let cols = im2col(&CpuStorage::F64(x.clone().into()), &xl, &g)
                 .unwrap()
                 .to_f64_vec();
             let (rows, ncols) = (g.rows(), g.cols());
@@ -319,11 +319,11 @@ pub(super) mod tests {
             let yv: Vec<f64> = (0..rows * ncols)
                 .map(|_| rng.random_range(-1.0..1.0))
                 .collect();
-            let ax = im2col(&CpuStorage::F64(xv.clone()), &xc, &g)
+            let ax = im2col(&CpuStorage::F64(xv.clone().into()), &xc, &g)
                 .unwrap()
                 .to_f64_vec();
             let aty = col2im(
-                &CpuStorage::F64(yv.clone()),
+                &CpuStorage::F64(yv.clone().into()),
                 &Layout::contiguous(&[rows, ncols]),
                 &g,
             )
@@ -370,8 +370,8 @@ pub(super) mod tests {
             let tl = Layout::from_parts(vec![rows, ncols], vec![1, rows], 0);
             let cl = Layout::contiguous(&[rows, ncols]);
             let stores = [
-                (CpuStorage::F64(y.clone()), cl.clone()),
-                (CpuStorage::F64(yt), tl),
+                (CpuStorage::F64(y.clone().into()), cl.clone()),
+                (CpuStorage::F64(yt.into()), tl),
                 (
                     CpuStorage::F32(y.iter().map(|&v| v as f32).collect()),
                     cl.clone(),
@@ -407,7 +407,7 @@ pub(super) mod tests {
         };
         let mut rng = ChaCha8Rng::seed_from_u64(9);
         let (x, xl) = input(&mut rng, &g);
-        let cols = im2col(&CpuStorage::F64(x.clone()), &xl, &g)
+        let cols = im2col(&CpuStorage::F64(x.clone().into()), &xl, &g)
             .unwrap()
             .to_f64_vec();
         assert!(cols.len() >= PAR_THRESHOLD);
@@ -431,11 +431,11 @@ pub(super) mod tests {
             padding: [0, 0],
             output: [2, 2],
         };
-        let x = CpuStorage::F32(vec![0.0; 4]);
+        let x = CpuStorage::F32(vec![0.0; 4].into());
         assert!(im2col(&x, &Layout::contiguous(&[1, 1, 4]), &g).is_err());
         assert!(im2col(&x, &Layout::contiguous(&[1, 2, 2, 2]), &g).is_err());
         assert!(col2im(&x, &Layout::contiguous(&[4, 1]), &g).is_err());
-        let ints = CpuStorage::I64(vec![0; 4]);
+        let ints = CpuStorage::I64(vec![0; 4].into());
         assert!(col2im(&ints, &Layout::contiguous(&[1, 4]), &g).is_err());
     }
 }
