@@ -5,6 +5,7 @@
 mod bench;
 mod embed;
 mod lm;
+mod profile;
 mod train;
 
 use clap::{Parser, Subcommand};
@@ -33,6 +34,8 @@ enum Command {
     Generate(lm::GenerateArgs),
     /// Time TinyTorch on a benchmark suite (scripts/bench_vs_torch.py adds PyTorch beside it).
     Bench(bench::BenchArgs),
+    /// Profile one training step of a model layer by layer: FLOPs, time, memory, roofline.
+    Profile(profile::ProfileArgs),
     /// Sentence embeddings of stdin's lines with a sentence-transformers BERT model.
     Embed(embed::EmbedArgs),
 }
@@ -58,6 +61,7 @@ fn main() {
         Command::Generate(args) => lm::generate(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Embed(args) => embed::run(&args),
+        Command::Profile(args) => profile::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

@@ -1,4 +1,4 @@
-//! `tinytorch train` and `tinytorch eval` end to end, through the binary: outputs, the final
+//! `tinytorch train`, `eval` and `profile` end to end, through the binary: outputs, the final
 //! JSON line, bit-identical resume from the middle of an epoch, one-line errors, and a short
 //! Fashion-MNIST run that must clear an accuracy floor.
 
@@ -123,6 +123,27 @@ fn train_writes_outputs_and_a_final_json_line() {
     ]));
     assert_eq!(eval["test_acc"], summary["test_acc"]);
     assert_eq!(eval["steps"], 48);
+
+    // profile takes the model, its weights and the optimizer from the checkpoint.
+    let profile = last_json(&tinytorch(&[
+        "profile",
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--batch-size",
+        "4",
+        "--json",
+    ]));
+    assert_eq!(profile["model"], "mlp");
+    assert_eq!(profile["total"]["parameters"], 784 * 128 + 128 + 128 * 10 + 10);
+    assert_eq!(profile["total"]["flops"], 2 * 4 * (784 * 128 + 128 * 10));
+    let names: Vec<&str> = profile["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap_or("-"))
+        .collect();
+    assert_eq!(names, ["1", "-", "3"], "{profile}");
+    assert!(profile["phases"]["step"]["ms"].as_f64().is_some());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

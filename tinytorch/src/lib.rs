@@ -30,6 +30,7 @@ pub mod nn;
 pub mod ops;
 pub mod optim;
 pub mod parallel;
+pub mod profile;
 pub mod tensor;
 pub mod text;
 pub mod train;

@@ -28,6 +28,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("text", 5),
     ("io", 6),
     ("train", 6),
+    // Traces a model's step: above nn and optim, beside train.
+    ("profile", 6),
     ("models", 7),
 ];
 

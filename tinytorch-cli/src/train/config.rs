@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 use std::path::PathBuf;
-use tinytorch::models::ModelKind;
+use tinytorch::models::{ImageShape, ModelKind};
 use tinytorch::optim::{
     Adagrad, AdagradOptions, Adam, AdamOptions, AdamW, Optimizer, RMSprop, RMSpropOptions,
     SgdOptions, SGD,
@@ -29,6 +29,14 @@ impl DatasetKind {
             DatasetKind::FashionMnist => "fashion-mnist",
             DatasetKind::Mnist => "mnist",
             DatasetKind::Cifar10 => "cifar10",
+        }
+    }
+
+    /// The shape of one image.
+    pub fn image_shape(self) -> ImageShape {
+        match self {
+            DatasetKind::FashionMnist | DatasetKind::Mnist => ImageShape::MNIST,
+            DatasetKind::Cifar10 => ImageShape::CIFAR,
         }
     }
 }

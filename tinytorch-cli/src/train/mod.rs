@@ -7,7 +7,7 @@ mod data;
 mod run;
 
 pub use config::{DatasetKind, OptimizerKind, RunConfig};
-pub use run::{eval_checkpoint, train};
+pub use run::{eval_checkpoint, load_trained_model, train};
 
 use clap::Args;
 use std::path::PathBuf;

@@ -104,6 +104,17 @@ fn config_of(ckpt: &Checkpoint, path: &Path) -> Result<RunConfig> {
     RunConfig::from_json(text)
 }
 
+/// The model a `tinytorch train` checkpoint holds, its weights loaded, with the run's
+/// configuration (10 classes, as every supported data set has).
+pub fn load_trained_model(path: &Path) -> Result<(RunConfig, Box<dyn Module>)> {
+    let ckpt = load_checkpoint(path)?;
+    let config = config_of(&ckpt, path)?;
+    let model = config.model.build(config.dataset.image_shape(), 10)?;
+    let weights = ckpt.model.into_iter().collect();
+    model.load_state_dict(&weights, true)?;
+    Ok((config, model))
+}
+
 fn percent(v: f64) -> String {
     format!("{:.2}%", v * 100.0)
 }

@@ -2,10 +2,12 @@
 //! sweep that runs each node's rule and accumulates gradients, writing `.grad` of leaves.
 
 use super::grad_mode::no_grad;
+use super::trace;
 use crate::backend::BinaryOp;
 use crate::error::{Error, Result};
 use crate::tensor::{Device, Layout, Tensor, TensorId};
 use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
 /// Non-leaf tensors reachable from `root`, each before every tensor it was computed from.
 /// Iterative depth-first search, so that depth is bounded by memory, not by the stack.
@@ -191,6 +193,7 @@ fn run_graph(
             captured.insert(t.id(), g.clone());
         }
         let node = t.node().expect("topo_order returns non-leaf tensors");
+        let started = trace::is_active().then(Instant::now);
         if let (Some(part), [input]) = (&node.part, node.inputs.as_slice()) {
             let map = if input.is_leaf() {
                 &mut leaves
@@ -200,6 +203,9 @@ fn run_graph(
             if input.requires_grad() && node.has_rule() && add_into_part(map, input, part, &g)? {
                 if !retain_graph {
                     node.release();
+                }
+                if let Some(started) = started {
+                    trace::backward_op(t.id(), started.elapsed());
                 }
                 continue;
             }
@@ -216,6 +222,9 @@ fn run_graph(
             })?;
             rule(&g, &needs)?
         };
+        if let Some(started) = started {
+            trace::backward_op(t.id(), started.elapsed());
+        }
         if !retain_graph {
             node.release();
         }

@@ -6,6 +6,7 @@ mod engine;
 mod grad_mode;
 pub mod gradcheck;
 mod saved;
+pub mod trace;
 
 pub use crate::tensor::node::BackwardFn;
 pub(crate) use crate::tensor::node::Node;
@@ -48,6 +49,9 @@ impl Tensor {
         if !needs_grad(inputs) {
             return self;
         }
+        if trace::is_active() {
+            trace::forward_op(name, inputs, &self);
+        }
         self.set_node(Node {
             name,
             inputs: inputs.iter().map(|t| (*t).clone()).collect(),
@@ -69,6 +73,9 @@ impl Tensor {
     ) -> Tensor {
         if !needs_grad(&[input]) {
             return self;
+        }
+        if trace::is_active() {
+            trace::forward_op(name, &[input], &self);
         }
         self.set_node(Node {
             name,
