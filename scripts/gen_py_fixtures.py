@@ -7,7 +7,10 @@
 - nn.safetensors: layers' outputs and gradients for fixed weights and inputs;
 - train.safetensors: the losses of short training runs (an MLP with SGD+momentum and StepLR,
   a CNN with Adam) from fixed initial weights;
-- lr.safetensors: learning-rate sequences of the schedulers.
+- lr.safetensors: learning-rate sequences of the schedulers;
+- profile.safetensors: for the test models of models.PROFILE_CASES, the forward FLOPs per
+  module and in total as torch.utils.flop_counter.FlopCounterMode counts them, and the
+  parameters per layer (state-dict prefix).
 """
 
 import os
@@ -87,6 +90,26 @@ def schedulers():
     save_file(tensors, os.path.join(OUT, "lr.safetensors"))
 
 
+def profiles():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    tensors = {}
+    for name, make, shape in models.PROFILE_CASES(nn, F):
+        model = make()
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(torch.randn(*shape))
+        scalar = lambda v: torch.tensor(int(v), dtype=torch.int64)  # noqa: E731
+        tensors[f"{name}.total_flops"] = scalar(counter.get_total_flops())
+        for module, counts in counter.get_flop_counts().items():
+            if "." in module:  # "Global" and the model's own class name hold the totals
+                tensors[f"{name}.flops.{module.split('.', 1)[1]}"] = scalar(sum(counts.values()))
+        for pname, p in model.named_parameters():
+            key = f"{name}.parameters.{pname.rsplit('.', 1)[0] if '.' in pname else ''}"
+            tensors[key] = scalar((tensors[key].item() if key in tensors else 0) + p.numel())
+    save_file(tensors, os.path.join(OUT, "profile.safetensors"))
+
+
 if __name__ == "__main__":
     torch.set_num_threads(1)
     os.makedirs(OUT, exist_ok=True)
@@ -94,4 +117,5 @@ if __name__ == "__main__":
     nn_layers()
     training()
     schedulers()
+    profiles()
     print(f"{n} op cases; fixtures in {os.path.relpath(OUT, ROOT)} (torch {torch.__version__})")

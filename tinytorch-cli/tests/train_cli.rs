@@ -134,7 +134,10 @@ fn train_writes_outputs_and_a_final_json_line() {
         "--json",
     ]));
     assert_eq!(profile["model"], "mlp");
-    assert_eq!(profile["total"]["parameters"], 784 * 128 + 128 + 128 * 10 + 10);
+    assert_eq!(
+        profile["total"]["parameters"],
+        784 * 128 + 128 + 128 * 10 + 10
+    );
     assert_eq!(profile["total"]["flops"], 2 * 4 * (784 * 128 + 128 * 10));
     let names: Vec<&str> = profile["rows"]
         .as_array()

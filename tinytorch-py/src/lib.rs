@@ -8,7 +8,7 @@
 //! (its operations), index.rs (`x[...]`), creation.rs (`torch.tensor`, `zeros`, ...),
 //! functional.rs (`nn.functional`), recurrent.rs (RNN/LSTM/GRU), optim.rs (the optimizer
 //! engine), io.rs (safetensors
-//! files for `torch.save`/`load`), random.rs (seeds),
+//! files for `torch.save`/`load`), random.rs (seeds), profile.rs (`tinytorch.profile`),
 //! autograd.rs (`autograd.grad`, `autograd.Function`'s node), convert.rs (dtype/device
 //! objects and argument parsing), error.rs (exceptions).
 
@@ -21,6 +21,7 @@ mod index;
 mod io;
 mod ops;
 mod optim;
+mod profile;
 mod random;
 mod recurrent;
 mod tensor;
@@ -105,6 +106,10 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         io::_load_safetensors,
         optim::clip_grad_norm_,
         optim::clip_grad_value_,
+        profile::_memory_allocated,
+        profile::_max_memory_allocated,
+        profile::_reset_peak_memory_stats,
+        profile::_profile_summary,
         _set_grad_enabled,
         is_grad_enabled,
         _cuda_is_available,

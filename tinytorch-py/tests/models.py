@@ -104,6 +104,12 @@ def make_classes(nn, F):
     return MLP, CNN
 
 
+def PROFILE_CASES(nn, F):
+    """Models for tinytorch.profile.summary, with their input shapes: (name, make, shape)."""
+    MLP, CNN = make_classes(nn, F)
+    return [("mlp", MLP, (5, 12)), ("cnn", CNN, (2, 1, 8, 8))]
+
+
 def make_lm(nn):
     class LM(nn.Module):
         """A character-level LSTM language model."""
