@@ -3,7 +3,8 @@
 `tinytorch bench --suite cpu --json`, times every row it printed (same parameters, same
 protocol: 2 warm-up calls, then the median of at least 5 timed calls filling --budget-ms) in
 PyTorch, and prints one table with ratio = PyTorch ms / TinyTorch ms (> 1: TinyTorch is
-faster) beside the issue's target for the row. With --repeats R the whole comparison runs R
+faster; the ratio of mean times over the runs, with its 95% confidence interval when
+--repeats >= 2: scripts/bench_stats.py) beside the issue's target for the row. With --repeats R the whole comparison runs R
 times, alternating sides, and each side's figure is the median over the R runs.
 
 Rows: training steps (forward, cross-entropy, backward, SGD lr 0.05) of seed-cnn, mlp and
@@ -29,6 +30,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_layers_torch import build as build_layer  # noqa: E402
 from bench_layers_torch import time_row  # noqa: E402
+from bench_stats import compare  # noqa: E402
 from torch_gpt import GPT  # noqa: E402
 from torch_models import MODELS  # noqa: E402
 
@@ -121,22 +123,22 @@ def main():
         pt_runs.append([time_row(build(r["name"], r["params"]), CPU, args.budget_ms / 1e3) for r in rows])
     print(f"# torch {torch.__version__}, {args.threads} threads, median of {args.repeats} run(s)", file=sys.stderr)
     if args.markdown:
-        print("| row | parameters | PyTorch ms | TinyTorch ms | ratio | target |")
-        print("|---|---|---:|---:|---:|---:|")
+        print("| row | parameters | PyTorch ms | TinyTorch ms | ratio | 95% CI | target |")
+        print("|---|---|---:|---:|---:|---:|---:|")
     layer_ratios = []
     for i, r in enumerate(rows):
         pt = statistics.median(run[i] for run in pt_runs)
         tt = statistics.median(run[i] for run in tt_runs)
-        ratio = pt / tt
+        ratio, ci = compare((run[i] for run in pt_runs), (run[i] for run in tt_runs))
         if r["name"] in LAYER_FAMILIES:
             layer_ratios.append((ratio, r))
         goal = target(r["name"], r["params"])
         goal = f">= {goal}" if goal else ""
         params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
         if args.markdown:
-            print(f"| {r['name']} | {params} | {pt:.4f} | {tt:.4f} | {ratio:.2f} | {goal} |")
+            print(f"| {r['name']} | {params} | {pt:.4f} | {tt:.4f} | {ratio:.2f} | {ci} | {goal} |")
         else:
-            print(f"{r['name']:<16} {params:<56} {pt:>10.4f} {tt:>10.4f} {ratio:>7.2f} {goal:>8}")
+            print(f"{r['name']:<16} {params:<56} {pt:>10.4f} {tt:>10.4f} {ratio:>7.2f} {ci:>11} {goal:>8}")
     if layer_ratios:
         geo = math.exp(statistics.fmean(math.log(x) for x, _ in layer_ratios))
         worst, wr = min(layer_ratios, key=lambda t: t[0])

@@ -26,6 +26,8 @@ import time
 import torch
 import torch.nn.functional as F
 
+from bench_stats import compare
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -128,17 +130,18 @@ def main():
     print(f"# torch {torch.__version__}, {what}, median of {args.repeats} run(s)", file=sys.stderr)
     ratios = []
     if args.markdown:
-        print("| layer | parameters | PyTorch ms | TinyTorch ms | ratio |")
-        print("|---|---|---:|---:|---:|")
+        print("| layer | parameters | PyTorch ms | TinyTorch ms | ratio | 95% CI |")
+        print("|---|---|---:|---:|---:|---:|")
     for i, r in enumerate(rows):
         pt = statistics.median(run[i] for run in pt_runs)
         tt = statistics.median(run[i] for run in tt_runs)
-        ratios.append((pt / tt, r))
+        ratio, ci = compare((run[i] for run in pt_runs), (run[i] for run in tt_runs))
+        ratios.append((ratio, r))
         params = ", ".join(f"{k}={v}" for k, v in r["params"].items())
         if args.markdown:
-            print(f"| {r['name']} | {params} | {pt:.4f} | {tt:.4f} | {pt / tt:.2f} |")
+            print(f"| {r['name']} | {params} | {pt:.4f} | {tt:.4f} | {ratio:.2f} | {ci} |")
         else:
-            print(f"{r['name']:<16} {params:<52} {pt:>10.4f} {tt:>10.4f} {pt / tt:>7.2f}")
+            print(f"{r['name']:<16} {params:<52} {pt:>10.4f} {tt:>10.4f} {ratio:>7.2f} {ci:>11}")
     geo = math.exp(statistics.fmean(math.log(x) for x, _ in ratios))
     worst, wr = min(ratios, key=lambda t: t[0])
     print(f"\ngeometric mean ratio {geo:.3f}; worst {worst:.3f} ({wr['name']} {wr['params']})")

@@ -19,6 +19,8 @@ import os
 import statistics
 import time
 
+from bench_stats import compare
+
 
 def models(nn):
     def mlp():
@@ -131,8 +133,8 @@ def main():
     print(f"# torch {pt.__version__}, {args.threads} threads, medians of {args.repeats} "
           "alternating runs")
     if args.markdown:
-        print("| row | PyTorch | TinyTorch | ratio | target |")
-        print("|---|---:|---:|---:|---:|")
+        print("| row | PyTorch | TinyTorch | ratio | 95% CI | target |")
+        print("|---|---:|---:|---:|---:|---:|")
     for key in args.rows.split(","):
         label, unit, fn = rows[key]
         p, t = [], []
@@ -140,10 +142,11 @@ def main():
             p.append(fn(pt))
             t.append(fn(tt))
         pm, tm = statistics.median(p), statistics.median(t)
+        ratio, ci = compare(p, t)
         if args.markdown:
-            print(f"| {label} | {pm:.4f} {unit} | {tm:.4f} {unit} | {pm / tm:.2f} | >= {targets[key]} |")
+            print(f"| {label} | {pm:.4f} {unit} | {tm:.4f} {unit} | {ratio:.2f} | {ci} | >= {targets[key]} |")
         else:
-            print(f"{label:<62} {pm:>10.4f} {tm:>10.4f} {pm / tm:>6.2f}  (target >= {targets[key]})")
+            print(f"{label:<62} {pm:>10.4f} {tm:>10.4f} {ratio:>6.2f} {ci:>11}  (target >= {targets[key]})")
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ import time
 
 import torch
 
+from bench_stats import compare
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -86,18 +88,19 @@ def main():
     keys = list(tt_runs[0].keys())
     print(f"# torch {torch.__version__}, {args.threads} threads, median of {args.repeats} run(s)", file=sys.stderr)
     if args.markdown:
-        print("| op | shape | PyTorch ms | TinyTorch ms | ratio | TinyTorch rate |")
-        print("|---|---|---:|---:|---:|---:|")
+        print("| op | shape | PyTorch ms | TinyTorch ms | ratio | 95% CI | TinyTorch rate |")
+        print("|---|---|---:|---:|---:|---:|---:|")
     else:
-        print(f"{'op':<24} {'shape':>12} {'PyTorch ms':>12} {'TinyTorch ms':>13} {'ratio':>7}  rate")
+        print(f"{'op':<24} {'shape':>12} {'PyTorch ms':>12} {'TinyTorch ms':>13} {'ratio':>7} {'95% CI':>11}  rate")
     for k in keys:
         pt = statistics.median(r[k] for r in pt_runs)
         tt = statistics.median(r[k] for r in tt_runs)
+        ratio, ci = compare((r[k] for r in pt_runs), (r[k] for r in tt_runs))
         rate = f"{rates[k][0]:.1f} {rates[k][1]}" if k in rates else ""
         if args.markdown:
-            print(f"| {k[0]} | {k[1]} | {pt:.4f} | {tt:.4f} | {pt / tt:.2f} | {rate} |")
+            print(f"| {k[0]} | {k[1]} | {pt:.4f} | {tt:.4f} | {ratio:.2f} | {ci} | {rate} |")
         else:
-            print(f"{k[0]:<24} {k[1]:>12} {pt:>12.4f} {tt:>13.4f} {pt / tt:>7.2f}  {rate}")
+            print(f"{k[0]:<24} {k[1]:>12} {pt:>12.4f} {tt:>13.4f} {ratio:>7.2f} {ci:>11}  {rate}")
 
 
 if __name__ == "__main__":

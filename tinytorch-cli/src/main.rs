@@ -28,6 +28,8 @@ enum Command {
     Train(train::TrainArgs),
     /// Evaluate a checkpoint written by `train` on the test set.
     Eval(train::EvalArgs),
+    /// Distill a trained teacher into a small student, beside the student trained alone.
+    Distill(train::DistillArgs),
     /// Train a GPT language model on a text file.
     TrainLm(lm::TrainLmArgs),
     /// Continue a prompt with a `train-lm` checkpoint.
@@ -57,6 +59,7 @@ fn main() {
     let result = match cli.command {
         Command::Train(args) => train::train(&args),
         Command::Eval(args) => train::eval_checkpoint(&args),
+        Command::Distill(args) => train::distill(&args),
         Command::TrainLm(args) => lm::train_lm(&args),
         Command::Generate(args) => lm::generate(&args),
         Command::Bench(args) => bench::run(&args),

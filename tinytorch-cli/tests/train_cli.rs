@@ -1,4 +1,4 @@
-//! `tinytorch train`, `eval` and `profile` end to end, through the binary: outputs, the final
+//! `tinytorch train`, `eval`, `profile` and `distill` end to end, through the binary: outputs, the final
 //! JSON line, bit-identical resume from the middle of an epoch, one-line errors, and a short
 //! Fashion-MNIST run that must clear an accuracy floor.
 
@@ -147,6 +147,38 @@ fn train_writes_outputs_and_a_final_json_line() {
         .collect();
     assert_eq!(names, ["1", "-", "3"], "{profile}");
     assert!(profile["phases"]["step"]["ms"].as_f64().is_some());
+
+    // distill trains the student twice from the same start: alone and from the teacher.
+    let student = dir.join("student.safetensors");
+    let distill = last_json(&tinytorch(&[
+        "distill",
+        "--teacher",
+        ckpt.to_str().unwrap(),
+        "--student",
+        "lenet5",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "16",
+        "--out",
+        student.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(distill["teacher"], "mlp");
+    assert_eq!(distill["student"], "lenet5");
+    assert_eq!(distill["teacher_test_acc"], summary["test_acc"]);
+    assert_eq!(distill["steps"], 16);
+    for key in ["student_alone_test_acc", "distilled_test_acc"] {
+        let acc = distill[key].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&acc), "{distill}");
+    }
+    let eval = last_json(&tinytorch(&[
+        "eval",
+        "--checkpoint",
+        student.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(eval["test_acc"], distill["distilled_test_acc"]);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -9,10 +9,12 @@
 //! functional.rs (`nn.functional`), recurrent.rs (RNN/LSTM/GRU), optim.rs (the optimizer
 //! engine), io.rs (safetensors
 //! files for `torch.save`/`load`), random.rs (seeds), profile.rs (`tinytorch.profile`),
+//! benchmark.rs (`tinytorch.utils.benchmark`'s statistics),
 //! autograd.rs (`autograd.grad`, `autograd.Function`'s node), convert.rs (dtype/device
 //! objects and argument parsing), error.rs (exceptions).
 
 mod autograd;
+mod benchmark;
 mod convert;
 mod creation;
 mod error;
@@ -110,6 +112,8 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         profile::_max_memory_allocated,
         profile::_reset_peak_memory_stats,
         profile::_profile_summary,
+        benchmark::_timing_summary,
+        benchmark::_timing_speedup,
         _set_grad_enabled,
         is_grad_enabled,
         _cuda_is_available,

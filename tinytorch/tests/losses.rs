@@ -1,11 +1,11 @@
 //! Loss functions against values computed with PyTorch 2.x (torch.nn.functional, f64,
-//! hard-coded below), f64 gradient checks, extreme logits and error cases.
+//! hard-coded below; the distillation loss from fixtures/distill.json), f64 gradient checks, extreme logits and error cases.
 #![allow(clippy::approx_constant)] // PyTorch reference values such as ln 2 are hard-coded as printed.
 
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::nn::functional::{
-    binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
-    l1_loss, mse_loss, nll_loss, smooth_l1_loss,
+    binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, distillation_loss,
+    huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss,
 };
 use tinytorch::nn::{CrossEntropyLoss, KlDivReduction, MSELoss, Reduction};
 use tinytorch::{DType, Device, Tensor};
@@ -739,5 +739,92 @@ fn fused_cross_entropy_gradcheck_and_half_precision() {
         assert!((loss.item_f64().unwrap() - want).abs() < 2e-2, "{dtype}");
         loss.backward().unwrap();
         assert_eq!(x.grad().unwrap().dtype(), dtype);
+    }
+}
+
+/// fixtures/distill.json, from scripts/gen_distill_fixtures.py (PyTorch, f64).
+fn distill_fixture() -> serde_json::Value {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/distill.json");
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn f64s(v: &serde_json::Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn distillation_loss_and_gradient_match_pytorch() {
+    let fx = distill_fixture();
+    let teacher = t64(&f64s(&fx["teacher"]), &[4, 5]);
+    let targets: Vec<i64> = fx["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap())
+        .collect();
+    let targets = idx(&targets, &[4]);
+    for case in fx["cases"].as_array().unwrap() {
+        let (t, a) = (
+            case["temperature"].as_f64().unwrap(),
+            case["alpha"].as_f64().unwrap(),
+        );
+        let student = t64(&f64s(&fx["student"]), &[4, 5])
+            .requires_grad_(true)
+            .unwrap();
+        let loss = distillation_loss(&student, &teacher, &targets, t, a).unwrap();
+        assert_close(&loss, &[case["loss"].as_f64().unwrap()], 1e-12);
+        loss.backward().unwrap();
+        assert_close(&student.grad().unwrap(), &f64s(&case["grad"]), 1e-12);
+        // The teacher is a constant: a teacher that requires grad gets none.
+        let teacher_rg = teacher.detach().requires_grad_(true).unwrap();
+        distillation_loss(&student.detach(), &teacher_rg, &targets, t, a)
+            .unwrap()
+            .backward()
+            .ok();
+        assert!(teacher_rg.grad().is_none());
+        gradcheck(
+            |x| distillation_loss(&x[0], &teacher, &targets, t, a),
+            &[student.detach()],
+            1e-6,
+            1e-7,
+            1e-6,
+        )
+        .unwrap();
+    }
+    // f32 logits give the f64 value to f32 precision.
+    let s32 = t64(&f64s(&fx["student"]), &[4, 5])
+        .to_dtype(DType::F32)
+        .unwrap();
+    let c = &fx["cases"][1];
+    let loss = distillation_loss(
+        &s32,
+        &teacher.to_dtype(DType::F32).unwrap(),
+        &targets,
+        4.0,
+        0.9,
+    )
+    .unwrap();
+    assert_eq!(loss.dtype(), DType::F32);
+    assert_close(&loss, &[c["loss"].as_f64().unwrap()], 1e-5);
+}
+
+#[test]
+fn distillation_loss_rejects_bad_arguments() {
+    let s = Tensor::zeros(&[2, 3], DType::F32, Device::Cpu).unwrap();
+    let y = idx(&[0, 1], &[2]);
+    let wrong = Tensor::zeros(&[2, 4], DType::F32, Device::Cpu).unwrap();
+    for (teacher, t, a, needle) in [
+        (&wrong, 2.0, 0.5, "(N, C)"),
+        (&s, 0.0, 0.5, "temperature"),
+        (&s, 2.0, 1.5, "alpha"),
+    ] {
+        let e = distillation_loss(&s, teacher, &y, t, a)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("distillation_loss") && e.contains(needle), "{e}");
     }
 }

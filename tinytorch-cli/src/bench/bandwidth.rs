@@ -6,6 +6,7 @@
 
 use super::layers::time_row_fn;
 use std::time::Duration;
+use tinytorch::benchmark::Summary;
 use tinytorch::{DType, Device, Result, Tensor};
 
 /// Elements per tensor: large enough to leave every cache, small enough for any GPU.
@@ -14,20 +15,20 @@ const N: usize = 1 << 26;
 /// A row to time: name, bytes moved per call, the call.
 type Case<'a> = (&'static str, f64, Box<dyn Fn() -> Result<()> + 'a>);
 
-/// One measured row: name, bytes moved per call, median milliseconds.
+/// One measured row: name, bytes moved per call, milliseconds per call.
 pub struct BandwidthRow {
     /// What the row does.
     pub name: &'static str,
     /// Bytes read plus written by one call.
     pub bytes: f64,
-    /// Median time of one call.
-    pub ms: f64,
+    /// Time of one call.
+    pub stats: Summary,
 }
 
 impl BandwidthRow {
-    /// Achieved bandwidth.
+    /// Achieved bandwidth, at the median time.
     pub fn gbs(&self) -> f64 {
-        self.bytes / 1e9 / (self.ms / 1e3)
+        self.bytes / 1e9 / (self.stats.median / 1e3)
     }
 }
 
@@ -49,8 +50,8 @@ pub fn rows(device: Device, budget: Duration) -> Result<Vec<BandwidthRow>> {
     cases
         .into_iter()
         .map(|(name, bytes, run)| {
-            let ms = time_row_fn(&*run, device, budget)?;
-            Ok(BandwidthRow { name, bytes, ms })
+            let stats = time_row_fn(&*run, device, budget)?;
+            Ok(BandwidthRow { name, bytes, stats })
         })
         .collect()
 }

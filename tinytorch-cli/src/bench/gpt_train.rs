@@ -4,8 +4,9 @@
 //! `scripts/bench_gpt_train_torch.py` builds the same model in PyTorch, runs this suite in
 //! the same session and prints the ratio.
 
-use super::timer::median_ms;
+use super::timer::time_ms;
 use std::time::Duration;
+use tinytorch::benchmark::Summary;
 use tinytorch::models::gpt::{Gpt, GptConfig};
 use tinytorch::nn::Module;
 use tinytorch::optim::{AdamOptions, AdamW, Optimizer};
@@ -51,8 +52,8 @@ pub fn step() -> Result<impl FnMut() -> Result<()>> {
     })
 }
 
-/// Median milliseconds of one training step (at least `min_steps` timed steps after two
-/// warm-up steps, more while `budget` lasts).
-pub fn step_ms(min_steps: usize, budget: Duration) -> Result<f64> {
-    median_ms(min_steps, budget, step()?)
+/// Milliseconds of one training step (at least `min_steps` timed steps after two warm-up
+/// steps, more while `budget` lasts).
+pub fn step_ms(min_steps: usize, budget: Duration) -> Result<Summary> {
+    time_ms(min_steps, budget, step()?)
 }

@@ -6,9 +6,10 @@
 //! batch and the iteration count is bounded by a time budget. Each JSON row carries its
 //! parameters, so scripts/bench_layers_torch.py times exactly the same work in PyTorch.
 
-use super::timer::{median_fixed_ms, median_ms};
+use super::timer::{time_fixed_ms, time_ms};
 use serde_json::{json, Value};
 use std::time::Duration;
+use tinytorch::benchmark::Summary;
 use tinytorch::nn::functional::cross_entropy;
 use tinytorch::nn::Reduction;
 use tinytorch::ops::ConvPadding;
@@ -223,23 +224,26 @@ pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
 /// Median milliseconds of one row: on CUDA 20 warm-up + 80 timed iterations, synchronised
 /// around each; on the CPU 2 warm-up and at least 5 timed iterations, more while `budget`
 /// lasts.
-pub fn time_row(row: &LayerRow, device: Device, budget: Duration) -> Result<f64> {
+pub fn time_row(row: &LayerRow, device: Device, budget: Duration) -> Result<Summary> {
     time_row_fn(&*row.run, device, budget)
 }
 
-/// Median milliseconds of `run` on `device` with the device synchronised around every
-/// call: on the CPU within `budget`, on a GPU 20 warm-up and 80 timed calls (the seed's
+/// Milliseconds of `run` on `device` with the device synchronised around every call: on the CPU within `budget`, on a GPU 20 warm-up and 80 timed calls (the seed's
 /// protocol).
-pub fn time_row_fn(run: &dyn Fn() -> Result<()>, device: Device, budget: Duration) -> Result<f64> {
+pub fn time_row_fn(
+    run: &dyn Fn() -> Result<()>,
+    device: Device,
+    budget: Duration,
+) -> Result<Summary> {
     let timed = || -> Result<()> {
         device.synchronize()?;
         run()?;
         device.synchronize()
     };
     if device.is_cpu() {
-        return median_ms(5, budget, timed);
+        return time_ms(5, budget, timed);
     }
-    median_fixed_ms(20, 80, timed)
+    time_fixed_ms(20, 80, timed)
 }
 
 /// Evict the GPU's L2 cache between families: sum a ~96 MiB scratch tensor.

@@ -11,7 +11,8 @@ mod timer;
 
 use clap::Args;
 use std::time::Duration;
-use timer::median_ms;
+use timer::{cells, time_ms, to_json, CELLS_HEADER};
+use tinytorch::benchmark::Summary;
 use tinytorch::{DType, Device, Result, Tensor};
 
 /// Arguments of `tinytorch bench`.
@@ -46,7 +47,7 @@ pub struct BenchArgs {
 struct Row {
     name: &'static str,
     shape: String,
-    ms: f64,
+    stats: Summary,
     /// Throughput: (value, unit), e.g. (12.3, "GB/s").
     rate: Option<(f64, &'static str)>,
 }
@@ -147,7 +148,10 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     };
     let budget = Duration::from_millis(args.budget_ms);
     if !args.json {
-        println!("{:<24} {:>12} {:>12} {:>14}", "op", "shape", "ms", "rate");
+        println!(
+            "{:<24} {:>12} {:>12} {:>14}  {CELLS_HEADER}",
+            "op", "shape", "median ms", "rate"
+        );
     }
     for case in cases {
         if args
@@ -157,12 +161,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         {
             continue;
         }
-        let ms = median_ms(5, budget, &case.run)?;
+        let stats = time_ms(5, budget, &case.run)?;
         let row = Row {
             name: case.name,
             shape: case.shape,
-            ms,
-            rate: case.work.map(|(w, unit)| (w / (ms / 1e3), unit)),
+            rate: case.work.map(|(w, unit)| (w / (stats.median / 1e3), unit)),
+            stats,
         };
         print_row(&row, args.json);
     }
@@ -176,15 +180,18 @@ fn run_layers(args: &BenchArgs) -> Result<()> {
     let budget = Duration::from_millis(args.budget_ms);
     let mut family = "";
     if !args.json {
-        println!("{:<16} {:<64} {:>12}", "layer", "parameters", "ms");
+        println!(
+            "{:<16} {:<64} {:>12}  {CELLS_HEADER}",
+            "layer", "parameters", "median ms"
+        );
     }
     for row in layers::rows(device, args.filter.as_deref())? {
         if row.family != family {
             layers::flush_l2(device)?;
             family = row.family;
         }
-        let ms = layers::time_row(&row, device, budget)?;
-        print_param_row(row.family, &row.params, device, ms, args.json);
+        let stats = layers::time_row(&row, device, budget)?;
+        print_param_row(row.family, &row.params, device, &stats, args.json);
     }
     Ok(())
 }
@@ -194,26 +201,28 @@ fn run_bandwidth(args: &BenchArgs) -> Result<()> {
     let budget = Duration::from_millis(args.budget_ms);
     if !args.json {
         println!(
-            "{:<16} {:>12} {:>12} {:>10}",
-            "row", "ms", "GB/s", "of peak"
+            "{:<16} {:>12} {:>12} {:>10}  {CELLS_HEADER}",
+            "row", "median ms", "GB/s", "of peak"
         );
     }
     for row in bandwidth::rows(args.device, budget)? {
         let of_peak = args.peak_gbs.map(|p| row.gbs() / p);
         if args.json {
             let obj = serde_json::json!({
-                "name": row.name, "device": args.device.to_string(), "tinytorch_ms": row.ms,
+                "name": row.name, "device": args.device.to_string(),
+                "tinytorch_ms": row.stats.median, "stats": to_json(&row.stats),
                 "gb_per_s": row.gbs(), "peak_gb_per_s": args.peak_gbs, "of_peak": of_peak,
             });
             println!("{obj}");
         } else {
             let share = of_peak.map_or("-".into(), |f| format!("{:.0}%", 100.0 * f));
             println!(
-                "{:<16} {:>12.4} {:>12.1} {:>10}",
+                "{:<16} {:>12.4} {:>12.1} {:>10}  {}",
                 row.name,
-                row.ms,
+                row.stats.median,
                 row.gbs(),
-                share
+                share,
+                cells(&row.stats)
             );
         }
     }
@@ -225,25 +234,39 @@ fn run_bandwidth(args: &BenchArgs) -> Result<()> {
 fn run_cpu(args: &BenchArgs) -> Result<()> {
     let budget = Duration::from_millis(args.budget_ms);
     if !args.json {
-        println!("{:<16} {:<64} {:>12}", "row", "parameters", "ms");
+        println!(
+            "{:<16} {:<64} {:>12}  {CELLS_HEADER}",
+            "row", "parameters", "median ms"
+        );
     }
     for mut row in cpu::rows(args.filter.as_deref())? {
-        let ms = median_ms(5, budget, &mut row.run)?;
-        print_param_row(row.name, &row.params, Device::Cpu, ms, args.json);
+        let stats = time_ms(5, budget, &mut row.run)?;
+        print_param_row(row.name, &row.params, Device::Cpu, &stats, args.json);
     }
     Ok(())
 }
 
 /// A row described by its parameters: a table line, or a JSON object that carries them.
-fn print_param_row(name: &str, params: &serde_json::Value, device: Device, ms: f64, json: bool) {
+fn print_param_row(
+    name: &str,
+    params: &serde_json::Value,
+    device: Device,
+    stats: &Summary,
+    json: bool,
+) {
     if json {
         let obj = serde_json::json!({
             "name": name, "shape": params.to_string(), "params": params,
-            "device": device.to_string(), "tinytorch_ms": ms,
+            "device": device.to_string(), "tinytorch_ms": stats.median, "stats": to_json(stats),
         });
         println!("{obj}");
     } else {
-        println!("{name:<16} {:<64} {ms:>12.4}", params.to_string());
+        println!(
+            "{name:<16} {:<64} {:>12.4}  {}",
+            params.to_string(),
+            stats.median,
+            cells(stats)
+        );
     }
 }
 
@@ -270,20 +293,22 @@ fn run_kv_cache(json: bool) -> Result<()> {
 
 /// One GPT training step (forward, cross-entropy, backward, AdamW): median ms and tokens/s.
 fn run_gpt_train(args: &BenchArgs) -> Result<()> {
-    let ms = gpt_train::step_ms(10, Duration::from_millis(args.budget_ms))?;
+    let stats = gpt_train::step_ms(10, Duration::from_millis(args.budget_ms))?;
+    let ms = stats.median;
     let c = gpt_train::CONFIG;
     let tokens_per_s = (gpt_train::BATCH * c.block_size) as f64 / (ms / 1e3);
     if args.json {
         let obj = serde_json::json!({
             "name": "gpt-train", "batch": gpt_train::BATCH, "block_size": c.block_size,
             "n_layer": c.n_layer, "n_head": c.n_head, "n_embd": c.n_embd,
-            "vocab_size": c.vocab_size, "tinytorch_ms": ms, "tokens_per_s": tokens_per_s,
+            "vocab_size": c.vocab_size, "tinytorch_ms": ms, "stats": to_json(&stats),
+            "tokens_per_s": tokens_per_s,
         });
         println!("{obj}");
     } else {
         println!(
             "GPT training step ({} layers, d={}, {} heads, context {}, vocabulary {}, batch {}): \
-             {ms:.2} ms, {tokens_per_s:.0} tokens/s",
+             {ms:.2} ms (median; {stats}), {tokens_per_s:.0} tokens/s",
             c.n_layer,
             c.n_embd,
             c.n_head,
@@ -297,8 +322,10 @@ fn run_gpt_train(args: &BenchArgs) -> Result<()> {
 
 fn print_row(row: &Row, json: bool) {
     if json {
-        let mut obj =
-            serde_json::json!({ "name": row.name, "shape": row.shape, "tinytorch_ms": row.ms });
+        let mut obj = serde_json::json!({
+            "name": row.name, "shape": row.shape, "tinytorch_ms": row.stats.median,
+            "stats": to_json(&row.stats),
+        });
         if let Some((v, unit)) = row.rate {
             obj["rate"] = serde_json::json!(v);
             obj["rate_unit"] = serde_json::json!(unit);
@@ -309,8 +336,12 @@ fn print_row(row: &Row, json: bool) {
             .rate
             .map_or(String::new(), |(v, u)| format!("{v:.1} {u}"));
         println!(
-            "{:<24} {:>12} {:>12.4} {:>14}",
-            row.name, row.shape, row.ms, rate
+            "{:<24} {:>12} {:>12.4} {:>14}  {}",
+            row.name,
+            row.shape,
+            row.stats.median,
+            rate,
+            cells(&row.stats)
         );
     }
 }

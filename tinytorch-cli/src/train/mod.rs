@@ -4,9 +4,11 @@
 
 mod config;
 mod data;
+mod distill;
 mod run;
 
 pub use config::{DatasetKind, OptimizerKind, RunConfig};
+pub use distill::{distill, DistillArgs};
 pub use run::{eval_checkpoint, load_trained_model, train};
 
 use clap::Args;

@@ -63,6 +63,24 @@ fn totals_from_extra(extra: &BTreeMap<String, String>) -> Result<EpochTotals> {
     })
 }
 
+/// Save a finished run (`epochs` epochs, `steps` steps) as a checkpoint that `eval`,
+/// `profile` and `--resume` read.
+pub(super) fn save_finished(
+    path: &Path,
+    config: &RunConfig,
+    model: &dyn Module,
+    opt: &dyn Optimizer,
+    epochs: usize,
+    steps: u64,
+) -> Result<()> {
+    let pos = Position {
+        epoch: epochs,
+        step: steps,
+        ..Default::default()
+    };
+    save(path, config, model, opt, &pos)
+}
+
 fn save(
     path: &Path,
     config: &RunConfig,
@@ -120,14 +138,17 @@ fn percent(v: f64) -> String {
 }
 
 /// Everything a run needs, built from the configuration.
-struct Session {
-    model: Box<dyn Module>,
-    opt: Box<dyn Optimizer>,
-    loader: DataLoader,
-    test: Option<LoadedSplit>,
+pub(super) struct Session {
+    pub model: Box<dyn Module>,
+    pub opt: Box<dyn Optimizer>,
+    pub loader: DataLoader,
+    pub test: Option<LoadedSplit>,
 }
 
-fn build(config: &RunConfig, eval: bool, workers: usize) -> Result<Session> {
+/// Seed the global generator with the run's seed, then build the model, its optimizer, the
+/// training loader and (with `eval`) the test split: two runs of one configuration start
+/// from the same weights and see the same batches.
+pub(super) fn build(config: &RunConfig, eval: bool, workers: usize) -> Result<Session> {
     manual_seed(config.seed);
     let train = load_split(config, Split::Train)?;
     let test = if eval {
@@ -338,7 +359,10 @@ pub fn train(args: &TrainArgs) -> Result<()> {
 }
 
 /// The batches of `batches`, copied to `device`.
-fn on_device<I>(batches: I, device: Device) -> impl Iterator<Item = Result<(Tensor, Tensor)>>
+pub(super) fn on_device<I>(
+    batches: I,
+    device: Device,
+) -> impl Iterator<Item = Result<(Tensor, Tensor)>>
 where
     I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
 {

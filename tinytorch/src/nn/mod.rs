@@ -51,8 +51,8 @@ pub mod functional {
     pub use super::linear::linear;
     pub use crate::ops::dropout;
     pub use crate::ops::loss::{
-        binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss, kl_div,
-        l1_loss, mse_loss, nll_loss, smooth_l1_loss,
+        binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, distillation_loss,
+        huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss,
     };
     pub use crate::ops::norm::{batch_norm, group_norm, layer_norm, rms_norm};
 }

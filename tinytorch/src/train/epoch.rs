@@ -74,6 +74,16 @@ fn count_correct(logits: &Tensor, target: &Tensor) -> Result<u64> {
     Ok(hits.to_dtype(crate::DType::I64)?.sum_all()?.item::<i64>()? as u64)
 }
 
+/// A training loss: from the model's logits, the batch's inputs and its targets, the scalar
+/// to minimise. [`cross_entropy_loss`] is the usual one; distillation passes one that also
+/// runs the teacher on the inputs.
+pub type LossFn<'a> = &'a (dyn Fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor> + Sync);
+
+/// Mean cross-entropy of the logits against the targets (the loss of [`train_step`]).
+pub fn cross_entropy_loss(logits: &Tensor, _inputs: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    cross_entropy(logits, targets, None, -100, Reduction::Mean, 0.0)
+}
+
 /// One optimizer step on a batch: zero the gradients, forward, mean cross-entropy, backward,
 /// `opt.step()`. Returns the batch's mean loss and its number of correct predictions.
 pub fn train_step(
@@ -82,12 +92,23 @@ pub fn train_step(
     x: &Tensor,
     y: &Tensor,
 ) -> Result<(f64, u64)> {
+    train_step_with(model, opt, x, y, &cross_entropy_loss)
+}
+
+/// [`train_step`] minimising `loss` instead of the cross-entropy.
+pub fn train_step_with(
+    model: &dyn Module,
+    opt: &mut dyn Optimizer,
+    x: &Tensor,
+    y: &Tensor,
+    loss: LossFn<'_>,
+) -> Result<(f64, u64)> {
     // The whole step on a compute thread (`parallel::run_for`): its forward pass is as many
     // small kernels as its backward.
     crate::parallel::run_for(x.device(), || {
         opt.zero_grad();
         let logits = model.forward(x)?;
-        let loss = cross_entropy(&logits, y, None, -100, Reduction::Mean, 0.0)?;
+        let loss = loss(&logits, x, y)?;
         loss.backward()?;
         opt.step()?;
         let correct = {
@@ -110,6 +131,21 @@ pub fn train_epoch<I>(
 where
     I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
 {
+    train_epoch_with(model, opt, batches, limit, progress, &cross_entropy_loss)
+}
+
+/// [`train_epoch`] minimising `loss` instead of the cross-entropy.
+pub fn train_epoch_with<I>(
+    model: &mut dyn Module,
+    opt: &mut dyn Optimizer,
+    batches: I,
+    limit: &mut StepLimit,
+    progress: &Progress,
+    loss: LossFn<'_>,
+) -> Result<EpochTotals>
+where
+    I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
+{
     model.train();
     let mut totals = EpochTotals::default();
     let mut first_step_end: Option<Instant> = None;
@@ -118,7 +154,7 @@ where
             break;
         }
         let (x, y) = batch?;
-        let (loss, correct) = train_step(model, opt, &x, &y)?;
+        let (batch_loss, correct) = train_step_with(model, opt, &x, &y, loss)?;
         let n = y.shape()[0] as u64;
         match first_step_end {
             None => first_step_end = Some(Instant::now()),
@@ -127,12 +163,12 @@ where
                 totals.timed_samples += n;
             }
         }
-        totals.loss_sum += loss * n as f64;
+        totals.loss_sum += batch_loss * n as f64;
         totals.correct += correct;
         totals.samples += n;
         totals.steps += 1;
         limit.take_one();
-        progress.step(loss, &totals);
+        progress.step(batch_loss, &totals);
     }
     Ok(totals)
 }

@@ -9,7 +9,10 @@ mod metrics;
 mod plot;
 mod progress;
 
-pub use epoch::{evaluate, train_epoch, train_step, EpochTotals, StepLimit};
+pub use epoch::{
+    cross_entropy_loss, evaluate, train_epoch, train_epoch_with, train_step, train_step_with,
+    EpochTotals, LossFn, StepLimit,
+};
 pub use metrics::{EpochMetrics, MetricsLog};
 pub use plot::plot_curves;
 pub use progress::Progress;

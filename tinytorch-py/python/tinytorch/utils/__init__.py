@@ -1,3 +1,4 @@
 """``torch.utils``."""
 
 from . import data  # noqa: F401
+from . import benchmark  # noqa: F401
