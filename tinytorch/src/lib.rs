@@ -31,6 +31,7 @@ pub mod ops;
 pub mod optim;
 pub mod parallel;
 pub mod profile;
+pub mod prune;
 pub mod tensor;
 pub mod text;
 pub mod train;

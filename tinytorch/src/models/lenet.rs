@@ -10,6 +10,16 @@ use crate::ops::ConvPadding;
 /// the customary padding of 2 on the first convolution so they reach the 5x5 feature maps a
 /// 32x32 input reaches without it.
 pub fn lenet5(input: ImageShape, num_classes: usize) -> Result<Sequential> {
+    lenet5_sized(input, num_classes, LENET5_WIDTHS)
+}
+
+/// LeNet-5's hidden widths: the two convolutions' channels and the two hidden Linear layers'
+/// features.
+pub const LENET5_WIDTHS: [usize; 4] = [6, 16, 120, 84];
+
+/// The spatial size of LeNet-5's last feature maps (each channel's features in the first
+/// Linear layer) and the padding of its first convolution, for `input`.
+pub(super) fn lenet5_geometry(input: ImageShape) -> (usize, usize, usize) {
     let pad = if input.height < 32 || input.width < 32 {
         (32usize.saturating_sub(input.height) / 2).max(32usize.saturating_sub(input.width) / 2)
     } else {
@@ -17,7 +27,17 @@ pub fn lenet5(input: ImageShape, num_classes: usize) -> Result<Sequential> {
     };
     // Spatial size after conv 5x5 (valid after padding), pool 2, conv 5x5, pool 2.
     let side = |n: usize| ((n + 2 * pad).saturating_sub(4) / 2).saturating_sub(4) / 2;
-    let (h, w) = (side(input.height), side(input.width));
+    (side(input.height), side(input.width), pad)
+}
+
+/// LeNet-5 with other hidden widths `[conv1, conv2, fc1, fc2]` (a structurally pruned one).
+pub fn lenet5_sized(
+    input: ImageShape,
+    num_classes: usize,
+    widths: [usize; 4],
+) -> Result<Sequential> {
+    let (h, w, pad) = lenet5_geometry(input);
+    let [c1, c2, f1, f2] = widths;
     if h == 0 || w == 0 {
         return Err(Error::invalid(
             "lenet5",
@@ -30,7 +50,7 @@ pub fn lenet5(input: ImageShape, num_classes: usize) -> Result<Sequential> {
     Ok(Sequential::new(vec![
         Box::new(conv(
             input.channels,
-            6,
+            c1,
             5,
             1,
             ConvPadding::Explicit(pad, pad),
@@ -38,14 +58,14 @@ pub fn lenet5(input: ImageShape, num_classes: usize) -> Result<Sequential> {
         )?),
         Box::new(ReLU::new()),
         Box::new(MaxPool2d::new([2, 2])),
-        Box::new(conv(6, 16, 5, 1, ConvPadding::Valid, true)?),
+        Box::new(conv(c1, c2, 5, 1, ConvPadding::Valid, true)?),
         Box::new(ReLU::new()),
         Box::new(MaxPool2d::new([2, 2])),
         Box::new(Flatten::default()),
-        Box::new(Linear::new(16 * h * w, 120, true)?),
+        Box::new(Linear::new(c2 * h * w, f1, true)?),
         Box::new(ReLU::new()),
-        Box::new(Linear::new(120, 84, true)?),
+        Box::new(Linear::new(f1, f2, true)?),
         Box::new(ReLU::new()),
-        Box::new(Linear::new(84, num_classes, true)?),
+        Box::new(Linear::new(f2, num_classes, true)?),
     ]))
 }

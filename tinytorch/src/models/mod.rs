@@ -10,7 +10,7 @@ mod lenet;
 pub mod llama;
 mod resnet;
 
-pub use lenet::lenet5;
+pub use lenet::{lenet5, lenet5_sized, LENET5_WIDTHS};
 pub use resnet::{BasicBlock, ResNet};
 
 use crate::error::{Error, Result};
@@ -93,6 +93,99 @@ impl ModelKind {
     }
 }
 
+/// A layer whose output channels (features) structured pruning may remove, and the layer that
+/// reads them: removing channel `c` removes the reader's input features
+/// `c * per_channel .. (c + 1) * per_channel` (more than one where a flatten follows a
+/// convolution).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChannelLink {
+    /// The layer's state-dict name (`"0"`).
+    pub layer: &'static str,
+    /// The reader's state-dict name.
+    pub reader: &'static str,
+    /// The reader's input features per channel.
+    pub per_channel: usize,
+}
+
+impl ModelKind {
+    /// The hidden widths `build` gives the model (one per [`ChannelLink`]), or `None` for a
+    /// model whose widths cannot change on their own (ResNet-20's residual additions tie
+    /// them together).
+    pub fn default_widths(self) -> Option<Vec<usize>> {
+        match self {
+            ModelKind::Mlp => Some(vec![128]),
+            ModelKind::SeedCnn => Some(SEED_CNN_WIDTHS.to_vec()),
+            ModelKind::LeNet5 => Some(LENET5_WIDTHS.to_vec()),
+            ModelKind::ResNet20 => None,
+        }
+    }
+
+    /// The layers whose widths [`ModelKind::default_widths`] lists, in that order, with their
+    /// readers (for `input` images).
+    pub fn channel_links(self, input: ImageShape) -> Option<Vec<ChannelLink>> {
+        let link = |layer, reader, per_channel| ChannelLink {
+            layer,
+            reader,
+            per_channel,
+        };
+        match self {
+            ModelKind::Mlp => Some(vec![link("1", "3", 1)]),
+            ModelKind::SeedCnn => Some(vec![
+                link("0", "2", 1),
+                link("2", "6", 1),
+                link("6", "8", 1),
+            ]),
+            ModelKind::LeNet5 => {
+                let (h, w, _) = lenet::lenet5_geometry(input);
+                Some(vec![
+                    link("0", "3", 1),
+                    link("3", "7", h * w),
+                    link("7", "9", 1),
+                    link("9", "11", 1),
+                ])
+            }
+            ModelKind::ResNet20 => None,
+        }
+    }
+
+    /// [`ModelKind::build`] with other hidden widths (`None`: the defaults), e.g. a model whose
+    /// channels structured pruning removed.
+    pub fn build_with_widths(
+        self,
+        input: ImageShape,
+        num_classes: usize,
+        widths: Option<&[usize]>,
+    ) -> Result<Box<dyn Module>> {
+        let Some(widths) = widths else {
+            return self.build(input, num_classes);
+        };
+        let want = self.default_widths().map_or(0, |w| w.len());
+        if want == 0 || widths.len() != want || widths.contains(&0) {
+            return Err(Error::invalid(
+                "model",
+                format!(
+                    "{self} takes {want} positive hidden widths{}, got {widths:?}",
+                    if want == 0 { " (none can change)" } else { "" }
+                ),
+            ));
+        }
+        Ok(match self {
+            ModelKind::Mlp => Box::new(mlp_sized(input, num_classes, widths[0])?),
+            ModelKind::SeedCnn => Box::new(seed_cnn_sized(
+                input,
+                num_classes,
+                [widths[0], widths[1], widths[2]],
+            )?),
+            ModelKind::LeNet5 => Box::new(lenet5_sized(
+                input,
+                num_classes,
+                [widths[0], widths[1], widths[2], widths[3]],
+            )?),
+            ModelKind::ResNet20 => unreachable!("no widths to change (checked above)"),
+        })
+    }
+}
+
 impl fmt::Display for ModelKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -132,12 +225,17 @@ pub(crate) fn token_cross_entropy(logits: &Tensor, targets: &Tensor) -> Result<T
 
 /// `nn.Sequential(nn.Flatten(), nn.Linear(c*h*w, 128), nn.ReLU(), nn.Linear(128, classes))`.
 pub fn mlp(input: ImageShape, num_classes: usize) -> Result<Sequential> {
+    mlp_sized(input, num_classes, 128)
+}
+
+/// The MLP with `hidden` hidden features.
+pub fn mlp_sized(input: ImageShape, num_classes: usize, hidden: usize) -> Result<Sequential> {
     let pixels = input.channels * input.height * input.width;
     Ok(Sequential::new(vec![
         Box::new(Flatten::default()),
-        Box::new(Linear::new(pixels, 128, true)?),
+        Box::new(Linear::new(pixels, hidden, true)?),
         Box::new(ReLU::new()),
-        Box::new(Linear::new(128, num_classes, true)?),
+        Box::new(Linear::new(hidden, num_classes, true)?),
     ]))
 }
 
@@ -145,17 +243,30 @@ pub fn mlp(input: ImageShape, num_classes: usize) -> Result<Sequential> {
 /// average pool, Flatten, Linear(96, 128), ReLU, Linear(128, classes). Any image size works
 /// because of the global pooling.
 pub fn seed_cnn(input: ImageShape, num_classes: usize) -> Result<Sequential> {
+    seed_cnn_sized(input, num_classes, SEED_CNN_WIDTHS)
+}
+
+/// The seed CNN's hidden widths: the two convolutions' channels and the hidden features.
+pub const SEED_CNN_WIDTHS: [usize; 3] = [48, 96, 128];
+
+/// The seed CNN with other hidden widths `[conv1, conv2, fc]` (a structurally pruned one).
+pub fn seed_cnn_sized(
+    input: ImageShape,
+    num_classes: usize,
+    widths: [usize; 3],
+) -> Result<Sequential> {
+    let [c1, c2, f] = widths;
     let pad = ConvPadding::Explicit(2, 2);
     Ok(Sequential::new(vec![
-        Box::new(conv(input.channels, 48, 5, 1, pad, true)?),
+        Box::new(conv(input.channels, c1, 5, 1, pad, true)?),
         Box::new(ReLU::new()),
-        Box::new(conv(48, 96, 5, 1, pad, true)?),
+        Box::new(conv(c1, c2, 5, 1, pad, true)?),
         Box::new(ReLU::new()),
         Box::new(AdaptiveAvgPool2d::new([1, 1])),
         Box::new(Flatten::default()),
-        Box::new(Linear::new(96, 128, true)?),
+        Box::new(Linear::new(c2, f, true)?),
         Box::new(ReLU::new()),
-        Box::new(Linear::new(128, num_classes, true)?),
+        Box::new(Linear::new(f, num_classes, true)?),
     ]))
 }
 
