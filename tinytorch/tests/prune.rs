@@ -6,8 +6,7 @@
 use std::collections::BTreeMap;
 use tinytorch::io::load_safetensors;
 use tinytorch::models::{ImageShape, ModelKind};
-use tinytorch::nn::Module;
-use tinytorch::optim::{Optimizer, SgdOptions, SGD};
+use tinytorch::optim::{SgdOptions, SGD};
 use tinytorch::prune::{
     global_unstructured, l1_unstructured, ln_structured, shrink, Amount, MaskedOptimizer,
     PruneMasks,
