@@ -28,6 +28,8 @@ enum Command {
     Train(train::TrainArgs),
     /// Evaluate a checkpoint written by `train` on the test set.
     Eval(train::EvalArgs),
+    /// Prune a trained model by weight magnitude (and remove whole channels with ln-structured).
+    Prune(train::PruneArgs),
     /// Distill a trained teacher into a small student, beside the student trained alone.
     Distill(train::DistillArgs),
     /// Train a GPT language model on a text file.
@@ -60,6 +62,7 @@ fn main() {
         Command::Train(args) => train::train(&args),
         Command::Eval(args) => train::eval_checkpoint(&args),
         Command::Distill(args) => train::distill(&args),
+        Command::Prune(args) => train::prune(&args),
         Command::TrainLm(args) => lm::train_lm(&args),
         Command::Generate(args) => lm::generate(&args),
         Command::Bench(args) => bench::run(&args),

@@ -48,8 +48,9 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
                 weight_decay: None,
                 seed: 0,
                 shuffle: true,
+                widths: None,
             };
-            let model = config.model.build(config.dataset.image_shape(), 10)?;
+            let model = config.build_model(config.dataset.image_shape(), 10)?;
             (config, model)
         }
     };

@@ -1,4 +1,4 @@
-//! `tinytorch train`, `eval`, `profile` and `distill` end to end, through the binary: outputs, the final
+//! `tinytorch train`, `eval`, `profile`, `distill` and `prune` end to end, through the binary: outputs, the final
 //! JSON line, bit-identical resume from the middle of an epoch, one-line errors, and a short
 //! Fashion-MNIST run that must clear an accuracy floor.
 
@@ -179,6 +179,50 @@ fn train_writes_outputs_and_a_final_json_line() {
         "--json",
     ]));
     assert_eq!(eval["test_acc"], distill["distilled_test_acc"]);
+
+    // prune: half the hidden features go, the outputs stay the masked model's, and the
+    // smaller model is a checkpoint eval reads.
+    let pruned = dir.join("pruned.safetensors");
+    let prune = last_json(&tinytorch(&[
+        "prune",
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--method",
+        "ln-structured",
+        "--amount",
+        "0.5",
+        "--finetune-epochs",
+        "1",
+        "--out",
+        pruned.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(prune["widths"], serde_json::json!([64]));
+    assert_eq!(prune["parameters_after"], 784 * 64 + 64 + 64 * 10 + 10);
+    assert!(prune["max_output_diff"].as_f64().unwrap() < 1e-5, "{prune}");
+    let eval = last_json(&tinytorch(&[
+        "eval",
+        "--checkpoint",
+        pruned.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(eval["test_acc"], prune["test_acc_after"]);
+    let global = last_json(&tinytorch(&[
+        "prune",
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--method",
+        "global",
+        "--amount",
+        "0.75",
+        "--rounds",
+        "2",
+        "--json",
+    ]));
+    assert!(
+        (global["global_sparsity"].as_f64().unwrap() - 0.75).abs() < 1e-3,
+        "{global}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -4,6 +4,7 @@
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use tinytorch::models::{ImageShape, ModelKind};
+use tinytorch::nn::Module;
 use tinytorch::optim::{
     Adagrad, AdagradOptions, Adam, AdamOptions, AdamW, Optimizer, RMSprop, RMSpropOptions,
     SgdOptions, SGD,
@@ -93,9 +94,17 @@ pub struct RunConfig {
     pub seed: u64,
     /// Shuffle the training set every epoch.
     pub shuffle: bool,
+    /// Hidden widths other than the model's defaults (a structurally pruned model).
+    pub widths: Option<Vec<usize>>,
 }
 
 impl RunConfig {
+    /// A fresh model of this configuration for `input` images and `num_classes` classes.
+    pub fn build_model(&self, input: ImageShape, num_classes: usize) -> Result<Box<dyn Module>> {
+        self.model
+            .build_with_widths(input, num_classes, self.widths.as_deref())
+    }
+
     /// The optimizer over `params`.
     pub fn build_optimizer(&self, params: Vec<Tensor>) -> Result<Box<dyn Optimizer>> {
         let lr = self.lr;
@@ -150,6 +159,7 @@ impl RunConfig {
             "weight_decay": self.weight_decay,
             "seed": self.seed,
             "shuffle": self.shuffle,
+            "widths": self.widths,
         })
     }
 
@@ -176,6 +186,17 @@ impl RunConfig {
             shuffle: v["shuffle"]
                 .as_bool()
                 .ok_or_else(|| bad("missing 'shuffle'"))?,
+            widths: match v.get("widths") {
+                None | Some(Value::Null) => None,
+                Some(w) => Some(
+                    w.as_array()
+                        .ok_or_else(|| bad("'widths' is not a list"))?
+                        .iter()
+                        .map(|x| x.as_u64().map(|n| n as usize))
+                        .collect::<Option<Vec<usize>>>()
+                        .ok_or_else(|| bad("'widths' holds a non-integer"))?,
+                ),
+            },
         })
     }
 }
@@ -197,6 +218,7 @@ mod tests {
             weight_decay: None,
             seed: 7,
             shuffle: false,
+            widths: Some(vec![3, 8, 60, 42]),
         };
         assert_eq!(RunConfig::from_json(&c.to_json().to_string()).unwrap(), c);
         assert!(RunConfig::from_json("{}").is_err());

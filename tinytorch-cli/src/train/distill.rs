@@ -131,6 +131,7 @@ pub fn distill(args: &DistillArgs) -> Result<()> {
         weight_decay: None,
         seed: args.seed,
         shuffle: true,
+        widths: None,
     };
     let test = load_split(&config, Split::Test)?;
     let (_, teacher_acc) = evaluate(

@@ -5,10 +5,12 @@
 mod config;
 mod data;
 mod distill;
+mod prune;
 mod run;
 
 pub use config::{DatasetKind, OptimizerKind, RunConfig};
 pub use distill::{distill, DistillArgs};
+pub use prune::{prune, PruneArgs};
 pub use run::{eval_checkpoint, load_trained_model, train};
 
 use clap::Args;
@@ -107,6 +109,7 @@ impl TrainArgs {
             weight_decay: self.weight_decay,
             seed: self.seed,
             shuffle: !self.no_shuffle,
+            widths: None,
         })
     }
 }

@@ -127,7 +127,7 @@ fn config_of(ckpt: &Checkpoint, path: &Path) -> Result<RunConfig> {
 pub fn load_trained_model(path: &Path) -> Result<(RunConfig, Box<dyn Module>)> {
     let ckpt = load_checkpoint(path)?;
     let config = config_of(&ckpt, path)?;
-    let model = config.model.build(config.dataset.image_shape(), 10)?;
+    let model = config.build_model(config.dataset.image_shape(), 10)?;
     let weights = ckpt.model.into_iter().collect();
     model.load_state_dict(&weights, true)?;
     Ok((config, model))
@@ -156,7 +156,7 @@ pub(super) fn build(config: &RunConfig, eval: bool, workers: usize) -> Result<Se
     } else {
         None
     };
-    let model = config.model.build(train.shape, train.classes)?;
+    let model = config.build_model(train.shape, train.classes)?;
     let opt = config.build_optimizer(model.parameters())?;
     let loader = DataLoader::new(
         train.dataset,
@@ -380,7 +380,7 @@ pub fn eval_checkpoint(args: &EvalArgs) -> Result<()> {
         config.data = args.data.clone();
     }
     let test = load_split(&config, Split::Test)?;
-    let mut model = config.model.build(test.shape, test.classes)?;
+    let mut model = config.build_model(test.shape, test.classes)?;
     let weights = ckpt.model.clone().into_iter().collect();
     model.load_state_dict(&weights, true)?;
     let (loss, acc) = evaluate(model.as_mut(), test.batches(1000)?)?;
