@@ -639,12 +639,35 @@ pub fn kl_div(
     Ok(nnf::kl_div(&input.t, &target.t, r, log_target).py()?.into())
 }
 
+/// `F.distillation_loss(student_logits, teacher_logits, target, temperature=4.0, alpha=0.9)`
+/// (a TinyTorch addition): Hinton et al.'s `alpha * T² * KL + (1 - alpha) * cross_entropy`.
+#[pyfunction]
+#[pyo3(signature = (student_logits, teacher_logits, target, temperature=4.0, alpha=0.9))]
+pub fn distillation_loss(
+    student_logits: T<'_>,
+    teacher_logits: T<'_>,
+    target: T<'_>,
+    temperature: f64,
+    alpha: f64,
+) -> PyResult<PyTensor> {
+    Ok(nnf::distillation_loss(
+        &student_logits.t,
+        &teacher_logits.t,
+        &target.t,
+        temperature,
+        alpha,
+    )
+    .py()?
+    .into())
+}
+
 /// Register every function of this file on `m` (the `_functional` submodule).
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     macro_rules! add {
         ($($f:ident),*) => { $( m.add_function(wrap_pyfunction!($f, m)?)?; )* };
     }
     add!(
+        distillation_loss,
         relu,
         sigmoid,
         tanh,

@@ -9,7 +9,7 @@
 //! functional.rs (`nn.functional`), recurrent.rs (RNN/LSTM/GRU), optim.rs (the optimizer
 //! engine), io.rs (safetensors
 //! files for `torch.save`/`load`), random.rs (seeds), profile.rs (`tinytorch.profile`),
-//! benchmark.rs (`tinytorch.utils.benchmark`'s statistics),
+//! benchmark.rs (`tinytorch.utils.benchmark`'s statistics), prune.rs (pruning masks),
 //! autograd.rs (`autograd.grad`, `autograd.Function`'s node), convert.rs (dtype/device
 //! objects and argument parsing), error.rs (exceptions).
 
@@ -24,6 +24,7 @@ mod io;
 mod ops;
 mod optim;
 mod profile;
+mod prune;
 mod random;
 mod recurrent;
 mod tensor;
@@ -113,6 +114,9 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         profile::_reset_peak_memory_stats,
         profile::_profile_summary,
         benchmark::_timing_summary,
+        prune::_prune_l1_unstructured,
+        prune::_prune_global_unstructured,
+        prune::_prune_ln_structured,
         benchmark::_timing_speedup,
         _set_grad_enabled,
         is_grad_enabled,

@@ -37,6 +37,8 @@ huber_loss = _F.huber_loss
 binary_cross_entropy = _F.binary_cross_entropy
 binary_cross_entropy_with_logits = _F.binary_cross_entropy_with_logits
 kl_div = _F.kl_div
+# TinyTorch's addition: knowledge distillation (Hinton et al.), see tinytorch::ops::loss.
+distillation_loss = _F.distillation_loss
 
 
 def relu6(input, inplace=False):

@@ -10,6 +10,16 @@ from .parameter import Buffer, Parameter
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
+class _RemovableHandle:
+    """What ``register_forward_pre_hook`` returns: ``remove()`` takes the hook away."""
+
+    def __init__(self, hooks, key):
+        self._hooks, self._key = hooks, key
+
+    def remove(self):
+        self._hooks.pop(self._key, None)
+
+
 class Module:
     """Base class of every layer and model (``torch.nn.Module``)."""
 
@@ -23,6 +33,7 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
 
     # ---- registration ------------------------------------------------------------------
 
@@ -90,7 +101,19 @@ class Module:
                                   "\"forward\" function")
 
     def __call__(self, *args, **kwargs):
+        if self._forward_pre_hooks:
+            for hook in list(self._forward_pre_hooks.values()):
+                result = hook(self, args)
+                if result is not None:
+                    args = result if isinstance(result, tuple) else (result,)
         return self.forward(*args, **kwargs)
+
+    def register_forward_pre_hook(self, hook):
+        """Call ``hook(module, args)`` before every forward; a non-None result replaces the
+        positional arguments. Returns a handle whose ``remove()`` unregisters it."""
+        key = object()
+        self._forward_pre_hooks[key] = hook
+        return _RemovableHandle(self._forward_pre_hooks, key)
 
     # ---- traversal ---------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
-"""``torch.nn.utils``: gradient clipping."""
+"""``torch.nn.utils``: gradient clipping; pruning in ``prune``."""
 
 import math
 
-from .. import _tinytorch as _C
-from .._grad_mode import no_grad
+from ... import _tinytorch as _C
+from ..._grad_mode import no_grad
 
 
 def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
@@ -21,3 +21,4 @@ def clip_grad_value_(parameters, clip_value):
     params = list(parameters) if not isinstance(parameters, _C.Tensor) else [parameters]
     with no_grad():
         _C.clip_grad_value_(params, float(clip_value))
+from . import prune  # noqa: E402,F401
