@@ -4,7 +4,8 @@ On fixed random weights of a Conv2d(4, 8, 3) and a Linear(20, 10): l1_unstructur
 fraction, a count, and a second round on top of the first), global_unstructured over both,
 and ln_structured (L2 and L1 over output channels, L2 over input channels of the Linear,
 and a second round). Writes tinytorch/tests/fixtures/prune.safetensors: the weights
-(`conv.weight`, `linear.weight`) and one mask per case.
+(`conv.weight`, `linear.weight`) and one mask per case. scripts/gen_py_fixtures.py writes
+the same tensors for the Python package's tests.
 
     python scripts/gen_prune_fixtures.py
 """
@@ -24,7 +25,8 @@ def fresh():
     return nn.Conv2d(4, 8, 3), nn.Linear(20, 10)
 
 
-def main():
+def masks():
+    """The weights and every case's mask, by name."""
     conv, linear = fresh()
     out = {"conv.weight": conv.weight.detach().clone(),
            "linear.weight": linear.weight.detach().clone()}
@@ -53,7 +55,11 @@ def main():
     conv, linear = fresh()
     prune.ln_structured(linear, "weight", amount=0.25, n=2, dim=1)
     out["ln2_linear_dim1_0.25"] = linear.weight_mask.clone()
-    save_file({k: v.contiguous() for k, v in out.items()}, OUT)
+    return {k: v.contiguous() for k, v in out.items()}
+
+
+def main():
+    save_file(masks(), OUT)
     print("wrote", OUT)
 
 

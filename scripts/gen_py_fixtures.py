@@ -12,7 +12,7 @@
   module and in total as torch.utils.flop_counter.FlopCounterMode counts them, and the
   parameters per layer (state-dict prefix);
 - prune.safetensors: torch.nn.utils.prune's masks on fixed weights of a Conv2d and a Linear
-  (l1_unstructured twice, global_unstructured, ln_structured twice and along dim 1).
+  (scripts/gen_prune_fixtures.py's cases).
 """
 
 import os
@@ -113,31 +113,9 @@ def profiles():
 
 
 def pruning():
-    import torch.nn.utils.prune as prune
+    from gen_prune_fixtures import masks
 
-    def fresh():
-        torch.manual_seed(0)
-        return nn.Conv2d(4, 8, 3), nn.Linear(20, 10)
-
-    conv, linear = fresh()
-    out = {"conv.weight": conv.weight.detach().clone(),
-           "linear.weight": linear.weight.detach().clone()}
-    prune.l1_unstructured(conv, "weight", amount=0.3)
-    prune.l1_unstructured(conv, "weight", amount=0.5)
-    out["l1_twice"] = conv.weight_mask.clone()
-    prune.l1_unstructured(linear, "weight", amount=37)
-    out["l1_count"] = linear.weight_mask.clone()
-    conv, linear = fresh()
-    prune.global_unstructured([(conv, "weight"), (linear, "weight")],
-                              pruning_method=prune.L1Unstructured, amount=0.6)
-    out["global.conv"], out["global.linear"] = conv.weight_mask.clone(), linear.weight_mask.clone()
-    conv, linear = fresh()
-    prune.ln_structured(conv, "weight", amount=0.5, n=2, dim=0)
-    prune.ln_structured(conv, "weight", amount=0.5, n=2, dim=0)
-    out["ln_twice"] = conv.weight_mask.clone()
-    prune.ln_structured(linear, "weight", amount=0.25, n=1, dim=1)
-    out["ln1_dim1"] = linear.weight_mask.clone()
-    save_file({k: v.contiguous() for k, v in out.items()}, os.path.join(OUT, "prune.safetensors"))
+    save_file(masks(), os.path.join(OUT, "prune.safetensors"))
 
 
 if __name__ == "__main__":

@@ -27,21 +27,26 @@ def same(got, want):
 def test_masks_equal_pytorchs():
     fx, conv, linear = fresh()
     prune.l1_unstructured(conv, "weight", amount=0.3)
+    same(conv.weight_mask, fx["l1_conv_0.3"])
     prune.l1_unstructured(conv, "weight", amount=0.5)
-    same(conv.weight_mask, fx["l1_twice"])
+    same(conv.weight_mask, fx["l1_conv_0.3_then_0.5"])
     prune.l1_unstructured(linear, "weight", amount=37)
-    same(linear.weight_mask, fx["l1_count"])
+    same(linear.weight_mask, fx["l1_linear_37"])
     fx, conv, linear = fresh()
     prune.global_unstructured([(conv, "weight"), (linear, "weight")],
                               pruning_method=prune.L1Unstructured, amount=0.6)
-    same(conv.weight_mask, fx["global.conv"])
-    same(linear.weight_mask, fx["global.linear"])
+    same(conv.weight_mask, fx["global_0.6.conv"])
+    same(linear.weight_mask, fx["global_0.6.linear"])
     fx, conv, linear = fresh()
     prune.ln_structured(conv, "weight", amount=0.5, n=2, dim=0)
+    same(conv.weight_mask, fx["ln2_conv_dim0_0.5"])
     prune.ln_structured(conv, "weight", amount=0.5, n=2, dim=0)
-    same(conv.weight_mask, fx["ln_twice"])
-    prune.ln_structured(linear, "weight", amount=0.25, n=1, dim=-1)
-    same(linear.weight_mask, fx["ln1_dim1"])
+    same(conv.weight_mask, fx["ln2_conv_dim0_0.5_then_0.5"])
+    prune.ln_structured(linear, "weight", amount=3, n=1, dim=0)
+    same(linear.weight_mask, fx["ln1_linear_dim0_3"])
+    fx, conv, linear = fresh()
+    prune.ln_structured(linear, "weight", amount=0.25, n=2, dim=-1)
+    same(linear.weight_mask, fx["ln2_linear_dim1_0.25"])
 
 
 def test_reparametrisation_keeps_pruned_weights_zero_while_training():
