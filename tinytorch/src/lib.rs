@@ -32,6 +32,7 @@ pub mod optim;
 pub mod parallel;
 pub mod profile;
 pub mod prune;
+pub mod quant;
 pub mod tensor;
 pub mod text;
 pub mod train;

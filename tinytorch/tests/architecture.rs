@@ -30,6 +30,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("train", 6),
     // Traces a model's step: above nn and optim, beside train.
     ("profile", 6),
+    // int8 quantization: its numerics sit on tensors.
+    ("quant", 6),
     // Pruning masks and shrinking: steps optimizers and rebuilds models.
     ("prune", 8),
     ("models", 7),
