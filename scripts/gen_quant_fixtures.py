@@ -5,7 +5,8 @@ On an activation-like x (64 x 32, a few outliers) and a weight w (16 x 32):
 MinMaxObserver per_tensor_symmetric / per_tensor_affine (qint8, with and without
 reduce_range), PerChannelMinMaxObserver per_channel_symmetric on w; torch.quantize_per_tensor
 and quantize_per_channel's integers (stored as int64) and dequantized values; and NumPy's
-99.9th percentile of |x|. Writes tinytorch/tests/fixtures/quant.safetensors.
+99.9th percentile of |x|; and torch.ao.quantization.quantize_dynamic's output for a
+Linear(32, 16) holding w, beside the float output. Writes tinytorch/tests/fixtures/quant.safetensors.
 
     python scripts/gen_quant_fixtures.py
 """
@@ -47,6 +48,18 @@ def main():
     out["w.int"] = q.int_repr().long()
     out["w.dequant"] = q.dequantize()
     out["x.p99_9"] = torch.tensor(float(np.percentile(np.abs(x.numpy()), 99.9)))
+    # quantize_dynamic of a Linear(32, 16): PyTorch's int8 output beside the float one.
+    linear = torch.nn.Linear(32, 16)
+    with torch.no_grad():
+        linear.weight.copy_(w)
+        linear.bias.copy_(torch.linspace(-1, 1, 16))
+    xs = torch.randn(8, 32, generator=g) * 2
+    qlinear = torch.ao.quantization.quantize_dynamic(torch.nn.Sequential(linear), {torch.nn.Linear},
+                                                     dtype=torch.qint8)
+    out["linear.bias"] = linear.bias.detach().clone()
+    out["linear.x"] = xs
+    out["linear.float"] = linear(xs).detach()
+    out["linear.dynamic"] = qlinear(xs).detach()
     save_file({k: v.contiguous() for k, v in out.items()}, OUT)
     print("wrote", OUT)
 

@@ -1,11 +1,15 @@
 //! int8 quantization numerics against PyTorch (fixtures/quant.safetensors from
 //! scripts/gen_quant_fixtures.py): observers' scales and zero points, the integers of
 //! quantize_per_tensor / quantize_per_channel and their dequantized values, and the
-//! percentile observer against NumPy.
+//! percentile observer against NumPy; dynamically quantized Linear against PyTorch's
+//! `quantize_dynamic` and the float layer.
 
 use std::collections::BTreeMap;
 use tinytorch::io::load_safetensors;
-use tinytorch::quant::{MinMaxObserver, PercentileObserver, QParams, QTensor, QuantRange};
+use tinytorch::nn::{Linear, Module};
+use tinytorch::quant::{
+    DynamicQuantLinear, MinMaxObserver, PercentileObserver, QParams, QTensor, QuantRange,
+};
 use tinytorch::{DType, Device, Tensor};
 
 fn fixture() -> BTreeMap<String, Tensor> {
@@ -128,4 +132,48 @@ fn bad_inputs_are_refused() {
     // An all-zero tensor gets the smallest scale, not a division by zero.
     let z = QParams::symmetric(&[0.0], &[0.0], QuantRange::int8(false), None);
     assert_eq!(z.scales, vec![f32::EPSILON]);
+}
+
+#[test]
+fn dynamic_quantized_linear_is_as_close_to_float_as_pytorchs() {
+    let fx = fixture();
+    let mut linear = Linear::new(32, 16, true).unwrap();
+    linear.weight = fx["w"].clone();
+    linear.bias = Some(fx["linear.bias"].clone());
+    let x = &fx["linear.x"];
+    let float = f32s(&fx["linear.float"]);
+    let torch_q = f32s(&fx["linear.dynamic"]);
+    let mut q = DynamicQuantLinear::from_linear(&linear).unwrap();
+    assert_eq!((q.in_features(), q.out_features()), (32, 16));
+    let ours = q.forward(x).unwrap();
+    assert_eq!(ours.shape(), &[8, 16]);
+    let ours = f32s(&ours);
+    let worst = |a: &[f32]| {
+        a.iter()
+            .zip(&float)
+            .fold(0.0f32, |m, (x, y)| m.max((x - y).abs()))
+    };
+    let (e_ours, e_torch) = (worst(&ours), worst(&torch_q));
+    // Per-channel weights and 8-bit activations: no further from float than PyTorch's
+    // per-tensor weights with 7-bit activations.
+    assert!(e_ours <= e_torch, "ours {e_ours} vs PyTorch's {e_torch}");
+    let span = float.iter().fold(0.0f32, |m, v| m.max(v.abs()));
+    assert!(e_ours < 0.02 * span, "{e_ours} of {span}");
+    // The portable kernel gives the same result to the bit.
+    q.portable = true;
+    assert_eq!(f32s(&q.forward(x).unwrap()), ours);
+    // Leading dims pass through; bad inputs are refused.
+    let x3 = x.reshape(&[2, 4, 32]).unwrap();
+    assert_eq!(f32s(&q.forward(&x3).unwrap()), ours);
+    let e = q
+        .forward(&Tensor::zeros(&[2, 31], DType::F32, Device::Cpu).unwrap())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("quantized linear") && e.contains("32 input features"),
+        "{e}"
+    );
+    assert!(q
+        .forward(&Tensor::zeros(&[2, 32], DType::F64, Device::Cpu).unwrap())
+        .is_err());
 }

@@ -5,6 +5,7 @@
 mod bandwidth;
 mod cpu;
 mod gpt_train;
+mod int8;
 mod kv_cache;
 mod layers;
 mod timer;
@@ -22,7 +23,8 @@ pub struct BenchArgs {
     /// the layer table: the CPU-performance suite), `layers` (the seed's layer table,
     /// forward and backward), `bandwidth` (GB/s of ReLU, add and a transpose copy on
     /// `--device`), `kv-cache` (GPT generation speed with and without the cache) or
-    /// `gpt-train` (one training step of a small GPT).
+    /// `gpt-train` (one training step of a small GPT) or `int8` (dynamically quantized Linear
+    /// beside f32).
     #[arg(long, default_value = "ops")]
     suite: String,
     /// Device of the `layers` and `bandwidth` suites: cpu, cuda or cuda:N.
@@ -137,11 +139,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         "bandwidth" => return run_bandwidth(args),
         "kv-cache" => return run_kv_cache(args.json),
         "gpt-train" => return run_gpt_train(args),
+        "int8" => return run_int8(args),
         other => {
             return Err(tinytorch::Error::invalid(
                 "bench",
                 format!(
-                    "unknown suite '{other}' (available: ops, cpu, layers, bandwidth, kv-cache, gpt-train)"
+                    "unknown suite '{other}' (available: ops, cpu, layers, bandwidth, kv-cache, gpt-train, int8)"
                 ),
             ));
         }
@@ -242,6 +245,36 @@ fn run_cpu(args: &BenchArgs) -> Result<()> {
     for mut row in cpu::rows(args.filter.as_deref())? {
         let stats = time_ms(5, budget, &mut row.run)?;
         print_param_row(row.name, &row.params, Device::Cpu, &stats, args.json);
+    }
+    Ok(())
+}
+
+/// Dynamically quantized Linear against f32: a table, or one JSON object per row for
+/// scripts/bench_int8_torch.py.
+fn run_int8(args: &BenchArgs) -> Result<()> {
+    let budget = Duration::from_millis(args.budget_ms);
+    if !args.json {
+        println!(
+            "{:<40} {:>12} {:>12} {:>8}  int8 {CELLS_HEADER}",
+            "int8_linear", "int8 ms", "f32 ms", "f32/int8"
+        );
+    }
+    for row in int8::rows(budget, args.filter.as_deref())? {
+        let (q, f) = (row.int8.median, row.f32.median);
+        if args.json {
+            let obj = serde_json::json!({
+                "name": "int8_linear", "params": row.params, "tinytorch_ms": q,
+                "stats": to_json(&row.int8), "f32_ms": f, "f32_stats": to_json(&row.f32),
+            });
+            println!("{obj}");
+        } else {
+            println!(
+                "{:<40} {q:>12.4} {f:>12.4} {:>8.2}  {}",
+                row.params.to_string(),
+                f / q,
+                cells(&row.int8)
+            );
+        }
     }
     Ok(())
 }
