@@ -15,24 +15,13 @@ import os
 import statistics
 import subprocess
 import sys
-import time
 
 import torch
 
+from bench_layers_torch import time_row
 from bench_stats import compare
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def median_ms(fn, budget_s):
-    fn()
-    fn()
-    times, start = [], time.perf_counter()
-    while len(times) < 5 or (time.perf_counter() - start < budget_s and len(times) < 1000):
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
 
 
 def torch_row(p, budget_s):
@@ -42,7 +31,8 @@ def torch_row(p, budget_s):
                                                dtype=torch.qint8)
     x = torch.randn(p["batch"], p["in"])
     with torch.no_grad():
-        return median_ms(lambda: q(x), budget_s), median_ms(lambda: linear(x), budget_s)
+        cpu = torch.device("cpu")
+        return time_row(lambda: q(x), cpu, budget_s), time_row(lambda: linear(x), cpu, budget_s)
 
 
 def main():

@@ -1,9 +1,9 @@
 //! Observers: watch the tensors that flow through a point of a model during calibration
 //! (a few batches of data) and turn what they saw into quantization parameters.
 
-use super::qparams::{QParams, QuantRange};
+use super::qparams::{channel_of, channels_along, float_values, QParams, QuantRange};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Tensor};
+use crate::tensor::Tensor;
 
 /// Running minimum and maximum, of the whole tensor or per channel along `axis`
 /// (`MinMaxObserver` / `PerChannelMinMaxObserver`).
@@ -31,22 +31,8 @@ impl MinMaxObserver {
     /// Widen the ranges to cover `x`.
     pub fn observe(&mut self, x: &Tensor) -> Result<()> {
         const OP: &str = "MinMaxObserver";
-        if !x.dtype().is_float() {
-            return Err(Error::dtype(
-                OP,
-                format!("expected a float tensor, got {}", x.dtype()),
-            ));
-        }
-        let channels = match self.axis {
-            Some(a) if a >= x.ndim() => {
-                return Err(Error::invalid(
-                    OP,
-                    format!("channel axis {a} for a tensor of shape {:?}", x.shape()),
-                ))
-            }
-            Some(a) => x.shape()[a],
-            None => 1,
-        };
+        let values = float_values(OP, x)?;
+        let channels = channels_along(OP, x, self.axis)?;
         if self.mins.is_empty() {
             self.mins = vec![f32::INFINITY; channels];
             self.maxs = vec![f32::NEG_INFINITY; channels];
@@ -56,14 +42,9 @@ impl MinMaxObserver {
                 format!("{channels} channels after {} before", self.mins.len()),
             ));
         }
-        let inner: usize = self.axis.map_or(1, |a| x.shape()[a + 1..].iter().product());
-        for (i, v) in x
-            .to_dtype(DType::F32)?
-            .to_vec::<f32>()?
-            .into_iter()
-            .enumerate()
-        {
-            let c = (i / inner.max(1)) % channels.max(1);
+        let channel = channel_of(x.shape(), self.axis);
+        for (i, v) in values.into_iter().enumerate() {
+            let c = channel(i);
             self.mins[c] = self.mins[c].min(v);
             self.maxs[c] = self.maxs[c].max(v);
         }
@@ -128,13 +109,7 @@ impl PercentileObserver {
 
     /// Count `x`'s absolute values.
     pub fn observe(&mut self, x: &Tensor) -> Result<()> {
-        if !x.dtype().is_float() {
-            return Err(Error::dtype(
-                "PercentileObserver",
-                format!("expected a float tensor, got {}", x.dtype()),
-            ));
-        }
-        let values: Vec<f32> = x.to_dtype(DType::F32)?.to_vec::<f32>()?;
+        let values = float_values("PercentileObserver", x)?;
         let peak = values.iter().fold(0.0f32, |m, v| m.max(v.abs()));
         if self.top == 0.0 {
             self.top = peak;

@@ -102,9 +102,32 @@ pub struct QTensor {
     pub params: QParams,
 }
 
+/// `x`'s values as f32, row-major, for `op` (a float tensor only).
+pub(super) fn float_values(op: &'static str, x: &Tensor) -> Result<Vec<f32>> {
+    if !x.dtype().is_float() {
+        return Err(Error::dtype(
+            op,
+            format!("expected a float tensor, got {}", x.dtype()),
+        ));
+    }
+    x.to_dtype(DType::F32)?.to_vec::<f32>()
+}
+
+/// The number of channels of `x` along `axis` (1 for a per-tensor scheme), for `op`.
+pub(super) fn channels_along(op: &'static str, x: &Tensor, axis: Option<usize>) -> Result<usize> {
+    match axis {
+        Some(a) if a >= x.ndim() => Err(Error::invalid(
+            op,
+            format!("channel axis {a} for a tensor of shape {:?}", x.shape()),
+        )),
+        Some(a) => Ok(x.shape()[a]),
+        None => Ok(1),
+    }
+}
+
 /// For each element of a row-major `shape`, the index of its channel along `axis` (0 for a
 /// per-tensor scheme).
-fn channel_of(shape: &[usize], axis: Option<usize>) -> impl Fn(usize) -> usize {
+pub(super) fn channel_of(shape: &[usize], axis: Option<usize>) -> impl Fn(usize) -> usize {
     let (inner, channels) = match axis {
         Some(a) => (shape[a + 1..].iter().product::<usize>(), shape[a]),
         None => (1, 1),
@@ -117,22 +140,8 @@ impl QTensor {
     /// round_half_even(x * (1 / scale))` in f32, clamped to int8.
     pub fn quantize(x: &Tensor, params: &QParams) -> Result<QTensor> {
         const OP: &str = "quantize";
-        if !x.dtype().is_float() {
-            return Err(Error::dtype(
-                OP,
-                format!("expected a float tensor, got {}", x.dtype()),
-            ));
-        }
-        let channels = match params.axis {
-            Some(a) if a >= x.ndim() => {
-                return Err(Error::invalid(
-                    OP,
-                    format!("channel axis {a} for a tensor of shape {:?}", x.shape()),
-                ))
-            }
-            Some(a) => x.shape()[a],
-            None => 1,
-        };
+        let data = float_values(OP, x)?;
+        let channels = channels_along(OP, x, params.axis)?;
         if params.scales.len() != channels || params.zero_points.len() != channels {
             return Err(Error::invalid(
                 OP,
@@ -143,7 +152,6 @@ impl QTensor {
                 ),
             ));
         }
-        let data = x.to_dtype(DType::F32)?.to_vec::<f32>()?;
         let channel = channel_of(x.shape(), params.axis);
         let values = data
             .iter()
