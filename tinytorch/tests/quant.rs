@@ -160,7 +160,7 @@ fn dynamic_quantized_linear_is_as_close_to_float_as_pytorchs() {
     let span = float.iter().fold(0.0f32, |m, v| m.max(v.abs()));
     assert!(e_ours < 0.02 * span, "{e_ours} of {span}");
     // The portable kernel gives the same result to the bit.
-    q.portable = true;
+    q.kernel = tinytorch::quant::Kernel::Portable;
     assert_eq!(f32s(&q.forward(x).unwrap()), ours);
     // Leading dims pass through; bad inputs are refused.
     let x3 = x.reshape(&[2, 4, 32]).unwrap();

@@ -35,6 +35,7 @@
 //! ```
 
 mod atomic;
+pub(crate) use atomic::write_atomic;
 mod checkpoint;
 mod safetensors;
 

@@ -53,6 +53,11 @@ impl Sequential {
     pub fn get(&self, i: usize) -> Option<&(dyn Module + 'static)> {
         self.modules.get(i).map(|m| m.as_ref())
     }
+
+    /// The children, taken out (to rebuild the container with some of them replaced).
+    pub fn into_modules(self) -> Vec<Box<dyn Module>> {
+        self.modules
+    }
 }
 
 impl Module for Sequential {

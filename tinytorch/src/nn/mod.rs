@@ -32,7 +32,7 @@ pub use flatten::{Flatten, Identity};
 pub use linear::Linear;
 pub use loss::{CrossEntropyLoss, MSELoss};
 pub use mlp::{GeluMlp, SwiGlu};
-pub use module::{prefixed, Module};
+pub use module::{prefixed, AsAny, Module};
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
 pub use position::{

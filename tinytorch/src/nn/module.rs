@@ -4,12 +4,34 @@
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
+use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
+
+/// A module seen as `Any`, so that code which rewrites a model by layer type (quantization
+/// swapping `Linear` for its int8 form, like PyTorch's `type(m) is nn.Linear`) can downcast
+/// it. Every `'static` type has it; call it on a `&dyn Module`, not on a `Box` (a `Box` is
+/// itself `Any`).
+pub trait AsAny: Any {
+    /// `self` as `&dyn Any`.
+    fn as_any(&self) -> &dyn Any;
+    /// The box as `Box<dyn Any>`, to take the module out by value.
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
 
 /// A layer or model. Parameters are tensor handles that require grad; optimizers update them
 /// in place, so `load_state_dict` copies values into the existing handles. `Send + Sync` so
 /// that a training step can run on a compute thread (`parallel::run`).
-pub trait Module: Send + Sync {
+pub trait Module: AsAny + Send + Sync {
     /// The forward pass (`module(x)`).
     fn forward(&self, x: &Tensor) -> Result<Tensor>;
 

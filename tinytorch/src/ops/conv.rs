@@ -328,7 +328,7 @@ fn check_conv_shapes(
 }
 
 /// Resolve `padding` into `(top, bottom, left, right)`.
-fn resolve_padding(
+pub(crate) fn resolve_padding(
     op: &'static str,
     padding: ConvPadding,
     kernel: [usize; 2],

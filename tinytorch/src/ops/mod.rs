@@ -22,6 +22,7 @@ mod softmax;
 mod unary;
 mod view;
 
+pub(crate) use conv::{resolve_padding, window_count};
 pub use conv::{set_direct_convolution, set_winograd_convolution, ConvPadding};
 pub(crate) use dropout::check_dropout_p;
 pub use dropout::dropout;

@@ -1,158 +1,200 @@
-//! Dynamically quantized Linear (`torch.ao.quantization.quantize_dynamic` of `nn.Linear`):
-//! int8 weights quantized once (symmetric, per output channel), activations quantized on
-//! every call from their own range (affine u8, per tensor), an int8 product with i32 sums
-//! ([`super::gemm`]), and the result scaled back to f32 with the bias added.
+//! Quantized Linear layers. Dynamic (`torch.ao.nn.quantized.dynamic.Linear`, what
+//! `quantize_dynamic` makes of `nn.Linear`): int8 weights, activations quantized on every call
+//! from their own range, f32 out. Static (`torch.ao.nn.quantized.Linear`, and `LinearReLU`
+//! with `relu`): activations quantized with parameters calibrated beforehand, the output
+//! requantized to its calibrated parameters, so every value that leaves the layer is one of
+//! 256 levels, as in PyTorch's int8 model. Both take and return f32 tensors: the input's
+//! quantization (PyTorch's `QuantStub`) and the output's dequantization are part of the layer.
 
-use super::gemm::{gemm_u8i8, PackedWeight};
-use super::observer::MinMaxObserver;
-use super::qparams::{QTensor, QuantRange};
+use super::activation::{quantize_rows, Affine};
+use super::gemm::Kernel;
+use super::weight::{bias_values, quantize_per_channel, Epilogue, Int8Weight};
 use crate::error::{Error, Result};
 use crate::nn::{Linear, Module};
-use crate::tensor::{DType, Device, Tensor};
-use rayon::prelude::*;
+use crate::tensor::{DType, Tensor};
 
-/// A Linear layer with int8 weights, run in int8 (see the module docs).
+/// `x`'s values as rows of `k` features (f32 on the CPU, last dimension `k`), and the number
+/// of rows.
+pub(super) fn input_rows(op: &'static str, x: &Tensor, k: usize) -> Result<(Vec<f32>, usize)> {
+    if x.ndim() == 0 || x.shape()[x.ndim() - 1] != k {
+        return Err(Error::shape(
+            op,
+            format!("input of shape {:?} for {k} input features", x.shape()),
+        ));
+    }
+    check_f32_cpu(op, x)?;
+    let values = x.contiguous()?.to_vec::<f32>()?;
+    let rows = values.len() / k.max(1);
+    Ok((values, rows))
+}
+
+/// Quantized layers run on f32 CPU tensors.
+pub(super) fn check_f32_cpu(op: &'static str, x: &Tensor) -> Result<()> {
+    if !x.device().is_cpu() || x.dtype() != DType::F32 {
+        return Err(Error::invalid(
+            op,
+            format!(
+                "runs on f32 CPU tensors, got {} on {}",
+                x.dtype(),
+                x.device()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `values` (rows of `n`) in `x`'s shape with the last dimension `n`.
+fn with_features(x: &Tensor, values: Vec<f32>, n: usize) -> Result<Tensor> {
+    let mut shape = x.shape().to_vec();
+    *shape.last_mut().expect("checked by input_rows") = n;
+    Tensor::from_vec(values, &shape)
+}
+
+/// The int8 weights of `linear`.
+fn linear_weight(op: &'static str, linear: &Linear) -> Result<Int8Weight> {
+    let (values, scales) = quantize_per_channel(&linear.weight)?;
+    let (n, k) = (linear.weight.shape()[0], linear.weight.shape()[1]);
+    Int8Weight::new(
+        op,
+        &values,
+        n,
+        k,
+        scales,
+        bias_values(linear.bias.as_ref())?,
+    )
+}
+
+/// A dynamically quantized Linear layer (see the module docs).
 #[derive(Clone, Debug)]
 pub struct DynamicQuantLinear {
-    weight: PackedWeight,
-    /// One scale per output feature.
-    weight_scales: Vec<f32>,
-    bias: Option<Vec<f32>>,
-    /// Run the portable kernel even where VNNI is available (for testing and comparison).
-    pub portable: bool,
+    pub(super) weight: Int8Weight,
+    /// The kernel of the int8 product (`Auto`: the fastest this CPU has).
+    pub kernel: Kernel,
 }
 
 impl DynamicQuantLinear {
+    const OP: &'static str = "dynamic quantized linear";
+
     /// Quantize `linear`'s weight per output channel (symmetric int8, PyTorch's
     /// `PerChannelMinMaxObserver`) and keep its bias in f32.
     pub fn from_linear(linear: &Linear) -> Result<DynamicQuantLinear> {
-        let w = linear.weight.detach().to_device(Device::Cpu)?;
-        let (n, k) = (w.shape()[0], w.shape()[1]);
-        let mut obs = MinMaxObserver::per_channel(0);
-        obs.observe(&w)?;
-        let q = QTensor::quantize(&w, &obs.symmetric_qparams(QuantRange::int8(false))?)?;
-        let bias = match &linear.bias {
-            Some(b) => Some(b.detach().to_dtype(DType::F32)?.to_vec::<f32>()?),
-            None => None,
-        };
         Ok(DynamicQuantLinear {
-            weight: PackedWeight::pack(&q.values, n, k),
-            weight_scales: q.params.scales,
-            bias,
-            portable: false,
+            weight: linear_weight(Self::OP, linear)?,
+            kernel: Kernel::Auto,
         })
+    }
+
+    /// The layer from stored parts (see `Int8Weight::new`).
+    pub(super) fn from_weight(weight: Int8Weight) -> DynamicQuantLinear {
+        DynamicQuantLinear {
+            weight,
+            kernel: Kernel::Auto,
+        }
     }
 
     /// Input features.
     pub fn in_features(&self) -> usize {
-        self.weight.k
+        self.weight.k()
     }
 
     /// Output features.
     pub fn out_features(&self) -> usize {
-        self.weight.n
+        self.weight.n()
     }
 
     /// Bytes of the int8 weights, their scales and the bias.
     pub fn weight_bytes(&self) -> usize {
-        self.weight.k * self.weight.n
-            + 4 * (self.weight_scales.len() + self.bias.as_ref().map_or(0, Vec::len))
+        self.weight.bytes()
     }
-}
-
-/// The smallest and largest of `values` and 0, in 16 lanes so that it vectorises.
-fn range_with_zero(values: &[f32]) -> (f32, f32) {
-    let (mut lo, mut hi) = ([0.0f32; 16], [0.0f32; 16]);
-    let chunks = values.chunks_exact(16);
-    let rest = chunks.remainder();
-    for c in chunks {
-        for i in 0..16 {
-            lo[i] = lo[i].min(c[i]);
-            hi[i] = hi[i].max(c[i]);
-        }
-    }
-    let fold = |a: &[f32], f: fn(f32, f32) -> f32| a.iter().copied().fold(0.0, f);
-    let (lo, hi) = (fold(&lo, f32::min), fold(&hi, f32::max));
-    (fold(rest, f32::min).min(lo), fold(rest, f32::max).max(hi))
-}
-
-/// `x` rounded to the nearest integer, ties to even, for `|x| < 2^22`: adding and removing
-/// 1.5 * 2^23 leaves no fraction bits, and the FPU's default rounding is to nearest even.
-/// (`f32::round_ties_even` is a libm call on x86-64 without SSE4.1: ten times slower, and
-/// it was most of a small layer's time.)
-#[inline]
-fn round_half_even(x: f32) -> f32 {
-    const MAGIC: f32 = 12_582_912.0;
-    (x + MAGIC) - MAGIC
 }
 
 impl Module for DynamicQuantLinear {
     /// `x` of shape `(..., in_features)`, f32 on the CPU, to `(..., out_features)` f32.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        const OP: &str = "quantized linear";
-        let (k, n) = (self.weight.k, self.weight.n);
-        if x.ndim() == 0 || x.shape()[x.ndim() - 1] != k {
-            return Err(Error::shape(
-                OP,
-                format!("input of shape {:?} for {k} input features", x.shape()),
-            ));
+        let (values, m) = input_rows(Self::OP, x, self.in_features())?;
+        let act = Affine::of_values(&values);
+        let a = quantize_rows(&values, self.in_features(), act);
+        let out = self.weight.run(&a, m, act, Epilogue::Float, self.kernel);
+        with_features(x, out, self.out_features())
+    }
+
+    /// None: the int8 weights are not trained.
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        Vec::new()
+    }
+}
+
+/// A statically quantized Linear layer, with the ReLU after it fused when `relu` (see the
+/// module docs).
+#[derive(Clone, Debug)]
+pub struct QuantLinear {
+    pub(super) weight: Int8Weight,
+    /// The calibrated parameters of the input.
+    pub input: Affine,
+    /// The calibrated parameters of the output.
+    pub output: Affine,
+    /// Whether the ReLU that followed the float layer is fused in.
+    pub relu: bool,
+    /// The kernel of the int8 product (`Auto`: the fastest this CPU has).
+    pub kernel: Kernel,
+}
+
+impl QuantLinear {
+    const OP: &'static str = "quantized linear";
+
+    /// Quantize `linear` with calibrated input and output parameters.
+    pub fn from_linear(
+        linear: &Linear,
+        input: Affine,
+        output: Affine,
+        relu: bool,
+    ) -> Result<QuantLinear> {
+        Ok(QuantLinear::from_weight(
+            linear_weight(Self::OP, linear)?,
+            input,
+            output,
+            relu,
+        ))
+    }
+
+    pub(super) fn from_weight(
+        weight: Int8Weight,
+        input: Affine,
+        output: Affine,
+        relu: bool,
+    ) -> QuantLinear {
+        QuantLinear {
+            weight,
+            input,
+            output,
+            relu,
+            kernel: Kernel::Auto,
         }
-        if !x.device().is_cpu() || x.dtype() != DType::F32 {
-            return Err(Error::invalid(
-                OP,
-                format!(
-                    "runs on f32 CPU tensors, got {} on {}",
-                    x.dtype(),
-                    x.device()
-                ),
-            ));
-        }
-        let values = x.contiguous()?.to_vec::<f32>()?;
-        let m = values.len() / k.max(1);
-        // Affine u8 parameters from this batch's range (widened to include 0).
-        let (lo, hi) = range_with_zero(&values);
-        let scale = ((hi - lo) / 255.0).max(f32::EPSILON);
-        let zero_point = (-(lo / scale).round_ties_even()).clamp(0.0, 255.0) as i32;
-        let inv = 1.0 / scale;
-        let k4 = k.next_multiple_of(4);
-        let mut a = vec![0u8; m * k4];
-        // Rows in parallel once there is enough work to share (16 Ki elements a task).
-        let min_rows = (1 << 14) / k.max(1) + 1;
-        a.par_chunks_mut(k4)
-            .zip(values.par_chunks(k))
-            .with_min_len(min_rows)
-            .for_each(|(row, src)| {
-                let zp = zero_point as f32;
-                for (q, &v) in row.iter_mut().zip(src) {
-                    // `max` first: it maps NaN to 0, so `t` is an integer in [0, 255]
-                    // (`clamp` would keep a NaN).
-                    #[allow(clippy::manual_clamp)]
-                    let t = (round_half_even(v * inv) + zp).max(0.0).min(255.0);
-                    // SAFETY: `t` is finite and in range for i32.
-                    *q = unsafe { t.to_int_unchecked::<i32>() } as u8;
-                }
-            });
-        let mut acc = vec![0i32; m * n];
-        gemm_u8i8(&a, k4, m, &self.weight, &mut acc, self.portable);
-        let mut out = vec![0.0f32; m * n];
-        let zero = vec![0.0f32; n];
-        let bias = self.bias.as_deref().unwrap_or(&zero);
-        out.par_chunks_mut(n)
-            .zip(acc.par_chunks(n))
-            .with_min_len((1 << 14) / n.max(1) + 1)
-            .for_each(|(o_row, acc_row)| {
-                let columns = acc_row
-                    .iter()
-                    .zip(&self.weight.col_sums)
-                    .zip(&self.weight_scales)
-                    .zip(bias);
-                for (o, (((&sum, &col_sum), &w_scale), &b)) in o_row.iter_mut().zip(columns) {
-                    *o = scale * w_scale * (sum - zero_point * col_sum) as f32 + b;
-                }
-            });
-        let mut shape = x.shape().to_vec();
-        *shape.last_mut().expect("checked above") = n;
-        Tensor::from_vec(out, &shape)
+    }
+
+    /// Input features.
+    pub fn in_features(&self) -> usize {
+        self.weight.k()
+    }
+
+    /// Output features.
+    pub fn out_features(&self) -> usize {
+        self.weight.n()
+    }
+}
+
+impl Module for QuantLinear {
+    /// `x` of shape `(..., in_features)`, f32 on the CPU, to `(..., out_features)` f32 values
+    /// on the output's 256 levels.
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let (values, m) = input_rows(Self::OP, x, self.in_features())?;
+        let a = quantize_rows(&values, self.in_features(), self.input);
+        let epilogue = Epilogue::Requantize {
+            out: self.output,
+            relu: self.relu,
+        };
+        let out = self.weight.run(&a, m, self.input, epilogue, self.kernel);
+        with_features(x, out, self.out_features())
     }
 
     /// None: the int8 weights are not trained.

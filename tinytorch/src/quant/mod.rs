@@ -5,11 +5,21 @@
 //! quantized Linear (`DynamicQuantLinear`). Still to come: static quantization of Linear and
 //! Conv2d, converting whole models, and the `tinytorch quantize` command.
 
+mod activation;
+mod conv;
+mod convert;
+mod file;
 pub mod gemm;
 mod linear;
 pub mod observer;
 pub mod qparams;
+mod weight;
 
-pub use linear::DynamicQuantLinear;
+pub use activation::Affine;
+pub use conv::QuantConv2d;
+pub use convert::{convert_static, quantize_dynamic, Calibration, ObserverKind};
+pub use file::{file_metadata, load_quantized, save_quantized, INT8_FORMAT, INT8_VERSION};
+pub use gemm::Kernel;
+pub use linear::{DynamicQuantLinear, QuantLinear};
 pub use observer::{MinMaxObserver, PercentileObserver};
 pub use qparams::{QParams, QTensor, QuantRange};

@@ -30,6 +30,11 @@ impl QuantRange {
             }
         }
     }
+
+    /// uint8, `[0, 255]`: affine activations (`quint8`).
+    pub fn uint8() -> QuantRange {
+        QuantRange { qmin: 0, qmax: 255 }
+    }
 }
 
 /// `torch.finfo(torch.float32).eps`: the smallest scale an observer returns.

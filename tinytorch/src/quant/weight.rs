@@ -1,0 +1,165 @@
+//! The weight side of an int8 layer: int8 weights (symmetric, one scale per output channel)
+//! packed for the kernels, the f32 bias, and the product with u8 activations followed by the
+//! epilogue that turns the i32 sums into reals.
+
+use super::activation::{Affine, MIN_TASK};
+use super::gemm::{gemm_u8i8, Kernel, PackedWeight};
+use super::observer::MinMaxObserver;
+use super::qparams::{QTensor, QuantRange};
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Device, Tensor};
+use rayon::prelude::*;
+
+/// What becomes of the i32 sums.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Epilogue {
+    /// The reals, in f32 (dynamic quantization).
+    Float,
+    /// Requantized to the output's u8 parameters (static quantization), optionally with a
+    /// fused ReLU (the integers clamped at the zero point), and returned as the reals those
+    /// integers stand for.
+    Requantize {
+        /// The output's parameters.
+        out: Affine,
+        /// Clamp at zero.
+        relu: bool,
+    },
+}
+
+/// Int8 weights of `n` output channels by `k` inputs, their scales and the f32 bias.
+#[derive(Clone, Debug)]
+pub(super) struct Int8Weight {
+    packed: PackedWeight,
+    /// One scale per output channel.
+    pub scales: Vec<f32>,
+    /// One value per output channel, if the layer has a bias.
+    pub bias: Option<Vec<f32>>,
+}
+
+/// `weight`'s integers (row-major) and one scale per output channel (dim 0), symmetric int8
+/// as PyTorch's `PerChannelMinMaxObserver(qscheme=torch.per_channel_symmetric)` gives them.
+pub(super) fn quantize_per_channel(weight: &Tensor) -> Result<(Vec<i8>, Vec<f32>)> {
+    let w = weight.detach().to_device(Device::Cpu)?;
+    let mut obs = MinMaxObserver::per_channel(0);
+    obs.observe(&w)?;
+    let q = QTensor::quantize(&w, &obs.symmetric_qparams(QuantRange::int8(false))?)?;
+    Ok((q.values, q.params.scales))
+}
+
+/// `bias` as f32 values on the host.
+pub(super) fn bias_values(bias: Option<&Tensor>) -> Result<Option<Vec<f32>>> {
+    bias.map(|b| b.detach().to_dtype(DType::F32)?.to_vec::<f32>())
+        .transpose()
+}
+
+impl Int8Weight {
+    /// Weights from `values` (`n` rows of `k`), with `scales` and `bias` of `n` entries; `op`
+    /// names the caller in errors.
+    pub fn new(
+        op: &'static str,
+        values: &[i8],
+        n: usize,
+        k: usize,
+        scales: Vec<f32>,
+        bias: Option<Vec<f32>>,
+    ) -> Result<Int8Weight> {
+        let bad_bias = bias.as_ref().is_some_and(|b| b.len() != n);
+        if values.len() != n * k || scales.len() != n || bad_bias {
+            return Err(Error::shape(
+                op,
+                format!(
+                    "{} weights, {} scales and {:?} biases for {n} outputs of {k} inputs",
+                    values.len(),
+                    scales.len(),
+                    bias.as_ref().map(Vec::len)
+                ),
+            ));
+        }
+        if let Some(s) = scales.iter().find(|s| !(s.is_finite() && **s > 0.0)) {
+            return Err(Error::invalid(
+                op,
+                format!("weight scale {s} is not positive"),
+            ));
+        }
+        Ok(Int8Weight {
+            packed: PackedWeight::pack(values, n, k),
+            scales,
+            bias,
+        })
+    }
+
+    /// Output channels.
+    pub fn n(&self) -> usize {
+        self.packed.n
+    }
+
+    /// Inputs per output channel.
+    pub fn k(&self) -> usize {
+        self.packed.k
+    }
+
+    /// The integers, `n` rows of `k`.
+    pub fn values(&self) -> Vec<i8> {
+        self.packed.unpack()
+    }
+
+    /// Bytes of the integers, the scales and the bias.
+    pub fn bytes(&self) -> usize {
+        self.n() * self.k() + 4 * (self.scales.len() + self.bias.as_ref().map_or(0, Vec::len))
+    }
+
+    /// `a` (`m` rows of `k` u8, each padded to a multiple of 4, standing for reals with
+    /// `act`) times the weights, through `epilogue`: `m x n` f32, row-major.
+    pub fn run(
+        &self,
+        a: &[u8],
+        m: usize,
+        act: Affine,
+        epilogue: Epilogue,
+        kernel: Kernel,
+    ) -> Vec<f32> {
+        let n = self.n();
+        let mut acc = vec![0i32; m * n];
+        gemm_u8i8(
+            a,
+            self.k().next_multiple_of(4),
+            m,
+            &self.packed,
+            &mut acc,
+            kernel,
+        );
+        // Per column: the real value of one unit of the sum, and the zero point's share.
+        let mult: Vec<f32> = self.scales.iter().map(|s| act.scale * s).collect();
+        let offset: Vec<i32> = self
+            .packed
+            .col_sums
+            .iter()
+            .map(|s| act.zero_point * s)
+            .collect();
+        let zero = vec![0.0f32; n];
+        let bias = self.bias.as_deref().unwrap_or(&zero);
+        let mut out = vec![0.0f32; m * n];
+        out.par_chunks_mut(n.max(1))
+            .zip(acc.par_chunks(n.max(1)))
+            .with_min_len(MIN_TASK / n.max(1) + 1)
+            .for_each(|(o_row, acc_row)| {
+                let columns = acc_row.iter().zip(&offset).zip(&mult).zip(bias);
+                match epilogue {
+                    Epilogue::Float => {
+                        for (o, (((&sum, &off), &mul), &b)) in o_row.iter_mut().zip(columns) {
+                            *o = mul * (sum - off) as f32 + b;
+                        }
+                    }
+                    Epilogue::Requantize { out, relu } => {
+                        let inv = 1.0 / out.scale;
+                        let lo = if relu { out.zero_point as f32 } else { 0.0 };
+                        for (o, (((&sum, &off), &mul), &b)) in o_row.iter_mut().zip(columns) {
+                            let q = out.quantize((sum - off) as f32 * mul + b, inv, lo);
+                            *o = out.scale * (q as i32 - out.zero_point) as f32;
+                        }
+                    }
+                }
+            });
+        out
+    }
+}
