@@ -30,6 +30,8 @@ enum Command {
     Eval(train::EvalArgs),
     /// Prune a trained model by weight magnitude (and remove whole channels with ln-structured).
     Prune(train::PruneArgs),
+    /// Quantize a trained model to int8 (static with --calibrate N, else dynamic) and save it.
+    Quantize(train::QuantizeArgs),
     /// Distill a trained teacher into a small student, beside the student trained alone.
     Distill(train::DistillArgs),
     /// Train a GPT language model on a text file.
@@ -63,6 +65,7 @@ fn main() {
         Command::Eval(args) => train::eval_checkpoint(&args),
         Command::Distill(args) => train::distill(&args),
         Command::Prune(args) => train::prune(&args),
+        Command::Quantize(args) => train::quantize(&args),
         Command::TrainLm(args) => lm::train_lm(&args),
         Command::Generate(args) => lm::generate(&args),
         Command::Bench(args) => bench::run(&args),

@@ -5,12 +5,15 @@
 mod config;
 mod data;
 mod distill;
+mod latency;
 mod prune;
+mod quantize;
 mod run;
 
 pub use config::{DatasetKind, OptimizerKind, RunConfig};
 pub use distill::{distill, DistillArgs};
 pub use prune::{prune, PruneArgs};
+pub use quantize::{quantize, QuantizeArgs};
 pub use run::{eval_checkpoint, load_trained_model, train};
 
 use clap::Args;
@@ -84,7 +87,7 @@ pub struct TrainArgs {
 /// Arguments of `tinytorch eval`.
 #[derive(Args, Debug)]
 pub struct EvalArgs {
-    /// The checkpoint to evaluate.
+    /// The checkpoint to evaluate (or an int8 model written by `tinytorch quantize`).
     #[arg(long, value_name = "CKPT")]
     pub checkpoint: PathBuf,
     /// Directory of the data set's files (default: the one recorded in the checkpoint).
@@ -93,6 +96,10 @@ pub struct EvalArgs {
     /// Print the metrics as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Also time the forward pass at batch 1 and 64 (median and 95% confidence interval)
+    /// and measure the memory a batch-64 forward takes at its peak.
+    #[arg(long)]
+    pub latency: bool,
 }
 
 impl TrainArgs {

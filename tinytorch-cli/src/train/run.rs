@@ -2,6 +2,8 @@
 //! by epoch, evaluate, log, plot, checkpoint; and the evaluation of a checkpoint.
 
 use super::data::{load_split, LoadedSplit, Split};
+use super::latency::Latency;
+use super::quantize::load_int8_model;
 use super::{EvalArgs, RunConfig, TrainArgs};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -9,9 +11,12 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Instant;
 use tinytorch::data::{DataLoader, DataLoaderOptions};
-use tinytorch::io::{load_checkpoint, load_module, save_checkpoint, Checkpoint};
+use tinytorch::io::{
+    load_checkpoint, load_module, save_checkpoint, serialize_safetensors, Checkpoint,
+};
 use tinytorch::nn::Module;
 use tinytorch::optim::Optimizer;
+use tinytorch::quant::{file_metadata, quantized_parameter_count, INT8_FORMAT};
 use tinytorch::tensor::{get_rng_state, set_rng_state, GeneratorState};
 use tinytorch::train::{
     evaluate, plot_curves, train_epoch, EpochMetrics, EpochTotals, MetricsLog, Progress, StepLimit,
@@ -33,7 +38,7 @@ struct Position {
     loader_epoch_start: Option<GeneratorState>,
 }
 
-const CONFIG_KEY: &str = "config";
+pub(super) const CONFIG_KEY: &str = "config";
 
 fn totals_to_extra(t: &EpochTotals, extra: &mut BTreeMap<String, String>) {
     // `f64::to_string` prints the shortest string that parses back to the same bits.
@@ -372,31 +377,89 @@ where
     })
 }
 
-/// Run `tinytorch eval`: the test loss and accuracy of a checkpoint's model.
+/// Parameters that are not zero (after unstructured pruning, fewer than all), int8 layers'
+/// weights counted whole.
+fn nonzero_parameters(model: &dyn Module) -> Result<usize> {
+    let mut count = quantized_parameter_count(model);
+    for p in model.parameters() {
+        let values = p
+            .detach()
+            .to_dtype(tinytorch::DType::F32)?
+            .to_vec::<f32>()?;
+        count += values.iter().filter(|v| **v != 0.0).count();
+    }
+    Ok(count)
+}
+
+/// Bytes of the model alone, stored: an int8 file's size, or the size of the float state
+/// dict as a safetensors file (a training checkpoint also holds the optimizer's state).
+fn model_bytes(path: &Path, model: &dyn Module) -> Result<u64> {
+    if quantized_parameter_count(model) > 0 {
+        return Ok(std::fs::metadata(path)?.len());
+    }
+    Ok(serialize_safetensors(&model.state_dict(), &BTreeMap::new())?.len() as u64)
+}
+
+/// Run `tinytorch eval`: the test loss and accuracy of a checkpoint's model, or of an int8
+/// model written by `tinytorch quantize`.
 pub fn eval_checkpoint(args: &EvalArgs) -> Result<()> {
-    let ckpt = load_checkpoint(&args.checkpoint)?;
-    let mut config = config_of(&ckpt, &args.checkpoint)?;
+    let metadata = file_metadata(&args.checkpoint)?;
+    // The model, what it is (for the message) and the same as JSON fields.
+    let (mut config, mut model, what, fields) =
+        if metadata.get("format").map(String::as_str) == Some(INT8_FORMAT) {
+            let (config, model, scheme) = load_int8_model(&args.checkpoint, &metadata)?;
+            (
+                config,
+                model,
+                format!("int8, {scheme}"),
+                json!({"int8": scheme}),
+            )
+        } else {
+            let ckpt = load_checkpoint(&args.checkpoint)?;
+            let config = config_of(&ckpt, &args.checkpoint)?;
+            let model = config.build_model(config.dataset.image_shape(), 10)?;
+            let weights = ckpt.model.into_iter().collect();
+            model.load_state_dict(&weights, true)?;
+            let (epochs, steps) = (ckpt.epoch, ckpt.step);
+            let what = format!("after {epochs} epochs ({steps} steps)");
+            (
+                config,
+                model,
+                what,
+                json!({"epochs": epochs, "steps": steps}),
+            )
+        };
     if args.data.is_some() {
         config.data = args.data.clone();
     }
     let test = load_split(&config, Split::Test)?;
-    let mut model = config.build_model(test.shape, test.classes)?;
-    let weights = ckpt.model.clone().into_iter().collect();
-    model.load_state_dict(&weights, true)?;
     let (loss, acc) = evaluate(model.as_mut(), test.batches(1000)?)?;
+    let latency = if args.latency {
+        Some(Latency::measure(model.as_ref(), &test)?)
+    } else {
+        None
+    };
     if args.json {
-        println!(
-            "{}",
-            json!({"test_loss": loss, "test_acc": acc, "epochs": ckpt.epoch, "steps": ckpt.step})
-        );
+        let parameters = model.num_parameters() + quantized_parameter_count(model.as_ref());
+        let mut out = json!({"test_loss": loss, "test_acc": acc, "parameters": parameters,
+                             "nonzero_parameters": nonzero_parameters(model.as_ref())?,
+                             "model_bytes": model_bytes(&args.checkpoint, model.as_ref())?});
+        let fields = [Some(fields), latency.as_ref().map(Latency::to_json)];
+        for more in fields.into_iter().flatten() {
+            if let serde_json::Value::Object(more) = more {
+                out.as_object_mut().expect("an object").extend(more);
+            }
+        }
+        println!("{out}");
     } else {
         println!(
-            "{} after {} epochs ({} steps): test loss {loss:.4}, test accuracy {}",
+            "{} {what}: test loss {loss:.4}, test accuracy {}",
             config.model,
-            ckpt.epoch,
-            ckpt.step,
             percent(acc)
         );
+        if let Some(latency) = latency {
+            println!("{}", latency.describe());
+        }
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 
 use super::qparams::{QParams, QuantRange};
 use crate::error::{Error, Result};
+use crate::tensor::memory::CountedBytes;
 use rayon::prelude::*;
 
 /// Affine u8 parameters of an activation: `real = scale * (q - zero_point)`, `q` in
@@ -97,10 +98,12 @@ pub(super) fn round_half_even(x: f32) -> f32 {
 pub(super) const MIN_TASK: usize = 1 << 14;
 
 /// Quantize `values` (rows of `k`) with `act` into rows of `k` rounded up to a multiple of 4
-/// (the padding bytes are 0; they meet zero weights).
-pub(super) fn quantize_rows(values: &[f32], k: usize, act: Affine) -> Vec<u8> {
+/// (the padding bytes are 0; they meet zero weights), counted in the memory statistics while
+/// the guard lives.
+pub(super) fn quantize_rows(values: &[f32], k: usize, act: Affine) -> (Vec<u8>, CountedBytes) {
     let k4 = k.next_multiple_of(4);
     let rows = values.len() / k.max(1);
+    let counted = CountedBytes::cpu(rows * k4);
     let mut out = vec![0u8; rows * k4];
     let inv = 1.0 / act.scale;
     out.par_chunks_mut(k4.max(1))
@@ -111,7 +114,7 @@ pub(super) fn quantize_rows(values: &[f32], k: usize, act: Affine) -> Vec<u8> {
                 *q = act.quantize(v, inv, 0.0);
             }
         });
-    out
+    (out, counted)
 }
 
 #[cfg(test)]
@@ -129,7 +132,7 @@ mod tests {
     fn rows_are_padded_and_clamped() {
         let act = Affine::from_range(0.0, 2.55);
         assert_eq!(act.zero_point, 0);
-        let q = quantize_rows(&[-5.0, 0.0, 5.0, f32::NAN, 1.0], 5, act);
+        let (q, _) = quantize_rows(&[-5.0, 0.0, 5.0, f32::NAN, 1.0], 5, act);
         assert_eq!(q.len(), 8);
         assert_eq!(&q[..5], &[0, 0, 255, 0, 100]);
         assert_eq!(&q[5..], &[0, 0, 0]);

@@ -12,6 +12,7 @@ use super::weight::{bias_values, quantize_per_channel, Epilogue, Int8Weight};
 use crate::error::{Error, Result};
 use crate::nn::{Conv2d, Module};
 use crate::ops::{resolve_padding, window_count};
+use crate::tensor::memory::CountedBytes;
 use crate::tensor::Tensor;
 use rayon::prelude::*;
 
@@ -180,6 +181,8 @@ impl Module for QuantConv2d {
         let image = self.quantize_padded(&values, [n, c, h, w]);
         let (positions, k) = (oh * ow, kh * kw * c);
         let k4 = k.next_multiple_of(4);
+        // The input's copy, the u8 image and its unfolded rows, in the memory statistics.
+        let _scratch = CountedBytes::cpu(4 * values.len() + image.len() + n * positions * k4);
         let mut rows = vec![0u8; n * positions * k4];
         rows.par_chunks_mut(k4)
             .enumerate()

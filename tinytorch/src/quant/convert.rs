@@ -250,6 +250,27 @@ pub(super) fn for_each_layer(
     }
 }
 
+/// The number of weights and biases in `model`'s int8 layers (which `num_parameters` does not
+/// count: they are not trained).
+pub fn quantized_parameter_count(model: &dyn Module) -> usize {
+    let mut count = 0;
+    let _ = for_each_layer(model, "", &mut |_, m| {
+        let any = m.as_any();
+        let weight = if let Some(q) = any.downcast_ref::<DynamicQuantLinear>() {
+            &q.weight
+        } else if let Some(q) = any.downcast_ref::<QuantLinear>() {
+            &q.weight
+        } else if let Some(q) = any.downcast_ref::<QuantConv2d>() {
+            &q.weight
+        } else {
+            return Ok(());
+        };
+        count += weight.n() * weight.k() + weight.bias.as_ref().map_or(0, Vec::len);
+        Ok(())
+    });
+    count
+}
+
 /// `torch.ao.quantization.quantize_dynamic(model, {nn.Linear}, dtype=torch.qint8)`: every
 /// `Linear` becomes a [`DynamicQuantLinear`].
 pub fn quantize_dynamic(model: Box<dyn Module>) -> Result<Box<dyn Module>> {

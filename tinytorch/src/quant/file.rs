@@ -177,8 +177,9 @@ pub fn save_quantized(
 /// header only: tells an int8 model (`format` = [`INT8_FORMAT`]) from a checkpoint.
 pub fn file_metadata(path: impl AsRef<Path>) -> Result<BTreeMap<String, String>> {
     let path = path.as_ref();
-    let bytes = read(path)?;
-    let (_, header) = SafeTensors::read_metadata(&bytes).map_err(|e| bad_file(path, e))?;
+    let bytes = read("file_metadata", path)?;
+    let (_, header) = SafeTensors::read_metadata(&bytes)
+        .map_err(|e| Error::invalid("file_metadata", format!("'{}': {e}", path.display())))?;
     Ok(header
         .metadata()
         .clone()
@@ -187,13 +188,9 @@ pub fn file_metadata(path: impl AsRef<Path>) -> Result<BTreeMap<String, String>>
         .collect())
 }
 
-fn read(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| {
-        Error::invalid(
-            "load_quantized",
-            format!("cannot read '{}': {e}", path.display()),
-        )
-    })
+fn read(op: &'static str, path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path)
+        .map_err(|e| Error::invalid(op, format!("cannot read '{}': {e}", path.display())))
 }
 
 fn bad_file(path: &Path, problem: impl std::fmt::Display) -> Error {
@@ -293,7 +290,7 @@ pub fn load_quantized(
     model: Box<dyn Module>,
 ) -> Result<(Box<dyn Module>, BTreeMap<String, String>)> {
     let path = path.as_ref();
-    let bytes = read(path)?;
+    let bytes = read("load_quantized", path)?;
     let metadata = file_metadata(path)?;
     if metadata.get("format").map(String::as_str) != Some(INT8_FORMAT) {
         return Err(bad_file(

@@ -65,6 +65,11 @@ impl PackedWeight {
         }
     }
 
+    /// Bytes of the packed weights and column sums.
+    pub fn bytes(&self) -> usize {
+        self.data.len() + 4 * self.col_sums.len()
+    }
+
     /// The weights back as `n x k` rows (the inverse of `pack`).
     pub fn unpack(&self) -> Vec<i8> {
         let mut weight = vec![0i8; self.n * self.k];

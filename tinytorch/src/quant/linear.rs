@@ -11,11 +11,16 @@ use super::gemm::Kernel;
 use super::weight::{bias_values, quantize_per_channel, Epilogue, Int8Weight};
 use crate::error::{Error, Result};
 use crate::nn::{Linear, Module};
+use crate::tensor::memory::CountedBytes;
 use crate::tensor::{DType, Tensor};
 
-/// `x`'s values as rows of `k` features (f32 on the CPU, last dimension `k`), and the number
-/// of rows.
-pub(super) fn input_rows(op: &'static str, x: &Tensor, k: usize) -> Result<(Vec<f32>, usize)> {
+/// `x`'s values as rows of `k` features (f32 on the CPU, last dimension `k`), the number of
+/// rows, and the copy's bytes in the memory statistics.
+pub(super) fn input_rows(
+    op: &'static str,
+    x: &Tensor,
+    k: usize,
+) -> Result<(Vec<f32>, usize, CountedBytes)> {
     if x.ndim() == 0 || x.shape()[x.ndim() - 1] != k {
         return Err(Error::shape(
             op,
@@ -25,7 +30,8 @@ pub(super) fn input_rows(op: &'static str, x: &Tensor, k: usize) -> Result<(Vec<
     check_f32_cpu(op, x)?;
     let values = x.contiguous()?.to_vec::<f32>()?;
     let rows = values.len() / k.max(1);
-    Ok((values, rows))
+    let counted = CountedBytes::cpu(4 * values.len());
+    Ok((values, rows, counted))
 }
 
 /// Quantized layers run on f32 CPU tensors.
@@ -111,9 +117,9 @@ impl DynamicQuantLinear {
 impl Module for DynamicQuantLinear {
     /// `x` of shape `(..., in_features)`, f32 on the CPU, to `(..., out_features)` f32.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let (values, m) = input_rows(Self::OP, x, self.in_features())?;
+        let (values, m, _copy) = input_rows(Self::OP, x, self.in_features())?;
         let act = Affine::of_values(&values);
-        let a = quantize_rows(&values, self.in_features(), act);
+        let (a, _counted) = quantize_rows(&values, self.in_features(), act);
         let out = self.weight.run(&a, m, act, Epilogue::Float, self.kernel);
         with_features(x, out, self.out_features())
     }
@@ -187,8 +193,8 @@ impl Module for QuantLinear {
     /// `x` of shape `(..., in_features)`, f32 on the CPU, to `(..., out_features)` f32 values
     /// on the output's 256 levels.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let (values, m) = input_rows(Self::OP, x, self.in_features())?;
-        let a = quantize_rows(&values, self.in_features(), self.input);
+        let (values, m, _copy) = input_rows(Self::OP, x, self.in_features())?;
+        let (a, _counted) = quantize_rows(&values, self.in_features(), self.input);
         let epilogue = Epilogue::Requantize {
             out: self.output,
             relu: self.relu,

@@ -17,7 +17,9 @@ mod weight;
 
 pub use activation::Affine;
 pub use conv::QuantConv2d;
-pub use convert::{convert_static, quantize_dynamic, Calibration, ObserverKind};
+pub use convert::{
+    convert_static, quantize_dynamic, quantized_parameter_count, Calibration, ObserverKind,
+};
 pub use file::{file_metadata, load_quantized, save_quantized, INT8_FORMAT, INT8_VERSION};
 pub use gemm::Kernel;
 pub use linear::{DynamicQuantLinear, QuantLinear};

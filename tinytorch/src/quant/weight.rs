@@ -7,6 +7,7 @@ use super::gemm::{gemm_u8i8, Kernel, PackedWeight};
 use super::observer::MinMaxObserver;
 use super::qparams::{QTensor, QuantRange};
 use crate::error::{Error, Result};
+use crate::tensor::memory::CountedBytes;
 use crate::tensor::{DType, Device, Tensor};
 use rayon::prelude::*;
 
@@ -30,6 +31,8 @@ pub(super) enum Epilogue {
 #[derive(Clone, Debug)]
 pub(super) struct Int8Weight {
     packed: PackedWeight,
+    /// The packed bytes, in the memory statistics.
+    _counted: CountedBytes,
     /// One scale per output channel.
     pub scales: Vec<f32>,
     /// One value per output channel, if the layer has a bias.
@@ -81,8 +84,10 @@ impl Int8Weight {
                 format!("weight scale {s} is not positive"),
             ));
         }
+        let packed = PackedWeight::pack(values, n, k);
         Ok(Int8Weight {
-            packed: PackedWeight::pack(values, n, k),
+            _counted: CountedBytes::cpu(packed.bytes()),
+            packed,
             scales,
             bias,
         })
@@ -119,6 +124,8 @@ impl Int8Weight {
         kernel: Kernel,
     ) -> Vec<f32> {
         let n = self.n();
+        // The sums and the output, beside the caller's u8 rows (counted by the caller).
+        let _scratch = CountedBytes::cpu(8 * m * n);
         let mut acc = vec![0i32; m * n];
         gemm_u8i8(
             a,

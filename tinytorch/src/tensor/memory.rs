@@ -67,3 +67,32 @@ pub fn reset_peak_memory_stats(device: Device) {
     c.peak
         .store(c.now.load(Ordering::Relaxed), Ordering::Relaxed);
 }
+
+/// CPU bytes that are not tensor storage but belong in the statistics (an int8 layer's
+/// packed weights and its scratch buffers), counted while this lives, so that the memory of a
+/// model that is not made of tensors alone is measured like any other's.
+#[derive(Debug)]
+pub struct CountedBytes {
+    bytes: usize,
+}
+
+impl CountedBytes {
+    /// Count `bytes` of CPU memory until the guard drops.
+    pub fn cpu(bytes: usize) -> CountedBytes {
+        allocated(Device::Cpu, bytes);
+        CountedBytes { bytes }
+    }
+}
+
+impl Clone for CountedBytes {
+    /// A clone counts the bytes once more (it stands for a copy of the memory).
+    fn clone(&self) -> CountedBytes {
+        CountedBytes::cpu(self.bytes)
+    }
+}
+
+impl Drop for CountedBytes {
+    fn drop(&mut self) {
+        freed(Device::Cpu, self.bytes);
+    }
+}
