@@ -5,8 +5,8 @@
 //! int8 weights in the same `(i, j, c)` order, and requantized to the output's calibrated
 //! parameters. Takes and returns f32 NCHW tensors, like `QuantLinear`.
 
-use super::activation::{Affine, MIN_TASK};
-use super::gemm::Kernel;
+use super::activation::Affine;
+use super::gemm::{gemm_u8i8_serial, Kernel};
 use super::linear::check_f32_cpu;
 use super::weight::{bias_values, quantize_per_channel, Epilogue, Int8Weight};
 use crate::error::{Error, Result};
@@ -15,6 +15,7 @@ use crate::ops::{resolve_padding, window_count};
 use crate::tensor::memory::CountedBytes;
 use crate::tensor::Tensor;
 use rayon::prelude::*;
+use std::cell::RefCell;
 
 /// A statically quantized 2-D convolution with one group (see the module docs).
 #[derive(Clone, Debug)]
@@ -179,53 +180,65 @@ impl Module for QuantConv2d {
         }
         let values = x.contiguous()?.to_vec::<f32>()?;
         let image = self.quantize_padded(&values, [n, c, h, w]);
-        let (positions, k) = (oh * ow, kh * kw * c);
-        let k4 = k.next_multiple_of(4);
-        // The input's copy, the u8 image and its unfolded rows, in the memory statistics.
-        let _scratch = CountedBytes::cpu(4 * values.len() + image.len() + n * positions * k4);
-        let mut rows = vec![0u8; n * positions * k4];
-        rows.par_chunks_mut(k4)
-            .enumerate()
-            .with_min_len(MIN_TASK / k4 + 1)
-            .for_each(|(r, row)| {
-                let (b, p) = (r / positions, r % positions);
-                let (y0, x0) = ((p / ow) * self.stride[0], (p % ow) * self.stride[1]);
-                let img = &image[b * hp * wp * c..(b + 1) * hp * wp * c];
-                for i in 0..kh {
-                    let y = y0 + i * self.dilation[0];
-                    if self.dilation[1] == 1 {
-                        // The kernel row's kw pixels are adjacent: one copy of kw * C bytes.
-                        let src = (y * wp + x0) * c;
-                        row[i * kw * c..(i + 1) * kw * c].copy_from_slice(&img[src..src + kw * c]);
-                    } else {
-                        for j in 0..kw {
-                            let src = (y * wp + x0 + j * self.dilation[1]) * c;
-                            let dst = (i * kw + j) * c;
-                            row[dst..dst + c].copy_from_slice(&img[src..src + c]);
-                        }
-                    }
-                }
-            });
-        let epilogue = Epilogue::Requantize {
-            out: self.output,
-            relu: self.relu,
+        // The input's copy and the u8 image, in the memory statistics (the blocks count
+        // their own scratch).
+        let _scratch = CountedBytes::cpu(4 * values.len() + image.len());
+        drop(values);
+        let geometry = Geometry {
+            positions: oh * ow,
+            ow,
+            wp,
+            image_bytes: hp * wp * c,
         };
-        let out = self
-            .weight
-            .run(&rows, n * positions, self.input, epilogue, self.kernel);
-        // Channels-last rows back to NCHW, one image at a time.
         let co = self.weight.n();
-        let mut nchw = vec![0.0f32; out.len()];
-        nchw.par_chunks_mut((co * positions).max(1))
-            .zip(out.par_chunks((co * positions).max(1)))
-            .for_each(|(dst, src)| {
-                for (p, pixel) in src.chunks_exact(co).enumerate() {
-                    for (o, &v) in pixel.iter().enumerate() {
-                        dst[o * positions + p] = v;
+        let epilogue = self.weight.epilogue(
+            self.input,
+            Epilogue::Requantize {
+                out: self.output,
+                relu: self.relu,
+            },
+        );
+        let total = n * geometry.positions;
+        let k4 = (kh * kw * c).next_multiple_of(4);
+        let block = block_rows(k4);
+        let mut out = vec![0.0f32; n * co * geometry.positions];
+        let shared = SharedOut(out.as_mut_ptr());
+        (0..total.div_ceil(block)).into_par_iter().for_each(|b| {
+            let shared = &shared; // the whole wrapper, which is Sync
+            let first = b * block;
+            let rows = (total - first).min(block);
+            let _counted = CountedBytes::cpu(rows * (k4 + 4 * co) + 4 * co);
+            SCRATCH.with(|scratch| {
+                let scratch = &mut *scratch.borrow_mut();
+                scratch.rows.resize(rows * k4, 0);
+                scratch.sums.resize(rows * co, 0);
+                scratch.line.resize(co, 0.0);
+                self.unfold(&image, &geometry, first, &mut scratch.rows[..rows * k4]);
+                let sums = &mut scratch.sums[..rows * co];
+                gemm_u8i8_serial(
+                    &scratch.rows,
+                    k4,
+                    rows,
+                    self.weight.packed(),
+                    sums,
+                    self.kernel,
+                );
+                for (i, acc_row) in sums.chunks_exact(co).enumerate() {
+                    epilogue.apply(acc_row, &mut scratch.line);
+                    let (img, p) = (
+                        (first + i) / geometry.positions,
+                        (first + i) % geometry.positions,
+                    );
+                    let base = img * co * geometry.positions + p;
+                    for (o, &v) in scratch.line.iter().enumerate() {
+                        // SAFETY: output (img, o, p) belongs to row first + i, which only
+                        // this block computes; the index is inside `out`.
+                        unsafe { *shared.0.add(base + o * geometry.positions) = v };
                     }
                 }
             });
-        Tensor::from_vec(nchw, &[n, co, oh, ow])
+        });
+        Tensor::from_vec(out, &[n, co, oh, ow])
     }
 
     /// None: the int8 weights are not trained.
@@ -234,7 +247,69 @@ impl Module for QuantConv2d {
     }
 }
 
+/// Where output positions come from in the padded image.
+struct Geometry {
+    /// Output positions per image (`OH * OW`).
+    positions: usize,
+    /// Output width.
+    ow: usize,
+    /// Padded input width.
+    wp: usize,
+    /// Bytes of one padded channels-last image.
+    image_bytes: usize,
+}
+
+/// Output positions a block computes: about 128 KiB of unfolded rows (they stay in the core's
+/// cache from unfolding to the product), a multiple of the kernels' 6-row blocks.
+fn block_rows(k4: usize) -> usize {
+    ((1 << 17) / k4.max(1)).clamp(6, 384) / 6 * 6
+}
+
+/// A thread's reusable buffers for the blocks it computes.
+#[derive(Default)]
+struct Scratch {
+    rows: Vec<u8>,
+    sums: Vec<i32>,
+    line: Vec<f32>,
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// The output's base pointer, shared by the blocks (each writes its own positions).
+struct SharedOut(*mut f32);
+// SAFETY: the blocks write disjoint elements (see `forward`), and the output outlives them.
+unsafe impl Sync for SharedOut {}
+
 impl QuantConv2d {
+    /// Unfold output positions `first..` (one row of `kh * kw * C` bytes each, in `(i, j, c)`
+    /// order, padded to `k4`) from the padded channels-last `image`, into `rows`.
+    fn unfold(&self, image: &[u8], g: &Geometry, first: usize, rows: &mut [u8]) {
+        let [kh, kw] = self.kernel_size;
+        let c = self.in_channels;
+        let k4 = (kh * kw * c).next_multiple_of(4);
+        for (i, row) in rows.chunks_exact_mut(k4).enumerate() {
+            let (b, p) = ((first + i) / g.positions, (first + i) % g.positions);
+            let (y0, x0) = ((p / g.ow) * self.stride[0], (p % g.ow) * self.stride[1]);
+            let img = &image[b * g.image_bytes..(b + 1) * g.image_bytes];
+            for ki in 0..kh {
+                let y = y0 + ki * self.dilation[0];
+                if self.dilation[1] == 1 {
+                    // The kernel row's kw pixels are adjacent: one copy of kw * C bytes.
+                    let src = (y * g.wp + x0) * c;
+                    row[ki * kw * c..(ki + 1) * kw * c].copy_from_slice(&img[src..src + kw * c]);
+                } else {
+                    for j in 0..kw {
+                        let src = (y * g.wp + x0 + j * self.dilation[1]) * c;
+                        let dst = (ki * kw + j) * c;
+                        row[dst..dst + c].copy_from_slice(&img[src..src + c]);
+                    }
+                }
+            }
+        }
+    }
+
     /// `values` (NCHW, `dims`) quantized with the input's parameters into a channels-last
     /// image padded with the zero point: `(N, H + pt + pb, W + pl + pr, C)`.
     fn quantize_padded(&self, values: &[f32], dims: [usize; 4]) -> Vec<u8> {

@@ -144,40 +144,79 @@ impl Kernel {
 /// bytes present and read), `c` is `m x b.n` row-major. Panels of columns are split over the
 /// compute threads.
 pub fn gemm_u8i8(a: &[u8], lda: usize, m: usize, b: &PackedWeight, c: &mut [i32], kernel: Kernel) {
-    assert!(lda >= b.k4 && (m == 0 || a.len() >= (m - 1) * lda + b.k4));
-    assert_eq!(c.len(), m * b.n);
-    let panels = b.n.div_ceil(PANEL);
+    check_operands(a, lda, m, b, c);
     let kernel = kernel.resolve();
     let out = SharedOut(c.as_mut_ptr());
-    (0..panels).into_par_iter().for_each(|p| {
-        let out = &out;
-        let cols = (b.n - p * PANEL).min(PANEL);
-        let panel = b.panel(p);
-        // A panel's columns of C: rows of `cols` i32 at stride `b.n`, from column p * PANEL.
-        // SAFETY: every task writes only its own panel's columns, so no two alias.
-        let c_panel = unsafe { out.0.add(p * PANEL) };
-        // SAFETY (both SIMD kernels): the CPU has the kernel's features (`resolve`); `a`
-        // holds `m` rows of at least `k4` bytes at stride `lda`, `panel` `k4 * PANEL` bytes,
-        // and C's rows have `cols` columns from `c_panel` at stride `b.n`.
-        #[cfg(target_arch = "x86_64")]
-        match kernel {
-            Kernel::Vnni => {
-                unsafe { vnni::panel(a, lda, m, b.k4, panel, c_panel, b.n, cols) };
-                return;
-            }
-            Kernel::Avx2 => {
-                unsafe { avx2::panel(a, lda, m, b.k4, panel, c_panel, b.n, cols) };
-                return;
-            }
-            Kernel::Auto | Kernel::Portable => {}
-        }
-        for i in 0..m {
-            let mut row = [0i32; PANEL];
-            portable_row(&a[i * lda..i * lda + b.k4], panel, &mut row);
-            // SAFETY: as above: row i of this panel's columns.
-            unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), c_panel.add(i * b.n), cols) };
-        }
+    (0..b.n.div_ceil(PANEL)).into_par_iter().for_each(|p| {
+        let out = &out; // the whole wrapper, which is Sync, not its pointer field
+                        // SAFETY: every task writes only its own panel's columns, so no two alias.
+        unsafe { panel_product(a, lda, m, b, p, out.0, kernel) }
     });
+}
+
+/// [`gemm_u8i8`] on the calling thread only: for callers that split the rows of a larger
+/// product over the threads themselves (a convolution's blocks of output positions).
+pub fn gemm_u8i8_serial(
+    a: &[u8],
+    lda: usize,
+    m: usize,
+    b: &PackedWeight,
+    c: &mut [i32],
+    kernel: Kernel,
+) {
+    check_operands(a, lda, m, b, c);
+    let kernel = kernel.resolve();
+    for p in 0..b.n.div_ceil(PANEL) {
+        // SAFETY: `c` is exclusively borrowed and has m x b.n elements.
+        unsafe { panel_product(a, lda, m, b, p, c.as_mut_ptr(), kernel) }
+    }
+}
+
+fn check_operands(a: &[u8], lda: usize, m: usize, b: &PackedWeight, c: &[i32]) {
+    assert!(lda >= b.k4 && (m == 0 || a.len() >= (m - 1) * lda + b.k4));
+    assert_eq!(c.len(), m * b.n);
+}
+
+/// Panel `p`'s columns of `C = A · B`, written into `c` (`m x b.n`, row-major).
+///
+/// # Safety
+/// `c` points to `m * b.n` writable i32 that nothing else writes in those columns meanwhile;
+/// `kernel` is resolved (the CPU has its features); `a` as [`gemm_u8i8`] checks.
+unsafe fn panel_product(
+    a: &[u8],
+    lda: usize,
+    m: usize,
+    b: &PackedWeight,
+    p: usize,
+    c: *mut i32,
+    kernel: Kernel,
+) {
+    let cols = (b.n - p * PANEL).min(PANEL);
+    let panel = b.panel(p);
+    // The panel's columns of C: rows of `cols` i32 at stride `b.n`, from column p * PANEL.
+    // SAFETY: inside C (the caller's promise).
+    let c_panel = unsafe { c.add(p * PANEL) };
+    // SAFETY (both SIMD kernels): the CPU has the kernel's features; `a` holds `m` rows of
+    // at least `k4` bytes at stride `lda`, `panel` `k4 * PANEL` bytes, and C's rows have
+    // `cols` columns from `c_panel` at stride `b.n`.
+    #[cfg(target_arch = "x86_64")]
+    match kernel {
+        Kernel::Vnni => {
+            unsafe { vnni::panel(a, lda, m, b.k4, panel, c_panel, b.n, cols) };
+            return;
+        }
+        Kernel::Avx2 => {
+            unsafe { avx2::panel(a, lda, m, b.k4, panel, c_panel, b.n, cols) };
+            return;
+        }
+        Kernel::Auto | Kernel::Portable => {}
+    }
+    for i in 0..m {
+        let mut row = [0i32; PANEL];
+        portable_row(&a[i * lda..i * lda + b.k4], panel, &mut row);
+        // SAFETY: as above: row i of this panel's columns.
+        unsafe { std::ptr::copy_nonoverlapping(row.as_ptr(), c_panel.add(i * b.n), cols) };
+    }
 }
 
 /// C's base pointer, shared by the panel tasks (each writes disjoint columns).
@@ -209,7 +248,8 @@ mod vnni {
     const MR: usize = 6;
 
     /// One panel: blocks of `MR` rows, then the rows left one at a time, each written to C's
-    /// `cols` columns at `c` (row stride `ldc`).
+    /// `cols` columns at `c` (row stride `ldc`). Only the zmm registers that hold columns
+    /// are computed (a panel of 6 columns costs one, not four).
     ///
     /// # Safety
     /// AVX-512 F/BW/VNNI present; `a` holds `m` rows of `k4` bytes at stride `lda`; `panel`
@@ -230,24 +270,31 @@ mod vnni {
         let mut i = 0;
         while i < m {
             let a_rows = a[i * lda..].as_ptr();
-            // SAFETY: forwarded; rows i.. exist.
+            let block = if i + MR <= m { MR } else { 1 };
+            // SAFETY: forwarded; rows i..i + block exist.
             unsafe {
                 let c_rows = c.add(i * ldc);
-                if i + MR <= m {
-                    rows::<MR>(a_rows, lda, k4, panel.as_ptr(), c_rows, ldc, cols);
-                    i += MR;
-                } else {
-                    rows::<1>(a_rows, lda, k4, panel.as_ptr(), c_rows, ldc, cols);
-                    i += 1;
+                let w = panel.as_ptr();
+                match (block, cols.div_ceil(16)) {
+                    (MR, 1) => rows::<MR, 1>(a_rows, lda, k4, w, c_rows, ldc, cols),
+                    (MR, 2) => rows::<MR, 2>(a_rows, lda, k4, w, c_rows, ldc, cols),
+                    (MR, 3) => rows::<MR, 3>(a_rows, lda, k4, w, c_rows, ldc, cols),
+                    (MR, _) => rows::<MR, 4>(a_rows, lda, k4, w, c_rows, ldc, cols),
+                    (_, 1) => rows::<1, 1>(a_rows, lda, k4, w, c_rows, ldc, cols),
+                    (_, 2) => rows::<1, 2>(a_rows, lda, k4, w, c_rows, ldc, cols),
+                    (_, 3) => rows::<1, 3>(a_rows, lda, k4, w, c_rows, ldc, cols),
+                    _ => rows::<1, 4>(a_rows, lda, k4, w, c_rows, ldc, cols),
                 }
             }
+            i += block;
         }
     }
 
-    /// `R` rows of the panel: for every 4 k, broadcast each row's four bytes and multiply
-    /// them into the 64 columns' four weights (`vpdpbusd`); then store the first `cols` sums.
+    /// `R` rows of the panel's first `16 V` columns: for every 4 k, broadcast each row's four
+    /// bytes and multiply them into the columns' four weights (`vpdpbusd`); then store the
+    /// first `cols` sums.
     #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-    unsafe fn rows<const R: usize>(
+    unsafe fn rows<const R: usize, const V: usize>(
         a: *const u8,
         lda: usize,
         k4: usize,
@@ -256,16 +303,17 @@ mod vnni {
         ldc: usize,
         cols: usize,
     ) {
-        let mut acc = [[_mm512_setzero_si512(); 4]; R];
+        let mut acc = [[_mm512_setzero_si512(); V]; R];
         for s in 0..k4 / 4 {
             // SAFETY: run `s` of the panel is PANEL * 4 bytes at offset s * PANEL * 4.
             let run = unsafe { w.add(s * PANEL * 4) };
-            let wv = [0, 1, 2, 3].map(|v| unsafe { _mm512_loadu_si512(run.add(64 * v).cast()) });
+            let wv: [__m512i; V] =
+                std::array::from_fn(|v| unsafe { _mm512_loadu_si512(run.add(64 * v).cast()) });
             for (r, acc_r) in acc.iter_mut().enumerate() {
                 // SAFETY: row r has k4 bytes; bytes 4s..4s+4 are inside.
                 let x = unsafe { (a.add(r * lda + 4 * s) as *const i32).read_unaligned() };
                 let xv = _mm512_set1_epi32(x);
-                for v in 0..4 {
+                for v in 0..V {
                     acc_r[v] = _mm512_dpbusd_epi32(acc_r[v], xv, wv[v]);
                 }
             }
@@ -411,7 +459,8 @@ mod tests {
             .collect()
     }
 
-    /// Every shape class (K not a multiple of 4, N not of 64 or 16, M odd, one row) against
+    /// Every shape class (K not a multiple of 4, N not of 64 or 16, panels of 1 to 4 vectors,
+    /// M odd, one row), in parallel and on one thread, against
     /// a plain triple loop; every kernel this CPU has (the extreme bytes 255 x -128 included:
     /// they would saturate a 16-bit product sum).
     #[test]
@@ -423,6 +472,8 @@ mod tests {
             (1, 33, 65),
             (0, 8, 8),
             (3, 12, 70),
+            (7, 20, 30),
+            (13, 9, 100),
         ] {
             let extreme = (m, k, n) == (3, 12, 70);
             let w: Vec<i8> = lcg(n * k, 1)
@@ -452,6 +503,9 @@ mod tests {
                 let mut c = vec![0i32; m * n];
                 gemm_u8i8(&a, k4, m, &packed, &mut c, kernel);
                 assert_eq!(c, want, "m {m} k {k} n {n} kernel {kernel:?}");
+                let mut c = vec![0i32; m * n];
+                gemm_u8i8_serial(&a, k4, m, &packed, &mut c, kernel);
+                assert_eq!(c, want, "serial: m {m} k {k} n {n} kernel {kernel:?}");
             }
             for j in 0..n {
                 assert_eq!(

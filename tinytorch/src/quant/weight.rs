@@ -113,6 +113,28 @@ impl Int8Weight {
         self.n() * self.k() + 4 * (self.scales.len() + self.bias.as_ref().map_or(0, Vec::len))
     }
 
+    /// The packed integers, for callers that run the product themselves.
+    pub fn packed(&self) -> &PackedWeight {
+        &self.packed
+    }
+
+    /// The epilogue of one call: activations with `act`, sums turned into reals by
+    /// `epilogue`.
+    pub fn epilogue(&self, act: Affine, epilogue: Epilogue) -> RowEpilogue {
+        RowEpilogue {
+            // Per column: the real value of one unit of the sum, and the zero point's share.
+            mult: self.scales.iter().map(|s| act.scale * s).collect(),
+            offset: self
+                .packed
+                .col_sums
+                .iter()
+                .map(|s| act.zero_point * s)
+                .collect(),
+            bias: self.bias.clone().unwrap_or_else(|| vec![0.0; self.n()]),
+            kind: epilogue,
+        }
+    }
+
     /// `a` (`m` rows of `k` u8, each padded to a multiple of 4, standing for reals with
     /// `act`) times the weights, through `epilogue`: `m x n` f32, row-major.
     pub fn run(
@@ -135,38 +157,46 @@ impl Int8Weight {
             &mut acc,
             kernel,
         );
-        // Per column: the real value of one unit of the sum, and the zero point's share.
-        let mult: Vec<f32> = self.scales.iter().map(|s| act.scale * s).collect();
-        let offset: Vec<i32> = self
-            .packed
-            .col_sums
-            .iter()
-            .map(|s| act.zero_point * s)
-            .collect();
-        let zero = vec![0.0f32; n];
-        let bias = self.bias.as_deref().unwrap_or(&zero);
+        let epilogue = self.epilogue(act, epilogue);
         let mut out = vec![0.0f32; m * n];
         out.par_chunks_mut(n.max(1))
             .zip(acc.par_chunks(n.max(1)))
             .with_min_len(MIN_TASK / n.max(1) + 1)
-            .for_each(|(o_row, acc_row)| {
-                let columns = acc_row.iter().zip(&offset).zip(&mult).zip(bias);
-                match epilogue {
-                    Epilogue::Float => {
-                        for (o, (((&sum, &off), &mul), &b)) in o_row.iter_mut().zip(columns) {
-                            *o = mul * (sum - off) as f32 + b;
-                        }
-                    }
-                    Epilogue::Requantize { out, relu } => {
-                        let inv = 1.0 / out.scale;
-                        let lo = if relu { out.zero_point as f32 } else { 0.0 };
-                        for (o, (((&sum, &off), &mul), &b)) in o_row.iter_mut().zip(columns) {
-                            let q = out.quantize((sum - off) as f32 * mul + b, inv, lo);
-                            *o = out.scale * (q as i32 - out.zero_point) as f32;
-                        }
-                    }
-                }
-            });
+            .for_each(|(o_row, acc_row)| epilogue.apply(acc_row, o_row));
         out
+    }
+}
+
+/// An epilogue with its per-column constants (see [`Int8Weight::epilogue`]).
+pub(super) struct RowEpilogue {
+    mult: Vec<f32>,
+    offset: Vec<i32>,
+    bias: Vec<f32>,
+    kind: Epilogue,
+}
+
+impl RowEpilogue {
+    /// One row of sums into one row of reals.
+    pub fn apply(&self, acc_row: &[i32], o_row: &mut [f32]) {
+        let columns = acc_row
+            .iter()
+            .zip(&self.offset)
+            .zip(&self.mult)
+            .zip(&self.bias);
+        match self.kind {
+            Epilogue::Float => {
+                for (o, (((&sum, &off), &mul), &b)) in o_row.iter_mut().zip(columns) {
+                    *o = mul * (sum - off) as f32 + b;
+                }
+            }
+            Epilogue::Requantize { out, relu } => {
+                let inv = 1.0 / out.scale;
+                let lo = if relu { out.zero_point as f32 } else { 0.0 };
+                for (o, (((&sum, &off), &mul), &b)) in o_row.iter_mut().zip(columns) {
+                    let q = out.quantize((sum - off) as f32 * mul + b, inv, lo);
+                    *o = out.scale * (q as i32 - out.zero_point) as f32;
+                }
+            }
+        }
     }
 }
