@@ -10,6 +10,7 @@
 //! engine), io.rs (safetensors
 //! files for `torch.save`/`load`), random.rs (seeds), profile.rs (`tinytorch.profile`),
 //! benchmark.rs (`tinytorch.utils.benchmark`'s statistics), prune.rs (pruning masks),
+//! quant.rs (the int8 layer of `quantize_dynamic`),
 //! autograd.rs (`autograd.grad`, `autograd.Function`'s node), convert.rs (dtype/device
 //! objects and argument parsing), error.rs (exceptions).
 
@@ -25,6 +26,7 @@ mod ops;
 mod optim;
 mod profile;
 mod prune;
+mod quant;
 mod random;
 mod recurrent;
 mod tensor;
@@ -78,6 +80,7 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ops::ValuesIndices>()?;
     m.add_class::<optim::PyOptimizer>()?;
     m.add_class::<recurrent::PyRecurrent>()?;
+    m.add_class::<quant::PyDynamicQuantLinear>()?;
     for (name, dtype) in convert::DTYPE_NAMES {
         m.add(*name, convert::PyDType(*dtype))?;
     }

@@ -334,3 +334,18 @@ fn int8_models_round_trip_through_their_file() {
     assert!(e.to_string().contains("no quantized layer"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Many rows split over the threads by rows, few by columns: the same values either way.
+#[test]
+fn row_blocks_and_column_panels_give_the_same_values() {
+    let linear = Linear::new(50, 70, true).unwrap();
+    let a = Affine::from_range(-3.0, 3.0);
+    let q = QuantLinear::from_linear(&linear, a, Affine::from_range(-2.0, 2.0), true).unwrap();
+    let x = Tensor::randn(&[101, 50], DType::F32, Device::Cpu).unwrap();
+    let whole = f32s(&q.forward(&x).unwrap());
+    let mut by_row = Vec::new();
+    for i in 0..101 {
+        by_row.extend(f32s(&q.forward(&x.narrow(0, i, 1).unwrap()).unwrap()));
+    }
+    assert_eq!(whole, by_row);
+}

@@ -99,21 +99,33 @@ pub(super) const MIN_TASK: usize = 1 << 14;
 
 /// Quantize `values` (rows of `k`) with `act` into rows of `k` rounded up to a multiple of 4
 /// (the padding bytes are 0; they meet zero weights), counted in the memory statistics while
-/// the guard lives.
-pub(super) fn quantize_rows(values: &[f32], k: usize, act: Affine) -> (Vec<u8>, CountedBytes) {
+/// the guard lives; the rows split over the threads when `parallel`.
+pub(super) fn quantize_rows(
+    values: &[f32],
+    k: usize,
+    act: Affine,
+    parallel: bool,
+) -> (Vec<u8>, CountedBytes) {
     let k4 = k.next_multiple_of(4);
     let rows = values.len() / k.max(1);
     let counted = CountedBytes::cpu(rows * k4);
     let mut out = vec![0u8; rows * k4];
     let inv = 1.0 / act.scale;
-    out.par_chunks_mut(k4.max(1))
-        .zip(values.par_chunks(k.max(1)))
-        .with_min_len(MIN_TASK / k.max(1) + 1)
-        .for_each(|(row, src)| {
-            for (q, &v) in row.iter_mut().zip(src) {
-                *q = act.quantize(v, inv, 0.0);
-            }
-        });
+    let quantize_row = |(row, src): (&mut [u8], &[f32])| {
+        for (q, &v) in row.iter_mut().zip(src) {
+            *q = act.quantize(v, inv, 0.0);
+        }
+    };
+    if parallel {
+        out.par_chunks_mut(k4.max(1))
+            .zip(values.par_chunks(k.max(1)))
+            .with_min_len(MIN_TASK / k.max(1) + 1)
+            .for_each(quantize_row);
+    } else {
+        out.chunks_mut(k4.max(1))
+            .zip(values.chunks(k.max(1)))
+            .for_each(quantize_row);
+    }
     (out, counted)
 }
 
@@ -132,7 +144,7 @@ mod tests {
     fn rows_are_padded_and_clamped() {
         let act = Affine::from_range(0.0, 2.55);
         assert_eq!(act.zero_point, 0);
-        let (q, _) = quantize_rows(&[-5.0, 0.0, 5.0, f32::NAN, 1.0], 5, act);
+        let (q, _) = quantize_rows(&[-5.0, 0.0, 5.0, f32::NAN, 1.0], 5, act, true);
         assert_eq!(q.len(), 8);
         assert_eq!(&q[..5], &[0, 0, 255, 0, 100]);
         assert_eq!(&q[5..], &[0, 0, 0]);

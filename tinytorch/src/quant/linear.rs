@@ -6,7 +6,7 @@
 //! 256 levels, as in PyTorch's int8 model. Both take and return f32 tensors: the input's
 //! quantization (PyTorch's `QuantStub`) and the output's dequantization are part of the layer.
 
-use super::activation::{quantize_rows, Affine};
+use super::activation::Affine;
 use super::gemm::Kernel;
 use super::weight::{bias_values, quantize_per_channel, Epilogue, Int8Weight};
 use crate::error::{Error, Result};
@@ -119,8 +119,9 @@ impl Module for DynamicQuantLinear {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let (values, m, _copy) = input_rows(Self::OP, x, self.in_features())?;
         let act = Affine::of_values(&values);
-        let (a, _counted) = quantize_rows(&values, self.in_features(), act);
-        let out = self.weight.run(&a, m, act, Epilogue::Float, self.kernel);
+        let out = self
+            .weight
+            .run(&values, m, act, Epilogue::Float, self.kernel);
         with_features(x, out, self.out_features())
     }
 
@@ -194,12 +195,13 @@ impl Module for QuantLinear {
     /// on the output's 256 levels.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let (values, m, _copy) = input_rows(Self::OP, x, self.in_features())?;
-        let (a, _counted) = quantize_rows(&values, self.in_features(), self.input);
         let epilogue = Epilogue::Requantize {
             out: self.output,
             relu: self.relu,
         };
-        let out = self.weight.run(&a, m, self.input, epilogue, self.kernel);
+        let out = self
+            .weight
+            .run(&values, m, self.input, epilogue, self.kernel);
         with_features(x, out, self.out_features())
     }
 

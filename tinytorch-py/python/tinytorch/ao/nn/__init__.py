@@ -1,0 +1,3 @@
+"""``torch.ao.nn``: quantized modules."""
+
+from . import quantized  # noqa: F401

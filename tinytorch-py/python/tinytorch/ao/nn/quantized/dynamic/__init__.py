@@ -1,0 +1,3 @@
+"""``torch.ao.nn.quantized.dynamic``: int8 Linear with activations quantized per call."""
+
+from .linear import Linear  # noqa: F401
