@@ -146,11 +146,8 @@ fn structured_pruning_removes_channels_with_the_masked_models_outputs() {
         for link in &links {
             let w = &params[&format!("{}.weight", link.layer)];
             let m = ln_structured(w, Amount::Fraction(0.5), 2.0, 0, None).unwrap();
-            // The bias of a pruned channel goes too, so the channel's output is zero.
-            let b = &params[&format!("{}.bias", link.layer)];
-            let rows = m.flatten(1, -1).unwrap().amax(&[1], false).unwrap();
-            masks.set(&format!("{}.bias", link.layer), b, rows).unwrap();
-            masks.set(&format!("{}.weight", link.layer), w, m).unwrap();
+            let b = params.get(&format!("{}.bias", link.layer));
+            masks.set_channels(&link.layer, w, b, m).unwrap();
         }
         masks.apply().unwrap();
         let (x, _) = mnist_batch();

@@ -122,13 +122,13 @@ fn prune_round(
         PruneMethod::LnStructured => {
             for (name, w) in weights.iter().filter(|(n, _)| n.ends_with(".weight")) {
                 let m = ln_structured(w, amount, 2.0, 0, masks.get(name))?;
-                // The channel's bias goes with it, so its output is zero and it can be removed.
-                let bias_name = format!("{}.bias", name.trim_end_matches(".weight"));
-                if let Some((_, b)) = weights.iter().find(|(n, _)| *n == bias_name) {
-                    let rows = m.flatten(1, -1)?.amax(&[1], false)?;
-                    masks.set(&bias_name, b, rows)?;
-                }
-                masks.set(name, w, m)?;
+                let layer = name.trim_end_matches(".weight");
+                let bias_name = format!("{layer}.bias");
+                let bias = weights
+                    .iter()
+                    .find(|(n, _)| *n == bias_name)
+                    .map(|(_, b)| b);
+                masks.set_channels(layer, w, bias, m)?;
             }
         }
     }

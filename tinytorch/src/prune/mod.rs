@@ -100,6 +100,23 @@ impl PruneMasks {
         Ok(())
     }
 
+    /// Set a structured mask `mask` (whole output channels, dim 0) of the weight of `layer`,
+    /// and the same channels' mask on its bias when it has one, so a pruned channel's output
+    /// is zero and `shrink` can remove it.
+    pub fn set_channels(
+        &mut self,
+        layer: &str,
+        weight: &Tensor,
+        bias: Option<&Tensor>,
+        mask: Tensor,
+    ) -> Result<()> {
+        if let Some(b) = bias {
+            let rows = mask.flatten(1, -1)?.amax(&[1], false)?;
+            self.set(&format!("{layer}.bias"), b, rows)?;
+        }
+        self.set(&format!("{layer}.weight"), weight, mask)
+    }
+
     /// The mask of the parameter named `name`, if it has one.
     pub fn get(&self, name: &str) -> Option<&Tensor> {
         self.entries
