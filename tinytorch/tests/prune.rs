@@ -147,7 +147,7 @@ fn structured_pruning_removes_channels_with_the_masked_models_outputs() {
             let w = &params[&format!("{}.weight", link.layer)];
             let m = ln_structured(w, Amount::Fraction(0.5), 2.0, 0, None).unwrap();
             let b = params.get(&format!("{}.bias", link.layer));
-            masks.set_channels(&link.layer, w, b, m).unwrap();
+            masks.set_channels(link.layer, w, b, m).unwrap();
         }
         masks.apply().unwrap();
         let (x, _) = mnist_batch();
