@@ -1,6 +1,6 @@
-//! `tinytorch train`, `eval`, `profile`, `distill` and `prune` end to end, through the binary: outputs, the final
-//! JSON line, bit-identical resume from the middle of an epoch, one-line errors, and a short
-//! Fashion-MNIST run that must clear an accuracy floor.
+//! `tinytorch train`, `eval`, `profile`, `distill`, `prune` and `quantize` end to end,
+//! through the binary: outputs, the final JSON line, bit-identical resume from the middle of
+//! an epoch, one-line errors, and a short Fashion-MNIST run that must clear an accuracy floor.
 
 mod common;
 
@@ -222,6 +222,61 @@ fn train_writes_outputs_and_a_final_json_line() {
     assert!(
         (global["global_sparsity"].as_f64().unwrap() - 0.75).abs() < 1e-3,
         "{global}"
+    );
+
+    // quantize: dynamic (no calibration) and static (calibrated on 64 images); the int8 file
+    // is about 4x smaller and eval runs it, with latency and memory.
+    for (calibrate, scheme) in [(None, "dynamic"), (Some("64"), "static (64")] {
+        let q = dir.join("model.int8.safetensors");
+        let mut args = vec![
+            "quantize",
+            "--checkpoint",
+            ckpt.to_str().unwrap(),
+            "--out",
+            q.to_str().unwrap(),
+            "--json",
+        ];
+        if let Some(n) = calibrate {
+            args.extend(["--calibrate", n]);
+        }
+        let out = last_json(&tinytorch(&args));
+        assert!(out["scheme"].as_str().unwrap().starts_with(scheme), "{out}");
+        assert_eq!(out["float_acc"], summary["test_acc"]);
+        let (f, i) = (
+            out["float_acc"].as_f64().unwrap(),
+            out["int8_acc"].as_f64().unwrap(),
+        );
+        assert!((f - i).abs() <= 0.05, "{out}");
+        let ratio = out["float_bytes"].as_f64().unwrap() / out["int8_bytes"].as_f64().unwrap();
+        assert!(ratio > 3.5, "{out}");
+        let eval = last_json(&tinytorch(&[
+            "eval",
+            "--checkpoint",
+            q.to_str().unwrap(),
+            "--json",
+            "--latency",
+        ]));
+        assert_eq!(eval["test_acc"], out["int8_acc"]);
+        assert_eq!(eval["parameters"], 784 * 128 + 128 + 128 * 10 + 10);
+        assert!(
+            eval["latency_b64"]["mean_ms"].as_f64().unwrap() > 0.0,
+            "{eval}"
+        );
+        assert!(eval["peak_bytes_b64"].as_u64().unwrap() > 0, "{eval}");
+    }
+    let refused = tinytorch(&[
+        "quantize",
+        "--checkpoint",
+        ckpt.to_str().unwrap(),
+        "--calibrate",
+        "0",
+        "--out",
+        dir.join("x").to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("at least one image"),
+        "{stderr}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
