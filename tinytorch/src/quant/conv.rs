@@ -7,7 +7,7 @@
 
 use super::activation::Affine;
 use super::gemm::{gemm_u8i8_serial, Kernel};
-use super::linear::check_f32_cpu;
+use super::linear::{check_f32_cpu, with_values};
 use super::weight::{bias_values, quantize_per_channel, Epilogue, Int8Weight};
 use crate::error::{Error, Result};
 use crate::nn::{Conv2d, Module};
@@ -178,12 +178,9 @@ impl Module for QuantConv2d {
                 ),
             ));
         }
-        let values = x.contiguous()?.to_vec::<f32>()?;
-        let image = self.quantize_padded(&values, [n, c, h, w]);
-        // The input's copy and the u8 image, in the memory statistics (the blocks count
-        // their own scratch).
-        let _scratch = CountedBytes::cpu(4 * values.len() + image.len());
-        drop(values);
+        let image = with_values(op, x, |values| Ok(self.quantize_padded(values, [n, c, h, w])))?;
+        // The u8 image in the memory statistics (the blocks count their own scratch).
+        let _scratch = CountedBytes::cpu(image.len());
         let geometry = Geometry {
             positions: oh * ow,
             ow,

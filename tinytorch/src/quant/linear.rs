@@ -11,27 +11,42 @@ use super::gemm::Kernel;
 use super::weight::{bias_values, quantize_per_channel, Epilogue, Int8Weight};
 use crate::error::{Error, Result};
 use crate::nn::{Linear, Module};
-use crate::tensor::memory::CountedBytes;
+use crate::ops::with_spans;
 use crate::tensor::{DType, Tensor};
 
-/// `x`'s values as rows of `k` features (f32 on the CPU, last dimension `k`), the number of
-/// rows, and the copy's bytes in the memory statistics.
-pub(super) fn input_rows(
+/// Run `f` on `x`'s values, read in place (f32 on the CPU, last dimension `k`), and the
+/// number of rows of `k` features.
+pub(super) fn with_input_rows<R>(
     op: &'static str,
     x: &Tensor,
     k: usize,
-) -> Result<(Vec<f32>, usize, CountedBytes)> {
+    f: impl FnOnce(&[f32], usize) -> Result<R>,
+) -> Result<R> {
     if x.ndim() == 0 || x.shape()[x.ndim() - 1] != k {
         return Err(Error::shape(
             op,
             format!("input of shape {:?} for {k} input features", x.shape()),
         ));
     }
+    with_values(op, x, |values| f(values, values.len() / k.max(1)))
+}
+
+/// Run `f` on the values of `x` (f32 on the CPU), read in place under the storage's read
+/// lock (a copy when `x` is not contiguous).
+pub(super) fn with_values<R>(
+    op: &'static str,
+    x: &Tensor,
+    f: impl FnOnce(&[f32]) -> Result<R>,
+) -> Result<R> {
     check_f32_cpu(op, x)?;
-    let values = x.contiguous()?.to_vec::<f32>()?;
-    let rows = values.len() / k.max(1);
-    let counted = CountedBytes::cpu(4 * values.len());
-    Ok((values, rows, counted))
+    let x = x.contiguous()?;
+    with_spans(&[Some(&x)], |spans| {
+        let values = spans[0]
+            .as_ref()
+            .and_then(|s| s.cpu::<f32>())
+            .ok_or_else(|| Error::invalid(op, "the input is not a host f32 buffer"))?;
+        f(values)
+    })
 }
 
 /// Quantized layers run on f32 CPU tensors.
@@ -52,7 +67,7 @@ pub(super) fn check_f32_cpu(op: &'static str, x: &Tensor) -> Result<()> {
 /// `values` (rows of `n`) in `x`'s shape with the last dimension `n`.
 fn with_features(x: &Tensor, values: Vec<f32>, n: usize) -> Result<Tensor> {
     let mut shape = x.shape().to_vec();
-    *shape.last_mut().expect("checked by input_rows") = n;
+    *shape.last_mut().expect("checked by with_input_rows") = n;
     Tensor::from_vec(values, &shape)
 }
 
@@ -117,11 +132,10 @@ impl DynamicQuantLinear {
 impl Module for DynamicQuantLinear {
     /// `x` of shape `(..., in_features)`, f32 on the CPU, to `(..., out_features)` f32.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let (values, m, _copy) = input_rows(Self::OP, x, self.in_features())?;
-        let act = Affine::of_values(&values);
-        let out = self
-            .weight
-            .run(&values, m, act, Epilogue::Float, self.kernel);
+        let out = with_input_rows(Self::OP, x, self.in_features(), |values, m| {
+            let act = Affine::of_values(values);
+            Ok(self.weight.run(values, m, act, Epilogue::Float, self.kernel))
+        })?;
         with_features(x, out, self.out_features())
     }
 
@@ -194,14 +208,13 @@ impl Module for QuantLinear {
     /// `x` of shape `(..., in_features)`, f32 on the CPU, to `(..., out_features)` f32 values
     /// on the output's 256 levels.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let (values, m, _copy) = input_rows(Self::OP, x, self.in_features())?;
         let epilogue = Epilogue::Requantize {
             out: self.output,
             relu: self.relu,
         };
-        let out = self
-            .weight
-            .run(&values, m, self.input, epilogue, self.kernel);
+        let out = with_input_rows(Self::OP, x, self.in_features(), |values, m| {
+            Ok(self.weight.run(values, m, self.input, epilogue, self.kernel))
+        })?;
         with_features(x, out, self.out_features())
     }
 
