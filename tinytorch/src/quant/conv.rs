@@ -178,7 +178,9 @@ impl Module for QuantConv2d {
                 ),
             ));
         }
-        let image = with_values(op, x, |values| Ok(self.quantize_padded(values, [n, c, h, w])))?;
+        let image = with_values(op, x, |values| {
+            Ok(self.quantize_padded(values, [n, c, h, w]))
+        })?;
         // The u8 image in the memory statistics (the blocks count their own scratch).
         let _scratch = CountedBytes::cpu(image.len());
         let geometry = Geometry {

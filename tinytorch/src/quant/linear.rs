@@ -134,7 +134,9 @@ impl Module for DynamicQuantLinear {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let out = with_input_rows(Self::OP, x, self.in_features(), |values, m| {
             let act = Affine::of_values(values);
-            Ok(self.weight.run(values, m, act, Epilogue::Float, self.kernel))
+            Ok(self
+                .weight
+                .run(values, m, act, Epilogue::Float, self.kernel))
         })?;
         with_features(x, out, self.out_features())
     }
@@ -213,7 +215,9 @@ impl Module for QuantLinear {
             relu: self.relu,
         };
         let out = with_input_rows(Self::OP, x, self.in_features(), |values, m| {
-            Ok(self.weight.run(values, m, self.input, epilogue, self.kernel))
+            Ok(self
+                .weight
+                .run(values, m, self.input, epilogue, self.kernel))
         })?;
         with_features(x, out, self.out_features())
     }
