@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use tinytorch::io::serialize_safetensors;
 use tinytorch::nn::Module;
 use tinytorch::quant::{
-    convert_static, load_quantized, quantize_dynamic, save_quantized, Calibration, ObserverKind,
+    convert_static, load_quantized, quantize_dynamic, quantized_parameter_count, save_quantized,
+    Calibration, ObserverKind,
 };
 use tinytorch::train::evaluate;
 use tinytorch::{Device, Error, Result};
@@ -97,6 +98,16 @@ pub fn quantize(args: &QuantizeArgs) -> Result<()> {
             (convert_static(model, &calibration)?, scheme)
         }
     };
+    if quantized_parameter_count(q.as_ref()) == 0 {
+        return Err(Error::invalid(
+            "quantize",
+            format!(
+                "{} has no layer quantization converts (Linear and Conv2d layers are found \
+                 through Sequential containers: mlp, seed-cnn, lenet5)",
+                config.model
+            ),
+        ));
+    }
     let metadata = BTreeMap::from([
         (CONFIG_KEY.to_string(), config.to_json().to_string()),
         ("scheme".to_string(), scheme.clone()),
