@@ -1,9 +1,11 @@
-//! int8 quantization. Quantization parameters as PyTorch's observers compute them
-//! (`qparams`), observers that calibrate activation ranges over data (`observer`: min-max, and
-//! a percentile of |x| from a histogram), quantizing tensors to int8 and back (`QTensor`), the
-//! u8 x i8 -> i32 matrix product (`gemm`: AVX-512 VNNI and portable kernels), and dynamically
-//! quantized Linear (`DynamicQuantLinear`). Still to come: static quantization of Linear and
-//! Conv2d, converting whole models, and the `tinytorch quantize` command.
+//! int8 quantization, PyTorch's eager mode on the CPU. Quantization parameters as PyTorch's
+//! observers compute them (`qparams`), observers that calibrate activation ranges over data
+//! (`observer`: min-max, and a percentile of |x| from a histogram), quantizing tensors to int8
+//! and back (`QTensor`), affine u8 activations (`Affine`), the u8 x i8 -> i32 matrix product
+//! (`gemm`: AVX-512 VNNI, AVX2 and portable kernels), quantized layers (`DynamicQuantLinear`,
+//! static `QuantLinear` and `QuantConv2d`), calibration and whole-model conversion
+//! (`Calibration`, `convert_static`, `quantize_dynamic`), and the int8 model file
+//! (`save_quantized`, `load_quantized`).
 
 mod activation;
 mod conv;
