@@ -141,15 +141,19 @@ fn small_lenet() -> Sequential {
     ])
 }
 
+/// The float weights of `small_lenet` in the fixture (under `model.`), by state-dict name.
+fn lenet_weights(fx: &BTreeMap<String, Tensor>) -> HashMap<String, Tensor> {
+    fx.iter()
+        .filter_map(|(k, v)| Some((k.strip_prefix("model.")?.to_string(), v.clone())))
+        .filter(|(k, _)| k.contains("weight") || k.contains("bias"))
+        .collect()
+}
+
 #[test]
 fn a_calibrated_model_matches_pytorchs_eager_static_quantization() {
     let fx = fixture();
     let model = small_lenet();
-    let weights: HashMap<String, Tensor> = fx
-        .iter()
-        .filter_map(|(k, v)| Some((k.strip_prefix("model.")?.to_string(), v.clone())))
-        .filter(|(k, _)| k.contains("weight") || k.contains("bias"))
-        .collect();
+    let weights = lenet_weights(&fx);
     model.load_state_dict(&weights, true).unwrap();
     let test = &fx["model.test"];
     let float = f32s(&model.forward(test).unwrap());
@@ -246,11 +250,7 @@ fn bad_inputs_are_refused() {
 /// A calibrated, converted `small_lenet` with the fixture's weights, and a fresh float model
 /// holding the same weights.
 fn converted_lenet(fx: &BTreeMap<String, Tensor>) -> (Box<dyn Module>, Box<dyn Module>) {
-    let weights: HashMap<String, Tensor> = fx
-        .iter()
-        .filter_map(|(k, v)| Some((k.strip_prefix("model.")?.to_string(), v.clone())))
-        .filter(|(k, _)| k.contains("weight") || k.contains("bias"))
-        .collect();
+    let weights = lenet_weights(fx);
     let model = small_lenet();
     model.load_state_dict(&weights, true).unwrap();
     let mut calibration = Calibration::new(ObserverKind::Percentile(99.99)).unwrap();

@@ -5,13 +5,12 @@
 //! files' sizes; `tinytorch eval` runs the saved model.
 
 use super::data::{load_split, Split};
-use super::run::{on_device, CONFIG_KEY};
+use super::run::{on_device, state_dict_bytes, CONFIG_KEY};
 use super::{load_trained_model, RunConfig};
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use tinytorch::io::serialize_safetensors;
 use tinytorch::nn::Module;
 use tinytorch::quant::{
     convert_static, load_quantized, quantize_dynamic, quantized_parameter_count, save_quantized,
@@ -67,7 +66,7 @@ pub fn quantize(args: &QuantizeArgs) -> Result<()> {
     }
     let test = load_split(&config, Split::Test)?;
     let (_, float_acc) = evaluate(model.as_mut(), on_device(test.batches(1000)?, Device::Cpu))?;
-    let float_bytes = serialize_safetensors(&model.state_dict(), &BTreeMap::new())?.len();
+    let float_bytes = state_dict_bytes(model.as_ref())?;
     let (mut q, scheme) = match args.calibrate {
         None => (quantize_dynamic(model)?, "dynamic".to_string()),
         Some(0) => {
@@ -113,7 +112,7 @@ pub fn quantize(args: &QuantizeArgs) -> Result<()> {
         ("scheme".to_string(), scheme.clone()),
     ]);
     save_quantized(&args.out, q.as_ref(), &metadata)?;
-    let int8_bytes = std::fs::metadata(&args.out)?.len() as usize;
+    let int8_bytes = std::fs::metadata(&args.out)?.len();
     let (_, int8_acc) = evaluate(q.as_mut(), on_device(test.batches(1000)?, Device::Cpu))?;
     if args.json {
         println!(

@@ -391,12 +391,9 @@ fn nonzero_parameters(model: &dyn Module) -> Result<usize> {
     Ok(count)
 }
 
-/// Bytes of the model alone, stored: an int8 file's size, or the size of the float state
-/// dict as a safetensors file (a training checkpoint also holds the optimizer's state).
-fn model_bytes(path: &Path, model: &dyn Module) -> Result<u64> {
-    if quantized_parameter_count(model) > 0 {
-        return Ok(std::fs::metadata(path)?.len());
-    }
+/// Bytes of a float model's state dict stored alone as a safetensors file (a training
+/// checkpoint also holds the optimizer's state): how big the model is on disk.
+pub(super) fn state_dict_bytes(model: &dyn Module) -> Result<u64> {
     Ok(serialize_safetensors(&model.state_dict(), &BTreeMap::new())?.len() as u64)
 }
 
@@ -404,31 +401,31 @@ fn model_bytes(path: &Path, model: &dyn Module) -> Result<u64> {
 /// model written by `tinytorch quantize`.
 pub fn eval_checkpoint(args: &EvalArgs) -> Result<()> {
     let metadata = file_metadata(&args.checkpoint)?;
+    let int8 = metadata.get("format").map(String::as_str) == Some(INT8_FORMAT);
     // The model, what it is (for the message) and the same as JSON fields.
-    let (mut config, mut model, what, fields) =
-        if metadata.get("format").map(String::as_str) == Some(INT8_FORMAT) {
-            let (config, model, scheme) = load_int8_model(&args.checkpoint, &metadata)?;
-            (
-                config,
-                model,
-                format!("int8, {scheme}"),
-                json!({"int8": scheme}),
-            )
-        } else {
-            let ckpt = load_checkpoint(&args.checkpoint)?;
-            let config = config_of(&ckpt, &args.checkpoint)?;
-            let model = config.build_model(config.dataset.image_shape(), 10)?;
-            let weights = ckpt.model.into_iter().collect();
-            model.load_state_dict(&weights, true)?;
-            let (epochs, steps) = (ckpt.epoch, ckpt.step);
-            let what = format!("after {epochs} epochs ({steps} steps)");
-            (
-                config,
-                model,
-                what,
-                json!({"epochs": epochs, "steps": steps}),
-            )
-        };
+    let (mut config, mut model, what, fields) = if int8 {
+        let (config, model, scheme) = load_int8_model(&args.checkpoint, &metadata)?;
+        (
+            config,
+            model,
+            format!("int8, {scheme}"),
+            json!({"int8": scheme}),
+        )
+    } else {
+        let ckpt = load_checkpoint(&args.checkpoint)?;
+        let config = config_of(&ckpt, &args.checkpoint)?;
+        let model = config.build_model(config.dataset.image_shape(), 10)?;
+        let weights = ckpt.model.into_iter().collect();
+        model.load_state_dict(&weights, true)?;
+        let (epochs, steps) = (ckpt.epoch, ckpt.step);
+        let what = format!("after {epochs} epochs ({steps} steps)");
+        (
+            config,
+            model,
+            what,
+            json!({"epochs": epochs, "steps": steps}),
+        )
+    };
     if args.data.is_some() {
         config.data = args.data.clone();
     }
@@ -441,9 +438,15 @@ pub fn eval_checkpoint(args: &EvalArgs) -> Result<()> {
     };
     if args.json {
         let parameters = model.num_parameters() + quantized_parameter_count(model.as_ref());
+        // The model alone on disk: an int8 file is that already.
+        let model_bytes = if int8 {
+            std::fs::metadata(&args.checkpoint)?.len()
+        } else {
+            state_dict_bytes(model.as_ref())?
+        };
         let mut out = json!({"test_loss": loss, "test_acc": acc, "parameters": parameters,
                              "nonzero_parameters": nonzero_parameters(model.as_ref())?,
-                             "model_bytes": model_bytes(&args.checkpoint, model.as_ref())?});
+                             "model_bytes": model_bytes});
         let fields = [Some(fields), latency.as_ref().map(Latency::to_json)];
         for more in fields.into_iter().flatten() {
             if let serde_json::Value::Object(more) = more {
