@@ -3,6 +3,8 @@
 #   dataset-fashion-mnist  Fashion-MNIST as IDX files in /usr/share/datasets/fashion-mnist
 #   fonts-dejavu-core      the font the training-curve PNGs are labelled with
 #   fortunes               the text corpus of `tinytorch train-lm` (/usr/share/games/fortunes)
+#   openmpi-bin, libopenmpi-dev  Open MPI: `mpirun` and the library of the `mpi` feature
+#   libclang-dev           libclang, with which the `mpi` crate generates its MPI bindings
 # Uses apt-get (as root, or through sudo); does nothing when everything is present.
 set -euo pipefail
 
@@ -10,6 +12,9 @@ need=()
 [ -e /usr/share/datasets/fashion-mnist/t10k-labels-idx1-ubyte.gz ] || need+=(dataset-fashion-mnist)
 [ -e /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || need+=(fonts-dejavu-core)
 [ -e /usr/share/games/fortunes/cookie ] || need+=(fortunes)
+command -v mpirun >/dev/null || need+=(openmpi-bin)
+[ -e /usr/include/x86_64-linux-gnu/openmpi/mpi.h ] || [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || need+=(libopenmpi-dev)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null; then

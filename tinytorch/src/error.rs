@@ -42,6 +42,10 @@ pub enum Error {
     #[error("{op}: CUDA error: {msg}")]
     Cuda { op: &'static str, msg: String },
 
+    /// A failed collective or process group: a peer that disagrees or never answers.
+    #[error("{op}: distributed error: {msg}")]
+    Distributed { op: &'static str, msg: String },
+
     /// File and stream errors.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
@@ -51,6 +55,14 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// A distributed error for operation `op`.
+    pub fn distributed(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::Distributed {
+            op,
+            msg: msg.into(),
+        }
+    }
+
     /// A shape error for operation `op`.
     pub fn shape(op: &'static str, msg: impl Into<String>) -> Self {
         Error::Shape {

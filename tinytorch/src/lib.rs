@@ -23,6 +23,7 @@ pub mod backend;
 pub mod base;
 pub mod benchmark;
 pub mod data;
+pub mod distributed;
 pub mod error;
 pub mod io;
 pub mod models;

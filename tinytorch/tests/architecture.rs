@@ -30,6 +30,8 @@ const LAYERS: &[(&str, u8)] = &[
     ("train", 6),
     // Traces a model's step: above nn and optim, beside train.
     ("profile", 6),
+    // Process groups and DDP: modules and autograd hooks over nn, collectives over tensors.
+    ("distributed", 6),
     // int8 quantization: numerics on tensors, quantized layers beside nn's.
     ("quant", 6),
     // Pruning masks and shrinking: steps optimizers and rebuilds models.

@@ -83,3 +83,71 @@ fn a_custom_backward_is_used_and_gradchecks() {
     let plain = custom(&a.detach(), &b.detach()).unwrap();
     assert!(!plain.requires_grad());
 }
+
+/// Post-accumulate-grad hooks run once per backward, as soon as the leaf's gradient is final
+/// (before the sweep ends: the first layer's hook sees the later layer's already run), with
+/// `.grad` written; a removed hook no longer runs; an error from a hook ends backward.
+#[test]
+fn post_accumulate_grad_hooks_run_when_the_gradient_is_final() {
+    use std::sync::{Arc, Mutex};
+    let w1 = Tensor::from_vec(vec![1.0f32, 2.0], &[2])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let w2 = Tensor::from_vec(vec![3.0f32, 4.0], &[2])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let seen: Arc<Mutex<Vec<(String, Vec<f32>)>>> = Arc::default();
+    let hook = |name: &'static str| {
+        let seen = seen.clone();
+        move |t: &Tensor| {
+            let g = t
+                .grad()
+                .expect(".grad is written before the hook")
+                .to_vec::<f32>()?;
+            seen.lock().unwrap().push((name.to_string(), g));
+            Ok(())
+        }
+    };
+    let h1 = w1.register_post_accumulate_grad_hook(hook("w1")).unwrap();
+    let _h2 = w2.register_post_accumulate_grad_hook(hook("w2")).unwrap();
+    // w1 is used twice: its hook runs once, with both contributions summed.
+    let h = w1.mul(&w1).unwrap().add(&w1).unwrap();
+    let loss = h
+        .mul(&w2)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .exp()
+        .unwrap()
+        .log()
+        .unwrap();
+    loss.backward().unwrap();
+    let got = seen.lock().unwrap().clone();
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0].0, "w2", "w2's gradient is final first");
+    assert_eq!(got[1], ("w1".to_string(), vec![9.0, 20.0]), "(2 w1 + 1) w2");
+    h1.remove();
+    seen.lock().unwrap().clear();
+    w1.mul(&w2).unwrap().sum_all().unwrap().backward().unwrap();
+    assert_eq!(seen.lock().unwrap().len(), 1, "only w2's hook is left");
+    let _bad = w1
+        .register_post_accumulate_grad_hook(|_| Err(tinytorch::Error::invalid("hook", "refused")))
+        .unwrap();
+    let e = w1
+        .mul(&w2)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap_err();
+    assert!(e.to_string().contains("refused"), "{e}");
+    let e = w1
+        .mul(&w2)
+        .unwrap()
+        .register_post_accumulate_grad_hook(|_| Ok(()))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("only leaf tensors"), "{e}");
+}

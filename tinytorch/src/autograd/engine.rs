@@ -183,85 +183,20 @@ fn run_graph(
     } else {
         pending.insert(root.id(), (root.clone(), grad));
     }
+    // Leaves with post-accumulate-grad hooks get their `.grad` (and run the hooks) as soon
+    // as their last contributing node has run; the others at the end.
+    let mut hooked = match capture {
+        None => HookedLeaves::new(order),
+        Some(_) => HookedLeaves::default(),
+    };
     for t in order {
-        let Some((_, g)) = pending.remove(&t.id()) else {
-            continue;
+        let sums = Sums {
+            pending: &mut pending,
+            leaves: &mut leaves,
+            captured: &mut captured,
         };
-        // A non-leaf's gradient is complete when its node comes up. (The clone also keeps
-        // the in-place part adds off this buffer.)
-        if capture.is_some_and(|c| c.contains(&t.id())) {
-            captured.insert(t.id(), g.clone());
-        }
-        let node = t.node().expect("topo_order returns non-leaf tensors");
-        let started = trace::is_active().then(Instant::now);
-        if let (Some(part), [input]) = (&node.part, node.inputs.as_slice()) {
-            let map = if input.is_leaf() {
-                &mut leaves
-            } else {
-                &mut pending
-            };
-            if input.requires_grad() && node.has_rule() && add_into_part(map, input, part, &g)? {
-                if !retain_graph {
-                    node.release();
-                }
-                if let Some(started) = started {
-                    trace::backward_op(t.id(), started.elapsed());
-                }
-                continue;
-            }
-        }
-        let needs: Vec<bool> = node.inputs.iter().map(|i| i.requires_grad()).collect();
-        let grads = {
-            let rule = node.backward.lock().unwrap_or_else(|e| e.into_inner());
-            let rule = rule.as_ref().ok_or_else(|| {
-                Error::Autograd(format!(
-                    "backward: trying to backward through the graph a second time (through {}); \
-                     the saved tensors were freed after the first call; use retain_graph=true",
-                    node.name
-                ))
-            })?;
-            rule(&g, &needs)?
-        };
-        if let Some(started) = started {
-            trace::backward_op(t.id(), started.elapsed());
-        }
-        if !retain_graph {
-            node.release();
-        }
-        if grads.len() != node.inputs.len() {
-            return Err(Error::Autograd(format!(
-                "backward of {} returned {} gradients for {} inputs",
-                node.name,
-                grads.len(),
-                node.inputs.len()
-            )));
-        }
-        for ((input, grad), need) in node.inputs.iter().zip(grads).zip(needs) {
-            let Some(grad) = grad else { continue };
-            if !need {
-                continue;
-            }
-            if grad.shape() != input.shape() || grad.device() != input.device() {
-                return Err(Error::Autograd(format!(
-                    "backward of {} returned a gradient of shape {:?} on {} for an input of shape {:?} on {}",
-                    node.name,
-                    grad.shape(),
-                    grad.device(),
-                    input.shape(),
-                    input.device()
-                )));
-            }
-            let grad = if grad.dtype() != input.dtype() {
-                grad.to_dtype(input.dtype())?
-            } else {
-                grad
-            };
-            if input.is_leaf() {
-                accumulate(&mut leaves, input, grad)?;
-            } else {
-                accumulate(&mut pending, input, grad)?;
-            }
-        }
+        run_node(t, sums, capture, retain_graph)?;
+        hooked.node_done(t, &mut leaves)?;
     }
     if let Some(c) = capture {
         for (id, (_, g)) in leaves {
@@ -272,18 +207,186 @@ fn run_graph(
         return Ok(captured);
     }
     for (_, (leaf, g)) in leaves {
-        let new = match leaf.grad() {
-            Some(old) => old.add(&g)?,
-            // A gradient nobody else holds becomes .grad as it is (PyTorch's AccumulateGrad
-            // steals it too); a shared one is copied, so that later in-place updates of .grad
-            // never alias a tensor that something else still holds (the upstream gradient
-            // passed to backward_with, or one buffer returned for two inputs).
-            None if g.owns_whole_storage() => g,
-            None => g.contiguous_copy()?,
-        };
-        leaf.set_grad(Some(new));
+        accumulate_into_grad(&leaf, g)?;
+        if leaf.has_grad_hooks() {
+            leaf.run_grad_hooks()?;
+        }
     }
     Ok(captured)
+}
+
+/// `leaf.grad += g` (PyTorch's AccumulateGrad).
+fn accumulate_into_grad(leaf: &Tensor, g: Tensor) -> Result<()> {
+    let new = match leaf.grad() {
+        Some(old) => old.add(&g)?,
+        // A gradient nobody else holds becomes .grad as it is (PyTorch's AccumulateGrad
+        // steals it too); a shared one is copied, so that later in-place updates of .grad
+        // never alias a tensor that something else still holds (the upstream gradient
+        // passed to backward_with, or one buffer returned for two inputs).
+        None if g.owns_whole_storage() => g,
+        None => g.contiguous_copy()?,
+    };
+    leaf.set_grad(Some(new));
+    Ok(())
+}
+
+/// The gradient maps of one backward sweep: waiting for non-leaf tensors, reaching leaves,
+/// and captured for [`grad`].
+struct Sums<'a> {
+    pending: &'a mut HashMap<TensorId, (Tensor, Tensor)>,
+    leaves: &'a mut HashMap<TensorId, (Tensor, Tensor)>,
+    captured: &'a mut HashMap<TensorId, Tensor>,
+}
+
+/// Run the backward rule of `t`'s node on the gradient waiting for `t` (if any), adding
+/// what it returns to the gradients of its inputs.
+fn run_node(
+    t: &Tensor,
+    sums: Sums<'_>,
+    capture: Option<&HashSet<TensorId>>,
+    retain_graph: bool,
+) -> Result<()> {
+    let Sums {
+        pending,
+        leaves,
+        captured,
+    } = sums;
+    let Some((_, g)) = pending.remove(&t.id()) else {
+        return Ok(());
+    };
+    // A non-leaf's gradient is complete when its node comes up. (The clone also keeps
+    // the in-place part adds off this buffer.)
+    if capture.is_some_and(|c| c.contains(&t.id())) {
+        captured.insert(t.id(), g.clone());
+    }
+    let node = t.node().expect("topo_order returns non-leaf tensors");
+    let started = trace::is_active().then(Instant::now);
+    if let (Some(part), [input]) = (&node.part, node.inputs.as_slice()) {
+        let map = if input.is_leaf() {
+            &mut *leaves
+        } else {
+            &mut *pending
+        };
+        if input.requires_grad() && node.has_rule() && add_into_part(map, input, part, &g)? {
+            if !retain_graph {
+                node.release();
+            }
+            if let Some(started) = started {
+                trace::backward_op(t.id(), started.elapsed());
+            }
+            return Ok(());
+        }
+    }
+    let needs: Vec<bool> = node.inputs.iter().map(|i| i.requires_grad()).collect();
+    let grads = {
+        let rule = node.backward.lock().unwrap_or_else(|e| e.into_inner());
+        let rule = rule.as_ref().ok_or_else(|| {
+            Error::Autograd(format!(
+                "backward: trying to backward through the graph a second time (through {}); \
+                 the saved tensors were freed after the first call; use retain_graph=true",
+                node.name
+            ))
+        })?;
+        rule(&g, &needs)?
+    };
+    if let Some(started) = started {
+        trace::backward_op(t.id(), started.elapsed());
+    }
+    if !retain_graph {
+        node.release();
+    }
+    if grads.len() != node.inputs.len() {
+        return Err(Error::Autograd(format!(
+            "backward of {} returned {} gradients for {} inputs",
+            node.name,
+            grads.len(),
+            node.inputs.len()
+        )));
+    }
+    for ((input, grad), need) in node.inputs.iter().zip(grads).zip(needs) {
+        let Some(grad) = grad else { continue };
+        if !need {
+            continue;
+        }
+        if grad.shape() != input.shape() || grad.device() != input.device() {
+            return Err(Error::Autograd(format!(
+                "backward of {} returned a gradient of shape {:?} on {} for an input of shape {:?} on {}",
+                node.name,
+                grad.shape(),
+                grad.device(),
+                input.shape(),
+                input.device()
+            )));
+        }
+        let grad = if grad.dtype() != input.dtype() {
+            grad.to_dtype(input.dtype())?
+        } else {
+            grad
+        };
+        if input.is_leaf() {
+            accumulate(leaves, input, grad)?;
+        } else {
+            accumulate(pending, input, grad)?;
+        }
+    }
+    Ok(())
+}
+
+/// The leaves with post-accumulate-grad hooks that a sweep reaches, each with the number of
+/// nodes still to run that have it as an input.
+#[derive(Default)]
+struct HookedLeaves {
+    remaining: HashMap<TensorId, usize>,
+}
+
+impl HookedLeaves {
+    fn new(order: &[Tensor]) -> Self {
+        let mut remaining = HashMap::new();
+        for t in order {
+            for leaf in Self::hooked_inputs(t) {
+                *remaining.entry(leaf.id()).or_insert(0) += 1;
+            }
+        }
+        HookedLeaves { remaining }
+    }
+
+    /// The distinct leaf inputs of `t`'s node that have hooks.
+    fn hooked_inputs(t: &Tensor) -> Vec<&Tensor> {
+        let node = t.node().expect("topo_order returns non-leaf tensors");
+        let mut seen: Vec<&Tensor> = Vec::new();
+        for i in &node.inputs {
+            if i.is_leaf() && i.has_grad_hooks() && !seen.iter().any(|s| s.id() == i.id()) {
+                seen.push(i);
+            }
+        }
+        seen
+    }
+
+    /// After `t`'s node ran (or had no gradient to run on): the leaves it was the last
+    /// contributor to get their `.grad` and run their hooks.
+    fn node_done(
+        &mut self,
+        t: &Tensor,
+        leaves: &mut HashMap<TensorId, (Tensor, Tensor)>,
+    ) -> Result<()> {
+        if self.remaining.is_empty() {
+            return Ok(());
+        }
+        for leaf in Self::hooked_inputs(t) {
+            let Some(n) = self.remaining.get_mut(&leaf.id()) else {
+                continue;
+            };
+            *n -= 1;
+            if *n == 0 {
+                self.remaining.remove(&leaf.id());
+                if let Some((leaf, g)) = leaves.remove(&leaf.id()) {
+                    accumulate_into_grad(&leaf, g)?;
+                    leaf.run_grad_hooks()?;
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Tensor {

@@ -9,7 +9,7 @@
 //! bounded channel of `prefetch_factor` slots, which the iterator reads in batch order.
 
 use super::transforms::Transform;
-use super::{randperm, Dataset};
+use super::{randperm, Dataset, DistributedSampler};
 use crate::error::{Error, Result};
 use crate::tensor::{Device, Generator, GeneratorState};
 use crate::Tensor;
@@ -42,6 +42,8 @@ pub struct DataLoaderOptions {
     pub collate_fn: Option<CollateFn>,
     /// Applied to the inputs of every batch, with a per-batch generator.
     pub transform: Option<Arc<dyn Transform>>,
+    /// Draws each epoch's indices instead of the loader (`sampler=`); excludes `shuffle`.
+    pub sampler: Option<Arc<DistributedSampler>>,
 }
 
 impl Default for DataLoaderOptions {
@@ -55,6 +57,7 @@ impl Default for DataLoaderOptions {
             prefetch_factor: 2,
             collate_fn: None,
             transform: None,
+            sampler: None,
         }
     }
 }
@@ -100,6 +103,11 @@ impl DataLoaderOptions {
         self.transform = Some(transform);
         self
     }
+    /// See [`DataLoaderOptions::sampler`].
+    pub fn sampler(mut self, sampler: Arc<DistributedSampler>) -> Self {
+        self.sampler = Some(sampler);
+        self
+    }
 }
 
 /// Iterates a [`Dataset`] in batches (`torch.utils.data.DataLoader`).
@@ -118,6 +126,12 @@ impl DataLoader {
             return Err(Error::invalid(
                 OP,
                 "batch_size should be a positive integer value, but got batch_size=0",
+            ));
+        }
+        if options.sampler.is_some() && options.shuffle {
+            return Err(Error::invalid(
+                OP,
+                "sampler option is mutually exclusive with shuffle",
             ));
         }
         if options.num_workers > 0 && options.prefetch_factor == 0 {
@@ -142,7 +156,11 @@ impl DataLoader {
 
     /// Number of batches per epoch (`len(loader)`).
     pub fn len(&self) -> usize {
-        let (n, b) = (self.dataset.len(), self.options.batch_size);
+        let n = match &self.options.sampler {
+            Some(s) => s.num_samples(self.dataset.len()),
+            None => self.dataset.len(),
+        };
+        let b = self.options.batch_size;
         if self.options.drop_last {
             n / b
         } else {
@@ -176,6 +194,16 @@ impl DataLoader {
         self.generator.set_state(state);
     }
 
+    /// The indices of an epoch: the sampler's, or all of them (shuffled with `shuffle`).
+    fn epoch_order(&mut self) -> Result<Vec<usize>> {
+        let n = self.dataset.len();
+        match (&self.options.sampler, self.options.shuffle) {
+            (Some(sampler), _) => sampler.indices(n),
+            (None, true) => randperm(n, &mut self.generator),
+            (None, false) => Ok((0..n).collect()),
+        }
+    }
+
     /// Start an epoch: draws its order from the generator and yields its batches.
     pub fn iter(&mut self) -> Result<DataLoaderIter> {
         self.iter_from(0)
@@ -184,12 +212,7 @@ impl DataLoader {
     /// Start an epoch but skip its first `start_batch` batches without building them: with
     /// the generator state saved before the epoch, this resumes an interrupted epoch.
     pub fn iter_from(&mut self, start_batch: usize) -> Result<DataLoaderIter> {
-        let n = self.dataset.len();
-        let order = if self.options.shuffle {
-            randperm(n, &mut self.generator)?
-        } else {
-            (0..n).collect()
-        };
+        let order = self.epoch_order()?;
         let transform_seed = match self.options.transform {
             Some(_) => Tensor::randint_with(0, i64::MAX, &[], Device::Cpu, &mut self.generator)?
                 .item::<i64>()? as u64,

@@ -28,11 +28,13 @@
 //! ```
 
 pub mod cifar10;
+mod distributed_sampler;
 pub mod idx;
 mod loader;
 pub mod mnist;
 pub mod transforms;
 
+pub use distributed_sampler::DistributedSampler;
 pub use loader::{CollateFn, DataLoader, DataLoaderIter, DataLoaderOptions};
 pub use transforms::{Compose, Transform};
 

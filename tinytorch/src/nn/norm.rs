@@ -236,6 +236,17 @@ impl BatchNorm {
     }
 }
 
+impl BatchNorm {
+    /// The value added to the variance before its square root.
+    pub fn eps(&self) -> f64 {
+        self.eps
+    }
+    /// The weight of a batch's statistics in the running ones.
+    pub fn momentum(&self) -> f64 {
+        self.momentum
+    }
+}
+
 impl Module for BatchNorm {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         // Without running stats, evaluation also uses the batch statistics, as in PyTorch.

@@ -99,6 +99,36 @@ pub(crate) struct TensorInner {
     pub(crate) node: Option<Arc<Node>>,
     requires_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
+    /// Hooks run after backward accumulated this leaf's `.grad` (see
+    /// [`Tensor::register_post_accumulate_grad_hook`]), with their handles' ids.
+    grad_hooks: Mutex<Vec<(u64, PostAccumulateGradHook)>>,
+    /// True while `grad_hooks` is not empty: the backward engine asks on every leaf it
+    /// meets, so that question costs no lock.
+    has_grad_hooks: AtomicBool,
+}
+
+/// A hook run after backward accumulated a leaf's gradient, given the leaf (PyTorch's
+/// `register_post_accumulate_grad_hook`); an error stops the backward pass.
+pub type PostAccumulateGradHook = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
+
+/// Removes a hook registered with [`Tensor::register_post_accumulate_grad_hook`]
+/// (`RemovableHandle.remove()`).
+pub struct HookHandle {
+    tensor: std::sync::Weak<TensorInner>,
+    id: u64,
+}
+
+impl HookHandle {
+    /// Unregister the hook; nothing happens when the tensor is gone.
+    pub fn remove(self) {
+        if let Some(inner) = self.tensor.upgrade() {
+            let mut hooks = inner.grad_hooks.lock().unwrap_or_else(|e| e.into_inner());
+            hooks.retain(|(id, _)| *id != self.id);
+            inner
+                .has_grad_hooks
+                .store(!hooks.is_empty(), Ordering::Release);
+        }
+    }
 }
 
 /// An n-dimensional array with a dtype, a device and (optionally) a place in the autograd
@@ -131,6 +161,8 @@ impl Tensor {
                 node: None,
                 requires_grad: AtomicBool::new(false),
                 grad: Mutex::new(None),
+                grad_hooks: Mutex::new(Vec::new()),
+                has_grad_hooks: AtomicBool::new(false),
             }),
         }
     }
@@ -308,6 +340,61 @@ impl Tensor {
     /// Replace the gradient slot (`None` clears it, as `zero_grad(set_to_none=True)`).
     pub fn set_grad(&self, grad: Option<Tensor>) {
         *self.inner.grad.lock().unwrap_or_else(|e| e.into_inner()) = grad;
+    }
+
+    /// Run `hook` with this leaf every time a backward pass has accumulated its `.grad`
+    /// (`Tensor.register_post_accumulate_grad_hook`): as soon as no remaining node of the
+    /// graph contributes to it, not at the end of the pass, so that work on the gradient
+    /// (DDP's all-reduce) overlaps the rest of backward. Hooks run on the thread running
+    /// backward, in registration order; an error from one ends the pass with that error.
+    /// Errors on a tensor that is not a leaf requiring grad, as PyTorch does.
+    pub fn register_post_accumulate_grad_hook(
+        &self,
+        hook: impl Fn(&Tensor) -> Result<()> + Send + Sync + 'static,
+    ) -> Result<HookHandle> {
+        if !self.is_leaf() || !self.requires_grad() {
+            return Err(Error::Autograd(format!(
+                "register_post_accumulate_grad_hook: only leaf tensors that require grad \
+                 accumulate a .grad (this one is {})",
+                if self.is_leaf() {
+                    "a leaf that does not require grad"
+                } else {
+                    "the output of an op"
+                }
+            )));
+        }
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let mut hooks = self
+            .inner
+            .grad_hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        hooks.push((id, Arc::new(hook)));
+        self.inner.has_grad_hooks.store(true, Ordering::Release);
+        Ok(HookHandle {
+            tensor: Arc::downgrade(&self.inner),
+            id,
+        })
+    }
+
+    /// True when a post-accumulate-grad hook is registered on this tensor.
+    pub(crate) fn has_grad_hooks(&self) -> bool {
+        self.inner.has_grad_hooks.load(Ordering::Acquire)
+    }
+
+    /// Run this leaf's post-accumulate-grad hooks (the engine calls it after writing `.grad`).
+    pub(crate) fn run_grad_hooks(&self) -> Result<()> {
+        // A copy of the list: a hook may register or remove hooks.
+        let hooks: Vec<PostAccumulateGradHook> = self
+            .inner
+            .grad_hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .map(|(_, h)| h.clone())
+            .collect();
+        hooks.iter().try_for_each(|h| h(self))
     }
 
     /// A new handle on the same data, outside the graph (`requires_grad` false).

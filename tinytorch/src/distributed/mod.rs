@@ -1,0 +1,34 @@
+//! Distributed data-parallel training (`torch.distributed`): a [`ProcessGroup`] of N
+//! processes started by a launcher (`mpirun`), its collectives, and
+//! [`DistributedDataParallel`], which keeps one model replica per process in step by
+//! averaging gradients during backward.
+//!
+//! Backends sit behind cargo features, so the default build needs neither MPI nor CUDA:
+//! `mpi` (Open MPI, CPU tensors, one machine or many) and `nccl` (CUDA tensors; MPI starts
+//! the processes and hands NCCL its id). Without them, [`init_process_group`] returns an
+//! error naming the feature; [`DistributedSampler`](crate::data::DistributedSampler) and the
+//! rest build everywhere.
+
+mod ddp;
+mod group;
+mod launch;
+#[cfg(feature = "mpi")]
+mod mpi;
+mod sync_batch_norm;
+mod transport;
+
+pub use ddp::{DdpOptions, DistributedDataParallel, NoSyncGuard};
+pub use group::{ProcessGroup, Work};
+pub use launch::{init_process_group, init_process_group_with, Backend, LaunchEnv};
+pub use sync_batch_norm::{convert_sync_batchnorm, SyncBatchNorm};
+
+/// How a collective combines the ranks' values (`torch.distributed.ReduceOp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReduceOp {
+    /// Elementwise sum (for bool: logical or).
+    Sum,
+    /// Elementwise mean over the ranks (floating dtypes only).
+    Avg,
+    /// Elementwise maximum (for bool: logical or).
+    Max,
+}
