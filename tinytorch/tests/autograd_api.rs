@@ -98,7 +98,9 @@ fn post_accumulate_grad_hooks_run_when_the_gradient_is_final() {
         .unwrap()
         .requires_grad_(true)
         .unwrap();
-    let seen: Arc<Mutex<Vec<(String, Vec<f32>)>>> = Arc::default();
+    /// (leaf name, its .grad when its hook ran), in the order the hooks ran.
+    type Calls = Arc<Mutex<Vec<(String, Vec<f32>)>>>;
+    let seen: Calls = Arc::default();
     let hook = |name: &'static str| {
         let seen = seen.clone();
         move |t: &Tensor| {

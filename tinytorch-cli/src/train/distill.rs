@@ -88,7 +88,7 @@ fn fit(
         mut opt,
         mut loader,
         ..
-    } = build(config, false, 1)?;
+    } = build(config, false, 1, None)?;
     model.to_device(args.device)?;
     let mut limit = StepLimit(args.max_steps);
     let (mut steps, mut epochs) = (0, 0);

@@ -5,6 +5,7 @@
 mod config;
 mod data;
 mod distill;
+mod distributed;
 mod latency;
 mod prune;
 mod quantize;
@@ -82,6 +83,19 @@ pub struct TrainArgs {
     /// Where to train: cpu, cuda or cuda:N (CUDA needs a build with `--features cuda`).
     #[arg(long, default_value = "cpu")]
     pub device: tinytorch::Device,
+    /// Data-parallel training over the processes `mpirun` started (one model replica each,
+    /// gradients averaged every step; `--batch-size` is per process). Needs a build with
+    /// the `mpi` feature.
+    #[arg(long)]
+    pub distributed: bool,
+    /// With --distributed: BatchNorm statistics over the global batch (SyncBatchNorm)
+    /// instead of each process's own.
+    #[arg(long, requires = "distributed")]
+    pub sync_bn: bool,
+    /// With --distributed: seconds a collective waits for the other processes before it
+    /// fails (a process that died or hangs).
+    #[arg(long, default_value_t = 1800, value_name = "S")]
+    pub dist_timeout: u64,
 }
 
 /// Arguments of `tinytorch eval`.

@@ -158,7 +158,7 @@ pub fn prune(args: &PruneArgs) -> Result<()> {
     let params_before = model.num_parameters();
     let (_, acc_before) = evaluate(model.as_mut(), on_device(test.batches(1000)?, Device::Cpu))?;
 
-    let Session { mut loader, .. } = build(&config, false, 1)?;
+    let Session { mut loader, .. } = build(&config, false, 1, None)?;
     let weights = targets(&config, model.as_ref(), args.method)?;
     // Each round keeps the same share of what is left: (1 - f)^rounds = 1 - amount.
     let fraction = 1.0 - (1.0 - args.amount).powf(1.0 / args.rounds as f64);

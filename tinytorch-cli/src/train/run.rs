@@ -2,6 +2,7 @@
 //! by epoch, evaluate, log, plot, checkpoint; and the evaluation of a checkpoint.
 
 use super::data::{load_split, LoadedSplit, Split};
+use super::distributed::{global_totals, join, replica};
 use super::latency::Latency;
 use super::quantize::load_int8_model;
 use super::{EvalArgs, RunConfig, TrainArgs};
@@ -9,8 +10,9 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
-use tinytorch::data::{DataLoader, DataLoaderOptions};
+use tinytorch::data::{DataLoader, DataLoaderOptions, DistributedSampler};
 use tinytorch::io::{
     load_checkpoint, load_module, save_checkpoint, serialize_safetensors, Checkpoint,
 };
@@ -36,6 +38,8 @@ struct Position {
     partial: EpochTotals,
     /// The shuffle generator's state when the current epoch began (it draws the epoch's order).
     loader_epoch_start: Option<GeneratorState>,
+    /// Processes that trained (a distributed run resumes only with as many).
+    world_size: usize,
 }
 
 pub(super) const CONFIG_KEY: &str = "config";
@@ -96,6 +100,7 @@ fn save(
     let mut extra = BTreeMap::from([
         (CONFIG_KEY.to_string(), config.to_json().to_string()),
         ("batch_in_epoch".to_string(), pos.batch_in_epoch.to_string()),
+        ("world_size".to_string(), pos.world_size.max(1).to_string()),
     ]);
     totals_to_extra(&pos.partial, &mut extra);
     let mut rng = BTreeMap::from([("global".to_string(), get_rng_state())]);
@@ -152,8 +157,14 @@ pub(super) struct Session {
 
 /// Seed the global generator with the run's seed, then build the model, its optimizer, the
 /// training loader and (with `eval`) the test split: two runs of one configuration start
-/// from the same weights and see the same batches.
-pub(super) fn build(config: &RunConfig, eval: bool, workers: usize) -> Result<Session> {
+/// from the same weights and see the same batches. With `shard` (rank, world size), the
+/// loader takes that rank's share of every epoch (a `DistributedSampler`).
+pub(super) fn build(
+    config: &RunConfig,
+    eval: bool,
+    workers: usize,
+    shard: Option<(usize, usize)>,
+) -> Result<Session> {
     manual_seed(config.seed);
     let train = load_split(config, Split::Train)?;
     let test = if eval {
@@ -163,15 +174,17 @@ pub(super) fn build(config: &RunConfig, eval: bool, workers: usize) -> Result<Se
     };
     let model = config.build_model(train.shape, train.classes)?;
     let opt = config.build_optimizer(model.parameters())?;
-    let loader = DataLoader::new(
-        train.dataset,
-        DataLoaderOptions::default()
-            .batch_size(config.batch_size)
-            .shuffle(config.shuffle)
-            .drop_last(true)
-            .seed(config.seed)
-            .num_workers(workers),
-    )?;
+    let mut options = DataLoaderOptions::default()
+        .batch_size(config.batch_size)
+        .shuffle(config.shuffle)
+        .drop_last(true)
+        .seed(config.seed)
+        .num_workers(workers);
+    if let Some((rank, world)) = shard {
+        let sampler = DistributedSampler::new(world, rank, config.shuffle, config.seed, false)?;
+        options = options.shuffle(false).sampler(Arc::new(sampler));
+    }
+    let loader = DataLoader::new(train.dataset, options)?;
     Ok(Session {
         model,
         opt,
@@ -195,12 +208,23 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     if resumed.is_some() && args.data.is_some() {
         config.data = args.data.clone();
     }
+    let group = join(args)?;
+    let (rank, world) = group
+        .as_ref()
+        .map_or((0, 1), |g| (g.rank(), g.world_size()));
+    // Rank 0 alone evaluates, writes checkpoints and metrics and shows the progress bar.
+    let lead = rank == 0;
     let Session {
-        mut model,
+        model,
         mut opt,
         mut loader,
         test,
-    } = build(&config, !args.no_eval, args.workers)?;
+    } = build(
+        &config,
+        !args.no_eval && lead,
+        args.workers,
+        group.as_ref().map(|_| (rank, world)),
+    )?;
     let device = args.device;
     if device.is_cuda() && resumed.is_some() {
         return Err(Error::NotImplemented {
@@ -221,12 +245,24 @@ pub fn train(args: &TrainArgs) -> Result<()> {
             if let Some(g) = ckpt.rng.get("global") {
                 set_rng_state(g);
             }
+            // Checkpoints from before distributed training have no world size: 1.
+            let trained_on: usize = extra_num(&ckpt.extra, "world_size").unwrap_or(1);
+            if trained_on != world {
+                return Err(Error::invalid(
+                    "train --resume",
+                    format!(
+                        "the checkpoint was written by a run of {trained_on} process(es); \
+                         resume it with as many (this run has {world})"
+                    ),
+                ));
+            }
             pos = Position {
                 epoch: ckpt.epoch as usize,
                 step: ckpt.step,
                 batch_in_epoch: extra_num(&ckpt.extra, "batch_in_epoch")?,
                 partial: totals_from_extra(&ckpt.extra)?,
                 loader_epoch_start: ckpt.rng.get("loader_epoch_start").copied(),
+                world_size: world,
             };
         }
         None => {
@@ -237,6 +273,9 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     }
 
     model.to_device(device)?;
+    pos.world_size = world;
+    let start_step = pos.step;
+    let mut model = replica(model, group.as_ref(), args.sync_bn)?;
 
     std::fs::create_dir_all(&args.out)?;
     let ckpt_path = args.out.join("checkpoint.safetensors");
@@ -252,7 +291,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         Vec::new()
     };
     let mut log = MetricsLog::open(&args.out)?;
-    let visible = !args.json && std::io::stderr().is_terminal();
+    let visible = lead && !args.json && std::io::stderr().is_terminal();
     let mut limit = StepLimit(args.max_steps.map(|m| m.saturating_sub(pos.step)));
     let batches_per_epoch = loader.len() as u64;
     // Run-level throughput leaves out only the first step of this invocation.
@@ -265,11 +304,16 @@ pub fn train(args: &TrainArgs) -> Result<()> {
             None => pos.loader_epoch_start = Some(loader.generator_state()),
         }
         let lr = opt.lrs()[0];
+        if let Some(sampler) = &loader.options().sampler {
+            sampler.set_epoch(epoch as u64);
+        }
         let bar = Progress::new(epoch, args.epochs, batches_per_epoch, visible);
         bar.set_position(pos.batch_in_epoch);
         let batches = on_device(loader.iter_from(pos.batch_in_epoch as usize)?, device);
         let t0 = Instant::now();
         let done = train_epoch(model.as_mut(), opt.as_mut(), batches, &mut limit, &bar)?;
+        // Every rank's samples, so that all ranks (and the checkpoint) hold the run's figures.
+        let done = global_totals(group.as_ref(), &done)?;
         let wall = t0.elapsed().as_secs_f64();
         run_s += if first_epoch { done.timed_s } else { wall };
         run_samples += if first_epoch {
@@ -284,12 +328,14 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         if pos.batch_in_epoch < batches_per_epoch {
             // Stopped by --max-steps inside the epoch: keep the position for --resume.
             bar.finish(&format!("epoch {epoch}: stopped after step {}", pos.step));
-            save(&ckpt_path, &config, model.as_ref(), opt.as_ref(), &pos)?;
+            if lead {
+                save(&ckpt_path, &config, model.module(), opt.as_ref(), &pos)?;
+            }
             break;
         }
         let (test_loss, test_acc) = match &test {
             Some(t) => {
-                let (l, a) = evaluate(model.as_mut(), on_device(t.batches(1000)?, device))?;
+                let (l, a) = evaluate(model.module_mut(), on_device(t.batches(1000)?, device))?;
                 (Some(l), Some(a))
             }
             None => (None, None),
@@ -318,16 +364,18 @@ pub fn train(args: &TrainArgs) -> Result<()> {
             m.samples_per_s
         );
         bar.finish("");
-        println!("{line}");
-        log.write(&m)?;
-        history.push(m);
         pos.epoch = epoch;
         pos.batch_in_epoch = 0;
         pos.partial = EpochTotals::default();
         pos.loader_epoch_start = None;
-        save(&ckpt_path, &config, model.as_ref(), opt.as_ref(), &pos)?;
-        if let Err(e) = plot_curves(&args.out.join("curves.png"), &history) {
-            eprintln!("warning: no curves.png: {e}");
+        if lead {
+            println!("{line}");
+            log.write(&m)?;
+            history.push(m);
+            save(&ckpt_path, &config, model.module(), opt.as_ref(), &pos)?;
+            if let Err(e) = plot_curves(&args.out.join("curves.png"), &history) {
+                eprintln!("warning: no curves.png: {e}");
+            }
         }
     }
 
@@ -340,12 +388,22 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     };
     if last.is_none() {
         if let Some(t) = &test {
-            let (l, a) = evaluate(model.as_mut(), on_device(t.batches(1000)?, device))?;
+            let (l, a) = evaluate(model.module_mut(), on_device(t.batches(1000)?, device))?;
             (test_loss, test_acc) = (Some(l), Some(a));
         }
     }
+    if !lead {
+        return Ok(());
+    }
     if let Some(a) = test_acc {
         println!("test accuracy: {}", percent(a));
+    }
+    let comm_per_step = model.communication_s_per_step(pos.step - start_step);
+    if let Some(c) = comm_per_step {
+        println!(
+            "distributed: {world} processes, {:.2} ms of gradient communication per step",
+            c * 1e3
+        );
     }
     if args.json {
         let summary = json!({
@@ -357,6 +415,8 @@ pub fn train(args: &TrainArgs) -> Result<()> {
             "steps": pos.step,
             "wall_s": started.elapsed().as_secs_f64(),
             "samples_per_s": if run_s > 0.0 { run_samples as f64 / run_s } else { 0.0 },
+            "world_size": world,
+            "comm_s_per_step": comm_per_step,
         });
         println!("{summary}");
     }

@@ -92,6 +92,13 @@ pub fn init_process_group_with(backend: Backend, timeout: Duration) -> Result<Pr
         Backend::Mpi => Ok(ProcessGroup::new(std::sync::Arc::new(
             super::mpi::MpiTransport::init(timeout)?,
         ))),
+        // Not built yet: it needs cudarc's NCCL bindings on the CUDA backend's stream, and a
+        // GPU machine to test them on (docs/DISTRIBUTED.md).
+        Backend::Nccl => Err(Error::NotImplemented {
+            op: OP,
+            what: "backend nccl (not built yet; train on CUDA in one process, or use mpi on CPUs)"
+                .into(),
+        }),
         #[allow(unreachable_patterns)]
         other => Err(Error::NotImplemented {
             op: OP,

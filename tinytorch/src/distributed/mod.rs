@@ -3,11 +3,11 @@
 //! [`DistributedDataParallel`], which keeps one model replica per process in step by
 //! averaging gradients during backward.
 //!
-//! Backends sit behind cargo features, so the default build needs neither MPI nor CUDA:
-//! `mpi` (Open MPI, CPU tensors, one machine or many) and `nccl` (CUDA tensors; MPI starts
-//! the processes and hands NCCL its id). Without them, [`init_process_group`] returns an
-//! error naming the feature; [`DistributedSampler`](crate::data::DistributedSampler) and the
-//! rest build everywhere.
+//! The MPI backend sits behind the cargo feature `mpi` (Open MPI, CPU tensors, one machine
+//! or many), so the default build needs no MPI; without it, [`init_process_group`] returns
+//! an error naming the feature, and DDP, SyncBatchNorm and
+//! [`DistributedSampler`](crate::data::DistributedSampler) still build. The NCCL backend
+//! (CUDA tensors) is not built yet.
 
 mod ddp;
 mod group;
