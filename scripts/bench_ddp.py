@@ -12,7 +12,7 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DATA = "/usr/share/datasets/fashion-mnist"
-STEPS, BATCH, REPEATS = 150, 32, 5
+STEPS, BATCH, REPEATS = 120, 32, 3
 ENV = dict(os.environ, RAYON_NUM_THREADS="1", OMP_NUM_THREADS="1",
            OMPI_MCA_btl_vader_single_copy_mechanism="none")
 
