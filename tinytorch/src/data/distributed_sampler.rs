@@ -35,7 +35,7 @@ impl DistributedSampler {
                 "DistributedSampler",
                 format!(
                     "invalid rank {rank}, rank should be in the interval [0, {}]",
-                    num_replicas.saturating_sub(1) as i64
+                    num_replicas.saturating_sub(1)
                 ),
             ));
         }

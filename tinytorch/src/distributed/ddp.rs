@@ -10,11 +10,12 @@
 //! the same collectives in the same order. When the last bucket has started, the hook waits
 //! for all of them and writes the averages back into `.grad`.
 
-use super::group::{ProcessGroup, ReduceWork};
+use super::group::{dtype_code, fnv1a, ProcessGroup, ReduceWork};
 use super::ReduceOp;
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
 use crate::nn::{prefixed, Module};
+use crate::ops::as_isize;
 use crate::tensor::{DType, Device, HookHandle, Tensor};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -139,10 +140,9 @@ impl Reducer {
             for &i in &bucket.params {
                 let p = &self.params[i].1;
                 let g = p.grad().expect("checked when the bucket started");
-                let shape: Vec<isize> = g.shape().iter().map(|d| *d as isize).collect();
                 let part = flat
                     .narrow(0, offset as isize, g.numel())?
-                    .reshape(&shape)?;
+                    .reshape(&as_isize(g.shape()))?;
                 g.copy_(&part.to_dtype(g.dtype())?)?;
                 offset += g.numel();
             }
@@ -207,15 +207,11 @@ fn lock(reducer: &Mutex<Reducer>) -> MutexGuard<'_, Reducer> {
 
 /// [count, elements, hash of every shape and dtype] of a list of named tensors.
 fn signature(tensors: &[(String, Tensor)]) -> [i64; 3] {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |v: u64| hash = (hash ^ v).wrapping_mul(0x0100_0000_01b3);
-    let mut elements = 0;
-    for (_, t) in tensors {
-        eat(t.ndim() as u64);
-        t.shape().iter().for_each(|d| eat(*d as u64));
-        eat(t.dtype().size_in_bytes() as u64 ^ ((t.dtype().is_float() as u64) << 8));
-        elements += t.numel();
-    }
+    let hash = fnv1a(tensors.iter().flat_map(|(_, t)| {
+        let head = [dtype_code(t.dtype()) as u64, t.ndim() as u64];
+        head.into_iter().chain(t.shape().iter().map(|d| *d as u64))
+    }));
+    let elements: usize = tensors.iter().map(|(_, t)| t.numel()).sum();
     [tensors.len() as i64, elements as i64, hash as i64]
 }
 

@@ -8,6 +8,7 @@ use super::transport::{Pending, Transport};
 use super::{Backend, ReduceOp};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
+use crate::ops::as_isize;
 use crate::tensor::{DType, Device, Tensor};
 use std::sync::Arc;
 
@@ -16,22 +17,6 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct ProcessGroup {
     transport: Arc<dyn Transport>,
-}
-
-/// An asynchronous collective (`torch.distributed.Work`): poll it, or wait for its result.
-pub struct Work {
-    pending: Box<dyn Pending>,
-}
-
-impl Work {
-    /// True once the collective has finished on this rank (`Work.is_completed()`).
-    pub fn is_completed(&mut self) -> Result<bool> {
-        self.pending.test()
-    }
-    /// Block until it finishes (or the group's timeout passes) and return its flat result.
-    pub fn wait(self) -> Result<Tensor> {
-        self.pending.wait()
-    }
 }
 
 /// The dtypes a descriptor names, by code.
@@ -46,29 +31,37 @@ const DTYPES: [DType; 7] = [
 ];
 /// Dimensions a descriptor spells out (a hash covers all of them).
 const SHOWN_DIMS: usize = 4;
-/// [kind, dtype, argument, ndim, SHOWN_DIMS dims, hash of the whole shape]
-const DESCRIPTOR_LEN: usize = 5 + SHOWN_DIMS;
+/// [dtype, argument, ndim, SHOWN_DIMS dims, hash of the whole shape]
+const DESCRIPTOR_LEN: usize = 4 + SHOWN_DIMS;
 
 /// What a rank passed to a collective, as integers every rank can compare.
 fn describe(dtype: DType, shape: &[usize], argument: i64) -> [i64; DESCRIPTOR_LEN] {
     let mut d = [-1i64; DESCRIPTOR_LEN];
-    d[0] = 0;
-    d[1] = DTYPES
-        .iter()
-        .position(|t| *t == dtype)
-        .map_or(-1, |i| i as i64);
-    d[2] = argument;
-    d[3] = shape.len() as i64;
-    for (slot, dim) in d[4..4 + SHOWN_DIMS].iter_mut().zip(shape) {
+    d[0] = dtype_code(dtype);
+    d[1] = argument;
+    d[2] = shape.len() as i64;
+    for (slot, dim) in d[3..3 + SHOWN_DIMS].iter_mut().zip(shape) {
         *slot = *dim as i64;
     }
-    // FNV-1a over the dims, so that dims past the shown ones also count.
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for dim in shape {
-        hash = (hash ^ *dim as u64).wrapping_mul(0x0100_0000_01b3);
-    }
+    // The hash covers the dims past the shown ones too.
+    let hash = fnv1a(shape.iter().map(|d| *d as u64));
     d[DESCRIPTOR_LEN - 1] = hash as i64;
     d
+}
+
+/// `dtype`'s place in [`DTYPES`] (-1 for another).
+pub(super) fn dtype_code(dtype: DType) -> i64 {
+    DTYPES
+        .iter()
+        .position(|t| *t == dtype)
+        .map_or(-1, |i| i as i64)
+}
+
+/// The FNV-1a hash of `values`: a cheap fingerprint the ranks compare.
+pub(super) fn fnv1a(values: impl IntoIterator<Item = u64>) -> u64 {
+    values.into_iter().fold(0xcbf2_9ce4_8422_2325, |hash, v| {
+        (hash ^ v).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The reduce ops by code, for messages.
@@ -76,12 +69,12 @@ const REDUCE_OPS: [ReduceOp; 3] = [ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max];
 
 /// A descriptor in words: "float32 [4, 3], op Sum".
 fn show(d: &[i64], argument: &str) -> String {
-    let dtype = usize::try_from(d[1])
+    let dtype = usize::try_from(d[0])
         .ok()
         .and_then(|i| DTYPES.get(i))
         .map_or("another dtype".to_string(), |t| t.to_string());
-    let ndim = d[3] as usize;
-    let mut dims: Vec<String> = d[4..4 + SHOWN_DIMS.min(ndim)]
+    let ndim = d[2] as usize;
+    let mut dims: Vec<String> = d[3..3 + SHOWN_DIMS.min(ndim)]
         .iter()
         .map(i64::to_string)
         .collect();
@@ -90,11 +83,11 @@ fn show(d: &[i64], argument: &str) -> String {
     }
     let arg = match argument {
         "" => String::new(),
-        "op" => match REDUCE_OPS.get(d[2] as usize) {
+        "op" => match REDUCE_OPS.get(d[1] as usize) {
             Some(op) => format!(", op {op:?}"),
-            None => format!(", op code {}", d[2]),
+            None => format!(", op code {}", d[1]),
         },
-        _ => format!(", {argument} {}", d[2]),
+        _ => format!(", {argument} {}", d[1]),
     };
     format!("{dtype} [{}]{arg}", dims.join(", "))
 }
@@ -194,9 +187,8 @@ impl ProcessGroup {
 
     /// Write the flat result `out` into `t` (its shape and dtype), outside the graph.
     fn write_back(t: &Tensor, out: &Tensor) -> Result<()> {
-        let shape: Vec<isize> = t.shape().iter().map(|d| *d as isize).collect();
         let _guard = no_grad();
-        t.copy_(&out.to_dtype(t.dtype())?.reshape(&shape)?)?;
+        t.copy_(&out.to_dtype(t.dtype())?.reshape(&as_isize(t.shape()))?)?;
         Ok(())
     }
 
@@ -249,9 +241,7 @@ impl ProcessGroup {
         let (flat, reduce) = self.to_wire(op_name, tensor, op)?;
         let divide_by = (op == ReduceOp::Avg).then_some(self.world_size());
         Ok(ReduceWork {
-            work: Work {
-                pending: self.transport.all_reduce(flat, reduce)?,
-            },
+            pending: self.transport.all_reduce(flat, reduce)?,
             divide_by,
         })
     }
@@ -290,7 +280,7 @@ impl ProcessGroup {
             .all_gather(flat)?
             .wait()?
             .to_dtype(tensor.dtype())?;
-        let shape: Vec<isize> = tensor.shape().iter().map(|d| *d as isize).collect();
+        let shape = as_isize(tensor.shape());
         out.chunk(world, 0)?
             .iter()
             .map(|part| part.reshape(&shape))
@@ -332,7 +322,6 @@ impl ProcessGroup {
         )?;
         let mut shape: Vec<usize> = input.shape().to_vec();
         shape[0] /= world;
-        let out_shape: Vec<isize> = shape.iter().map(|d| *d as isize).collect();
         if input.numel() == 0 {
             return Tensor::zeros(&shape, input.dtype(), input.device());
         }
@@ -341,7 +330,7 @@ impl ProcessGroup {
         if op == ReduceOp::Avg {
             out = out.div_scalar(world as f64)?;
         }
-        out.to_dtype(input.dtype())?.reshape(&out_shape)
+        out.to_dtype(input.dtype())?.reshape(&as_isize(&shape))
     }
 
     /// Returns once every rank has entered it (`dist.barrier()`).
@@ -366,18 +355,19 @@ impl ProcessGroup {
 
 /// An all-reduce in flight that divides by the world size when done (for `Avg`).
 pub(crate) struct ReduceWork {
-    work: Work,
+    pending: Box<dyn Pending>,
     divide_by: Option<usize>,
 }
 
 impl ReduceWork {
     /// Poll it (drives its progress).
     pub(crate) fn is_completed(&mut self) -> Result<bool> {
-        self.work.is_completed()
+        self.pending.test()
     }
-    /// Wait for the flat result (averaged for `Avg`), in the wire dtype.
+    /// Wait (up to the group's timeout) for the flat result (averaged for `Avg`), in the
+    /// wire dtype.
     pub(crate) fn wait_averaged(self) -> Result<Tensor> {
-        let out = self.work.wait()?;
+        let out = self.pending.wait()?;
         match self.divide_by {
             Some(n) => out.div_scalar(n as f64),
             None => Ok(out),

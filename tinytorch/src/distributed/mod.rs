@@ -18,7 +18,7 @@ mod sync_batch_norm;
 mod transport;
 
 pub use ddp::{DdpOptions, DistributedDataParallel, NoSyncGuard};
-pub use group::{ProcessGroup, Work};
+pub use group::ProcessGroup;
 pub use launch::{init_process_group, init_process_group_with, Backend, LaunchEnv};
 pub use sync_batch_norm::{convert_sync_batchnorm, SyncBatchNorm};
 

@@ -234,9 +234,7 @@ impl BatchNorm {
             num_batches_tracked,
         })
     }
-}
 
-impl BatchNorm {
     /// The value added to the variance before its square root.
     pub fn eps(&self) -> f64 {
         self.eps

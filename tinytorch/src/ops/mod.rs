@@ -46,6 +46,11 @@ pub(crate) fn require_float(op: &'static str, what: &str, t: &Tensor) -> Result<
     }
 }
 
+/// A shape as the signed dims that `reshape` and `view` take.
+pub(crate) fn as_isize(shape: &[usize]) -> Vec<isize> {
+    shape.iter().map(|&d| d as isize).collect()
+}
+
 /// Check that every tensor is on the same device as the first.
 pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     let first = tensors[0].device();

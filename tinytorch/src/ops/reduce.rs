@@ -5,6 +5,7 @@
 //! tensor accepts dim 0 and -1. Backward rules first reshape the output gradient to the
 //! keepdim shape, then broadcast it back over the reduced dims.
 
+use super::as_isize;
 use crate::autograd::{needs_grad, no_grad};
 use crate::backend::{ArgReduceOp, ReduceOp, ScanOp};
 use crate::error::{Error, Result};
@@ -28,10 +29,6 @@ fn squeezed_shape(shape: &[usize], dims: &[usize]) -> Vec<usize> {
         .filter(|(i, _)| !dims.contains(i))
         .map(|(_, &d)| d)
         .collect()
-}
-
-fn as_isize(shape: &[usize]) -> Vec<isize> {
-    shape.iter().map(|&d| d as isize).collect()
 }
 
 /// Number of elements each output of a reduction over `dims` folds.

@@ -3,7 +3,7 @@
 //! narrow of the gradient); the others are compositions of index_select, expand, reshape and
 //! masked_fill, whose backward rules give theirs.
 
-use super::same_device;
+use super::{as_isize, same_device};
 use crate::autograd::needs_grad;
 use crate::error::{Error, Result};
 use crate::tensor::layout::{normalize_dim, normalize_dims};
@@ -25,10 +25,6 @@ pub enum PadMode {
 fn index_tensor(values: Vec<i64>, tensor: &Tensor) -> Result<Tensor> {
     let n = values.len();
     Tensor::from_vec(values, &[n])?.to_device(tensor.device())
-}
-
-fn as_isize(shape: &[usize]) -> Vec<isize> {
-    shape.iter().map(|&d| d as isize).collect()
 }
 
 /// Where one input of `cat` lands in the output: its start along the cat dim and its length;
