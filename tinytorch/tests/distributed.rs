@@ -85,12 +85,12 @@ fn input(rank: usize, shape: &[usize], dtype: DType) -> Tensor {
     Tensor::from_vec(v, shape).unwrap().to_dtype(dtype).unwrap()
 }
 
-#[test]
-#[ignore = "a worker: run by collectives_match_their_definitions_on_two_ranks under mpirun"]
-fn worker_collectives() {
-    let g = group();
-    let (rank, world) = (g.rank(), g.world_size());
-    assert_eq!(world, 2);
+/// Every collective on every dtype against its definition, on `g`'s device and any number
+/// of ranks (inputs: [`input`] of each rank).
+fn check_collectives(g: &ProcessGroup) {
+    let (rank, world, device) = (g.rank(), g.world_size(), g.device());
+    // A tensor on the group's device with its own storage (the collectives write in place).
+    let own = |t: &Tensor| t.contiguous_copy().unwrap().to_device(device).unwrap();
     let dtypes = [
         DType::F32,
         DType::F64,
@@ -110,7 +110,7 @@ fn worker_collectives() {
                 .map(|i| f64s.iter().map(|v| v[i]).fold(f64::MIN, f64::max))
                 .collect();
             // Sum: bool is a logical or, u8 wraps as PyTorch's does.
-            let t = inputs[rank].contiguous_copy().unwrap(); // its own storage: written in place
+            let t = own(&inputs[rank]);
             g.all_reduce(&t, ReduceOp::Sum).unwrap();
             let want: Vec<f64> = match dtype {
                 DType::Bool => max.clone(),
@@ -124,7 +124,7 @@ fn worker_collectives() {
             );
             assert_eq!(t.shape(), shape);
             assert_eq!(t.dtype(), dtype);
-            let t = inputs[rank].contiguous_copy().unwrap(); // its own storage: written in place
+            let t = own(&inputs[rank]);
             g.all_reduce(&t, ReduceOp::Max).unwrap();
             assert_eq!(
                 t.to_vec_f64().unwrap(),
@@ -132,7 +132,7 @@ fn worker_collectives() {
                 "all_reduce max {dtype} {shape:?}"
             );
             if dtype.is_float() {
-                let t = inputs[rank].contiguous_copy().unwrap(); // its own storage: written in place
+                let t = own(&inputs[rank]);
                 g.all_reduce(&t, ReduceOp::Avg).unwrap();
                 let avg: Vec<f64> = sum.iter().map(|s| s / world as f64).collect();
                 assert_eq!(
@@ -141,19 +141,21 @@ fn worker_collectives() {
                     "all_reduce avg {dtype} {shape:?}"
                 );
             } else {
-                let e = g.all_reduce(&inputs[rank], ReduceOp::Avg).unwrap_err();
+                let e = g
+                    .all_reduce(&own(&inputs[rank]), ReduceOp::Avg)
+                    .unwrap_err();
                 assert!(e.to_string().contains("Avg needs a floating dtype"), "{e}");
             }
-            // Broadcast from rank 1.
-            let t = inputs[rank].contiguous_copy().unwrap(); // its own storage: written in place
-            g.broadcast(&t, 1).unwrap();
+            // Broadcast from the last rank.
+            let t = own(&inputs[rank]);
+            g.broadcast(&t, world - 1).unwrap();
             assert_eq!(
                 t.to_vec_f64().unwrap(),
-                f64s[1],
+                f64s[world - 1],
                 "broadcast {dtype} {shape:?}"
             );
             // All-gather: every rank's tensor, in rank order.
-            let parts = g.all_gather(&inputs[rank]).unwrap();
+            let parts = g.all_gather(&own(&inputs[rank])).unwrap();
             assert_eq!(parts.len(), world);
             for (r, p) in parts.iter().enumerate() {
                 assert_eq!(p.shape(), shape);
@@ -165,35 +167,43 @@ fn worker_collectives() {
                 );
             }
         }
-        // Reduce-scatter: rank r gets rows [2r, 2r + 2) of the sum.
-        let x = input(rank, &[4, 3], dtype);
-        let out = g.reduce_scatter(&x, ReduceOp::Sum).unwrap();
+        // Reduce-scatter: rank r gets rows [2r, 2r + 2) of the sum (2 rows, 6 elements).
+        let shape = [2 * world, 3];
+        let out = g
+            .reduce_scatter(&own(&input(rank, &shape, dtype)), ReduceOp::Sum)
+            .unwrap();
         let all: Vec<Vec<f64>> = (0..world)
-            .map(|r| input(r, &[4, 3], dtype).to_vec_f64().unwrap())
+            .map(|r| input(r, &shape, dtype).to_vec_f64().unwrap())
             .collect();
         let want: Vec<f64> = (6 * rank..6 * rank + 6)
-            .map(|i| {
-                let s: f64 = all.iter().map(|v| v[i]).sum();
-                match dtype {
-                    DType::Bool => all.iter().map(|v| v[i]).fold(0.0, f64::max),
-                    _ => s,
-                }
+            .map(|i| match dtype {
+                DType::Bool => all.iter().map(|v| v[i]).fold(0.0, f64::max),
+                _ => all.iter().map(|v| v[i]).sum(),
             })
             .collect();
         assert_eq!(out.shape(), &[2, 3]);
         assert_eq!(out.to_vec_f64().unwrap(), want, "reduce_scatter {dtype}");
     }
     // A non-contiguous input is reduced in place through its strides.
-    let base = input(rank, &[3, 4], DType::F32);
+    let base = own(&input(rank, &[3, 4], DType::F32));
     let t = base.transpose(0, 1).unwrap();
     g.all_reduce(&t, ReduceOp::Sum).unwrap();
-    let want: Vec<f64> = input(0, &[3, 4], DType::F32)
-        .add(&input(1, &[3, 4], DType::F32))
-        .unwrap()
-        .to_vec_f64()
-        .unwrap();
+    let want: Vec<f64> = (0..world)
+        .map(|r| input(r, &[3, 4], DType::F32).to_vec_f64().unwrap())
+        .fold(vec![0.0; 12], |acc, v| {
+            acc.iter().zip(v).map(|(a, b)| a + b).collect()
+        });
     assert_eq!(base.to_vec_f64().unwrap(), want);
     g.barrier().unwrap();
+}
+
+#[test]
+#[ignore = "a worker: run by collectives_match_their_definitions_on_two_ranks under mpirun"]
+fn worker_collectives() {
+    let g = group();
+    let rank = g.rank();
+    assert_eq!(g.world_size(), 2);
+    check_collectives(&g);
 
     // Mistakes: an error on every rank that names both ranks' calls, not a hang.
     let shape: &[usize] = if rank == 0 { &[4, 3] } else { &[4, 2] };
@@ -498,4 +508,42 @@ fn worker_crash() {
     let t = Tensor::ones(&[4], DType::F32, Device::Cpu).unwrap();
     let _ = g.all_reduce(&t, ReduceOp::Sum);
     std::thread::sleep(Duration::from_secs(120));
+}
+
+// ---- NCCL ---------------------------------------------------------------------------------
+
+/// Without libnccl or a GPU, joining an NCCL group is a clear error (before MPI starts); with
+/// them, the collectives run on CUDA tensors under mpirun, one rank per GPU (up to 2).
+#[cfg(feature = "nccl")]
+#[test]
+fn nccl_collectives_on_the_gpus_or_a_clear_error_without_them() {
+    if !tinytorch::backend::nccl::is_available() {
+        let e = init_process_group(Backend::Nccl)
+            .err()
+            .expect("no NCCL here");
+        assert!(e.to_string().contains("libnccl"), "{e}");
+        return;
+    }
+    let ranks = tinytorch::backend::cuda::device::device_count().min(2);
+    let (ok, text, _) = mpirun(ranks, "worker_nccl_collectives");
+    assert!(
+        ok,
+        "mpirun -np {ranks} worker_nccl_collectives failed:\n{text}"
+    );
+    for rank in 0..ranks {
+        assert!(
+            text.contains(&finished("worker_nccl_collectives", rank)),
+            "{text}"
+        );
+    }
+}
+
+#[cfg(feature = "nccl")]
+#[test]
+#[ignore = "a worker: run by nccl_collectives_on_the_gpus_or_a_clear_error_without_them under mpirun"]
+fn worker_nccl_collectives() {
+    let g = init_process_group_with(Backend::Nccl, Duration::from_secs(60)).unwrap();
+    assert!(g.device().is_cuda());
+    check_collectives(&g);
+    println!("{}", finished("worker_nccl_collectives", g.rank()));
 }

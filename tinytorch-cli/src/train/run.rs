@@ -225,7 +225,11 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         args.workers,
         group.as_ref().map(|_| (rank, world)),
     )?;
-    let device = args.device;
+    // A distributed CUDA run trains on the GPU of this process's local rank.
+    let device = match &group {
+        Some(g) if args.device.is_cuda() => g.device(),
+        _ => args.device,
+    };
     if device.is_cuda() && resumed.is_some() {
         return Err(Error::NotImplemented {
             op: "train --resume",

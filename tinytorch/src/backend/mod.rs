@@ -6,6 +6,9 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 mod fused;
+/// NCCL collectives on CUDA memory, the door the distributed layer's NCCL backend uses.
+#[cfg(feature = "nccl")]
+pub mod nccl;
 mod op_kinds;
 
 pub use cpu::{CpuElement, CpuStorage};

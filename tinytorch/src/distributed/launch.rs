@@ -92,12 +92,14 @@ pub fn init_process_group_with(backend: Backend, timeout: Duration) -> Result<Pr
         Backend::Mpi => Ok(ProcessGroup::new(std::sync::Arc::new(
             super::mpi::MpiTransport::init(timeout)?,
         ))),
-        // Not built yet: it needs cudarc's NCCL bindings on the CUDA backend's stream, and a
-        // GPU machine to test them on (docs/DISTRIBUTED.md).
+        #[cfg(feature = "nccl")]
+        Backend::Nccl => Ok(ProcessGroup::new(std::sync::Arc::new(
+            super::nccl::NcclTransport::init(timeout)?,
+        ))),
+        #[cfg(not(feature = "nccl"))]
         Backend::Nccl => Err(Error::NotImplemented {
             op: OP,
-            what: "backend nccl (not built yet; train on CUDA in one process, or use mpi on CPUs)"
-                .into(),
+            what: "backend nccl: this build lacks cargo feature \"nccl\"".into(),
         }),
         #[cfg(not(feature = "mpi"))]
         Backend::Mpi => Err(Error::NotImplemented {

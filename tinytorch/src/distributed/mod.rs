@@ -3,17 +3,19 @@
 //! [`DistributedDataParallel`], which keeps one model replica per process in step by
 //! averaging gradients during backward.
 //!
-//! The MPI backend sits behind the cargo feature `mpi` (Open MPI, CPU tensors, one machine
-//! or many), so the default build needs no MPI; without it, [`init_process_group`] returns
-//! an error naming the feature, and DDP, SyncBatchNorm and
-//! [`DistributedSampler`](crate::data::DistributedSampler) still build. The NCCL backend
-//! (CUDA tensors) is not built yet.
+//! Backends sit behind cargo features, so the default build needs neither MPI nor NCCL:
+//! `mpi` (Open MPI, CPU tensors, one machine or many) and `nccl` (CUDA tensors, one GPU
+//! per process; MPI starts the processes and hands NCCL its id). Without them,
+//! [`init_process_group`] returns an error naming the feature, and DDP, SyncBatchNorm and
+//! [`DistributedSampler`](crate::data::DistributedSampler) still build.
 
 mod ddp;
 mod group;
 mod launch;
 #[cfg(feature = "mpi")]
 mod mpi;
+#[cfg(feature = "nccl")]
+mod nccl;
 mod sync_batch_norm;
 mod transport;
 
