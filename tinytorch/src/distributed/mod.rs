@@ -16,12 +16,14 @@ mod launch;
 mod mpi;
 #[cfg(feature = "nccl")]
 mod nccl;
+mod reducer;
 mod sync_batch_norm;
 mod transport;
 
-pub use ddp::{DdpOptions, DistributedDataParallel, NoSyncGuard};
+pub use ddp::{broadcast_from_rank_0, DdpOptions, DistributedDataParallel};
 pub use group::ProcessGroup;
 pub use launch::{init_process_group, init_process_group_with, Backend, LaunchEnv};
+pub use reducer::{GradientReducer, NoSyncGuard};
 pub use sync_batch_norm::{convert_sync_batchnorm, SyncBatchNorm};
 
 /// How a collective combines the ranks' values (`torch.distributed.ReduceOp`).
