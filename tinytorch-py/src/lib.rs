@@ -10,7 +10,7 @@
 //! engine), io.rs (safetensors
 //! files for `torch.save`/`load`), random.rs (seeds), profile.rs (`tinytorch.profile`),
 //! benchmark.rs (`tinytorch.utils.benchmark`'s statistics), prune.rs (pruning masks),
-//! quant.rs (the int8 layer of `quantize_dynamic`),
+//! quant.rs (the int8 layer of `quantize_dynamic`), distributed.rs (`tinytorch.distributed`),
 //! autograd.rs (`autograd.grad`, `autograd.Function`'s node), convert.rs (dtype/device
 //! objects and argument parsing), error.rs (exceptions).
 
@@ -18,6 +18,7 @@ mod autograd;
 mod benchmark;
 mod convert;
 mod creation;
+mod distributed;
 mod error;
 mod functional;
 mod index;
@@ -81,6 +82,8 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<optim::PyOptimizer>()?;
     m.add_class::<recurrent::PyRecurrent>()?;
     m.add_class::<quant::PyDynamicQuantLinear>()?;
+    m.add_class::<distributed::PyGradientReducer>()?;
+    m.add_class::<distributed::PyDistributedSampler>()?;
     for (name, dtype) in convert::DTYPE_NAMES {
         m.add(*name, convert::PyDType(*dtype))?;
     }
@@ -121,6 +124,17 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         prune::_prune_global_unstructured,
         prune::_prune_ln_structured,
         benchmark::_timing_speedup,
+        distributed::_dist_mpi_available,
+        distributed::_dist_init,
+        distributed::_dist_destroy,
+        distributed::_dist_is_initialized,
+        distributed::_dist_info,
+        distributed::_dist_all_reduce,
+        distributed::_dist_broadcast,
+        distributed::_dist_all_gather,
+        distributed::_dist_reduce_scatter,
+        distributed::_dist_barrier,
+        distributed::_dist_broadcast_from_rank_0,
         _set_grad_enabled,
         is_grad_enabled,
         _cuda_is_available,

@@ -45,7 +45,7 @@ from ._grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode
 from ._functions import *  # noqa: F401,F403 (the torch.* forms of the tensor methods)
 from ._functions import __all__ as _function_names
 from ._serialization import save, load
-from . import nn, optim, utils, autograd, cuda, profile, ao  # noqa: E402
+from . import nn, optim, utils, autograd, cuda, profile, ao, distributed  # noqa: E402
 from .ao.quantization import qint8  # noqa: E402
 quantization = ao.quantization  # ``torch.quantization``, the older name
 

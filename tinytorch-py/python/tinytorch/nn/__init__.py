@@ -1,6 +1,6 @@
 """``torch.nn``: Module, Parameter, the layers, the losses, ``functional`` and ``init``."""
 
-from . import functional, init, utils  # noqa: F401
+from . import functional, init, parallel, utils  # noqa: F401
 from .container import ModuleDict, ModuleList, ParameterList, Sequential  # noqa: F401
 from .layers import *  # noqa: F401,F403
 from .layers import (  # noqa: F401
