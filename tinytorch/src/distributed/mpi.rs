@@ -7,7 +7,7 @@
 //! MPI is initialised with `MPI_THREAD_SERIALIZED` (backward, and with it DDP's reductions,
 //! may run on a compute thread) and every MPI call holds [`Shared::lock`].
 
-use super::transport::{Pending, Transport};
+use super::transport::{poll_until, Pending, Transport};
 use super::{Backend, ReduceOp};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Device, Tensor};
@@ -15,7 +15,7 @@ use mpi::ffi;
 use mpi::traits::{AsRaw, Communicator};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A host buffer of one of the element types MPI carries here.
 enum HostBuffer {
@@ -340,32 +340,22 @@ unsafe impl Send for MpiPending {}
 impl MpiPending {
     /// Wait for completion, polling until the group's timeout.
     fn wait_done(&mut self) -> Result<()> {
-        let started = Instant::now();
-        while !self.test()? {
-            let waited = started.elapsed();
-            if waited >= self.shared.timeout {
-                self.give_up();
-                let s = &self.shared;
-                return Err(Error::distributed(
-                    self.what,
-                    format!(
-                        "timed out after {:.1} s on rank {} of {}: a peer rank never joined this \
-                         collective (it exited early, crashed or hangs); the process group is \
-                         no longer usable",
-                        waited.as_secs_f64(),
-                        s.rank,
-                        s.world_size
-                    ),
-                ));
-            }
-            // Spin briefly for the short waits of a training step, then stop burning a core.
-            if waited < Duration::from_millis(2) {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(100));
-            }
-        }
-        Ok(())
+        let Some(waited) = poll_until(self.shared.timeout, || self.test())? else {
+            return Ok(());
+        };
+        self.give_up();
+        let s = &self.shared;
+        Err(Error::distributed(
+            self.what,
+            format!(
+                "timed out after {:.1} s on rank {} of {}: a peer rank never joined this \
+                 collective (it exited early, crashed or hangs); the process group is no \
+                 longer usable",
+                waited.as_secs_f64(),
+                s.rank,
+                s.world_size
+            ),
+        ))
     }
 
     /// Leak the buffers (MPI may still write to them) and mark the group unusable.

@@ -6,14 +6,14 @@
 
 use super::launch::LaunchEnv;
 use super::mpi::MpiTransport;
-use super::transport::{Pending, Transport};
+use super::transport::{poll_until, Pending, Transport};
 use super::{Backend, ReduceOp};
 use crate::backend::nccl::{self, NcclComm, NcclDone, NcclOp};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Device, Tensor};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What the transport and its collectives in flight share.
 struct Shared {
@@ -172,22 +172,17 @@ impl Pending for NcclPending {
     }
 
     fn wait(mut self: Box<Self>) -> Result<Tensor> {
-        let started = Instant::now();
-        while !self.test()? {
-            let waited = started.elapsed();
-            if waited >= self.shared.timeout {
-                self.shared.broken.store(true, Ordering::Release);
-                self.shared.comm.abort();
-                return Err(Error::distributed(
-                    self.what,
-                    format!(
-                        "timed out after {:.1} s: a peer rank never joined this collective; \
-                         the NCCL communicator was aborted",
-                        waited.as_secs_f64()
-                    ),
-                ));
-            }
-            std::thread::sleep(Duration::from_micros(20));
+        if let Some(waited) = poll_until(self.shared.timeout, || self.test())? {
+            self.shared.broken.store(true, Ordering::Release);
+            self.shared.comm.abort();
+            return Err(Error::distributed(
+                self.what,
+                format!(
+                    "timed out after {:.1} s: a peer rank never joined this collective; the \
+                     NCCL communicator was aborted",
+                    waited.as_secs_f64()
+                ),
+            ));
         }
         Ok(self.out.take().expect("taken once"))
     }

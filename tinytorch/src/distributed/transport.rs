@@ -5,6 +5,7 @@
 use super::{Backend, ReduceOp};
 use crate::error::Result;
 use crate::tensor::{DType, Device, Tensor};
+use std::time::{Duration, Instant};
 
 /// A collective in flight: poll it, or wait (up to the group's timeout) for its result.
 pub(crate) trait Pending: Send {
@@ -39,4 +40,27 @@ pub(crate) trait Transport: Send + Sync {
     fn reduce_scatter(&self, data: Tensor, op: ReduceOp) -> Result<Box<dyn Pending>>;
     /// Returns once every rank has entered it.
     fn barrier(&self) -> Result<Box<dyn Pending>>;
+}
+
+/// Poll `test` until it reports the collective done (`Ok(None)`) or `timeout` has passed
+/// (`Ok(Some(waited))`): every backend's wait, so that a peer that never comes is an error,
+/// not a hang. Spins (yielding) for the first 2 ms, the short waits of a training step, then
+/// sleeps 100 us between polls so as not to burn a core.
+pub(crate) fn poll_until(
+    timeout: Duration,
+    mut test: impl FnMut() -> Result<bool>,
+) -> Result<Option<Duration>> {
+    let started = Instant::now();
+    while !test()? {
+        let waited = started.elapsed();
+        if waited >= timeout {
+            return Ok(Some(waited));
+        }
+        if waited < Duration::from_millis(2) {
+            std::thread::yield_now();
+        } else {
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+    Ok(None)
 }
