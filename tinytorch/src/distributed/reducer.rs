@@ -39,7 +39,7 @@ struct Reducer {
     buckets: Vec<Bucket>,
     /// The next bucket to start (they start in order).
     next_to_start: usize,
-    /// False inside [`DistributedDataParallel::no_sync`].
+    /// False inside [`GradientReducer::no_sync`] (gradients accumulate locally).
     sync: bool,
     /// Time spent flattening, starting, waiting for and unflattening reductions.
     comm_time: Duration,
