@@ -43,7 +43,7 @@ tar -cJf "$out/binaries.tar.xz" -C "$out" bin tests
 rm -r "$out/bin" "$out/tests"
 
 cp tinytorch/tests/fixtures/ops.safetensors tinytorch/tests/fixtures/random_ops.safetensors "$out/fixtures/"
-cp scripts/bench_layers_torch.py "$out/scripts/"
+cp scripts/bench_layers_torch.py scripts/bench_stats.py "$out/scripts/"
 cp scripts/gpu_run.sh "$out/run.sh"
 git rev-parse HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
 

@@ -33,11 +33,12 @@ fn vals(t: &Tensor) -> Vec<f64> {
     t.to_vec_f64().unwrap()
 }
 
-/// `got` within `tol` (relative to the magnitude) of `want`, NaN matching NaN.
+/// `got` within `tol` (relative to the magnitude) of `want`, NaN matching NaN and infinities
+/// matching themselves.
 fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
     assert_eq!(got.len(), want.len(), "{what}: lengths");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol * (1.0 + w.abs());
+        let ok = g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol * (1.0 + w.abs());
         assert!(ok, "{what}: element {i} is {g}, the CPU gives {w}");
     }
 }
@@ -238,21 +239,22 @@ fn out_of_range_indices_of_gather_scatter_and_index_add_are_reported() {
         .cuda()
         .unwrap();
     let src = Tensor::ones(&[1, 4], DType::F32, GPU).unwrap();
-    let results = [
-        ("gather", x.gather(0, &bad)),
-        ("scatter", x.scatter(0, &bad, &src)),
-        ("scatter_add", x.scatter_add(0, &bad, &src)),
-        (
-            "index_add",
-            x.index_add(
-                0,
-                &Tensor::from_slice(&[5i64]).cuda().unwrap(),
-                &Tensor::ones(&[1, 4], DType::F32, GPU).unwrap(),
-            ),
-        ),
+    let one = Tensor::from_slice(&[5i64]).cuda().unwrap();
+    let row = Tensor::ones(&[1, 4], DType::F32, GPU).unwrap();
+    // Each op runs and synchronises before the next starts: the device's error flag is
+    // reported (and cleared) by the first synchronisation after it was raised.
+    type Launch<'a> = Box<dyn Fn() -> tinytorch::Result<Tensor> + 'a>;
+    let ops: [(&str, Launch); 4] = [
+        ("gather", Box::new(|| x.gather(0, &bad))),
+        ("scatter", Box::new(|| x.scatter(0, &bad, &src))),
+        ("scatter_add", Box::new(|| x.scatter_add(0, &bad, &src))),
+        ("index_add", Box::new(|| x.index_add(0, &one, &row))),
     ];
-    for (op, r) in results {
-        let err = r.and_then(|y| y.to_vec_f64()).unwrap_err().to_string();
+    for (op, launch) in ops {
+        let err = launch()
+            .and_then(|y| y.to_vec_f64())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("out of range"), "{op}: {err}");
         // Reported once: the device works on.
         assert_eq!(x.sum_all().unwrap().item_f64().unwrap(), 12.0, "{op}");
@@ -326,15 +328,17 @@ fn two_threads_use_the_device_at_once() {
 }
 
 #[test]
-fn f64_to_half_casts_round_once() {
+fn f64_to_half_casts_round_through_f32_like_pytorch() {
     let Some(_turn) = gpu() else { return };
     // Just above half-way between two f16 (and bf16) neighbours, by less than f32 keeps:
-    // rounding to f32 first lands exactly on the half-way point, which then goes to even.
+    // PyTorch rounds to f32 first, landing exactly on the half-way point, which then goes to
+    // even (torch.tensor(f16_case, dtype=torch.float64).half() is 1.0 on CPU and CUDA).
     let f16_case = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
     let bf16_case = 1.0 + 2f64.powi(-8) + 2f64.powi(-40);
     let x = Tensor::from_slice(&[f16_case, bf16_case, -f16_case, 65519.0, 1e300, f64::NAN]);
-    for dt in [DType::F16, DType::BF16] {
+    for (dt, first_two) in [(DType::F16, [1.0, 1.00390625]), (DType::BF16, [1.0, 1.0])] {
         let want = vals(&x.to_dtype(dt).unwrap());
+        assert_eq!(want[..2], first_two, "{dt} on the CPU");
         let got = vals(&x.cuda().unwrap().to_dtype(dt).unwrap());
         assert_close(&format!("f64 -> {dt}"), &got, &want, 0.0);
     }
@@ -426,7 +430,14 @@ fn fused_cross_entropy_on_cuda_matches_the_cpu() {
                     let t = Tensor::from_vec(tv, &tshape).unwrap();
                     let w = Tensor::rand(&[classes], dtype, Device::Cpu).unwrap();
                     let run = |d: Device| {
-                        let x = x.to_device(d).unwrap().requires_grad_(true).unwrap();
+                        // detach: on the CPU to_device returns the same handle, whose
+                        // requires_grad_ would otherwise carry over to the CUDA run.
+                        let x = x
+                            .detach()
+                            .to_device(d)
+                            .unwrap()
+                            .requires_grad_(true)
+                            .unwrap();
                         let (t, w) = (t.to_device(d).unwrap(), w.to_device(d).unwrap());
                         let loss =
                             cross_entropy(&x, &t, Some(&w), -100, reduction, smoothing).unwrap();

@@ -225,8 +225,10 @@ impl Element for f16 {
     fn to_f64(self) -> f64 {
         f16::to_f64(self)
     }
+    // Through f32, as PyTorch converts (c10::Half has no double constructor): a value just
+    // above a half-way point can round to it in f32 and then to even.
     fn from_f64(v: f64) -> Self {
-        f16::from_f64(v)
+        f16::from_f32(v as f32)
     }
     fn to_f32(self) -> f32 {
         f16::to_f32(self)
@@ -241,8 +243,9 @@ impl Element for bf16 {
     fn to_f64(self) -> f64 {
         bf16::to_f64(self)
     }
+    // Through f32, as PyTorch (see f16).
     fn from_f64(v: f64) -> Self {
-        bf16::from_f64(v)
+        bf16::from_f32(v as f32)
     }
     fn to_f32(self) -> f32 {
         bf16::to_f32(self)

@@ -5,7 +5,6 @@
 use super::{Backend, ReduceOp};
 use crate::error::Result;
 use crate::tensor::{DType, Device, Tensor};
-use std::time::{Duration, Instant};
 
 /// A collective in flight: poll it, or wait (up to the group's timeout) for its result.
 pub(crate) trait Pending: Send {
@@ -46,10 +45,12 @@ pub(crate) trait Transport: Send + Sync {
 /// (`Ok(Some(waited))`): every backend's wait, so that a peer that never comes is an error,
 /// not a hang. Spins (yielding) for the first 2 ms, the short waits of a training step, then
 /// sleeps 100 us between polls so as not to burn a core.
+#[cfg(feature = "mpi")]
 pub(crate) fn poll_until(
-    timeout: Duration,
+    timeout: std::time::Duration,
     mut test: impl FnMut() -> Result<bool>,
-) -> Result<Option<Duration>> {
+) -> Result<Option<std::time::Duration>> {
+    use std::time::{Duration, Instant};
     let started = Instant::now();
     while !test()? {
         let waited = started.elapsed();

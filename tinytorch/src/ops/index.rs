@@ -369,7 +369,7 @@ impl Tensor {
             .filter(|(_, &m)| m)
             .map(|(i, _)| i as i64)
             .collect();
-        let index = Tensor::from_slice(&picked);
+        let index = Tensor::from_slice(&picked).to_device(self.device())?;
         self.broadcast_to(&shape)?
             .reshape(&[-1])?
             .index_select(0, &index)

@@ -1,7 +1,7 @@
 //! Elementwise primitives on CUDA: unary, binary, comparisons, where, casts, strided copies
 //! and fills (kernels/elementwise.cu). Op codes here must match the `switch`es there.
 
-use super::launch::{elementwise, grid, launch};
+use super::launch::{elementwise, grid, grid_sweeps, launch};
 use super::{suffix, CudaStorage};
 use crate::backend::{BackendStorage, BinaryOp, CmpOp, UnaryOp};
 use crate::base::{DType, Layout};
@@ -129,7 +129,7 @@ fn launch_unary(
             &x.dev,
             MODULE,
             name,
-            grid(n),
+            grid_sweeps(n),
             n as i64,
             code,
             p0,
@@ -232,7 +232,11 @@ fn launch_binary(
         &a.dev,
         MODULE,
         name,
-        grid(n),
+        if a.dtype.is_float() {
+            grid_sweeps(n)
+        } else {
+            grid(n)
+        },
         n as i64,
         code,
         sh,

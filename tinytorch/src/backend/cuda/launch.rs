@@ -118,6 +118,15 @@ pub fn grid(n: usize) -> LaunchConfig {
     }
 }
 
+/// Items per thread per sweep of the kernels that use prelude.cuh's `FOR_EACH_SWEEP`
+/// (its `UNROLL`).
+const UNROLL: usize = 4;
+
+/// Grid for a `FOR_EACH_SWEEP` kernel over `n` items: a thread per [`UNROLL`] items.
+pub fn grid_sweeps(n: usize) -> LaunchConfig {
+    grid(n.div_ceil(UNROLL))
+}
+
 /// Grid for kernels where a group of `group` threads handles one of `items` items.
 pub fn grid_groups(items: usize, group: u32) -> LaunchConfig {
     grid(items * group as usize)

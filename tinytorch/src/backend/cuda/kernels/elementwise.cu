@@ -75,13 +75,24 @@ __device__ __forceinline__ i64 unary_int(int op, i64 x, i64 p0, i64 p1) {
     return x;  // floor, ceil, round: the identity on integers
 }
 
+// Every load of a sweep before any store: in-place ops (out == in) read and write only their
+// own items, so the order within a thread is all that matters.
 #define UNARY_FLOAT(T, NAME)                                                                  \
     extern "C" __global__ void unary_##NAME(i64 n, int op, double p0, double p1, Shape sh,    \
                                             Strides is, const T* in, Strides os, T* out) {    \
         typedef Ty<T>::C C;                                                                   \
-        FOR_EACH(i, n) {                                                                      \
-            C x = Ty<T>::up(in[offset_of(sh, is, i)]);                                        \
-            out[offset_of(sh, os, i)] = Ty<T>::down(unary_float<C>(op, x, (C)p0, (C)p1));     \
+        FOR_EACH_SWEEP(base, step, n) {                                                       \
+            C x[UNROLL];                                                                      \
+            _Pragma("unroll") for (int u = 0; u < UNROLL; ++u) {                              \
+                i64 i = base + u * step;                                                      \
+                x[u] = i < n ? Ty<T>::up(in[offset_of(sh, is, i)]) : (C)0;                    \
+            }                                                                                 \
+            _Pragma("unroll") for (int u = 0; u < UNROLL; ++u) {                              \
+                i64 i = base + u * step;                                                      \
+                if (i < n)                                                                    \
+                    out[offset_of(sh, os, i)] =                                               \
+                        Ty<T>::down(unary_float<C>(op, x[u], (C)p0, (C)p1));                  \
+            }                                                                                 \
         }                                                                                     \
     }
 FOR_FLOAT_TYPES(UNARY_FLOAT)
@@ -137,10 +148,17 @@ __device__ __forceinline__ i64 binary_int(int op, i64 a, i64 b) {
     extern "C" __global__ void binary_##NAME(i64 n, int op, Shape sh, Strides as, const T* a, \
                                              Strides bs, const T* b, Strides os, T* out) {    \
         typedef Ty<T>::C C;                                                                   \
-        FOR_EACH(i, n) {                                                                      \
-            C x = Ty<T>::up(a[offset_of(sh, as, i)]);                                         \
-            C y = Ty<T>::up(b[offset_of(sh, bs, i)]);                                         \
-            out[offset_of(sh, os, i)] = Ty<T>::down(binary_float<C>(op, x, y));               \
+        FOR_EACH_SWEEP(base, step, n) {                                                       \
+            C x[UNROLL], y[UNROLL];                                                           \
+            _Pragma("unroll") for (int u = 0; u < UNROLL; ++u) {                              \
+                i64 i = base + u * step;                                                      \
+                x[u] = i < n ? Ty<T>::up(a[offset_of(sh, as, i)]) : (C)0;                     \
+                y[u] = i < n ? Ty<T>::up(b[offset_of(sh, bs, i)]) : (C)0;                     \
+            }                                                                                 \
+            _Pragma("unroll") for (int u = 0; u < UNROLL; ++u) {                              \
+                i64 i = base + u * step;                                                      \
+                if (i < n) out[offset_of(sh, os, i)] = Ty<T>::down(binary_float<C>(op, x[u], y[u])); \
+            }                                                                                 \
         }                                                                                     \
     }
 FOR_FLOAT_TYPES(BINARY_FLOAT)
