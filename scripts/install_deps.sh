@@ -5,6 +5,7 @@
 #   fortunes               the text corpus of `tinytorch train-lm` (/usr/share/games/fortunes)
 #   openmpi-bin, libopenmpi-dev  Open MPI: `mpirun` and the library of the `mpi` feature
 #   libclang-dev           libclang, with which the `mpi` crate generates its MPI bindings
+#   chromium, chromium-driver  headless Chromium and ChromeDriver for the dashboard's browser test
 # Uses apt-get (as root, or through sudo); does nothing when everything is present.
 set -euo pipefail
 
@@ -15,6 +16,8 @@ need=()
 command -v mpirun >/dev/null || need+=(openmpi-bin)
 [ -e /usr/include/x86_64-linux-gnu/openmpi/mpi.h ] || [ -e /usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] || need+=(libopenmpi-dev)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+command -v chromium >/dev/null || need+=(chromium)
+command -v chromedriver >/dev/null || need+=(chromium-driver)
 [ ${#need[@]} -eq 0 ] && exit 0
 
 if ! command -v apt-get >/dev/null; then

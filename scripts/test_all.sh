@@ -12,6 +12,13 @@ export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TINYTORCH_MINILM_DIR="${TINYTORCH_MINILM_DIR:-$(bash scripts/install_minilm.sh)}"
 cargo test --workspace --all-features "$@"
 
+# The dashboard in headless Chromium (chromium and chromedriver from install_deps.sh): a short
+# training run, the page, its live update. Screenshots go to target/dashboard-screenshots/.
+# The binary is the one `cargo test` built; CI requires the browser, elsewhere it may skip.
+[ "${CI:-}" = "true" ] && export TINYTORCH_REQUIRE_BROWSER=1
+target_dir="${CARGO_TARGET_DIR:-target}"
+python3 tinytorch-cli/tests/dashboard_browser.py "$target_dir/debug/tinytorch" "$target_dir/dashboard-screenshots"
+
 py_venv="${TINYTORCH_PY_VENV:-$HOME/.cache/tinytorch/py-venv}"
 [ -x "$py_venv/bin/python" ] || python3 -m venv "$py_venv"
 "$py_venv/bin/pip" install -q --upgrade pip >/dev/null

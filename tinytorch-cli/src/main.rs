@@ -1,8 +1,9 @@
 //! The `tinytorch` command: `train` and `eval` image classifiers, `train-lm` and `generate`
-//! with a GPT, `bench` the suites. Every
+//! with a GPT, `bench` the suites, `dashboard` the runs. Every
 //! error is printed as one line and exits non-zero.
 
 mod bench;
+mod dashboard;
 mod embed;
 mod lm;
 mod profile;
@@ -44,6 +45,8 @@ enum Command {
     Profile(profile::ProfileArgs),
     /// Sentence embeddings of stdin's lines with a sentence-transformers BERT model.
     Embed(embed::EmbedArgs),
+    /// Serve a web page of the training runs under a log directory, updated while they train.
+    Dashboard(dashboard::DashboardArgs),
 }
 
 fn main() {
@@ -71,6 +74,7 @@ fn main() {
         Command::Bench(args) => bench::run(&args),
         Command::Embed(args) => embed::run(&args),
         Command::Profile(args) => profile::run(&args),
+        Command::Dashboard(args) => dashboard::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

@@ -1,20 +1,24 @@
 //! `tinytorch train-lm`: train a GPT on a text file with AdamW, a progress bar, metrics
-//! (CSV + JSON lines), a curves PNG and a checkpoint that `generate` reads.
+//! (CSV + JSON lines), a curves PNG, a checkpoint that `generate` reads, and for the
+//! dashboard a line every `--log-every` steps and a sampled text at every checkpoint.
 
 use super::config_json;
 use super::data::{batch, TokenData};
+use super::generate::generate_ids;
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Instant;
 use tinytorch::autograd::no_grad;
 use tinytorch::io::{save_checkpoint, Checkpoint};
-use tinytorch::models::gpt::{Gpt, GptConfig};
+use tinytorch::models::gpt::{Gpt, GptConfig, Sampling};
 use tinytorch::nn::Module;
 use tinytorch::optim::{AdamOptions, AdamW, Optimizer};
+use tinytorch::tensor::{get_rng_state, set_rng_state};
 use tinytorch::text::{BpeTokenizer, CharTokenizer, Tokenizer};
+use tinytorch::train::run_log::{write_json_atomic, JsonLines, StepRecord};
 use tinytorch::train::{plot_curves, EpochMetrics, EpochTotals, MetricsLog, Progress};
-use tinytorch::{manual_seed, Error, Generator, Result};
+use tinytorch::{manual_seed, Error, Generator, Result, Tensor};
 
 /// Tokenizer kinds.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -73,6 +77,9 @@ pub struct TrainLmArgs {
     /// Print the final metrics as one JSON object on the last line of stdout.
     #[arg(long)]
     pub json: bool,
+    /// Steps between lines of steps.jsonl (for `tinytorch dashboard`); 0 for none.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub log_every: u64,
 }
 
 /// Mean loss and next-token accuracy over `n` random validation batches.
@@ -95,6 +102,25 @@ fn token_accuracy(logits: &tinytorch::Tensor, y: &tinytorch::Tensor) -> Result<f
         .eq(y)?
         .to_dtype(tinytorch::DType::F64)?;
     hits.mean_all()?.item_f64()
+}
+
+/// Tokens of the text sampled at each checkpoint for the dashboard.
+const SAMPLE_TOKENS: usize = 200;
+
+/// A text the model writes after the validation text's first token (temperature 0.8, seeded
+/// with `seed` so that checkpoints compare on the same draws); the global generator, which
+/// dropout draws from, is left as it was.
+fn sample_text(model: &Gpt, tokenizer: &dyn Tokenizer, val: &[i64], seed: u64) -> Result<String> {
+    let saved = get_rng_state();
+    manual_seed(seed);
+    let sampling = Sampling {
+        temperature: 0.8,
+        ..Default::default()
+    };
+    let prompt = [val[0] as usize];
+    let ids = generate_ids(model, &prompt, SAMPLE_TOKENS, &sampling, true);
+    set_rng_state(&saved);
+    tokenizer.decode(&[&prompt[..], &ids?[..]].concat())
 }
 
 /// Run `tinytorch train-lm`.
@@ -141,10 +167,34 @@ pub fn train_lm(a: &TrainLmArgs) -> Result<()> {
     let mut gen = Generator::new(a.seed);
     let mut val_gen = Generator::new(a.seed ^ 0x5eed);
     std::fs::create_dir_all(&a.out)?;
-    for f in ["metrics.jsonl", "metrics.csv"] {
+    for f in [
+        "metrics.jsonl",
+        "metrics.csv",
+        "steps.jsonl",
+        "samples.jsonl",
+        "model.json",
+    ] {
         let _ = std::fs::remove_file(a.out.join(f));
     }
     let mut log = MetricsLog::open(&a.out)?;
+    // The dashboard's files: a line per `--log-every` steps and a sampled text per checkpoint.
+    let mut step_lines = JsonLines::append(&a.out.join("steps.jsonl"))?;
+    let mut sample_lines = JsonLines::append(&a.out.join("samples.jsonl"))?;
+    // Loss sum, steps and training seconds since the last step line (validation, checkpoint
+    // and sampling between intervals left out).
+    let mut window = (0.0f64, 0u64, 0.0f64);
+    // The layer table (profiler) of one context window, for the dashboard's model view.
+    let ids: Vec<i64> = data.val[..a.block_size].to_vec();
+    // The profiler draws random numbers (its machine peaks, dropout): the training draws
+    // stay those of a run without it.
+    let rng = get_rng_state();
+    let profile = tinytorch::profile::summary(&model, &Tensor::from_vec(ids, &[1, a.block_size])?);
+    set_rng_state(&rng);
+    let profile = profile?;
+    let mut doc = profile.to_json();
+    doc["config"] = serde_json::from_str(&config_json(&config)).unwrap_or_default();
+    doc["input_shape"] = serde_json::json!([1, a.block_size]);
+    write_json_atomic(&a.out.join("model.json"), &doc)?;
     let mut history = Vec::new();
     let visible = !a.json && std::io::stderr().is_terminal();
     let intervals = a.max_steps.div_ceil(a.eval_every) as usize;
@@ -156,6 +206,7 @@ pub fn train_lm(a: &TrainLmArgs) -> Result<()> {
         let mut totals = EpochTotals::default();
         let t0 = Instant::now();
         model.train();
+        let mut last = Instant::now();
         for _ in 0..steps {
             let (x, y) = batch(&data.train, a.batch_size, a.block_size, &mut gen)?;
             // The step on a compute thread when the model is on the CPU (`parallel`).
@@ -175,6 +226,24 @@ pub fn train_lm(a: &TrainLmArgs) -> Result<()> {
             totals.timed_s = t0.elapsed().as_secs_f64();
             totals.timed_samples += tokens_per_step;
             bar.step(l, &totals);
+            let done = step + totals.steps;
+            window.0 += l;
+            window.1 += 1;
+            window.2 += last.elapsed().as_secs_f64();
+            last = Instant::now();
+            if a.log_every > 0 && done.is_multiple_of(a.log_every) {
+                let record = StepRecord {
+                    step: done,
+                    epoch: interval,
+                    epoch_progress: (interval - 1) as f64 + totals.steps as f64 / steps as f64,
+                    loss: window.0 / window.1 as f64,
+                    acc: f64::NAN, // no accuracy per step: null in the JSON
+                    lr: a.lr,
+                    samples_per_s: (window.1 * tokens_per_step) as f64 / window.2.max(1e-9),
+                };
+                step_lines.write(&record.to_json())?;
+                window = (0.0, 0, 0.0);
+            }
         }
         step += steps;
         model.eval();
@@ -208,6 +277,9 @@ pub fn train_lm(a: &TrainLmArgs) -> Result<()> {
             ..Default::default()
         };
         save_checkpoint(a.out.join("checkpoint.safetensors"), &ckpt)?;
+        let text = sample_text(&model, tokenizer.as_ref(), &data.val, a.seed)?;
+        sample_lines
+            .write(&serde_json::json!({"step": step, "val_loss": val_loss, "text": text}))?;
     }
     plot_curves(&a.out.join("curves.png"), &history)?;
     let last = history.last().expect("at least one interval");

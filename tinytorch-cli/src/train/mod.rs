@@ -1,6 +1,6 @@
 //! `tinytorch train`: train a model on an image classification data set with a progress
-//! bar, per-epoch metrics (CSV, JSON lines), a curves PNG and atomic checkpoints that resume
-//! bit-identically, even in the middle of an epoch.
+//! bar, per-epoch metrics (CSV, JSON lines), a curves PNG, the files `tinytorch dashboard`
+//! shows, and atomic checkpoints that resume bit-identically, even in the middle of an epoch.
 
 mod config;
 mod data;
@@ -10,6 +10,7 @@ mod latency;
 mod prune;
 mod quantize;
 mod run;
+mod run_files;
 
 pub use config::{DatasetKind, OptimizerKind, RunConfig};
 pub use distill::{distill, DistillArgs};
@@ -59,9 +60,18 @@ pub struct TrainArgs {
     /// Resume from this checkpoint (model, optimizer, generators, position in the epoch).
     #[arg(long, value_name = "CKPT")]
     pub resume: Option<PathBuf>,
-    /// Directory for checkpoint.safetensors, metrics.csv, metrics.jsonl and curves.png.
+    /// Directory for checkpoint.safetensors, metrics.csv, metrics.jsonl, curves.png and the
+    /// dashboard's files (steps.jsonl, histograms.jsonl, model.json, eval.json).
     #[arg(long, default_value = "runs/latest")]
     pub out: PathBuf,
+    /// Steps between lines of steps.jsonl (mean loss, accuracy, learning rate and samples/s
+    /// over those steps); 0 for none.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub log_every: u64,
+    /// Steps between histograms of every parameter's values and gradients
+    /// (histograms.jsonl, for `tinytorch dashboard`); 0 (the default) for none.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub log_histograms: u64,
     /// Stop after this many optimizer steps in total.
     #[arg(long, value_name = "N")]
     pub max_steps: Option<u64>,

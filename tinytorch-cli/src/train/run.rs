@@ -5,6 +5,7 @@ use super::data::{load_split, LoadedSplit, Split};
 use super::distributed::{global_totals, join, replica};
 use super::latency::Latency;
 use super::quantize::load_int8_model;
+use super::run_files::{model_json, write_eval_json, StepLogger};
 use super::{EvalArgs, RunConfig, TrainArgs};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -20,8 +21,10 @@ use tinytorch::nn::Module;
 use tinytorch::optim::Optimizer;
 use tinytorch::quant::{file_metadata, quantized_parameter_count, INT8_FORMAT};
 use tinytorch::tensor::{get_rng_state, set_rng_state, GeneratorState};
+use tinytorch::train::run_log::write_json_atomic;
 use tinytorch::train::{
-    evaluate, plot_curves, train_epoch, EpochMetrics, EpochTotals, MetricsLog, Progress, StepLimit,
+    cross_entropy_loss, evaluate, evaluate_with_predictions, plot_curves, train_epoch_observed,
+    EpochMetrics, EpochTotals, MetricsLog, Progress, StepLimit,
 };
 use tinytorch::{manual_seed, Device, Error, Result, Tensor};
 
@@ -279,6 +282,11 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     model.to_device(device)?;
     pos.world_size = world;
     let start_step = pos.step;
+    // The dashboard's layer table, of the model before DDP wraps it.
+    let model_doc = match (&test, &resumed) {
+        (Some(t), None) => Some(model_json(model.as_ref(), t, device, config.to_json())?),
+        _ => None,
+    };
     let mut model = replica(model, group.as_ref(), args.sync_bn)?;
 
     std::fs::create_dir_all(&args.out)?;
@@ -290,11 +298,35 @@ pub fn train(args: &TrainArgs) -> Result<()> {
             .filter(|m| m.epoch <= pos.epoch)
             .collect()
     } else {
-        let _ = std::fs::remove_file(&jsonl);
-        let _ = std::fs::remove_file(args.out.join("metrics.csv"));
+        // A fresh run in an old run's directory starts every log anew. (A resumed run appends;
+        // the dashboard keeps the last line of each step.)
+        for f in [
+            "metrics.jsonl",
+            "metrics.csv",
+            "steps.jsonl",
+            "histograms.jsonl",
+            "model.json",
+            "eval.json",
+        ] {
+            let _ = std::fs::remove_file(args.out.join(f));
+        }
         Vec::new()
     };
     let mut log = MetricsLog::open(&args.out)?;
+    // The dashboard's files: steps and histograms while training, the layer table once.
+    let mut steps = if lead {
+        Some(StepLogger::open(
+            &args.out,
+            args.log_every,
+            args.log_histograms,
+            loader.len() as u64,
+        )?)
+    } else {
+        None
+    };
+    if let Some(doc) = &model_doc {
+        write_json_atomic(&args.out.join("model.json"), doc)?;
+    }
     let visible = lead && !args.json && std::io::stderr().is_terminal();
     let mut limit = StepLimit(args.max_steps.map(|m| m.saturating_sub(pos.step)));
     let batches_per_epoch = loader.len() as u64;
@@ -315,7 +347,22 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         bar.set_position(pos.batch_in_epoch);
         let batches = on_device(loader.iter_from(pos.batch_in_epoch as usize)?, device);
         let t0 = Instant::now();
-        let done = train_epoch(model.as_mut(), opt.as_mut(), batches, &mut limit, &bar)?;
+        let (step0, batch0) = (pos.step, pos.batch_in_epoch);
+        if let Some(s) = &mut steps {
+            s.start_epoch();
+        }
+        let done = train_epoch_observed(
+            model.as_mut(),
+            opt.as_mut(),
+            batches,
+            &mut limit,
+            &bar,
+            &cross_entropy_loss,
+            &mut |d| match &mut steps {
+                Some(s) => s.after_step(d, step0 + d.totals.steps, epoch, batch0 + d.totals.steps),
+                None => Ok(()),
+            },
+        )?;
         // Every rank's samples, so that all ranks (and the checkpoint) hold the run's figures.
         let done = global_totals(group.as_ref(), &done)?;
         let wall = t0.elapsed().as_secs_f64();
@@ -339,7 +386,10 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         }
         let (test_loss, test_acc) = match &test {
             Some(t) => {
-                let (l, a) = evaluate(model.module_mut(), on_device(t.batches(1000)?, device))?;
+                let batches = on_device(t.batches(1000)?, device);
+                let (l, a, predictions) = evaluate_with_predictions(model.module_mut(), batches)?;
+                let at = (epoch, pos.step);
+                write_eval_json(&args.out, t, config.dataset, &predictions, at)?;
                 (Some(l), Some(a))
             }
             None => (None, None),

@@ -61,10 +61,14 @@ pub struct OpRecord {
     pub forward: Duration,
     /// Time of its backward rule, summed over the backward passes traced.
     pub backward: Duration,
+    /// The output itself, when the trace keeps outputs ([`start_keeping_outputs`]): what a
+    /// dashboard shows as a layer's feature maps.
+    pub value: Option<Tensor>,
 }
 
 struct Trace {
     ops: Vec<OpRecord>,
+    keep_outputs: bool,
     /// Output id to its record, for the backward times.
     by_output: HashMap<TensorId, usize>,
     last: Instant,
@@ -85,8 +89,19 @@ pub fn is_active() -> bool {
 
 /// Start a trace (dropping any unfinished one). One trace at a time, process-wide.
 pub fn start() {
+    start_with(false);
+}
+
+/// [`start`], keeping each op's output tensor in its record ([`OpRecord::value`]), which
+/// keeps every traced activation alive until the records are dropped.
+pub fn start_keeping_outputs() {
+    start_with(true);
+}
+
+fn start_with(keep_outputs: bool) {
     *trace() = Some(Trace {
         ops: Vec::new(),
+        keep_outputs,
         by_output: HashMap::new(),
         last: Instant::now(),
     });
@@ -118,6 +133,7 @@ pub(crate) fn forward_op(name: &'static str, inputs: &[&Tensor], output: &Tensor
             output: TracedTensor::of(output),
             forward: now - t.last,
             backward: Duration::ZERO,
+            value: t.keep_outputs.then(|| output.detach()),
         });
         t.last = Instant::now();
     }

@@ -109,6 +109,7 @@ mod tests {
             output: t(output),
             forward: Duration::ZERO,
             backward: Duration::ZERO,
+            value: None,
         }
     }
 

@@ -146,6 +146,40 @@ pub fn train_epoch_with<I>(
 where
     I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
 {
+    train_epoch_observed(model, opt, batches, limit, progress, loss, &mut |_| Ok(()))
+}
+
+/// What [`train_epoch_observed`] tells its observer after each optimizer step: the model (its
+/// gradients are still those of the step), the batch's figures and the epoch's sums so far.
+pub struct StepDone<'a> {
+    /// The model, after the step.
+    pub model: &'a dyn Module,
+    /// The optimizer, after the step (its learning rates).
+    pub optimizer: &'a dyn Optimizer,
+    /// Mean loss of the batch.
+    pub loss: f64,
+    /// Samples in the batch.
+    pub samples: u64,
+    /// Correct predictions in the batch.
+    pub correct: u64,
+    /// The sums of this call so far, the step included.
+    pub totals: &'a EpochTotals,
+}
+
+/// [`train_epoch_with`] calling `observe` after every step (to log steps, histograms, ...);
+/// an error from it ends the epoch with that error.
+pub fn train_epoch_observed<I>(
+    model: &mut dyn Module,
+    opt: &mut dyn Optimizer,
+    batches: I,
+    limit: &mut StepLimit,
+    progress: &Progress,
+    loss: LossFn<'_>,
+    observe: &mut dyn FnMut(&StepDone<'_>) -> Result<()>,
+) -> Result<EpochTotals>
+where
+    I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
+{
     model.train();
     let mut totals = EpochTotals::default();
     let mut first_step_end: Option<Instant> = None;
@@ -169,6 +203,14 @@ where
         totals.steps += 1;
         limit.take_one();
         progress.step(batch_loss, &totals);
+        observe(&StepDone {
+            model,
+            optimizer: opt,
+            loss: batch_loss,
+            samples: n,
+            correct,
+            totals: &totals,
+        })?;
     }
     Ok(totals)
 }
@@ -179,9 +221,32 @@ pub fn evaluate<I>(model: &mut dyn Module, batches: I) -> Result<(f64, f64)>
 where
     I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
 {
+    evaluate_with_predictions(model, batches).map(|(loss, acc, _)| (loss, acc))
+}
+
+/// One sample's prediction: the class with the highest logit and its softmax probability.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Prediction {
+    /// The predicted class.
+    pub class: i64,
+    /// Its probability under the model.
+    pub probability: f64,
+}
+
+/// [`evaluate`], also returning every sample's [`Prediction`], in order (for a confusion
+/// matrix or a list of mistakes): one pass over the data for both. Returns the mean loss,
+/// the accuracy and the predictions.
+pub fn evaluate_with_predictions<I>(
+    model: &mut dyn Module,
+    batches: I,
+) -> Result<(f64, f64, Vec<Prediction>)>
+where
+    I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
+{
     model.eval();
     let _guard = no_grad();
     let mut totals = EpochTotals::default();
+    let mut predictions = Vec::new();
     for batch in batches {
         let (x, y) = batch?;
         let logits = model.forward(&x)?;
@@ -189,6 +254,10 @@ where
         totals.loss_sum += loss.item_f64()?;
         totals.correct += count_correct(&logits, &y)?;
         totals.samples += y.shape()[0] as u64;
+        // The class dimension is 1, as for the cross-entropy.
+        let (best, class) = logits.softmax(1)?.max_dim(1, false)?;
+        let pairs = class.to_vec::<i64>()?.into_iter().zip(best.to_vec_f64()?);
+        predictions.extend(pairs.map(|(class, probability)| Prediction { class, probability }));
     }
-    Ok((totals.mean_loss(), totals.accuracy()))
+    Ok((totals.mean_loss(), totals.accuracy(), predictions))
 }

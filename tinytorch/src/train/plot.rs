@@ -14,8 +14,11 @@ const FONT_PATHS: [&str; 3] = [
     "/usr/share/fonts/dejavu/DejaVuSans.ttf",
 ];
 
-/// Register the first font found under the name "sans-serif", once per process.
-fn ensure_font() -> Result<()> {
+/// Register the first TrueType font found (DejaVu Sans, Debian's `fonts-dejavu-core`) under
+/// the name "sans-serif" for plotters' text, once per process; an error names the paths
+/// tried. Every chart with text needs it, the bitmap and the SVG backends alike (plotters
+/// measures text through it).
+pub fn register_plot_font() -> Result<()> {
     static FONT: OnceLock<bool> = OnceLock::new();
     let ok = *FONT.get_or_init(|| {
         FONT_PATHS.iter().any(|p| match std::fs::read(p) {
@@ -97,7 +100,7 @@ pub fn plot_curves(path: &Path, history: &[EpochMetrics]) -> Result<()> {
     if history.is_empty() {
         return Err(Error::invalid("plot_curves", "no epochs to plot"));
     }
-    ensure_font()?;
+    register_plot_font()?;
     let root = BitMapBackend::new(path, (1000, 400)).into_drawing_area();
     root.fill(&WHITE).map_err(plot_err)?;
     let (left, right) = root.split_horizontally(500);
