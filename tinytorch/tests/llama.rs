@@ -693,7 +693,7 @@ fn unsupported_configs_are_refused() {
         ),
         (r#""rope_scaling": 3"#, "must be an object"),
         (r#""hidden_act": "gelu""#, "hidden_act 'gelu'"),
-        (r#""model_type": "mistral""#, "model_type 'mistral'"),
+        (r#""model_type": "gemma""#, "model_type 'gemma'"),
         (
             r#""num_key_value_heads": 3"#,
             "not a multiple of num_key_value_heads 3",

@@ -113,25 +113,44 @@ pub struct LlamaAttention {
     kv_heads: usize,
     head_dim: usize,
     dropout: f64,
+    /// Mistral's sliding window: positions attended to, the query's own included.
+    window: Option<usize>,
+}
+
+/// Which keys each of `t` queries at positions `past..past + t` may attend to among the
+/// `past + t` positions: the earlier ones and itself, and with a `window`, only the last
+/// `window` of those (`(t, past + t)` bool; Hugging Face's sliding-window causal mask).
+pub(super) fn attention_mask(
+    t: usize,
+    past: usize,
+    window: Option<usize>,
+    device: crate::tensor::Device,
+) -> Result<Tensor> {
+    let causal = causal_mask(t, past, device)?;
+    match window {
+        Some(w) => causal.triu(past as i64 - w as i64 + 1),
+        None => Ok(causal),
+    }
 }
 
 impl LlamaAttention {
     /// The projections of layer `prefix` (`model.layers.N.self_attn`) from `weights`.
     pub(super) fn new(c: &LlamaConfig, prefix: &str, weights: &mut Weights) -> Result<Self> {
         let (h, hkv, d) = (c.num_attention_heads, c.kv_heads(), c.head_dim());
-        let bias = c.attention_bias;
-        let mut proj = |name: &str, inputs: usize, outputs: usize| {
+        let mut proj = |name: &str, inputs: usize, outputs: usize, bias: bool| {
             weights.linear(&format!("{prefix}.{name}"), inputs, outputs, bias)
         };
+        let (qkv_bias, o_bias) = (c.qkv_bias(), c.o_bias());
         Ok(LlamaAttention {
-            q_proj: proj("q_proj", c.hidden_size, h * d)?,
-            k_proj: proj("k_proj", c.hidden_size, hkv * d)?,
-            v_proj: proj("v_proj", c.hidden_size, hkv * d)?,
-            o_proj: proj("o_proj", h * d, c.hidden_size)?,
+            q_proj: proj("q_proj", c.hidden_size, h * d, qkv_bias)?,
+            k_proj: proj("k_proj", c.hidden_size, hkv * d, qkv_bias)?,
+            v_proj: proj("v_proj", c.hidden_size, hkv * d, qkv_bias)?,
+            o_proj: proj("o_proj", h * d, c.hidden_size, o_bias)?,
             heads: h,
             kv_heads: hkv,
             head_dim: d,
             dropout: c.attention_dropout,
+            window: c.attention_window(),
         })
     }
 
@@ -156,14 +175,23 @@ impl LlamaAttention {
         let v = heads(self.v_proj.forward(x)?, self.kv_heads)?;
         let (q, k) = (apply_rotary(&q, cos, sin)?, apply_rotary(&k, cos, sin)?);
         let p = if training { self.dropout } else { 0.0 };
+        // A window shorter than what the queries could see needs a mask.
+        let windowed = |seen: usize| self.window.filter(|&w| w < seen);
         let y = match cache {
-            None => grouped_query_attention(&q, &k, &v, None, p, true)?,
+            None => match windowed(t) {
+                None => grouped_query_attention(&q, &k, &v, None, p, true)?,
+                Some(w) => {
+                    let mask = attention_mask(t, 0, Some(w), x.device())?;
+                    grouped_query_attention(&q, &k, &v, Some(&mask), p, false)?
+                }
+            },
             Some((cache, layer)) => {
                 let past = cache.len();
                 let (k_all, v_all) = cache.append(layer, &k, &v)?;
-                // One new token sees every cached position: no mask at all.
-                let mask = (t > 1)
-                    .then(|| causal_mask(t, past, x.device()))
+                // One new token sees every cached position (within its window): no mask.
+                let window = windowed(past + t);
+                let mask = (t > 1 || window.is_some())
+                    .then(|| attention_mask(t, past, window, x.device()))
                     .transpose()?;
                 grouped_query_attention(&q, &k_all, &v_all, mask.as_ref(), p, false)?
             }

@@ -1,5 +1,7 @@
-//! `LlamaConfig`: the hyperparameters of a Llama model, read from a Hugging Face
-//! `config.json` (the fields `transformers.LlamaConfig` writes; unknown fields are ignored).
+//! `LlamaConfig`: the hyperparameters of a Llama-family model, read from a Hugging Face
+//! `config.json` (the fields `transformers.LlamaConfig`, `Qwen2Config` and `MistralConfig`
+//! write; unknown fields are ignored). The families differ in two places: Qwen2 has biases
+//! on the q/k/v projections (not on o_proj), Mistral attends within a sliding window.
 //! What this implementation does not compute (another activation, another model type, RoPE
 //! types other than default / linear / llama3) is rejected here, with the field named, rather
 //! than silently computed differently.
@@ -12,7 +14,7 @@ use std::path::Path;
 /// The hyperparameters of a Llama model (`transformers.LlamaConfig`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct LlamaConfig {
-    /// `llama` when present; other model types are rejected.
+    /// `llama` (also when absent), `qwen2` or `mistral`; other model types are rejected.
     #[serde(default)]
     pub model_type: Option<String>,
     /// Rows of the token embedding table (and outputs of the LM head).
@@ -68,6 +70,25 @@ pub struct LlamaConfig {
     /// The RoPE parameters of transformers 5 (`rope_type`, `rope_theta`, scaling fields).
     #[serde(default)]
     pub rope_parameters: Option<serde_json::Value>,
+    /// Mistral: each position attends to itself and the `sliding_window - 1` positions before
+    /// it (`null`: to every earlier position). Qwen2 files carry it too, used only with
+    /// `use_sliding_window`.
+    #[serde(default)]
+    pub sliding_window: Option<usize>,
+    /// Qwen2: whether layers attend within `sliding_window` (not supported here: rejected).
+    #[serde(default)]
+    pub use_sliding_window: bool,
+}
+
+/// The model families that share Llama's architecture.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// `LlamaForCausalLM`.
+    Llama,
+    /// `Qwen2ForCausalLM`: q/k/v biases.
+    Qwen2,
+    /// `MistralForCausalLM`: sliding-window attention.
+    Mistral,
 }
 
 fn default_hidden_act() -> String {
@@ -115,6 +136,8 @@ impl LlamaConfig {
             rope_theta: None,
             rope_scaling: None,
             rope_parameters: None,
+            sliding_window: None,
+            use_sliding_window: false,
         }
     }
 
@@ -143,6 +166,40 @@ impl LlamaConfig {
         Ok(config)
     }
 
+    /// The family `model_type` names (Llama when absent).
+    pub fn family(&self) -> Result<Family> {
+        match self.model_type.as_deref() {
+            None | Some("llama") => Ok(Family::Llama),
+            Some("qwen2") => Ok(Family::Qwen2),
+            Some("mistral") => Ok(Family::Mistral),
+            Some(t) => Err(Error::invalid(
+                "LlamaConfig",
+                format!(
+                    "model_type '{t}' is not supported (llama, qwen2 and mistral are); its architecture may differ"
+                ),
+            )),
+        }
+    }
+
+    /// Biases on the q/k/v projections: Qwen2's always, Llama's with `attention_bias`.
+    pub fn qkv_bias(&self) -> bool {
+        self.attention_bias || self.model_type.as_deref() == Some("qwen2")
+    }
+
+    /// Bias on the output projection (`attention_bias`; never in Qwen2).
+    pub fn o_bias(&self) -> bool {
+        self.attention_bias
+    }
+
+    /// How many positions (itself included) a position attends to, if limited: Mistral's
+    /// `sliding_window`.
+    pub fn attention_window(&self) -> Option<usize> {
+        match self.model_type.as_deref() {
+            Some("mistral") => self.sliding_window,
+            _ => None,
+        }
+    }
+
     /// Key/value heads (`num_key_value_heads`, or one per query head).
     pub fn kv_heads(&self) -> usize {
         self.num_key_value_heads.unwrap_or(self.num_attention_heads)
@@ -167,7 +224,7 @@ impl LlamaConfig {
     }
 
     /// Check what the model relies on: positive sizes, heads that group evenly, an even
-    /// head width, SiLU, a Llama model type and a supported RoPE.
+    /// head width, SiLU, a supported model type and RoPE.
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: String| Err(Error::invalid("LlamaConfig", msg));
         let sizes = [
@@ -182,10 +239,14 @@ impl LlamaConfig {
         if let Some((name, _)) = sizes.iter().find(|(_, v)| *v == 0) {
             return bad(format!("{name} must be positive, got 0"));
         }
-        if let Some(t) = self.model_type.as_deref().filter(|t| *t != "llama") {
-            return bad(format!(
-                "model_type '{t}' is not supported (only 'llama'); its architecture may differ"
-            ));
+        let family = self.family()?;
+        if family == Family::Qwen2 && self.use_sliding_window {
+            return bad(
+                "use_sliding_window: Qwen2's per-layer sliding windows are not supported".into(),
+            );
+        }
+        if self.attention_window() == Some(0) {
+            return bad("sliding_window must be positive, got 0".into());
         }
         if self.head_dim.is_none() && !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return bad(format!(

@@ -1,6 +1,8 @@
 //! Llama-style decoder-only language models (`transformers.LlamaForCausalLM`): token
 //! embedding, pre-norm decoder layers with RMSNorm, rotary position embeddings, grouped-query
 //! attention and a SwiGLU MLP, a final RMSNorm and an LM head (tied to the embedding or not).
+//! The same code runs Qwen2 (`model_type` "qwen2": q/k/v biases) and Mistral ("mistral":
+//! sliding-window attention), as `config.json` says.
 //! Parameter names equal Hugging Face's (`model.embed_tokens.weight`,
 //! `model.layers.0.self_attn.q_proj.weight`, ..., `lm_head.weight`), so a model directory
 //! written by `save_pretrained` loads directly, sharded or not, in f32, f16 or bf16.
@@ -38,7 +40,7 @@ pub use attention::grouped_query_attention;
 /// Llama's key/value cache: the generation cache shared with GPT, holding the key/value
 /// heads only.
 pub type LlamaKvCache = crate::models::gpt::KvCache;
-pub use config::LlamaConfig;
+pub use config::{Family, LlamaConfig};
 pub use layer::LlamaDecoderLayer;
 pub use load::read_state_dict;
 pub use rope::{Rope, RopeScaling};

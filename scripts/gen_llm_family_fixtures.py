@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Fixtures for tinytorch/tests/llm_families.rs: tiny random Qwen2 and Mistral models saved
+by `transformers` (`save_pretrained`) and reference values computed by
+`Qwen2ForCausalLM` / `MistralForCausalLM` with the eager attention.
+
+Written under tinytorch/tests/fixtures/llm_families/:
+  qwen2/    vocab 96, hidden 32, 2 layers, 4 heads, 2 KV heads (q/k/v biases, no o_proj bias)
+  mistral/  the same sizes with a sliding window of 4 positions
+  reference.safetensors, for each family F:
+    F.input_ids (2, 12) i64; F.logits (2, 12, 96): a full forward (12 positions: the window
+    matters); F.generate.prompt (1, 5), F.generate.tokens (1, 17): greedy `generate` of 12
+    new tokens with the model's cache (Mistral's attends within its window all the way).
+
+Usage: python scripts/gen_llm_family_fixtures.py   (needs torch and transformers; CI does not)
+"""
+import os
+import shutil
+
+import torch
+from safetensors.torch import save_file
+from transformers import MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OUT = os.path.join(ROOT, "tinytorch", "tests", "fixtures", "llm_families")
+
+SIZES = dict(
+    vocab_size=96, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+    num_key_value_heads=2, intermediate_size=64, max_position_embeddings=64,
+    rms_norm_eps=1e-5, tie_word_embeddings=False,
+)
+FAMILIES = {
+    "qwen2": (Qwen2Config, Qwen2ForCausalLM, {}),
+    "mistral": (MistralConfig, MistralForCausalLM, dict(sliding_window=4)),
+}
+
+
+def build(config_cls, model_cls, extra, seed):
+    config = config_cls(**SIZES, **extra)
+    config._attn_implementation = "eager"
+    torch.manual_seed(seed)
+    model = model_cls(config).eval()
+    # Weights large enough that attention is far from uniform (as gen_llama_fixtures.py).
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("norm.weight"):
+                p.copy_(1.0 + 0.3 * torch.randn_like(p))
+            elif p.dim() == 2:
+                fan_in = p.shape[1]
+                p.copy_(torch.randn_like(p) * (1.0 if "embed_tokens" in name else 1.5 / fan_in**0.5))
+            else:
+                p.copy_(0.2 * torch.randn_like(p))
+    return model
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    T = {}
+    for i, (name, (config_cls, model_cls, extra)) in enumerate(FAMILIES.items()):
+        model = build(config_cls, model_cls, extra, seed=10 + i)
+        path = os.path.join(OUT, name)
+        shutil.rmtree(path, ignore_errors=True)
+        model.save_pretrained(path)
+        g = torch.Generator().manual_seed(20 + i)
+        ids = torch.randint(0, SIZES["vocab_size"], (2, 12), generator=g)
+        with torch.no_grad():
+            T[f"{name}.input_ids"] = ids
+            T[f"{name}.logits"] = model(ids).logits.contiguous()
+            prompt = torch.randint(0, SIZES["vocab_size"], (1, 5), generator=g)
+            out = model.generate(prompt, max_new_tokens=12, do_sample=False, min_new_tokens=12,
+                                 pad_token_id=0, eos_token_id=None)
+            T[f"{name}.generate.prompt"] = prompt
+            T[f"{name}.generate.tokens"] = out.contiguous()
+    save_file(T, os.path.join(OUT, "reference.safetensors"))
+    print("wrote", OUT)
+
+
+if __name__ == "__main__":
+    main()

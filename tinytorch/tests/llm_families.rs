@@ -1,0 +1,165 @@
+//! Qwen2 and Mistral, the Llama-architecture families, against `transformers`
+//! (fixtures/llm_families/ from scripts/gen_llm_family_fixtures.py): tiny random
+//! `Qwen2ForCausalLM` (q/k/v biases, no o_proj bias) and `MistralForCausalLM` (a sliding
+//! window of 4 positions) directories written by `save_pretrained`, loaded by
+//! `LlamaForCausalLM::from_pretrained`: logits of 12 positions, greedy generation with the
+//! cache, cached decoding against the full forward, and the config errors.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use tinytorch::io::load_safetensors;
+use tinytorch::models::gpt::Sampling;
+use tinytorch::models::llama::{Family, LlamaConfig, LlamaForCausalLM};
+use tinytorch::nn::Module;
+use tinytorch::Tensor;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/llm_families")
+}
+
+fn reference() -> BTreeMap<String, Tensor> {
+    load_safetensors(fixtures().join("reference.safetensors")).unwrap()
+}
+
+fn load(name: &str) -> LlamaForCausalLM {
+    LlamaForCausalLM::from_pretrained(fixtures().join(name)).unwrap()
+}
+
+fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
+    assert_eq!(a.shape(), b.shape());
+    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
+    a.iter()
+        .zip(&b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f64::max)
+}
+
+fn ids_of(t: &Tensor) -> Vec<usize> {
+    t.to_vec::<i64>()
+        .unwrap()
+        .iter()
+        .map(|&i| i as usize)
+        .collect()
+}
+
+#[test]
+fn families_are_read_from_the_config() {
+    assert_eq!(load("qwen2").config().family().unwrap(), Family::Qwen2);
+    let mistral = load("mistral");
+    assert_eq!(mistral.config().family().unwrap(), Family::Mistral);
+    assert_eq!(mistral.config().attention_window(), Some(4));
+    // Qwen2's q/k/v biases, and none on o_proj.
+    let names: Vec<String> = load("qwen2")
+        .named_parameters()
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    for p in ["q_proj", "k_proj", "v_proj"] {
+        assert!(
+            names.contains(&format!("model.layers.0.self_attn.{p}.bias")),
+            "{p}"
+        );
+    }
+    assert!(!names.contains(&"model.layers.0.self_attn.o_proj.bias".to_string()));
+}
+
+#[test]
+fn logits_match_transformers() {
+    let f = reference();
+    for family in ["qwen2", "mistral"] {
+        let model = load(family);
+        let got = model.logits(&f[&format!("{family}.input_ids")]).unwrap();
+        let d = max_diff(&got, &f[&format!("{family}.logits")]);
+        assert!(d < 1e-4, "{family}: logits differ by {d}");
+    }
+}
+
+#[test]
+fn the_sliding_window_is_what_makes_mistral_differ() {
+    // The same weights read as a Llama (no window) give other logits past the window.
+    let f = reference();
+    let dir = fixtures().join("mistral");
+    let mut config = LlamaConfig::from_file(dir.join("config.json")).unwrap();
+    config.model_type = Some("llama".into());
+    let tensors = tinytorch::models::llama::read_state_dict(&dir).unwrap();
+    let full =
+        LlamaForCausalLM::from_state_dict(config, tensors, tinytorch::DType::F32, "test").unwrap();
+    let ids = &f["mistral.input_ids"];
+    let (windowed, unwindowed) = (
+        load("mistral").logits(ids).unwrap(),
+        full.logits(ids).unwrap(),
+    );
+    // The first 4 positions see the same keys either way; later ones do not.
+    assert!(
+        max_diff(
+            &windowed.narrow(1, 0, 4).unwrap(),
+            &unwindowed.narrow(1, 0, 4).unwrap()
+        ) < 1e-5
+    );
+    assert!(
+        max_diff(
+            &windowed.narrow(1, 4, 8).unwrap(),
+            &unwindowed.narrow(1, 4, 8).unwrap()
+        ) > 1e-2
+    );
+}
+
+#[test]
+fn cached_decoding_equals_the_full_forward() {
+    let f = reference();
+    for family in ["qwen2", "mistral"] {
+        let model = load(family);
+        let ids = &f[&format!("{family}.input_ids")];
+        let full = model.logits(ids).unwrap();
+        let _guard = tinytorch::autograd::no_grad();
+        let mut cache = model.new_cache(2, 12).unwrap();
+        // A prompt of 5 (past the window), a chunk of 3, then one at a time.
+        let mut parts = Vec::new();
+        for (start, len) in [(0, 5), (5, 3), (8, 1), (9, 1), (10, 1), (11, 1)] {
+            let chunk = ids.narrow(1, start, len).unwrap();
+            parts.push(model.logits_cached(&chunk, &mut cache).unwrap());
+        }
+        let refs: Vec<&Tensor> = parts.iter().collect();
+        let d = max_diff(&Tensor::cat(&refs, 1).unwrap(), &full);
+        assert!(d < 1e-4, "{family}: cached logits differ by {d}");
+    }
+}
+
+#[test]
+fn greedy_generation_matches_transformers_generate() {
+    let f = reference();
+    let greedy = Sampling {
+        temperature: 0.0,
+        ..Default::default()
+    };
+    for family in ["qwen2", "mistral"] {
+        let prompt = ids_of(&f[&format!("{family}.generate.prompt")]);
+        let want = ids_of(&f[&format!("{family}.generate.tokens")]);
+        let got = load(family).generate(&prompt, 12, &greedy).unwrap();
+        assert_eq!(got, want, "{family}");
+    }
+}
+
+#[test]
+fn unsupported_family_options_are_errors() {
+    let text = std::fs::read_to_string(fixtures().join("qwen2/config.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["use_sliding_window"] = true.into();
+    let err = LlamaConfig::from_json(&v.to_string())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("use_sliding_window"), "{err}");
+    v["use_sliding_window"] = false.into();
+    v["model_type"] = "gemma".into();
+    let err = LlamaConfig::from_json(&v.to_string())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("model_type 'gemma'"), "{err}");
+    let text = std::fs::read_to_string(fixtures().join("mistral/config.json")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["sliding_window"] = 0.into();
+    let err = LlamaConfig::from_json(&v.to_string())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("sliding_window must be positive"), "{err}");
+}
