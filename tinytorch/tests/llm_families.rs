@@ -3,7 +3,8 @@
 //! `Qwen2ForCausalLM` (q/k/v biases, no o_proj bias) and `MistralForCausalLM` (a sliding
 //! window of 4 positions) directories written by `save_pretrained`, loaded by
 //! `LlamaForCausalLM::from_pretrained`: logits of 12 positions, greedy generation with the
-//! cache, cached decoding against the full forward, and the config errors.
+//! cache, cached decoding (Mistral's rolling cache) against the full forward, and the config
+//! errors.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -122,6 +123,10 @@ fn cached_decoding_equals_the_full_forward() {
         let refs: Vec<&Tensor> = parts.iter().collect();
         let d = max_diff(&Tensor::cat(&refs, 1).unwrap(), &full);
         assert!(d < 1e-4, "{family}: cached logits differ by {d}");
+        assert_eq!(cache.position(), 12, "{family}");
+        // Mistral's cache rolls: it holds the window - 1 = 3 positions a new query may need.
+        let held = if family == "mistral" { 3 } else { 12 };
+        assert_eq!(cache.len(), held, "{family}");
     }
 }
 

@@ -40,6 +40,8 @@ pub struct DashboardArgs {
 /// Run the dashboard until Ctrl-C.
 pub fn run(args: &DashboardArgs) -> Result<()> {
     let logdir = runs::LogDir::open(&args.logdir)?;
+    // Every chart has text: without a font, say so now rather than on every request.
+    tinytorch::train::register_plot_font()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

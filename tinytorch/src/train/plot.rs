@@ -14,14 +14,18 @@ const FONT_PATHS: [&str; 3] = [
     "/usr/share/fonts/dejavu/DejaVuSans.ttf",
 ];
 
-/// Register the first TrueType font found (DejaVu Sans, Debian's `fonts-dejavu-core`) under
-/// the name "sans-serif" for plotters' text, once per process; an error names the paths
-/// tried. Every chart with text needs it, the bitmap and the SVG backends alike (plotters
-/// measures text through it).
+/// Register a TrueType font under the name "sans-serif" for plotters' text, once per
+/// process: the file `TINYTORCH_FONT` names if set, else the first of [`FONT_PATHS`] found
+/// (DejaVu Sans, Debian's `fonts-dejavu-core`); an error names the paths tried. Every chart
+/// with text needs it, the bitmap and the SVG backends alike (plotters measures text
+/// through it).
 pub fn register_plot_font() -> Result<()> {
     static FONT: OnceLock<bool> = OnceLock::new();
+    let from_env = std::env::var("TINYTORCH_FONT").ok();
     let ok = *FONT.get_or_init(|| {
-        FONT_PATHS.iter().any(|p| match std::fs::read(p) {
+        let mut paths: Vec<&str> = from_env.iter().map(String::as_str).collect();
+        paths.extend(FONT_PATHS);
+        paths.iter().any(|p| match std::fs::read(p) {
             // plotters keeps a &'static reference; the font lives as long as the process.
             Ok(bytes) => register_font("sans-serif", FontStyle::Normal, bytes.leak()).is_ok(),
             Err(_) => false,
@@ -30,11 +34,15 @@ pub fn register_plot_font() -> Result<()> {
     if ok {
         Ok(())
     } else {
+        let tried = match &from_env {
+            Some(p) => format!("TINYTORCH_FONT={p}, {}", FONT_PATHS.join(", ")),
+            None => FONT_PATHS.join(", "),
+        };
         Err(Error::invalid(
-            "plot_curves",
+            "plot",
             format!(
-                "no TrueType font found (looked for {}); install the Debian package fonts-dejavu-core",
-                FONT_PATHS.join(", ")
+                "no TrueType font found (looked for {tried}); install the Debian package \
+                 fonts-dejavu-core or set TINYTORCH_FONT to a .ttf file"
             ),
         ))
     }

@@ -2,6 +2,11 @@
 //! positions allocated once, written in place as tokens arrive. Attention reads a view of the
 //! filled part, so the past is never copied. Llama caches only its key/value heads (grouped-
 //! query attention) and keys after the rotary embedding.
+//!
+//! A rolling cache ([`KvCache::rolling`], Mistral's sliding window of W positions) keeps only
+//! the last W - 1 positions, all a new query can attend to besides itself: each call attends
+//! over those and the new positions (one concatenation, O(W)), then keeps the last W - 1.
+//! Memory and per-token cost stay flat however long the sequence grows.
 
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
@@ -17,7 +22,12 @@ pub(crate) fn causal_mask(t: usize, past: usize, device: Device) -> Result<Tenso
 pub struct KvCache {
     keys: Vec<Tensor>,
     values: Vec<Tensor>,
+    /// Positions held.
     len: usize,
+    /// Positions seen and since dropped (rolling caches only).
+    dropped: usize,
+    /// For a rolling cache, the positions it keeps (its buffers' length, at least 1).
+    keep: Option<usize>,
 }
 
 impl KvCache {
@@ -28,12 +38,34 @@ impl KvCache {
             keys: (0..layers).map(|_| buf()).collect::<Result<_>>()?,
             values: (0..layers).map(|_| buf()).collect::<Result<_>>()?,
             len: 0,
+            dropped: 0,
+            keep: None,
         })
     }
 
-    /// Positions cached so far.
+    /// A rolling cache that keeps the last `keep` positions (`shape[2]` is ignored): any
+    /// number of positions pass through it.
+    pub fn rolling(
+        layers: usize,
+        shape: [usize; 4],
+        keep: usize,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Self> {
+        let [b, h, _, d] = shape;
+        let mut cache = Self::new(layers, [b, h, keep.max(1), d], dtype, device)?;
+        cache.keep = Some(keep);
+        Ok(cache)
+    }
+
+    /// Positions held (all seen so far, except in a rolling cache).
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Positions seen so far: the position the next token takes.
+    pub fn position(&self) -> usize {
+        self.dropped + self.len
     }
 
     /// True before the first token.
@@ -44,6 +76,7 @@ impl KvCache {
     /// Forget every position (start a new sequence).
     pub fn clear(&mut self) {
         self.len = 0;
+        self.dropped = 0;
     }
 
     /// The most positions the cache holds.
@@ -67,7 +100,7 @@ impl KvCache {
                 ),
             ));
         }
-        if self.len + t > self.capacity() {
+        if self.keep.is_none() && self.len + t > self.capacity() {
             return Err(Error::invalid(
                 "KvCache",
                 format!(
@@ -89,6 +122,9 @@ impl KvCache {
         v: &Tensor,
     ) -> Result<(Tensor, Tensor)> {
         let t = k.shape()[2];
+        if let Some(keep) = self.keep {
+            return self.append_rolling(layer, k, v, keep);
+        }
         let cap = self.keys[layer].shape()[2];
         if self.len + t > cap {
             return Err(Error::invalid(
@@ -110,8 +146,40 @@ impl KvCache {
         ))
     }
 
+    /// A rolling cache's append: the held positions and the new ones, concatenated for the
+    /// caller's attention; the last `keep` of them stay.
+    fn append_rolling(
+        &mut self,
+        layer: usize,
+        k: &Tensor,
+        v: &Tensor,
+        keep: usize,
+    ) -> Result<(Tensor, Tensor)> {
+        let _guard = no_grad();
+        let total = self.len + k.shape()[2];
+        let kept = keep.min(total);
+        let mut all = Vec::with_capacity(2);
+        for (buf, new) in [(&self.keys[layer], k), (&self.values[layer], v)] {
+            let joined = Tensor::cat(&[&buf.narrow(2, 0, self.len)?, new], 2)?;
+            // `joined` is a new tensor, so writing the buffer cannot disturb what it read.
+            buf.narrow(2, 0, kept)?
+                .copy_(&joined.narrow(2, (total - kept) as isize, kept)?)?;
+            all.push(joined);
+        }
+        let v_all = all.pop().expect("two tensors");
+        Ok((all.pop().expect("two tensors"), v_all))
+    }
+
     /// Count `t` new positions (after every layer appended them).
     pub(crate) fn advance(&mut self, t: usize) {
-        self.len += t;
+        match self.keep {
+            None => self.len += t,
+            Some(keep) => {
+                let total = self.len + t;
+                let kept = keep.min(total);
+                self.dropped += total - kept;
+                self.len = kept;
+            }
+        }
     }
 }

@@ -238,7 +238,8 @@ impl LlamaForCausalLM {
     }
 
     /// An empty key/value cache for `batch` sequences of up to `capacity` positions (at most
-    /// `max_position_embeddings`), in the parameters' dtype and device.
+    /// `max_position_embeddings`), in the parameters' dtype and device. With a sliding window
+    /// (Mistral) it is a rolling cache holding the last window - 1 positions.
     pub fn new_cache(&self, batch: usize, capacity: usize) -> Result<LlamaKvCache> {
         let c = &self.config;
         if capacity > c.max_position_embeddings {
@@ -250,12 +251,14 @@ impl LlamaForCausalLM {
                 ),
             ));
         }
-        LlamaKvCache::new(
-            c.num_hidden_layers,
-            [batch, c.kv_heads(), capacity, c.head_dim()],
-            self.dtype(),
-            self.embed_tokens.device(),
-        )
+        let shape = [batch, c.kv_heads(), capacity, c.head_dim()];
+        let (dtype, device) = (self.dtype(), self.embed_tokens.device());
+        match c.attention_window() {
+            // A query attends to itself and the window - 1 positions before it: no more need
+            // to stay.
+            Some(w) => LlamaKvCache::rolling(c.num_hidden_layers, shape, w - 1, dtype, device),
+            None => LlamaKvCache::new(c.num_hidden_layers, shape, dtype, device),
+        }
     }
 
     /// `prompt` followed by `max_new_tokens` tokens chosen by `sampling` (temperature 0:
@@ -307,7 +310,8 @@ impl LlamaForCausalLM {
     /// Decoder layers and the final norm over embeddings `(B, T, hidden)`.
     fn decode(&self, x: Tensor, mut cache: Option<&mut LlamaKvCache>) -> Result<Tensor> {
         let (b, t) = (x.shape()[0], x.shape()[1]);
-        let past = cache.as_ref().map_or(0, |c| c.len());
+        // Where the new tokens stand (a rolling cache holds fewer positions than it saw).
+        let past = cache.as_ref().map_or(0, |c| c.position());
         if let Some(c) = &cache {
             c.check(b, t, self.layers.len())?;
         }
