@@ -107,3 +107,59 @@ fn lm_errors_are_one_line() {
     assert!(!o.status.success());
     assert_eq!(String::from_utf8_lossy(&o.stderr).lines().count(), 1);
 }
+
+/// The tiny Qwen2 and Mistral directories of tinytorch's fixtures (with a tokenizer.json).
+fn family_dir(family: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tinytorch/tests/fixtures/llm_families")
+        .join(family)
+}
+
+#[test]
+fn generate_reads_hugging_face_directories_of_the_llama_family() {
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(family_dir("generate.json")).unwrap())
+            .unwrap();
+    for family in ["qwen2", "mistral"] {
+        let want = &reference[family];
+        let o = tinytorch(&[
+            "generate",
+            "--model-dir",
+            family_dir(family).to_str().unwrap(),
+            "--prompt",
+            want["prompt"].as_str().unwrap(),
+            "--max-new-tokens",
+            "12",
+            "--temperature",
+            "0",
+        ]);
+        // transformers' greedy generate, decoded by the same tokenizer.json.
+        assert_eq!(
+            stdout(&o).trim_end_matches('\n'),
+            want["text"].as_str().unwrap(),
+            "{family}"
+        );
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("12 tokens in") && err.contains("tokens/s"),
+            "{err}"
+        );
+    }
+    // A directory without tokenizer.json, and both sources at once, are one-line errors.
+    let dir = temp_dir("lm-no-tokenizer");
+    for f in ["config.json", "model.safetensors"] {
+        std::fs::copy(family_dir("qwen2").join(f), dir.join(f)).unwrap();
+    }
+    let o = tinytorch(&["generate", "--model-dir", dir.to_str().unwrap()]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("tokenizer.json"));
+    let o = tinytorch(&[
+        "generate",
+        "--model-dir",
+        dir.to_str().unwrap(),
+        "--checkpoint",
+        "x",
+    ]);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot be used with"));
+}

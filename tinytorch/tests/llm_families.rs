@@ -168,3 +168,20 @@ fn unsupported_family_options_are_errors() {
         .to_string();
     assert!(err.contains("sliding_window must be positive"), "{err}");
 }
+
+#[test]
+fn the_directories_tokenizer_encodes_and_decodes_as_transformers() {
+    use tinytorch::text::hf_tokenizer::HfTokenizer;
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("generate.json")).unwrap())
+            .unwrap();
+    let tok = HfTokenizer::from_file(fixtures().join("qwen2/tokenizer.json")).unwrap();
+    let want: Vec<u32> = serde_json::from_value(reference["qwen2"]["prompt_ids"].clone()).unwrap();
+    assert_eq!(tok.encode("the cat sat").unwrap(), want);
+    assert_eq!(tok.decode(&want, true).unwrap(), "the cat sat");
+    let err = tok.decode(&[5, 1000], true).unwrap_err().to_string();
+    assert!(
+        err.contains("token id 1000 is outside the vocabulary"),
+        "{err}"
+    );
+}

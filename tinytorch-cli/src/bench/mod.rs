@@ -8,6 +8,7 @@ mod gpt_train;
 mod int8;
 mod kv_cache;
 mod layers;
+mod llm_cache;
 mod timer;
 
 use clap::Args;
@@ -22,7 +23,8 @@ pub struct BenchArgs {
     /// Which suite to run: `ops`, `cpu` (training steps, op overhead, bandwidth, matmul and
     /// the layer table: the CPU-performance suite), `layers` (the seed's layer table,
     /// forward and backward), `bandwidth` (GB/s of ReLU, add and a transpose copy on
-    /// `--device`), `kv-cache` (GPT generation speed with and without the cache) or
+    /// `--device`), `kv-cache` (GPT generation speed with and without the cache),
+    /// `llm-cache` (a Llama's and a Mistral's cost per cached token from context 64 to 1024),
     /// `gpt-train` (one training step of a small GPT) or `int8` (dynamically quantized Linear
     /// beside f32).
     #[arg(long, default_value = "ops")]
@@ -138,13 +140,14 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         "layers" => return run_layers(args),
         "bandwidth" => return run_bandwidth(args),
         "kv-cache" => return run_kv_cache(args.json),
+        "llm-cache" => return run_llm_cache(args.json),
         "gpt-train" => return run_gpt_train(args),
         "int8" => return run_int8(args),
         other => {
             return Err(tinytorch::Error::invalid(
                 "bench",
                 format!(
-                    "unknown suite '{other}' (available: ops, cpu, layers, bandwidth, kv-cache, gpt-train, int8)"
+                    "unknown suite '{other}' (available: ops, cpu, layers, bandwidth, kv-cache, llm-cache, gpt-train, int8)"
                 ),
             ));
         }
@@ -319,6 +322,33 @@ fn run_kv_cache(json: bool) -> Result<()> {
             );
         } else {
             println!("{context:>8} {cached:>18.1} {uncached:>18.1}");
+        }
+    }
+    Ok(())
+}
+
+/// Per-token cost of cached generation of a Llama and a Mistral at contexts 64 to 1024, and
+/// its ratio to the cost at context 64.
+fn run_llm_cache(json: bool) -> Result<()> {
+    if !json {
+        println!(
+            "{:>8} {:>8} {:>14} {:>12}",
+            "family", "context", "ms per token", "vs ctx 64"
+        );
+    }
+    let rows = llm_cache::rows()?;
+    for &(family, context, ms) in &rows {
+        let base = rows
+            .iter()
+            .find(|r| r.0 == family && r.1 == llm_cache::CONTEXTS[0])
+            .map_or(ms, |r| r.2);
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"name": "llm-cache", "family": family, "context": context, "ms_per_token": ms, "vs_context_64": ms / base})
+            );
+        } else {
+            println!("{family:>8} {context:>8} {ms:>14.3} {:>12.2}", ms / base);
         }
     }
     Ok(())

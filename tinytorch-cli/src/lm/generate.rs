@@ -1,5 +1,7 @@
-//! `tinytorch generate`: continue a prompt with a `train-lm` checkpoint, sampling with
-//! temperature, top-k and top-p, using the KV cache (or recomputing, with `--no-cache`).
+//! `tinytorch generate`: continue a prompt with a `train-lm` checkpoint, or with a Hugging
+//! Face model directory of the Llama family (Llama, Qwen2, Mistral: config.json, safetensors
+//! weights, tokenizer.json), sampling with temperature, top-k and top-p, using the KV cache
+//! (or recomputing, with `--no-cache`), and printing tokens/s.
 
 use super::load_lm;
 use clap::Args;
@@ -8,15 +10,26 @@ use std::path::PathBuf;
 use std::time::Instant;
 use tinytorch::autograd::no_grad;
 use tinytorch::models::gpt::{sample_next, Gpt, Sampling};
+use tinytorch::models::llama::LlamaForCausalLM;
 use tinytorch::nn::Module;
+use tinytorch::text::hf_tokenizer::HfTokenizer;
 use tinytorch::{manual_seed, Error, Result, Tensor};
 
 /// Arguments of `tinytorch generate`.
 #[derive(Args, Debug)]
 pub struct GenerateArgs {
     /// A checkpoint written by `train-lm`.
-    #[arg(long, value_name = "CKPT")]
-    pub checkpoint: PathBuf,
+    #[arg(
+        long,
+        value_name = "CKPT",
+        required_unless_present = "model_dir",
+        conflicts_with = "model_dir"
+    )]
+    pub checkpoint: Option<PathBuf>,
+    /// A Hugging Face model directory of the Llama family (model_type llama, qwen2 or
+    /// mistral): config.json, model.safetensors (or shards) and tokenizer.json.
+    #[arg(long, value_name = "DIR")]
+    pub model_dir: Option<PathBuf>,
     /// The text to continue (at least one token).
     #[arg(long, default_value = "\n")]
     pub prompt: String,
@@ -88,7 +101,11 @@ pub fn generate_ids(
 
 /// Run `tinytorch generate`.
 pub fn generate(a: &GenerateArgs) -> Result<()> {
-    let (_, mut model, tokenizer) = load_lm(&a.checkpoint)?;
+    let Some(checkpoint) = &a.checkpoint else {
+        let dir = a.model_dir.as_ref().expect("clap requires one of the two");
+        return generate_hf(dir, a);
+    };
+    let (_, mut model, tokenizer) = load_lm(checkpoint)?;
     model.eval();
     manual_seed(a.seed);
     let prompt = tokenizer.encode(&a.prompt)?;
@@ -106,6 +123,44 @@ pub fn generate(a: &GenerateArgs) -> Result<()> {
         "{} tokens in {secs:.2} s ({:.1} tokens/s)",
         out.len(),
         out.len() as f64 / secs
+    );
+    Ok(())
+}
+
+/// `generate --model-dir`: a Llama-family model and its tokenizer.json. The text printed is
+/// the prompt followed by the decoded new tokens (special tokens left out).
+fn generate_hf(dir: &std::path::Path, a: &GenerateArgs) -> Result<()> {
+    if a.no_cache {
+        return Err(Error::invalid(
+            "generate",
+            "--no-cache applies to train-lm checkpoints only",
+        ));
+    }
+    let model = LlamaForCausalLM::from_pretrained(dir)?;
+    let tokenizer = HfTokenizer::from_file(dir.join("tokenizer.json"))?;
+    manual_seed(a.seed);
+    let prompt: Vec<usize> = tokenizer
+        .encode(&a.prompt)?
+        .into_iter()
+        .map(|i| i as usize)
+        .collect();
+    let s = Sampling {
+        temperature: a.temperature,
+        top_k: a.top_k,
+        top_p: a.top_p,
+    };
+    let t0 = Instant::now();
+    let tokens = model.generate(&prompt, a.max_new_tokens, &s)?;
+    let secs = t0.elapsed().as_secs_f64();
+    let new: Vec<u32> = tokens[prompt.len()..].iter().map(|&t| t as u32).collect();
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{}{}", a.prompt, tokenizer.decode(&new, true)?)?;
+    eprintln!(
+        "{} tokens in {secs:.2} s ({:.1} tokens/s; {} prompt tokens, {:?})",
+        new.len(),
+        new.len() as f64 / secs,
+        prompt.len(),
+        model.config().family()?
     );
     Ok(())
 }

@@ -114,6 +114,21 @@ impl HfTokenizer {
         Ok(encoding.get_ids().to_vec())
     }
 
+    /// The text of token ids (`tokenizer.decode(ids, skip_special_tokens=...)`); an id
+    /// outside the vocabulary is an error.
+    pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> Result<String> {
+        let vocab = self.inner.get_vocab_size(true) as u32;
+        if let Some(bad) = ids.iter().find(|&&i| i >= vocab) {
+            return Err(Error::invalid(
+                "HfTokenizer::decode",
+                format!("token id {bad} is outside the vocabulary of {vocab}"),
+            ));
+        }
+        self.inner
+            .decode(ids, skip_special_tokens)
+            .map_err(|e| Error::invalid("HfTokenizer::decode", e.to_string()))
+    }
+
     /// Tokenize `texts` and pad them to the longest. Errors on an empty slice.
     pub fn encode_batch(&self, texts: &[&str]) -> Result<TokenBatch> {
         if texts.is_empty() {
