@@ -13,7 +13,8 @@ Written under tinytorch/tests/fixtures/llm_families/:
             decoded by the tokenizer)
   reference.safetensors, for each family F:
     F.input_ids (2, 12) i64; F.logits (2, 12, 96): a full forward (12 positions: the window
-    matters); F.generate.prompt (1, 5), F.generate.tokens (1, 17): greedy `generate` of 12
+    matters); F.targets (2, 12), F.loss (mean cross-entropy of the logits against them) and
+    F.grad.<name> for every parameter; F.generate.prompt (1, 5), F.generate.tokens (1, 17): greedy `generate` of 12
     new tokens with the model's cache (Mistral's attends within its window all the way).
 
 Usage: python scripts/gen_llm_family_fixtures.py   (needs torch and transformers; CI does not)
@@ -23,6 +24,7 @@ import os
 import shutil
 
 import torch
+import torch.nn.functional as F
 from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM
@@ -90,9 +92,15 @@ def main():
         model.save_pretrained(path)
         g = torch.Generator().manual_seed(20 + i)
         ids = torch.randint(0, SIZES["vocab_size"], (2, 12), generator=g)
+        targets = torch.randint(0, SIZES["vocab_size"], (2, 12), generator=g)
+        logits = model(ids).logits
+        loss = F.cross_entropy(logits.reshape(-1, SIZES["vocab_size"]), targets.reshape(-1))
+        loss.backward()
+        T[f"{name}.input_ids"], T[f"{name}.targets"] = ids, targets
+        T[f"{name}.logits"], T[f"{name}.loss"] = logits.detach().contiguous(), loss.detach()
+        for pname, p in model.named_parameters():
+            T[f"{name}.grad.{pname}"] = p.grad.contiguous()
         with torch.no_grad():
-            T[f"{name}.input_ids"] = ids
-            T[f"{name}.logits"] = model(ids).logits.contiguous()
             prompt = torch.randint(0, SIZES["vocab_size"], (1, 5), generator=g)
             out = model.generate(prompt, max_new_tokens=12, do_sample=False, min_new_tokens=12,
                                  pad_token_id=0, eos_token_id=None)

@@ -2,9 +2,9 @@
 //! (fixtures/llm_families/ from scripts/gen_llm_family_fixtures.py): tiny random
 //! `Qwen2ForCausalLM` (q/k/v biases, no o_proj bias) and `MistralForCausalLM` (a sliding
 //! window of 4 positions) directories written by `save_pretrained`, loaded by
-//! `LlamaForCausalLM::from_pretrained`: logits of 12 positions, greedy generation with the
-//! cache, cached decoding (Mistral's rolling cache) against the full forward, and the config
-//! errors.
+//! `LlamaForCausalLM::from_pretrained`: logits of 12 positions, the loss and every
+//! parameter's gradient, greedy generation with the cache, cached decoding (Mistral's rolling
+//! cache) against the full forward, the tokenizer, and the config errors.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -72,6 +72,42 @@ fn logits_match_transformers() {
         let got = model.logits(&f[&format!("{family}.input_ids")]).unwrap();
         let d = max_diff(&got, &f[&format!("{family}.logits")]);
         assert!(d < 1e-4, "{family}: logits differ by {d}");
+    }
+}
+
+#[test]
+fn loss_and_every_gradient_match_pytorch() {
+    let f = reference();
+    for family in ["qwen2", "mistral"] {
+        let mut model = load(family);
+        model.train();
+        let (loss, _) = model
+            .loss(
+                &f[&format!("{family}.input_ids")],
+                &f[&format!("{family}.targets")],
+            )
+            .unwrap();
+        let d = max_diff(&loss, &f[&format!("{family}.loss")]);
+        assert!(d < 2e-6, "{family}: loss differs by {d}");
+        loss.backward().unwrap();
+        let params = model.named_parameters();
+        assert!(params.len() > 10);
+        for (name, p) in params {
+            let want = &f[&format!("{family}.grad.{name}")];
+            let got = p
+                .grad()
+                .unwrap_or_else(|| panic!("{family} {name}: no gradient"));
+            let scale = want
+                .to_vec_f64()
+                .unwrap()
+                .iter()
+                .fold(0.0f64, |m, v| m.max(v.abs()));
+            let d = max_diff(&got, want);
+            assert!(
+                d <= 1e-5 + 1e-4 * scale,
+                "{family} grad {name}: {d} (largest {scale})"
+            );
+        }
     }
 }
 
