@@ -156,18 +156,17 @@ impl KvCache {
         keep: usize,
     ) -> Result<(Tensor, Tensor)> {
         let _guard = no_grad();
-        let total = self.len + k.shape()[2];
-        let kept = keep.min(total);
-        let mut all = Vec::with_capacity(2);
-        for (buf, new) in [(&self.keys[layer], k), (&self.values[layer], v)] {
-            let joined = Tensor::cat(&[&buf.narrow(2, 0, self.len)?, new], 2)?;
+        let held = self.len;
+        let kept = keep.min(held + k.shape()[2]);
+        let roll = |buf: &Tensor, new: &Tensor| -> Result<Tensor> {
+            let joined = Tensor::cat(&[&buf.narrow(2, 0, held)?, new], 2)?;
             // `joined` is a new tensor, so writing the buffer cannot disturb what it read.
+            let start = joined.shape()[2] - kept;
             buf.narrow(2, 0, kept)?
-                .copy_(&joined.narrow(2, (total - kept) as isize, kept)?)?;
-            all.push(joined);
-        }
-        let v_all = all.pop().expect("two tensors");
-        Ok((all.pop().expect("two tensors"), v_all))
+                .copy_(&joined.narrow(2, start as isize, kept)?)?;
+            Ok(joined)
+        };
+        Ok((roll(&self.keys[layer], k)?, roll(&self.values[layer], v)?))
     }
 
     /// Count `t` new positions (after every layer appended them).
