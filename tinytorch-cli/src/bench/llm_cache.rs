@@ -2,8 +2,8 @@
 //! Llama (full attention: the cache grows with the context) and a Mistral (sliding window of
 //! 128: its rolling cache holds 127 positions) of the same size (4 layers, hidden 512, MLP
 //! 1376, 8 query and 2 key/value heads, vocabulary 512, random weights: 11.3M weight
-//! multiply-adds per token, against 4.2M for attention over 1024 positions, so 1.37x is the
-//! arithmetic floor of the Llama's growth from context 64 to 1024). For contexts 64, 256 and
+//! multiply-adds per token, against 4.2M for attention over 1024 positions: the Llama does
+//! 1.37x the arithmetic per token at context 1024 as at 64). For contexts 64, 256 and
 //! 1024: prefill the context (not timed), then time 32 new tokens one at a time; the median
 //! of 5 such runs, in ms per token.
 
