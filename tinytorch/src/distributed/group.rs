@@ -19,16 +19,6 @@ pub struct ProcessGroup {
     transport: Arc<dyn Transport>,
 }
 
-/// The dtypes a descriptor names, by code.
-const DTYPES: [DType; 7] = [
-    DType::F32,
-    DType::F64,
-    DType::F16,
-    DType::BF16,
-    DType::I64,
-    DType::U8,
-    DType::Bool,
-];
 /// Dimensions a descriptor spells out (a hash covers all of them).
 const SHOWN_DIMS: usize = 4;
 /// [dtype, argument, ndim, SHOWN_DIMS dims, hash of the whole shape]
@@ -49,9 +39,9 @@ fn describe(dtype: DType, shape: &[usize], argument: i64) -> [i64; DESCRIPTOR_LE
     d
 }
 
-/// `dtype`'s place in [`DTYPES`] (-1 for another).
+/// `dtype`'s place in [`DType::ALL`] (-1 for another): the code a descriptor sends.
 pub(super) fn dtype_code(dtype: DType) -> i64 {
-    DTYPES
+    DType::ALL
         .iter()
         .position(|t| *t == dtype)
         .map_or(-1, |i| i as i64)
@@ -71,7 +61,7 @@ const REDUCE_OPS: [ReduceOp; 3] = [ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max];
 fn show(d: &[i64], argument: &str) -> String {
     let dtype = usize::try_from(d[0])
         .ok()
-        .and_then(|i| DTYPES.get(i))
+        .and_then(|i| DType::ALL.get(i))
         .map_or("another dtype".to_string(), |t| t.to_string());
     let ndim = d[2] as usize;
     let mut dims: Vec<String> = d[3..3 + SHOWN_DIMS.min(ndim)]
