@@ -66,12 +66,10 @@ ROPE_CASES = {
 }
 
 
-def build(kwargs, seed):
-    config = LlamaConfig(**kwargs)
-    torch.manual_seed(seed)
-    model = LlamaForCausalLM(config).eval()
-    # Weights large enough that attention is far from uniform and every norm weight matters
-    # (Hugging Face's N(0, 0.02) would make all logits nearly equal).
+def spread_weights(model):
+    """Weights large enough that attention is far from uniform and every norm weight matters
+    (Hugging Face's N(0, 0.02) would make all logits nearly equal); drawn from torch's
+    global generator. Also used by gen_llm_family_fixtures.py."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight"):
@@ -81,6 +79,13 @@ def build(kwargs, seed):
                 p.copy_(torch.randn_like(p) * (1.0 if "embed_tokens" in name else 1.5 / fan_in**0.5))
             else:
                 p.copy_(0.2 * torch.randn_like(p))
+
+
+def build(kwargs, seed):
+    config = LlamaConfig(**kwargs)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config).eval()
+    spread_weights(model)
     model.config._attn_implementation = "eager"
     return model
 

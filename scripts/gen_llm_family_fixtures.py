@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+from gen_llama_fixtures import spread_weights
 from transformers import MistralConfig, MistralForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -67,16 +68,7 @@ def build(config_cls, model_cls, extra, seed):
     config._attn_implementation = "eager"
     torch.manual_seed(seed)
     model = model_cls(config).eval()
-    # Weights large enough that attention is far from uniform (as gen_llama_fixtures.py).
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if name.endswith("norm.weight"):
-                p.copy_(1.0 + 0.3 * torch.randn_like(p))
-            elif p.dim() == 2:
-                fan_in = p.shape[1]
-                p.copy_(torch.randn_like(p) * (1.0 if "embed_tokens" in name else 1.5 / fan_in**0.5))
-            else:
-                p.copy_(0.2 * torch.randn_like(p))
+    spread_weights(model)
     return model
 
 
