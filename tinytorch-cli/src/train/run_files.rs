@@ -186,8 +186,8 @@ pub fn model_json(
 }
 
 /// The test set's confusion matrix and mistakes after epoch `epoch` (step `step`), from the
-/// evaluation's `predictions` (class and probability of every test image, in order), as
-/// eval.json.
+/// evaluation's `predictions` (class, probability and target of every test image, in
+/// order), as eval.json.
 pub fn write_eval_json(
     dir: &Path,
     test: &LoadedSplit,
@@ -200,9 +200,7 @@ pub fn write_eval_json(
     let mut mistakes = Vec::new();
     let mut gallery = Vec::new();
     for (index, p) in predictions.iter().enumerate() {
-        let (image, label) = test.dataset.get(index)?;
-        let truth = label.item_f64()? as usize;
-        let pred = p.class as usize;
+        let (truth, pred) = (p.target as usize, p.class as usize);
         if truth < classes && pred < classes {
             confusion[truth][pred] += 1;
         }
@@ -211,6 +209,8 @@ pub fn write_eval_json(
         if !(is_mistake || in_gallery) {
             continue;
         }
+        // Only the images kept are read back.
+        let (image, _) = test.dataset.get(index)?;
         let entry = json!({
             "index": index,
             "true": truth,

@@ -215,8 +215,8 @@ where
     Ok(totals)
 }
 
-/// Mean cross-entropy and accuracy of `model` in evaluation mode over `batches`, without
-/// recording a graph. The model is left in evaluation mode.
+/// Mean cross-entropy and accuracy of `model` in evaluation mode over `batches` of inputs
+/// and i64 class targets, without recording a graph. The model is left in evaluation mode.
 pub fn evaluate<I>(model: &mut dyn Module, batches: I) -> Result<(f64, f64)>
 where
     I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
@@ -224,13 +224,16 @@ where
     evaluate_with_predictions(model, batches).map(|(loss, acc, _)| (loss, acc))
 }
 
-/// One sample's prediction: the class with the highest logit and its softmax probability.
+/// One sample's prediction: the class with the highest logit and its softmax probability,
+/// beside the sample's true class.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Prediction {
     /// The predicted class.
     pub class: i64,
     /// Its probability under the model.
     pub probability: f64,
+    /// The sample's target.
+    pub target: i64,
 }
 
 /// [`evaluate`], also returning every sample's [`Prediction`], in order (for a confusion
@@ -256,8 +259,16 @@ where
         totals.samples += y.shape()[0] as u64;
         // The class dimension is 1, as for the cross-entropy.
         let (best, class) = logits.softmax(1)?.max_dim(1, false)?;
-        let pairs = class.to_vec::<i64>()?.into_iter().zip(best.to_vec_f64()?);
-        predictions.extend(pairs.map(|(class, probability)| Prediction { class, probability }));
+        let (class, best, target) = (
+            class.to_vec::<i64>()?,
+            best.to_vec_f64()?,
+            y.to_vec::<i64>()?,
+        );
+        predictions.extend((0..class.len()).map(|i| Prediction {
+            class: class[i],
+            probability: best[i],
+            target: target[i],
+        }));
     }
     Ok((totals.mean_loss(), totals.accuracy(), predictions))
 }
