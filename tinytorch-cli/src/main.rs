@@ -57,7 +57,15 @@ fn main() {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    // `train --config FILE` is a recipe of flags, spliced in before the command line's own.
+    let args = match train::expand_config_args(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     // The main thread joins the compute pool (with one thread or more beside it), so the ops
     // it calls split their work in place instead of handing every kernel to a pool thread
     // (see tinytorch::parallel). Nothing has used rayon yet, so this cannot fail; if it did,

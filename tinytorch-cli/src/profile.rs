@@ -49,6 +49,7 @@ pub fn run(args: &ProfileArgs) -> Result<()> {
                 seed: 0,
                 shuffle: true,
                 widths: None,
+                recipe: Default::default(),
             };
             let model = config.build_model(config.dataset.image_shape(), 10)?;
             (config, model)

@@ -4,58 +4,10 @@
 
 mod common;
 
-use common::{temp_dir, tinytorch};
+use common::{last_json, synthetic_mnist, temp_dir, tinytorch};
 use std::path::Path;
 use std::process::Output;
 use tinytorch::io::load_checkpoint;
-
-/// An IDX file: magic (two zero bytes, type 0x08 = u8, number of dims), big-endian dims, data.
-fn write_idx(path: &Path, dims: &[u32], data: &[u8]) {
-    let mut bytes = vec![0, 0, 0x08, dims.len() as u8];
-    for d in dims {
-        bytes.extend_from_slice(&d.to_be_bytes());
-    }
-    bytes.extend_from_slice(data);
-    std::fs::write(path, bytes).unwrap();
-}
-
-/// A learnable MNIST-format data set: the label says which of ten 7x7 cells is bright.
-fn synthetic_mnist(dir: &Path) {
-    for (split, n) in [("train", 256u32), ("t10k", 64)] {
-        let mut images = Vec::new();
-        let mut labels = Vec::new();
-        for i in 0..n {
-            let label = (i * 7 + i / 10) % 10;
-            labels.push(label as u8);
-            let (cy, cx) = ((label / 4) * 7, (label % 4) * 7);
-            for y in 0..28u32 {
-                for x in 0..28u32 {
-                    let inside = (cy..cy + 7).contains(&y) && (cx..cx + 7).contains(&x);
-                    let noise = ((i * 31 + y * 28 + x).wrapping_mul(2654435761) >> 24) as u8 / 4;
-                    images.push(if inside { 200 + noise / 2 } else { noise });
-                }
-            }
-        }
-        write_idx(
-            &dir.join(format!("{split}-images-idx3-ubyte")),
-            &[n, 28, 28],
-            &images,
-        );
-        write_idx(
-            &dir.join(format!("{split}-labels-idx1-ubyte")),
-            &[n],
-            &labels,
-        );
-    }
-}
-
-fn last_json(out: &Output) -> serde_json::Value {
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "failed:\n{stdout}\n{stderr}");
-    let last = stdout.lines().last().expect("some output");
-    serde_json::from_str(last).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {last}"))
-}
 
 fn train_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
     vec![

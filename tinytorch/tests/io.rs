@@ -578,8 +578,14 @@ fn snapshot(
         .into_iter()
         .map(|(k, v)| (k, v.contiguous_copy().unwrap()))
         .collect();
+    // A moving average stands beside the weights (here simply their halves).
+    let ema = model
+        .iter()
+        .map(|(k, v): (&String, &Tensor)| (k.clone(), v.mul_scalar(0.5).unwrap()))
+        .collect();
     Checkpoint {
         model,
+        ema,
         optimizer: Some(opt.state_dict()),
         scheduler: Some(sched.state_dict()),
         scheduler_extra: BTreeMap::from([("best".to_string(), f64::INFINITY)]),
@@ -642,6 +648,7 @@ fn resume_is_bit_identical(make_opt: impl Fn(Vec<Tensor>) -> Box<dyn Optimizer>,
 
 fn assert_checkpoints_equal(got: &Checkpoint, want: &Checkpoint) {
     assert_same_maps(&got.model, &want.model);
+    assert_same_maps(&got.ema, &want.ema);
     assert_eq!(got.epoch, want.epoch);
     assert_eq!(got.step, want.step);
     assert_eq!(got.extra, want.extra);

@@ -1,6 +1,7 @@
 //! What a training run is: the model, data and optimizer settings, stored in every checkpoint
 //! so `--resume` and `tinytorch eval` rebuild exactly the same run.
 
+use super::Recipe;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use tinytorch::models::{ImageShape, ModelKind};
@@ -96,6 +97,8 @@ pub struct RunConfig {
     pub shuffle: bool,
     /// Hidden widths other than the model's defaults (a structurally pruned model).
     pub widths: Option<Vec<usize>>,
+    /// Augmentation, schedule, step options, weight average, early stopping.
+    pub recipe: Recipe,
 }
 
 impl RunConfig {
@@ -160,6 +163,7 @@ impl RunConfig {
             "seed": self.seed,
             "shuffle": self.shuffle,
             "widths": self.widths,
+            "recipe": self.recipe.to_json(),
         })
     }
 
@@ -197,6 +201,11 @@ impl RunConfig {
                         .ok_or_else(|| bad("'widths' holds a non-integer"))?,
                 ),
             },
+            // Checkpoints from before recipes have none: plain training.
+            recipe: match v.get("recipe") {
+                None | Some(Value::Null) => Recipe::default(),
+                Some(r) => Recipe::from_json(r)?,
+            },
         })
     }
 }
@@ -219,6 +228,11 @@ mod tests {
             seed: 7,
             shuffle: false,
             widths: Some(vec![3, 8, 60, 42]),
+            recipe: Recipe {
+                flip: true,
+                ema: Some(0.99),
+                ..Default::default()
+            },
         };
         assert_eq!(RunConfig::from_json(&c.to_json().to_string()).unwrap(), c);
         assert!(RunConfig::from_json("{}").is_err());

@@ -1,12 +1,13 @@
 //! The data sets of `tinytorch train`, loaded whole into memory as scaled float images
-//! (pixels / 255, no other transform) and integer labels.
+//! (pixels / 255) and integer labels; a recipe's normalisation is applied as batches are
+//! drawn.
 
 use super::{DatasetKind, RunConfig};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tinytorch::data::cifar10::load_cifar10_dir;
 use tinytorch::data::mnist::{load_mnist_dir, FASHION_MNIST_DIR};
-use tinytorch::data::transforms::to_float_scaled;
+use tinytorch::data::transforms::{to_float_scaled, Normalize};
 use tinytorch::data::{DataLoader, DataLoaderIter, DataLoaderOptions, Dataset, TensorDataset};
 use tinytorch::models::ImageShape;
 use tinytorch::{Error, Result};
@@ -28,16 +29,19 @@ pub struct LoadedSplit {
     pub shape: ImageShape,
     /// Number of classes.
     pub classes: usize,
+    /// The recipe's normalisation of model inputs, applied by [`LoadedSplit::batches`].
+    pub normalize: Option<Normalize>,
 }
 
 impl LoadedSplit {
-    /// The split in file order, in batches of `batch_size` (the last one may be smaller).
+    /// The split in file order, in batches of `batch_size` (the last one may be smaller),
+    /// normalised as the model expects.
     pub fn batches(&self, batch_size: usize) -> Result<DataLoaderIter> {
-        DataLoader::new(
-            self.dataset.clone(),
-            DataLoaderOptions::default().batch_size(batch_size),
-        )?
-        .iter()
+        let mut options = DataLoaderOptions::default().batch_size(batch_size);
+        if let Some(n) = &self.normalize {
+            options = options.transform(Arc::new(n.clone()));
+        }
+        DataLoader::new(self.dataset.clone(), options)?.iter()
     }
 }
 
@@ -73,5 +77,6 @@ pub fn load_split(config: &RunConfig, split: Split) -> Result<LoadedSplit> {
         dataset: Arc::new(set),
         shape,
         classes: 10,
+        normalize: config.recipe.eval_normalize(),
     })
 }

@@ -132,6 +132,11 @@ pub fn distill(args: &DistillArgs) -> Result<()> {
         seed: args.seed,
         shuffle: true,
         widths: None,
+        // The student sees the inputs the teacher was trained on.
+        recipe: super::Recipe {
+            normalize: teacher_config.recipe.normalize.clone(),
+            ..Default::default()
+        },
     };
     let test = load_split(&config, Split::Test)?;
     let (_, teacher_acc) = evaluate(

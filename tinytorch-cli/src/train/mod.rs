@@ -9,6 +9,8 @@ mod distributed;
 mod latency;
 mod prune;
 mod quantize;
+mod recipe;
+mod recipe_file;
 mod run;
 mod run_files;
 
@@ -16,16 +18,25 @@ pub use config::{DatasetKind, OptimizerKind, RunConfig};
 pub use distill::{distill, DistillArgs};
 pub use prune::{prune, PruneArgs};
 pub use quantize::{quantize, QuantizeArgs};
+pub use recipe::{AmpDtype, Recipe, ScheduleName};
+pub use recipe_file::expand_config_args;
 pub use run::{eval_checkpoint, load_trained_model, train};
 
 use clap::Args;
+use recipe::{parse_float_list, FloatList};
 use std::path::PathBuf;
 use tinytorch::models::ModelKind;
 use tinytorch::Result;
 
-/// Arguments of `tinytorch train`.
+/// Arguments of `tinytorch train`. A flag given twice takes its last value, which is how
+/// the command line overrides a `--config` recipe file.
 #[derive(Args, Debug)]
+#[command(args_override_self = true)]
 pub struct TrainArgs {
+    /// A recipe: a TOML file of this command's flags (`lr-schedule = "cosine"`,
+    /// `augment-flip = true`, lists for per-channel values); flags on the command line win.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// Data set.
     #[arg(long, value_enum, default_value = "fashion-mnist")]
     pub dataset: DatasetKind,
@@ -102,6 +113,61 @@ pub struct TrainArgs {
     /// instead of each process's own.
     #[arg(long, requires = "distributed")]
     pub sync_bn: bool,
+    /// Augmentation: zero-pad every side by this many pixels, then crop a random window of
+    /// the image's size (`RandomCrop(size, padding)`).
+    #[arg(long, value_name = "PAD")]
+    pub augment_crop: Option<usize>,
+    /// Augmentation: mirror images left-right with probability 0.5.
+    #[arg(long)]
+    pub augment_flip: bool,
+    /// Normalise inputs (training and test) by these per-channel means (comma-separated;
+    /// with --normalize-std).
+    #[arg(long, value_name = "M,..", value_parser = parse_float_list, requires = "normalize_std")]
+    pub normalize_mean: Option<FloatList>,
+    /// The per-channel standard deviations of --normalize-mean.
+    #[arg(long, value_name = "S,..", value_parser = parse_float_list, requires = "normalize_mean")]
+    pub normalize_std: Option<FloatList>,
+    /// Learning-rate schedule over the --epochs of the run, stepped every optimizer step.
+    #[arg(long, value_enum, default_value = "constant")]
+    pub lr_schedule: ScheduleName,
+    /// Epochs of linear warm-up before the schedule (fractions allowed).
+    #[arg(long, default_value_t = 0.0, value_name = "E")]
+    pub warmup_epochs: f64,
+    /// The warm-up's first learning rate as a fraction of --lr.
+    #[arg(long, default_value_t = 0.01, value_name = "F")]
+    pub warmup_start_factor: f64,
+    /// Cosine schedule: the learning rate at the last step.
+    #[arg(long, default_value_t = 0.0)]
+    pub min_lr: f64,
+    /// Step schedule: epochs between decays.
+    #[arg(long, default_value_t = 30, value_name = "E")]
+    pub lr_step_epochs: usize,
+    /// Step schedule: the decay factor.
+    #[arg(long, default_value_t = 0.1)]
+    pub lr_gamma: f64,
+    /// One-cycle schedule: the fraction of the run spent rising to --lr.
+    #[arg(long, default_value_t = 0.3)]
+    pub pct_start: f64,
+    /// Clip the gradients' global 2-norm to this before every step.
+    #[arg(long, value_name = "MAX")]
+    pub clip_grad_norm: Option<f64>,
+    /// Gradient accumulation: compute each --batch-size batch in this many micro-batches
+    /// (the same step in a fraction of the activation memory).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub accumulate: usize,
+    /// Mixed precision: the forward pass in this dtype, weights and optimizer in f32.
+    #[arg(long, value_enum)]
+    pub amp: Option<AmpDtype>,
+    /// Keep an exponential moving average of the weights with this decay (e.g. 0.999);
+    /// evaluation, checkpoints' `eval` and the exported model use the average.
+    #[arg(long, value_name = "DECAY")]
+    pub ema: Option<f64>,
+    /// Stop when the test loss has not improved for this many epochs.
+    #[arg(long, value_name = "PATIENCE")]
+    pub early_stopping: Option<u64>,
+    /// Early stopping: the least decrease of the test loss that counts as an improvement.
+    #[arg(long, default_value_t = 0.0)]
+    pub min_delta: f64,
     /// With --distributed: seconds a collective waits for the other processes before it
     /// fails (a process that died or hangs).
     #[arg(long, default_value_t = 1800, value_name = "S")]
@@ -141,6 +207,34 @@ impl TrainArgs {
             seed: self.seed,
             shuffle: !self.no_shuffle,
             widths: None,
+            recipe: self.recipe(),
         })
+    }
+
+    /// The recipe these flags describe.
+    pub fn recipe(&self) -> Recipe {
+        Recipe {
+            epochs: self.epochs,
+            crop_padding: self.augment_crop,
+            flip: self.augment_flip,
+            normalize: self
+                .normalize_mean
+                .clone()
+                .zip(self.normalize_std.clone())
+                .map(|(m, s)| (m.0, s.0)),
+            schedule: self.lr_schedule,
+            warmup_epochs: self.warmup_epochs,
+            warmup_start_factor: self.warmup_start_factor,
+            min_lr: self.min_lr,
+            step_epochs: self.lr_step_epochs,
+            gamma: self.lr_gamma,
+            pct_start: self.pct_start,
+            clip_grad_norm: self.clip_grad_norm,
+            accumulate: self.accumulate,
+            amp: self.amp,
+            ema: self.ema,
+            early_stopping: self.early_stopping,
+            min_delta: self.min_delta,
+        }
     }
 }

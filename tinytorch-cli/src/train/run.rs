@@ -23,8 +23,8 @@ use tinytorch::quant::{file_metadata, quantized_parameter_count, INT8_FORMAT};
 use tinytorch::tensor::{get_rng_state, set_rng_state, GeneratorState};
 use tinytorch::train::run_log::write_json_atomic;
 use tinytorch::train::{
-    cross_entropy_loss, evaluate, evaluate_with_predictions, plot_curves, train_epoch_observed,
-    EpochMetrics, EpochTotals, MetricsLog, Progress, StepLimit,
+    cross_entropy_loss, evaluate, evaluate_with_predictions, plot_curves, EarlyStopping, Ema,
+    EpochMetrics, EpochTotals, MetricsLog, Prediction, Progress, StepLimit, Trainer,
 };
 use tinytorch::{manual_seed, Device, Error, Result, Tensor};
 
@@ -43,6 +43,10 @@ struct Position {
     loader_epoch_start: Option<GeneratorState>,
     /// Processes that trained (a distributed run resumes only with as many).
     world_size: usize,
+    /// The early-stopping watcher's state, when the recipe stops early.
+    early: Option<EarlyStopping>,
+    /// Early stopping ended the run (a resumed run has nothing left to do).
+    stopped: bool,
 }
 
 pub(super) const CONFIG_KEY: &str = "config";
@@ -63,6 +67,23 @@ fn extra_num<T: std::str::FromStr>(extra: &BTreeMap<String, String>, key: &str) 
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| Error::invalid("resume", format!("checkpoint lacks a valid '{key}'")))
 }
+
+fn early_to_extra(e: &EarlyStopping, stopped: bool, extra: &mut BTreeMap<String, String>) {
+    extra.insert("early_stopping.best".into(), e.best.to_string());
+    extra.insert("early_stopping.best_epoch".into(), e.best_epoch.to_string());
+    extra.insert("early_stopping.bad_epochs".into(), e.bad_epochs.to_string());
+    extra.insert("early_stopping.stopped".into(), stopped.to_string());
+}
+
+/// The watcher's state saved by [`early_to_extra`] into `e`; whether the run had stopped.
+fn early_from_extra(e: &mut EarlyStopping, extra: &BTreeMap<String, String>) -> Result<bool> {
+    e.best = extra_num(extra, "early_stopping.best")?;
+    e.best_epoch = extra_num(extra, "early_stopping.best_epoch")?;
+    e.bad_epochs = extra_num(extra, "early_stopping.bad_epochs")?;
+    extra_num(extra, "early_stopping.stopped")
+}
+
+const EMA_UPDATES_KEY: &str = "ema.updates";
 
 fn totals_from_extra(extra: &BTreeMap<String, String>) -> Result<EpochTotals> {
     Ok(EpochTotals {
@@ -90,7 +111,7 @@ pub(super) fn save_finished(
         step: steps,
         ..Default::default()
     };
-    save(path, config, model, opt, &pos)
+    save(path, config, model, opt, &pos, None)
 }
 
 fn save(
@@ -99,6 +120,7 @@ fn save(
     model: &dyn Module,
     opt: &dyn Optimizer,
     pos: &Position,
+    ema: Option<&Ema>,
 ) -> Result<()> {
     let mut extra = BTreeMap::from([
         (CONFIG_KEY.to_string(), config.to_json().to_string()),
@@ -106,12 +128,19 @@ fn save(
         ("world_size".to_string(), pos.world_size.max(1).to_string()),
     ]);
     totals_to_extra(&pos.partial, &mut extra);
+    if let Some(e) = &pos.early {
+        early_to_extra(e, pos.stopped, &mut extra);
+    }
+    if let Some(ema) = ema {
+        extra.insert(EMA_UPDATES_KEY.into(), ema.updates().to_string());
+    }
     let mut rng = BTreeMap::from([("global".to_string(), get_rng_state())]);
     if let Some(s) = pos.loader_epoch_start {
         rng.insert("loader_epoch_start".to_string(), s);
     }
     let ckpt = Checkpoint {
         model: model.state_dict(),
+        ema: ema.map_or(Ok(BTreeMap::new()), |e| e.state_dict(model))?,
         optimizer: Some(opt.state_dict()),
         rng,
         epoch: pos.epoch as u64,
@@ -136,14 +165,25 @@ fn config_of(ckpt: &Checkpoint, path: &Path) -> Result<RunConfig> {
 }
 
 /// The model a `tinytorch train` checkpoint holds, its weights loaded, with the run's
-/// configuration (10 classes, as every supported data set has).
+/// configuration (10 classes, as every supported data set has). A run that kept a moving
+/// average of its weights yields the average: the model the run evaluated.
 pub fn load_trained_model(path: &Path) -> Result<(RunConfig, Box<dyn Module>)> {
     let ckpt = load_checkpoint(path)?;
     let config = config_of(&ckpt, path)?;
-    let model = config.build_model(config.dataset.image_shape(), 10)?;
-    let weights = ckpt.model.into_iter().collect();
-    model.load_state_dict(&weights, true)?;
+    let model = trained_model(&config, ckpt)?;
     Ok((config, model))
+}
+
+/// The model of `ckpt` (its weight average if it kept one).
+fn trained_model(config: &RunConfig, ckpt: Checkpoint) -> Result<Box<dyn Module>> {
+    let model = config.build_model(config.dataset.image_shape(), 10)?;
+    let weights = if ckpt.ema.is_empty() {
+        ckpt.model
+    } else {
+        ckpt.ema
+    };
+    model.load_state_dict(&weights.into_iter().collect(), true)?;
+    Ok(model)
 }
 
 fn percent(v: f64) -> String {
@@ -183,6 +223,9 @@ pub(super) fn build(
         .drop_last(true)
         .seed(config.seed)
         .num_workers(workers);
+    if let Some(t) = config.recipe.train_transform(train.shape) {
+        options = options.transform(t);
+    }
     if let Some((rank, world)) = shard {
         let sampler = DistributedSampler::new(world, rank, config.shuffle, config.seed, false)?;
         options = options.shuffle(false).sampler(Arc::new(sampler));
@@ -211,6 +254,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     if resumed.is_some() && args.data.is_some() {
         config.data = args.data.clone();
     }
+    config.recipe.check(!args.no_eval)?;
     let group = join(args)?;
     let (rank, world) = group
         .as_ref()
@@ -239,7 +283,16 @@ pub fn train(args: &TrainArgs) -> Result<()> {
             what: "resuming on CUDA (resume on the CPU)".into(),
         });
     }
-    let mut pos = Position::default();
+    // The trainer takes its base learning rates from the fresh optimizer, before a
+    // checkpoint's scheduled rates are loaded into it.
+    let mut trainer = Trainer::new(opt.as_ref());
+    trainer.options = config.recipe.step_options();
+    trainer.schedule = config.recipe.lr_schedule(loader.len())?;
+    trainer.ema = config.recipe.ema()?;
+    let mut pos = Position {
+        early: config.recipe.early_stopping()?,
+        ..Default::default()
+    };
     match &resumed {
         Some((ckpt, _)) => {
             let weights = ckpt.model.clone().into_iter().collect();
@@ -270,7 +323,17 @@ pub fn train(args: &TrainArgs) -> Result<()> {
                 partial: totals_from_extra(&ckpt.extra)?,
                 loader_epoch_start: ckpt.rng.get("loader_epoch_start").copied(),
                 world_size: world,
+                ..pos
             };
+            if let Some(e) = &mut pos.early {
+                pos.stopped = early_from_extra(e, &ckpt.extra)?;
+            }
+            if let Some(ema) = &mut trainer.ema {
+                let updates = extra_num(&ckpt.extra, EMA_UPDATES_KEY)?;
+                if updates > 0 {
+                    ema.load_state_dict(model.as_ref(), &ckpt.ema, updates)?;
+                }
+            }
         }
         None => {
             if let Some(init) = &args.init {
@@ -328,18 +391,25 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         write_json_atomic(&args.out.join("model.json"), doc)?;
     }
     let visible = lead && !args.json && std::io::stderr().is_terminal();
-    let mut limit = StepLimit(args.max_steps.map(|m| m.saturating_sub(pos.step)));
+    trainer.step = pos.step;
+    trainer.limit = StepLimit(args.max_steps.map(|m| m.saturating_sub(pos.step)));
     let batches_per_epoch = loader.len() as u64;
+    if pos.stopped {
+        println!("early stopping had ended this run at epoch {}", pos.epoch);
+    }
     // Run-level throughput leaves out only the first step of this invocation.
     let (mut run_s, mut run_samples, mut first_epoch) = (0.0, 0u64, true);
 
-    while pos.epoch < args.epochs && !limit.exhausted() {
+    while pos.epoch < args.epochs && !trainer.limit.exhausted() && !pos.stopped {
         let epoch = pos.epoch + 1;
         match pos.loader_epoch_start {
             Some(s) => loader.set_generator_state(&s),
             None => pos.loader_epoch_start = Some(loader.generator_state()),
         }
-        let lr = opt.lrs()[0];
+        let lr = match &trainer.schedule {
+            Some(s) => s.lr_at(pos.step, trainer.base_lrs[0]),
+            None => opt.lrs()[0],
+        };
         if let Some(sampler) = &loader.options().sampler {
             sampler.set_epoch(epoch as u64);
         }
@@ -351,11 +421,10 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         if let Some(s) = &mut steps {
             s.start_epoch();
         }
-        let done = train_epoch_observed(
+        let done = trainer.train_epoch(
             model.as_mut(),
             opt.as_mut(),
             batches,
-            &mut limit,
             &bar,
             &cross_entropy_loss,
             &mut |d| match &mut steps {
@@ -380,14 +449,15 @@ pub fn train(args: &TrainArgs) -> Result<()> {
             // Stopped by --max-steps inside the epoch: keep the position for --resume.
             bar.finish(&format!("epoch {epoch}: stopped after step {}", pos.step));
             if lead {
-                save(&ckpt_path, &config, model.module(), opt.as_ref(), &pos)?;
+                let ema = trainer.ema.as_ref();
+                save(&ckpt_path, &config, model.module(), opt.as_ref(), &pos, ema)?;
             }
             break;
         }
         let (test_loss, test_acc) = match &test {
             Some(t) => {
-                let batches = on_device(t.batches(1000)?, device);
-                let (l, a, predictions) = evaluate_with_predictions(model.module_mut(), batches)?;
+                let (l, a, predictions) =
+                    evaluate_averaged(model.module_mut(), trainer.ema.as_mut(), t, device)?;
                 let at = (epoch, pos.step);
                 write_eval_json(&args.out, t, config.dataset, &predictions, at)?;
                 (Some(l), Some(a))
@@ -418,15 +488,27 @@ pub fn train(args: &TrainArgs) -> Result<()> {
             m.samples_per_s
         );
         bar.finish("");
+        let stop = match (&mut pos.early, test_loss) {
+            (Some(e), Some(l)) => e.update(epoch as u64, l),
+            _ => false,
+        };
+        pos.stopped = stop;
         pos.epoch = epoch;
         pos.batch_in_epoch = 0;
         pos.partial = EpochTotals::default();
         pos.loader_epoch_start = None;
         if lead {
             println!("{line}");
+            if let Some(e) = pos.early.as_ref().filter(|_| stop) {
+                println!(
+                    "early stopping: no better test loss for {} epochs (best {:.4} after epoch {})",
+                    e.bad_epochs, e.best, e.best_epoch
+                );
+            }
             log.write(&m)?;
             history.push(m);
-            save(&ckpt_path, &config, model.module(), opt.as_ref(), &pos)?;
+            let ema = trainer.ema.as_ref();
+            save(&ckpt_path, &config, model.module(), opt.as_ref(), &pos, ema)?;
             if let Err(e) = plot_curves(&args.out.join("curves.png"), &history) {
                 eprintln!("warning: no curves.png: {e}");
             }
@@ -442,7 +524,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     };
     if last.is_none() {
         if let Some(t) = &test {
-            let (l, a) = evaluate(model.module_mut(), on_device(t.batches(1000)?, device))?;
+            let (l, a, _) = evaluate_averaged(model.module_mut(), trainer.ema.as_mut(), t, device)?;
             (test_loss, test_acc) = (Some(l), Some(a));
         }
     }
@@ -475,6 +557,25 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         println!("{summary}");
     }
     Ok(())
+}
+
+/// Evaluate `model` on `test`, with its weight average in place of its weights when there
+/// is one (swapped in for the evaluation and back after it).
+fn evaluate_averaged(
+    model: &mut dyn Module,
+    ema: Option<&mut Ema>,
+    test: &LoadedSplit,
+    device: Device,
+) -> Result<(f64, f64, Vec<Prediction>)> {
+    let mut ema = ema.filter(|e| e.updates() > 0);
+    if let Some(e) = &mut ema {
+        e.swap(model)?;
+    }
+    let result = evaluate_with_predictions(model, on_device(test.batches(1000)?, device));
+    if let Some(e) = ema {
+        e.swap(model)?;
+    }
+    result
 }
 
 /// The batches of `batches`, copied to `device`.
@@ -528,16 +629,15 @@ pub fn eval_checkpoint(args: &EvalArgs) -> Result<()> {
     } else {
         let ckpt = load_checkpoint(&args.checkpoint)?;
         let config = config_of(&ckpt, &args.checkpoint)?;
-        let model = config.build_model(config.dataset.image_shape(), 10)?;
-        let weights = ckpt.model.into_iter().collect();
-        model.load_state_dict(&weights, true)?;
-        let (epochs, steps) = (ckpt.epoch, ckpt.step);
-        let what = format!("after {epochs} epochs ({steps} steps)");
+        let (epochs, steps, averaged) = (ckpt.epoch, ckpt.step, !ckpt.ema.is_empty());
+        let model = trained_model(&config, ckpt)?;
+        let average = if averaged { ", weight average" } else { "" };
+        let what = format!("after {epochs} epochs ({steps} steps{average})");
         (
             config,
             model,
             what,
-            json!({"epochs": epochs, "steps": steps}),
+            json!({"epochs": epochs, "steps": steps, "ema": averaged}),
         )
     };
     if args.data.is_some() {

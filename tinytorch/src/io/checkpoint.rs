@@ -23,6 +23,7 @@ pub const CHECKPOINT_VERSION: u64 = 1;
 
 const MODEL_PREFIX: &str = "model.";
 const OPTIM_PREFIX: &str = "optim.state.";
+const EMA_PREFIX: &str = "ema.";
 
 /// Everything needed to resume training (the dict people pass to `torch.save` in a
 /// PyTorch training script: `model`, `optimizer`, `scheduler`, rng states, epoch, step).
@@ -32,6 +33,9 @@ pub struct Checkpoint {
     pub model: BTreeMap<String, Tensor>,
     /// The optimizer's state (`optimizer.state_dict()`).
     pub optimizer: Option<OptimizerState>,
+    /// A moving average of the model's state dict (`train::Ema::state_dict`), empty for
+    /// none; stored under the `ema.` prefix.
+    pub ema: BTreeMap<String, Tensor>,
     /// An epoch-based scheduler's bookkeeping (`LrScheduler::sched().clone()`).
     pub scheduler: Option<SchedulerState>,
     /// Extra scalars a scheduler needs beyond [`SchedulerState`] (e.g. a plateau scheduler's
@@ -61,6 +65,9 @@ fn checkpoint_parts(ckpt: &Checkpoint) -> (BTreeMap<String, Tensor>, BTreeMap<St
     let mut tensors = BTreeMap::new();
     for (k, t) in &ckpt.model {
         tensors.insert(format!("{MODEL_PREFIX}{k}"), t.clone());
+    }
+    for (k, t) in &ckpt.ema {
+        tensors.insert(format!("{EMA_PREFIX}{k}"), t.clone());
     }
     if let Some(opt) = &ckpt.optimizer {
         for (index, state) in &opt.state {
@@ -126,10 +133,13 @@ fn decode(
         serde_json::from_str(body).map_err(|e| format!("corrupt checkpoint metadata: {e}"))?;
 
     let mut model = BTreeMap::new();
+    let mut ema = BTreeMap::new();
     let mut optim_tensors: BTreeMap<usize, BTreeMap<String, Tensor>> = BTreeMap::new();
     for (key, t) in tensors {
         if let Some(k) = key.strip_prefix(MODEL_PREFIX) {
             model.insert(k.to_string(), t);
+        } else if let Some(k) = key.strip_prefix(EMA_PREFIX) {
+            ema.insert(k.to_string(), t);
         } else if let Some(rest) = key.strip_prefix(OPTIM_PREFIX) {
             let (index, name) = rest
                 .split_once('.')
@@ -141,7 +151,7 @@ fn decode(
                 .insert(name.to_string(), t);
         } else {
             return Err(format!(
-                "unexpected tensor '{key}' (expected model.* or optim.state.*)"
+                "unexpected tensor '{key}' (expected model.*, ema.* or optim.state.*)"
             ));
         }
     }
@@ -175,6 +185,7 @@ fn decode(
     Ok(Checkpoint {
         model,
         optimizer,
+        ema,
         scheduler,
         scheduler_extra: f64_map_from_json(field(&body, "scheduler_extra")?, "scheduler_extra")?,
         rng,

@@ -1,13 +1,12 @@
 //! One training step, one epoch, and evaluation of a classifier with cross-entropy.
 
-use super::Progress;
+use super::{Progress, Trainer};
 use crate::autograd::no_grad;
 use crate::error::Result;
 use crate::nn::functional::cross_entropy;
 use crate::nn::{Module, Reduction};
 use crate::optim::Optimizer;
 use crate::tensor::Tensor;
-use std::time::Instant;
 
 /// Running sums over the batches of an epoch. Losses are summed per sample so the mean does
 /// not depend on how the last batch is cut.
@@ -61,7 +60,7 @@ impl StepLimit {
     pub fn exhausted(&self) -> bool {
         self.0 == Some(0)
     }
-    fn take_one(&mut self) {
+    pub(super) fn take_one(&mut self) {
         if let Some(n) = &mut self.0 {
             *n = n.saturating_sub(1);
         }
@@ -69,7 +68,7 @@ impl StepLimit {
 }
 
 /// Number of rows whose arg-max equals the target class.
-fn count_correct(logits: &Tensor, target: &Tensor) -> Result<u64> {
+pub(super) fn count_correct(logits: &Tensor, target: &Tensor) -> Result<u64> {
     let hits = logits.argmax(Some(-1), false)?.eq(target)?;
     Ok(hits.to_dtype(crate::DType::I64)?.sum_all()?.item::<i64>()? as u64)
 }
@@ -95,7 +94,7 @@ pub fn train_step(
     train_step_with(model, opt, x, y, &cross_entropy_loss)
 }
 
-/// [`train_step`] minimising `loss` instead of the cross-entropy.
+/// [`train_step`] minimising `loss` instead of the cross-entropy (a plain [`Trainer`] step).
 pub fn train_step_with(
     model: &dyn Module,
     opt: &mut dyn Optimizer,
@@ -103,20 +102,7 @@ pub fn train_step_with(
     y: &Tensor,
     loss: LossFn<'_>,
 ) -> Result<(f64, u64)> {
-    // The whole step on a compute thread (`parallel::run_for`): its forward pass is as many
-    // small kernels as its backward.
-    crate::parallel::run_for(x.device(), || {
-        opt.zero_grad();
-        let logits = model.forward(x)?;
-        let loss = loss(&logits, x, y)?;
-        loss.backward()?;
-        opt.step()?;
-        let correct = {
-            let _guard = no_grad();
-            count_correct(&logits.detach(), y)?
-        };
-        Ok((loss.item_f64()?, correct))
-    })
+    Trainer::new(opt).step(model, opt, x, y, loss)
 }
 
 /// Train `model` (in training mode) on `batches` until they run out or `limit` is exhausted,
@@ -180,39 +166,11 @@ pub fn train_epoch_observed<I>(
 where
     I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
 {
-    model.train();
-    let mut totals = EpochTotals::default();
-    let mut first_step_end: Option<Instant> = None;
-    for batch in batches {
-        if limit.exhausted() {
-            break;
-        }
-        let (x, y) = batch?;
-        let (batch_loss, correct) = train_step_with(model, opt, &x, &y, loss)?;
-        let n = y.shape()[0] as u64;
-        match first_step_end {
-            None => first_step_end = Some(Instant::now()),
-            Some(t) => {
-                totals.timed_s = t.elapsed().as_secs_f64();
-                totals.timed_samples += n;
-            }
-        }
-        totals.loss_sum += batch_loss * n as f64;
-        totals.correct += correct;
-        totals.samples += n;
-        totals.steps += 1;
-        limit.take_one();
-        progress.step(batch_loss, &totals);
-        observe(&StepDone {
-            model,
-            optimizer: opt,
-            loss: batch_loss,
-            samples: n,
-            correct,
-            totals: &totals,
-        })?;
-    }
-    Ok(totals)
+    let mut trainer = Trainer::new(opt);
+    trainer.limit = *limit;
+    let totals = trainer.train_epoch(model, opt, batches, progress, loss, observe);
+    *limit = trainer.limit;
+    totals
 }
 
 /// Mean cross-entropy and accuracy of `model` in evaluation mode over `batches` of inputs
