@@ -26,7 +26,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Train a model on an image classification data set (Fashion-MNIST by default).
-    Train(train::TrainArgs),
+    Train(Box<train::TrainArgs>),
     /// Evaluate a checkpoint written by `train` on the test set.
     Eval(train::EvalArgs),
     /// Prune a trained model by weight magnitude (and remove whole channels with ln-structured).

@@ -252,7 +252,7 @@ fn cifar_batch(path: &Path, n: usize, seed: usize) {
             for y in 0..32 {
                 for x in 0..32 {
                     let bright = (y / 16) * 2 + x / 16 == label % 4;
-                    let noise = ((i * 131 + c * 1024 + y * 32 + x + seed) * 2654435761usize >> 24)
+                    let noise = (((i * 131 + c * 1024 + y * 32 + x + seed) * 2654435761usize) >> 24)
                         as u8
                         / 8;
                     bytes.push(if bright {

@@ -573,7 +573,7 @@ fn snapshot(
     gen: &Generator,
 ) -> Checkpoint {
     // state_dict() shares storage with the parameters: copy, since training goes on.
-    let model = model
+    let model: BTreeMap<String, Tensor> = model
         .state_dict()
         .into_iter()
         .map(|(k, v)| (k, v.contiguous_copy().unwrap()))
@@ -581,7 +581,7 @@ fn snapshot(
     // A moving average stands beside the weights (here simply their halves).
     let ema = model
         .iter()
-        .map(|(k, v): (&String, &Tensor)| (k.clone(), v.mul_scalar(0.5).unwrap()))
+        .map(|(k, v)| (k.clone(), v.mul_scalar(0.5).unwrap()))
         .collect();
     Checkpoint {
         model,
