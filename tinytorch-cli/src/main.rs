@@ -9,7 +9,8 @@ mod lm;
 mod profile;
 mod train;
 
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// TinyTorch command-line interface.
 #[derive(Parser)]
@@ -65,7 +66,17 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let cli = Cli::parse_from(args);
+    let matches = Cli::command().get_matches_from(args);
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    // `train --resume` refuses flags that would change the resumed run: it needs to know
+    // which flags were given rather than defaulted.
+    if let (Command::Train(t), Some(("train", sub))) = (&mut cli.command, matches.subcommand()) {
+        t.given = sub
+            .ids()
+            .filter(|id| sub.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+            .map(|id| id.to_string())
+            .collect();
+    }
     // The main thread joins the compute pool (with one thread or more beside it), so the ops
     // it calls split their work in place instead of handing every kernel to a pool thread
     // (see tinytorch::parallel). Nothing has used rayon yet, so this cannot fail; if it did,

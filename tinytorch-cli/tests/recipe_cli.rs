@@ -232,6 +232,23 @@ fn early_stopping_ends_the_run_and_a_resume_keeps_it_ended() {
         "--json",
     ]);
     assert!(String::from_utf8_lossy(&again.stdout).contains("early stopping had ended this run"));
+    // Flags that define the run cannot change it on resume (they were silently ignored).
+    let changed = tinytorch(&[
+        "train",
+        "--resume",
+        ckpt.to_str().unwrap(),
+        "--model",
+        "seed-cnn",
+        "--lr",
+        "0.3",
+    ]);
+    let stderr = String::from_utf8_lossy(&changed.stderr);
+    assert!(!changed.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("--model, --lr cannot change a resumed run"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("(mlp)"), "{stderr}");
     assert_eq!(last_json(&again)["epochs"], 2);
 
     let mut args = common.to_vec();

@@ -319,6 +319,12 @@ fn errors_are_one_clear_line() {
         "unknown model 'vgg'",
     );
     one_line_error(&tinytorch(&["train", "--batch-size", "0"]), "batch-size");
+    one_line_error(&tinytorch(&["train", "--epochs", "0"]), "--epochs");
+    // A negative number is a value, not a flag: the optimizer refuses it as PyTorch does.
+    one_line_error(
+        &tinytorch(&["train", "--lr", "-1", "--max-steps", "1"]),
+        "Invalid learning rate: -1",
+    );
 
     let bad = dir.join("bad.safetensors");
     std::fs::write(&bad, b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all").unwrap();

@@ -44,8 +44,8 @@ pub struct TrainArgs {
     #[arg(long, default_value = "seed-cnn")]
     pub model: ModelKind,
     /// Epochs to train (a resumed run continues up to this many in total).
-    #[arg(long, default_value_t = 10)]
-    pub epochs: usize,
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub epochs: u64,
     /// Samples per batch (the last partial batch is dropped).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
     pub batch_size: u64,
@@ -53,7 +53,7 @@ pub struct TrainArgs {
     #[arg(long, value_enum, default_value = "sgd")]
     pub optimizer: OptimizerKind,
     /// Learning rate.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
     pub lr: f64,
     /// Momentum (SGD, RMSprop).
     #[arg(long, default_value_t = 0.0)]
@@ -168,6 +168,9 @@ pub struct TrainArgs {
     /// Early stopping: the least decrease of the test loss that counts as an improvement.
     #[arg(long, default_value_t = 0.0)]
     pub min_delta: f64,
+    /// The flags given on the command line (or by --config) rather than defaulted, by id.
+    #[arg(skip)]
+    pub given: Vec<String>,
     /// With --distributed: seconds a collective waits for the other processes before it
     /// fails (a process that died or hangs).
     #[arg(long, default_value_t = 1800, value_name = "S")]
@@ -192,7 +195,62 @@ pub struct EvalArgs {
     pub latency: bool,
 }
 
+/// The flags of `train` that define a run (stored in its checkpoint): a resumed run cannot
+/// change them.
+const RUN_FLAGS: &[&str] = &[
+    "config",
+    "dataset",
+    "model",
+    "batch_size",
+    "optimizer",
+    "lr",
+    "momentum",
+    "weight_decay",
+    "seed",
+    "init",
+    "no_shuffle",
+    "augment_crop",
+    "augment_flip",
+    "normalize_mean",
+    "normalize_std",
+    "lr_schedule",
+    "warmup_epochs",
+    "warmup_start_factor",
+    "min_lr",
+    "lr_step_epochs",
+    "lr_gamma",
+    "pct_start",
+    "clip_grad_norm",
+    "accumulate",
+    "amp",
+    "ema",
+    "early_stopping",
+    "min_delta",
+];
+
 impl TrainArgs {
+    /// An error naming the run-defining flags given beside `--resume`, which would otherwise
+    /// be ignored in favour of the checkpoint's.
+    pub fn check_resume_flags(&self, checkpoint_run: &RunConfig) -> Result<()> {
+        let clash: Vec<String> = self
+            .given
+            .iter()
+            .filter(|id| RUN_FLAGS.contains(&id.as_str()))
+            .map(|id| format!("--{}", id.replace('_', "-")))
+            .collect();
+        if clash.is_empty() {
+            return Ok(());
+        }
+        Err(tinytorch::Error::invalid(
+            "train --resume",
+            format!(
+                "{} cannot change a resumed run: the checkpoint fixes its model ({}), data set,                  optimizer and recipe; drop them, or start a new run without --resume",
+                clash.join(", "),
+                checkpoint_run.model
+            ),
+        ))
+    }
+
     /// The run configuration these flags describe.
     pub fn config(&self) -> Result<RunConfig> {
         Ok(RunConfig {
@@ -214,7 +272,7 @@ impl TrainArgs {
     /// The recipe these flags describe.
     pub fn recipe(&self) -> Recipe {
         Recipe {
-            epochs: self.epochs,
+            epochs: self.epochs as usize,
             crop_padding: self.augment_crop,
             flip: self.augment_flip,
             normalize: self

@@ -242,13 +242,18 @@ pub(super) fn build(
 /// Run `tinytorch train`.
 pub fn train(args: &TrainArgs) -> Result<()> {
     let started = Instant::now();
+    let epochs = args.epochs as usize;
     let resumed = args
         .resume
         .as_ref()
         .map(|p| load_checkpoint(p).map(|c| (c, p)))
         .transpose()?;
     let mut config = match &resumed {
-        Some((ckpt, path)) => config_of(ckpt, path)?,
+        Some((ckpt, path)) => {
+            let config = config_of(ckpt, path)?;
+            args.check_resume_flags(&config)?;
+            config
+        }
         None => args.config()?,
     };
     if resumed.is_some() && args.data.is_some() {
@@ -400,7 +405,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     // Run-level throughput leaves out only the first step of this invocation.
     let (mut run_s, mut run_samples, mut first_epoch) = (0.0, 0u64, true);
 
-    while pos.epoch < args.epochs && !trainer.limit.exhausted() && !pos.stopped {
+    while pos.epoch < epochs && !trainer.limit.exhausted() && !pos.stopped {
         let epoch = pos.epoch + 1;
         match pos.loader_epoch_start {
             Some(s) => loader.set_generator_state(&s),
@@ -413,7 +418,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         if let Some(sampler) = &loader.options().sampler {
             sampler.set_epoch(epoch as u64);
         }
-        let bar = Progress::new(epoch, args.epochs, batches_per_epoch, visible);
+        let bar = Progress::new(epoch, epochs, batches_per_epoch, visible);
         bar.set_position(pos.batch_in_epoch);
         let batches = on_device(loader.iter_from(pos.batch_in_epoch as usize)?, device);
         let t0 = Instant::now();
@@ -481,7 +486,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         };
         let line = format!(
             "epoch {epoch}/{}: train loss {:.4} acc {}{test_part} | {:.1} s, {:.0} samples/s",
-            args.epochs,
+            epochs,
             m.train_loss,
             percent(m.train_acc),
             m.train_s,
