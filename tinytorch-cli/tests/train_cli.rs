@@ -325,6 +325,11 @@ fn errors_are_one_clear_line() {
         &tinytorch(&["train", "--lr", "-1", "--max-steps", "1"]),
         "Invalid learning rate: -1",
     );
+    // A diverging run stops with the step and the learning rate, its last checkpoint intact.
+    one_line_error(
+        &tinytorch(&["train", "--lr", "1e30", "--max-steps", "40", "--no-eval"]),
+        "training diverged",
+    );
 
     let bad = dir.join("bad.safetensors");
     std::fs::write(&bad, b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all").unwrap();

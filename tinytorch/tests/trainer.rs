@@ -71,7 +71,7 @@ fn every_option_at_once_matches_pytorch() {
     trainer.options = StepOptions {
         accumulate: 2,
         clip_grad_norm: Some(0.5),
-        amp: None,
+        ..Default::default()
     };
     let kind = ScheduleKind::Cosine { min_lr: 0.01 };
     trainer.schedule = Some(LrSchedule::new(kind, 3, 0.1, 8).unwrap());
@@ -227,4 +227,26 @@ fn the_epoch_loop_stops_at_the_step_limit_and_counts_steps() {
     assert_eq!((totals.steps, totals.samples, trainer.step), (5, 30, 5));
     assert_eq!(seen, [6; 5]);
     assert!(trainer.limit.exhausted());
+}
+
+#[test]
+fn a_nonfinite_loss_stops_before_the_weights_change() {
+    let f = fixtures();
+    let model = mlp(&f);
+    let mut opt = SGD::new(model.parameters(), SgdOptions::default()).unwrap();
+    let before = model.state_dict()["0.weight"].contiguous_copy().unwrap();
+    let mut trainer = Trainer::new(&opt);
+    let x = f["xs"].select(0, 0).unwrap().mul_scalar(f64::NAN).unwrap();
+    let y = f["ys"].select(0, 0).unwrap();
+    let e = trainer
+        .step(&model, &mut opt, &x, &y, &cross_entropy_loss)
+        .unwrap_err();
+    assert!(e.to_string().contains("the loss is NaN at step 0"), "{e}");
+    assert_eq!(max_diff(&model.state_dict()["0.weight"], &before), 0.0);
+    assert_eq!(trainer.step, 0);
+    trainer.options.allow_nonfinite_loss = true;
+    let (loss, _) = trainer
+        .step(&model, &mut opt, &x, &y, &cross_entropy_loss)
+        .unwrap();
+    assert!(loss.is_nan());
 }

@@ -168,6 +168,10 @@ pub struct TrainArgs {
     /// Early stopping: the least decrease of the test loss that counts as an improvement.
     #[arg(long, default_value_t = 0.0)]
     pub min_delta: f64,
+    /// Go on training when the loss is NaN or infinite (by default such a step is an error,
+    /// raised before it changes the weights).
+    #[arg(long)]
+    pub allow_nonfinite_loss: bool,
     /// The flags given on the command line (or by --config) rather than defaulted, by id.
     #[arg(skip)]
     pub given: Vec<String>,

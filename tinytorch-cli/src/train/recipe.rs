@@ -179,6 +179,7 @@ impl Recipe {
             accumulate: self.accumulate,
             clip_grad_norm: self.clip_grad_norm,
             amp: self.amp.map(|AmpDtype::Bf16| DType::BF16),
+            allow_nonfinite_loss: false,
         }
     }
 

@@ -292,6 +292,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     // checkpoint's scheduled rates are loaded into it.
     let mut trainer = Trainer::new(opt.as_ref());
     trainer.options = config.recipe.step_options();
+    trainer.options.allow_nonfinite_loss = args.allow_nonfinite_loss;
     trainer.schedule = config.recipe.lr_schedule(loader.len())?;
     trainer.ema = config.recipe.ema()?;
     let mut pos = Position {

@@ -26,6 +26,10 @@ pub struct StepOptions {
     /// weights, gradients and optimizer stay in f32. f16 without a gradient scaler can
     /// underflow, so recipes use bf16.
     pub amp: Option<DType>,
+    /// Take the step even when the loss is NaN or infinite. Off by default: such a step
+    /// would write NaN into every weight, so it is an error instead, raised before the
+    /// optimizer touches them.
+    pub allow_nonfinite_loss: bool,
 }
 
 impl Default for StepOptions {
@@ -34,6 +38,7 @@ impl Default for StepOptions {
             accumulate: 1,
             clip_grad_norm: None,
             amp: None,
+            allow_nonfinite_loss: false,
         }
     }
 }
@@ -96,8 +101,10 @@ impl Trainer {
         let StepOptions {
             clip_grad_norm,
             amp,
+            allow_nonfinite_loss,
             ..
         } = self.options;
+        let step = self.step;
         // The whole step on a compute thread (`parallel::run_for`): its forward pass is as
         // many small kernels as its backward.
         let done = crate::parallel::run_for(x.device(), || {
@@ -135,6 +142,17 @@ impl Trainer {
                 loss_sum += part_loss.item_f64()? * weight;
                 let _guard = no_grad();
                 correct += count_correct(&logits.detach(), &yk)?;
+            }
+            if !loss_sum.is_finite() && !allow_nonfinite_loss {
+                let lr = opt.lrs().first().copied().unwrap_or(f64::NAN);
+                return Err(Error::invalid(
+                    "train",
+                    format!(
+                        "the loss is {loss_sum} at step {step} (learning rate {lr}): training \
+                         diverged; lower the learning rate or clip the gradients (the weights \
+                         are those before this step)"
+                    ),
+                ));
             }
             if let Some(max_norm) = clip_grad_norm {
                 clip_grad_norm_(&model.parameters(), max_norm, 2.0)?;
