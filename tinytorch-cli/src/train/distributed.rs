@@ -118,3 +118,15 @@ pub(super) fn global_totals(group: Option<&ProcessGroup>, t: &EpochTotals) -> Re
         timed_samples: s[3] as u64,
     })
 }
+
+/// Whether any rank decided to stop (rank 0 alone evaluates, so it alone runs early
+/// stopping): every rank leaves the epoch loop together instead of waiting on a collective
+/// that rank 0 never joins.
+pub(super) fn any_rank(group: Option<&ProcessGroup>, decided: bool) -> Result<bool> {
+    let Some(g) = group else {
+        return Ok(decided);
+    };
+    let flag = Tensor::from_vec(vec![decided as u8 as f64], &[1])?;
+    g.all_reduce(&flag, ReduceOp::Max)?;
+    Ok(flag.to_vec::<f64>()?[0] > 0.0)
+}

@@ -2,7 +2,7 @@
 //! by epoch, evaluate, log, plot, checkpoint; and the evaluation of a checkpoint.
 
 use super::data::{load_split, LoadedSplit, Split};
-use super::distributed::{global_totals, join, replica};
+use super::distributed::{any_rank, global_totals, join, replica};
 use super::latency::Latency;
 use super::quantize::load_int8_model;
 use super::run_files::{model_json, write_eval_json, StepLogger};
@@ -498,6 +498,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
             (Some(e), Some(l)) => e.update(epoch as u64, l),
             _ => false,
         };
+        let stop = any_rank(group.as_ref(), stop)?;
         pos.stopped = stop;
         pos.epoch = epoch;
         pos.batch_in_epoch = 0;
