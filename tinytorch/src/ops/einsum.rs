@@ -330,13 +330,12 @@ fn align(eq: &str, i: usize, sub: &Subscripts, x: &Tensor, space: &Space) -> Res
     }
     // Repeated letters: take the diagonal (which moves to the end) until each dim is unique.
     let mut t = x.clone();
-    loop {
-        let Some((a, b)) = (0..dims.len())
+    let repeated = |dims: &[usize]| {
+        (0..dims.len())
             .flat_map(|a| (a + 1..dims.len()).map(move |b| (a, b)))
             .find(|&(a, b)| dims[a] == dims[b])
-        else {
-            break;
-        };
+    };
+    while let Some((a, b)) = repeated(&dims) {
         let (na, nb) = (t.shape()[a], t.shape()[b]);
         if na != nb {
             let id = (0..52).find(|&id| space.letter_dim[id] == Some(dims[a]));
