@@ -589,6 +589,130 @@ def index_shape():
     ], [I64], ("idx:4",), grad=False)
 
 
+# ---------------------------------------------------------------- einsum and nn.functional ops
+def nn_ops():
+    mm_dts = [F32, F64, F16, BF16, I64]
+    add_op("einsum", lambda *xs, equation: torch.einsum(equation, *xs), [
+        ("mm", [(3, 4), (4, 5)], {"equation": "ij,jk->ik"}),
+        ("implicit", [(3, 4), (4, 5)], {"equation": "ij,jk"}),
+        ("bmm", [(2, 3, 4), (2, 4, 5)], {"equation": "bij,bjk->bik"}),
+        ("attn", [(2, 3, 4), (2, 5, 4)], {"equation": "bqd,bkd->bqk"}),
+        ("batch_contract2", [(2, 3, 4, 5), (2, 5, 4)], {"equation": "bijk,bkj->bi"}),
+        ("diag", [(4, 4)], {"equation": "ii->i"}),
+        ("trace", [(4, 4)], {"equation": "ii"}),
+        ("diag_apart", [(3, 2, 3)], {"equation": "iji->ji"}),
+        ("diag_two_ops", [(3, 3), (3,)], {"equation": "ii,i->i"}),
+        ("transpose", [(2, 3, 4)], {"equation": "ijk->kji"}),
+        ("sum_all", [(2, 3)], {"equation": "ij->"}),
+        ("outer", [(3,), (4,)], {"equation": "i,j->ij"}),
+        ("dot", [(5,), (5,)], {"equation": "i,i->"}),
+        ("sum_one_side", [(2, 3), (3, 4)], {"equation": "ij,jk->j"}),
+        ("ellipsis_bcast", [(2, 1, 3, 4), (5, 4, 2)], {"equation": "...ij,...jk->...ik"}),
+        ("ellipsis_move", [(2, 3, 4)], {"equation": "i...->...i"}),
+        ("ellipsis_sum", [(2, 3, 4)], {"equation": "...j->j"}),
+        ("ellipsis_implicit", [(2, 3, 4), (4,)], {"equation": "...j,j"}),
+        ("three", [(2, 3), (3, 4), (4, 5)], {"equation": "ij,jk,kl->il"}),
+        ("three_shared", [(2, 3), (2, 3), (2, 3)], {"equation": "ij,ij,ij->i"}),
+        ("bcast_label", [(2, 1), (1, 3)], {"equation": "ij,ij->ij"}),
+        ("capitals", [(2, 3), (3, 4)], {"equation": "Ab,bC"}),
+        ("spaces", [(3, 4), (4, 5)], {"equation": " ij , jk -> ik "}),
+        ("0d", [(), ()], {"equation": ",->"}),
+        ("0d_vec", [(), (3,)], {"equation": ",i->i"}),
+        ("empty_k", [(3, 0), (0, 2)], {"equation": "ij,jk->ik"}),
+        ("empty_out", [(0, 3), (3, 2)], {"equation": "ij,jk->ik"}),
+    ], mm_dts)
+    add_op("diagonal", lambda x, offset, dim1, dim2: torch.diagonal(x, offset, dim1, dim2), [
+        ("main", [(3, 4)], {"offset": 0, "dim1": 0, "dim2": 1}),
+        ("above", [(3, 4)], {"offset": 1, "dim1": 0, "dim2": 1}),
+        ("below", [(4, 3)], {"offset": -2, "dim1": 0, "dim2": 1}),
+        ("3d", [(2, 3, 4)], {"offset": 0, "dim1": -1, "dim2": 0}),
+        ("past", [(3, 4)], {"offset": 5, "dim1": 0, "dim2": 1}),
+    ], [F32, F64, I64, BOOL])
+
+    def mp1(x, kernel_size, stride, padding, dilation, ceil_mode):
+        return F.max_pool1d(x, kernel_size, stride, padding, dilation, ceil_mode)
+
+    pool = {"stride": None, "padding": 0, "dilation": 1, "ceil_mode": False}
+    add_op("max_pool1d", mp1, [
+        ("basic", [(2, 3, 8)], {**pool, "kernel_size": 3}),
+        ("stride_pad", [(2, 3, 9)], {**pool, "kernel_size": 3, "stride": 2, "padding": 1}),
+        ("dilation", [(1, 2, 10)], {**pool, "kernel_size": 2, "stride": 1, "dilation": 2}),
+        ("ceil", [(2, 2, 7)], {**pool, "kernel_size": 2, "ceil_mode": True}),
+        ("unbatched", [(3, 7)], {**pool, "kernel_size": 2}),
+        ("empty_batch", [(0, 2, 5)], {**pool, "kernel_size": 2}),
+    ], FLOATS, ("distinct",))
+
+    def ap1(x, kernel_size, stride, padding, count_include_pad):
+        return F.avg_pool1d(x, kernel_size, stride, padding, count_include_pad=count_include_pad)
+
+    add_op("avg_pool1d", ap1, [
+        ("basic", [(2, 3, 8)], {"kernel_size": 3, "stride": None, "padding": 0, "count_include_pad": True}),
+        ("pad_incl", [(2, 2, 9)], {"kernel_size": 3, "stride": 2, "padding": 1, "count_include_pad": True}),
+        ("pad_excl", [(2, 2, 9)], {"kernel_size": 3, "stride": 2, "padding": 1, "count_include_pad": False}),
+        ("unbatched", [(3, 6)], {"kernel_size": 2, "stride": None, "padding": 0, "count_include_pad": True}),
+    ], [F32, F64])
+    add_op("adaptive_max_pool2d", lambda x, output_size: F.adaptive_max_pool2d(x, output_size), [
+        ("divisible", [(2, 3, 6, 4)], {"output_size": [3, 2]}),
+        ("uneven", [(1, 2, 7, 5)], {"output_size": [3, 4]}),
+        ("global", [(2, 2, 5, 3)], {"output_size": [1, 1]}),
+        ("larger", [(1, 1, 3, 2)], {"output_size": [5, 4]}),
+        ("unbatched", [(2, 5, 5)], {"output_size": [2, 3]}),
+    ], FLOATS, ("distinct",))
+    add_op("pixel_shuffle", lambda x, upscale_factor: F.pixel_shuffle(x, upscale_factor), [
+        ("basic", [(2, 8, 3, 4)], {"upscale_factor": 2}),
+        ("r3", [(1, 9, 2, 2)], {"upscale_factor": 3}),
+        ("unbatched", [(4, 2, 3)], {"upscale_factor": 2}),
+        ("5d", [(2, 2, 4, 1, 2)], {"upscale_factor": 2}),
+        ("r1", [(1, 3, 2, 2)], {"upscale_factor": 1}),
+    ], ALL)
+    # PyTorch 2.15's backward of an empty pixel_shuffle raises (its pixel_unshuffle returns
+    # an empty gradient unchanged, of the wrong shape), so the empty case checks the forward.
+    add_op("pixel_shuffle", lambda x, upscale_factor: F.pixel_shuffle(x, upscale_factor), [
+        ("empty", [(0, 4, 2, 2)], {"upscale_factor": 2}),
+    ], [F32, F64], grad=False)
+    add_op("pixel_unshuffle", lambda x, downscale_factor: F.pixel_unshuffle(x, downscale_factor), [
+        ("basic", [(2, 2, 6, 4)], {"downscale_factor": 2}),
+        ("r3", [(1, 1, 6, 3)], {"downscale_factor": 3}),
+        ("unbatched", [(1, 4, 2)], {"downscale_factor": 2}),
+        ("5d", [(2, 2, 1, 4, 2)], {"downscale_factor": 2}),
+    ], ALL)
+    # No empty pixel_unshuffle case: PyTorch 2.15 returns an empty input unchanged (shape
+    # (0, 1, 2, 2) stays (0, 1, 2, 2) for factor 2); TinyTorch gives (0, 4, 1, 1).
+
+    def interp(x, size, scale_factor, mode, align_corners, recompute_scale_factor):
+        # A one-element list stands for PyTorch's single number (every spatial dim).
+        size = size[0] if size is not None and len(size) == 1 else size
+        scale_factor = scale_factor[0] if scale_factor is not None and len(scale_factor) == 1 else scale_factor
+        return F.interpolate(x, size=size, scale_factor=scale_factor, mode=mode, align_corners=align_corners,
+                             recompute_scale_factor=recompute_scale_factor)
+
+    def iv(name, shape, mode, size=None, sf=None, ac=None, rsf=None):
+        return (name, [shape], {"size": size, "scale_factor": sf, "mode": mode, "align_corners": ac,
+                                "recompute_scale_factor": rsf})
+
+    add_op("interpolate", interp, [
+        iv("bilinear_size", (2, 3, 4, 5), "bilinear", size=[7, 3]),
+        iv("nearest_size", (2, 3, 4, 5), "nearest", size=[7, 3]),
+        iv("nearest_scale2", (1, 2, 3, 4), "nearest", sf=[2.0]),
+        iv("nearest_scale_frac", (1, 2, 5, 4), "nearest", sf=[1.7, 0.6]),
+        iv("nearest_same_size", (1, 2, 3, 4), "nearest", sf=[1.2, 1.3]),
+        iv("nearest_recompute", (1, 2, 5, 4), "nearest", sf=[1.7, 0.6], rsf=True),
+        iv("nearest_1d", (2, 3, 5), "nearest", size=[8]),
+        iv("nearest_3d", (1, 1, 2, 3, 2), "nearest", size=[3, 2, 4]),
+        iv("nearest_exact", (1, 2, 5, 4), "nearest-exact", size=[3, 7]),
+        iv("bilinear_ac", (2, 3, 4, 5), "bilinear", size=[7, 3], ac=True),
+        iv("bilinear_scale", (1, 2, 5, 4), "bilinear", sf=[1.7, 2.5]),
+        iv("bilinear_scale_ac", (1, 2, 5, 4), "bilinear", sf=[1.7], ac=True),
+        iv("bilinear_same_size", (1, 2, 3, 4), "bilinear", sf=[1.2, 1.3]),
+        iv("bilinear_recompute", (1, 2, 5, 4), "bilinear", sf=[1.7, 2.5], rsf=True),
+        iv("bilinear_down", (1, 2, 7, 6), "bilinear", size=[3, 4]),
+        iv("bilinear_one_ac", (1, 1, 4, 5), "bilinear", size=[1, 1], ac=True),
+        iv("linear_1d", (2, 3, 5), "linear", size=[9]),
+        iv("linear_1d_ac", (2, 3, 5), "linear", sf=[1.5], ac=True),
+        iv("empty_batch", (0, 2, 3, 3), "bilinear", sf=[2.0]),
+    ], FLOATS)
+
+
 ST_DTYPE = {BOOL: "BOOL", U8: "U8", I64: "I64", F16: "F16", BF16: "BF16", F32: "F32", F64: "F64"}
 
 
@@ -620,6 +744,7 @@ def main():
     matmul()
     index_shape()
     attention()
+    nn_ops()
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     write_safetensors(OUT, TENSORS, META)
     print(f"{len(META)} cases, {len(TENSORS)} tensors, {os.path.getsize(OUT)} bytes -> {os.path.normpath(OUT)}")

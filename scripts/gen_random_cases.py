@@ -1340,6 +1340,190 @@ def s_sdpa(c):
     return Spec(ins, kw)
 
 
+# ================================================================ samplers: einsum and nn ops
+EINSUM_TEMPLATES = [
+    "ij,jk->ik", "ij,jk", "bij,bjk->bik", "bqd,bkd->bqk", "ii->i", "ii", "iji->ji", "i,i->", "i,j->ij",
+    "ij->", "ij->ji", "...ij,...jk->...ik", "...i,...i->...", "i...->...i", "...j->j", "ij,ij,ij->i",
+    "ij,jk,kl->il", "Ab,bC", ",->", ",i->i", "ij,jk->j", "ii,i->i", "bijk,bkj->bi",
+]
+
+
+def s_einsum(c):
+    """An equation from EINSUM_TEMPLATES with random label sizes (0-4), ellipsis dims of rank
+    0-2 that broadcast, and now and then a labelled dim of size 1 that broadcasts."""
+    r = c.r
+    eq = r.choice(EINSUM_TEMPLATES)
+    lhs = eq.split("->")[0].split(",")
+    sizes = {ch: r.choice([0, 1, 2, 2, 3, 3, 4]) for ch in set(eq) if ch.isalpha()}
+    ell = list(rshape(r, 0, 2, empty=False, cap=6))
+    shapes = []
+    for term in lhs:
+        core = term.replace("...", "")
+        s = [sizes[ch] for ch in core]
+        if "..." in term:
+            e = ell[r.randint(0, len(ell)):]
+            e = [1 if r.random() < 0.25 else d for d in e]
+            pos = term.index("...")
+            s = s[:pos] + e + s[pos:]
+        if s and r.random() < 0.15:
+            j = r.randrange(len(s))
+            if core.count(core[j] if j < len(core) else "?") <= 1:
+                s[j] = 1  # a labelled dim that broadcasts
+        shapes.append(s)
+    dts = [c.dt] * len(shapes)
+    if c.bad:
+        u = r.random()
+        if u < 0.3 and any(shapes):
+            i = r.choice([i for i, s in enumerate(shapes) if s])
+            j = r.randrange(len(shapes[i]))
+            shapes[i][j] = shapes[i][j] + 2  # a size that does not broadcast
+        elif u < 0.5:
+            shapes = shapes + [shapes[-1]] if r.random() < 0.5 or len(shapes) == 1 else shapes[:-1]
+            dts = [c.dt] * len(shapes)
+        elif u < 0.7:
+            shapes[0] = shapes[0] + [2]  # one dim more than subscripts
+        elif u < 0.85 and len(shapes) > 1:
+            dts[1] = c.other_dtype()
+        else:
+            eq = eq.replace("->", "->z") if "->" in eq else eq + "->z"  # an unknown output letter
+    if any(numel(s) > 48 for s in shapes):
+        raise Retry
+    return Spec([Inp(tuple(s), d, mm_dom(d)) for s, d in zip(shapes, dts)], {"equation": eq},
+                mixed=len(set(dts)) > 1)
+
+
+def s_diagonal(c):
+    r = c.r
+    x = rshape(r, 2, 4)
+    n = len(x)
+    d1 = r.randrange(n)
+    d2 = r.choice([d for d in range(n) if d != d1])
+    kw = {"offset": r.randint(-4, 4), "dim1": d1 - n if r.random() < 0.3 else d1,
+          "dim2": d2 - n if r.random() < 0.3 else d2}
+    if c.bad:
+        u = r.random()
+        if u < 0.4:
+            kw["dim2"] = kw["dim1"]
+        elif u < 0.7:
+            kw["dim1"] = bad_dim(r, n)
+        else:
+            x = rshape(r, 0, 1)
+    return Spec([Inp(x, c.dt)], kw)
+
+
+def s_pool1d(c):
+    """max_pool1d / avg_pool1d on (N, C, L) or (C, L): kernels 1-4, strides, padding up to half
+    the kernel, dilation and ceil mode (max pool)."""
+    r, op = c.r, c.op
+    k = r.randint(1, 4)
+    lead = [r.randint(0, 2), r.randint(1, 3)] if r.random() < 0.7 else [r.randint(1, 3)]
+    x = lead + [r.randint(1, 8)]
+    kw = {"kernel_size": k, "stride": None if r.random() < 0.4 else r.randint(1, 3),
+          "padding": r.randint(0, k // 2)}
+    if op == "max_pool1d":
+        kw["dilation"] = r.choice([1, 1, 2])
+        kw["ceil_mode"] = r.random() < 0.4
+    else:
+        kw["count_include_pad"] = r.random() < 0.5
+    if c.bad:
+        u = r.random()
+        if u < 0.4:
+            kw["padding"] = k // 2 + 1  # more than half the kernel
+        elif u < 0.7:
+            x = [1] + x if len(x) == 3 else x[1:]  # 4-d or 1-d
+        else:
+            kw["kernel_size"] = x[-1] + 2 * kw["padding"] + 1  # window larger than the input
+    if numel(x) > 48:
+        raise Retry
+    return Spec([Inp(tuple(x), c.dt, "distinct" if op == "max_pool1d" else "any")], kw)
+
+
+def s_adaptive_max_pool2d(c):
+    r = c.r
+    x = ([r.randint(0, 2)] if r.random() < 0.7 else []) + [r.randint(1, 2), r.randint(1, 6), r.randint(1, 6)]
+    kw = {"output_size": [r.randint(1, 5), r.randint(1, 5)]}
+    if c.bad:
+        u = r.random()
+        if u < 0.5:
+            x[-1 if r.random() < 0.5 else -2] = 0  # an empty plane
+        else:
+            x = x[-2:] if r.random() < 0.5 else [1] + x + ([1] if len(x) == 4 else [])
+    if numel(x) > 48 or numel(x[:-2]) * numel(kw["output_size"]) > 90:
+        raise Retry
+    return Spec([Inp(tuple(x), c.dt, "distinct")], kw)
+
+
+def s_pixel_shuffle(c):
+    """pixel_shuffle: channels c*r*r; pixel_unshuffle: height and width multiples of r."""
+    r, op = c.r, c.op
+    f = r.choice([1, 2, 2, 3])
+    lead = list(rshape(r, 0, 2, cap=4))
+    if op == "pixel_shuffle":
+        x = lead + [r.randint(0, 2) * f * f, r.randint(0, 3), r.randint(0, 3)]
+    else:
+        # Never empty: PyTorch 2.15 returns an empty input of pixel_unshuffle unchanged, in
+        # the input's shape instead of the output's.
+        lead = [max(d, 1) for d in lead]
+        x = lead + [r.randint(1, 2), r.randint(1, 2) * f, r.randint(1, 2) * f]
+    key = "upscale_factor" if op == "pixel_shuffle" else "downscale_factor"
+    if c.bad:
+        u = r.random()
+        if u < 0.4:
+            f = 0
+        elif u < 0.7:
+            x = x[-2:]
+        elif op == "pixel_shuffle":
+            f = max(f, 2)
+            x[-3] = f * f + 1
+        else:
+            f = max(f, 2)
+            x[-1 if r.random() < 0.5 else -2] = f + 1
+    if numel(x) > 64:
+        raise Retry
+    return Spec([Inp(tuple(x), c.dt)], {key: f})
+
+
+def s_interpolate(c):
+    """interpolate: nearest / nearest-exact (3-5-d), linear (3-d), bilinear (4-d), by size or by
+    scale factor (one value or one per dim), align_corners and recompute_scale_factor."""
+    r = c.r
+    mode = r.choice(["nearest", "nearest", "nearest-exact", "linear", "bilinear", "bilinear"])
+    spatial = {"linear": 1, "bilinear": 2}.get(mode) or r.choice([1, 2, 2, 3])
+    x = [r.randint(0, 2), r.randint(1, 2)] + [r.randint(1, 4) for _ in range(spatial)]
+    kw = {"size": None, "scale_factor": None, "mode": mode, "align_corners": None, "recompute_scale_factor": None}
+    one = r.random() < 0.3
+    if r.random() < 0.5:
+        kw["size"] = [r.randint(1, 5) for _ in range(1 if one else spatial)]
+    else:
+        kw["scale_factor"] = [r.choice([0.5, 0.7, 1.0, 1.3, 1.5, 1.7, 2.0, 2.5]) for _ in range(1 if one else spatial)]
+        kw["recompute_scale_factor"] = r.choice([None, None, True, False])
+    if mode in ("linear", "bilinear"):
+        kw["align_corners"] = r.choice([None, True, False])
+    if c.bad:
+        u = r.random()
+        if u < 0.25:
+            kw["align_corners"] = True
+            kw["mode"] = "nearest"
+        elif u < 0.45:
+            kw["size"], kw["scale_factor"] = [2] * spatial, [2.0] * spatial
+        elif u < 0.65 and mode in ("linear", "bilinear"):
+            x = x + [2]  # the wrong rank for the mode
+        elif u < 0.8:
+            kw["size"], kw["scale_factor"] = None, None
+        else:
+            kw["size"], kw["scale_factor"] = [0] * spatial, None
+    return Spec([Inp(tuple(x), c.dt)], kw)
+
+
+def interpolate(x, k):
+    # A one-element list stands for PyTorch's single number (every spatial dim).
+    size, sf = k["size"], k["scale_factor"]
+    size = size[0] if size is not None and len(size) == 1 else size
+    sf = sf[0] if sf is not None and len(sf) == 1 else sf
+    return F.interpolate(x, size=size, scale_factor=sf, mode=k["mode"], align_corners=k["align_corners"],
+                         recompute_scale_factor=k["recompute_scale_factor"])
+
+
 # ================================================================ the op table: torch twins
 def tdims(dims):
     return None if dims == [] else dims
@@ -1548,6 +1732,20 @@ def register():
        FLOATS, 30)
     op("sdpa_bool_mask", lambda x, k: sdpa(x[0], x[1], x[2], attn_mask=x[3]), s_sdpa, [F32, F64])
     op("sdpa_float_mask", lambda x, k: sdpa(x[0], x[1], x[2], attn_mask=x[3]), s_sdpa, [F32, F64], 25, edge=True)
+
+    # ---- einsum and nn.functional ops
+    op("einsum", lambda x, k: torch.einsum(k["equation"], *x), s_einsum, UNARY_DT, 40)
+    op("diagonal", lambda x, k: torch.diagonal(x[0], k["offset"], k["dim1"], k["dim2"]), s_diagonal,
+       [F32, F64, I64, BOOL])
+    op("max_pool1d", lambda x, k: F.max_pool1d(x[0], k["kernel_size"], k["stride"], k["padding"], k["dilation"],
+                                               k["ceil_mode"]), s_pool1d, FLOATS, 30)
+    op("avg_pool1d", lambda x, k: F.avg_pool1d(x[0], k["kernel_size"], k["stride"], k["padding"],
+                                               count_include_pad=k["count_include_pad"]), s_pool1d, [F32, F64])
+    op("adaptive_max_pool2d", lambda x, k: F.adaptive_max_pool2d(x[0], k["output_size"]), s_adaptive_max_pool2d,
+       FLOATS)
+    op("pixel_shuffle", lambda x, k: F.pixel_shuffle(x[0], k["upscale_factor"]), s_pixel_shuffle, ALL)
+    op("pixel_unshuffle", lambda x, k: F.pixel_unshuffle(x[0], k["downscale_factor"]), s_pixel_shuffle, ALL)
+    op("interpolate", lambda x, k: interpolate(x[0], k), s_interpolate, FLOATS, 40)
 
 
 # ================================================================ running a case

@@ -313,6 +313,188 @@ pub fn adaptive_avg_pool2d(
     nogil(py, x.numel(), || x.adaptive_avg_pool2d(size)).map(Into::into)
 }
 
+/// An int or a one-element sequence (the 1-D pools' `kernel_size=3` or `(3,)`).
+fn single(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    if let Ok(v) = obj.extract::<usize>() {
+        return Ok(v);
+    }
+    let v: Vec<usize> = obj.extract()?;
+    match v.as_slice() {
+        [a] => Ok(*a),
+        _ => Err(PyValueError::new_err(format!(
+            "expected an int or a single-element tuple, got {v:?}"
+        ))),
+    }
+}
+
+fn opt_single(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Option<usize>> {
+    match obj {
+        Some(o) if !o.is_none() => single(o).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// `F.max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False)`.
+#[pyfunction]
+#[pyo3(signature = (input, kernel_size, stride=None, padding=None, dilation=None, ceil_mode=false, return_indices=false))]
+#[allow(clippy::too_many_arguments)]
+pub fn max_pool1d(
+    py: Python<'_>,
+    input: T<'_>,
+    kernel_size: &Bound<'_, PyAny>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
+    dilation: Option<&Bound<'_, PyAny>>,
+    ceil_mode: bool,
+    return_indices: bool,
+) -> PyResult<PyTensor> {
+    if return_indices {
+        return Err(PyTypeError::new_err(
+            "max_pool1d(return_indices=True) is not supported",
+        ));
+    }
+    let kernel = single(kernel_size)?;
+    let stride = opt_single(stride)?;
+    let padding = opt_single(padding)?.unwrap_or(0);
+    let dilation = opt_single(dilation)?.unwrap_or(1);
+    let x = input.t.clone();
+    nogil(py, x.numel(), || {
+        x.max_pool1d(kernel, stride, padding, dilation, ceil_mode)
+    })
+    .map(Into::into)
+}
+
+/// `F.avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+/// count_include_pad=True)`.
+#[pyfunction]
+#[pyo3(signature = (input, kernel_size, stride=None, padding=None, ceil_mode=false, count_include_pad=true))]
+pub fn avg_pool1d(
+    py: Python<'_>,
+    input: T<'_>,
+    kernel_size: &Bound<'_, PyAny>,
+    stride: Option<&Bound<'_, PyAny>>,
+    padding: Option<&Bound<'_, PyAny>>,
+    ceil_mode: bool,
+    count_include_pad: bool,
+) -> PyResult<PyTensor> {
+    if ceil_mode {
+        return Err(PyTypeError::new_err(
+            "avg_pool1d(ceil_mode=True) is not supported",
+        ));
+    }
+    let kernel = single(kernel_size)?;
+    let stride = opt_single(stride)?;
+    let padding = opt_single(padding)?.unwrap_or(0);
+    let x = input.t.clone();
+    nogil(py, x.numel(), || {
+        x.avg_pool1d(kernel, stride, padding, count_include_pad)
+    })
+    .map(Into::into)
+}
+
+/// `F.adaptive_max_pool2d(input, output_size, return_indices=False)`; a `None` in
+/// `output_size` keeps that input size.
+#[pyfunction]
+#[pyo3(signature = (input, output_size, return_indices=false))]
+pub fn adaptive_max_pool2d(
+    py: Python<'_>,
+    input: T<'_>,
+    output_size: &Bound<'_, PyAny>,
+    return_indices: bool,
+) -> PyResult<PyTensor> {
+    if return_indices {
+        return Err(PyTypeError::new_err(
+            "adaptive_max_pool2d(return_indices=True) is not supported",
+        ));
+    }
+    let x = input.t.clone();
+    let size = adaptive_size(output_size, x.shape())?;
+    nogil(py, x.numel(), || x.adaptive_max_pool2d(size)).map(Into::into)
+}
+
+/// An adaptive pool's `output_size`: an int, or a pair whose `None` entries keep the input's
+/// size.
+fn adaptive_size(obj: &Bound<'_, PyAny>, shape: &[usize]) -> PyResult<[usize; 2]> {
+    if let Ok(v) = obj.extract::<Vec<Option<usize>>>() {
+        if let [a, b] = v.as_slice() {
+            let n = shape.len();
+            let keep = |o: &Option<usize>, back: usize| -> PyResult<usize> {
+                match o {
+                    Some(v) => Ok(*v),
+                    None if n >= 2 => Ok(shape[n - back]),
+                    None => Err(PyValueError::new_err(format!(
+                        "output_size None needs a 3-d or 4-d input, got shape {shape:?}"
+                    ))),
+                }
+            };
+            return Ok([keep(a, 2)?, keep(b, 1)?]);
+        }
+    }
+    pair(obj)
+}
+
+/// `F.pixel_shuffle(input, upscale_factor)`.
+#[pyfunction]
+pub fn pixel_shuffle(input: T<'_>, upscale_factor: usize) -> PyResult<PyTensor> {
+    Ok(input.t.pixel_shuffle(upscale_factor).py()?.into())
+}
+
+/// `F.pixel_unshuffle(input, downscale_factor)`.
+#[pyfunction]
+pub fn pixel_unshuffle(input: T<'_>, downscale_factor: usize) -> PyResult<PyTensor> {
+    Ok(input.t.pixel_unshuffle(downscale_factor).py()?.into())
+}
+
+/// `F.interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+/// recompute_scale_factor=None, antialias=False)`: `size` an int or a sequence of ints,
+/// `scale_factor` a number or a sequence of numbers.
+#[pyfunction]
+#[pyo3(signature = (input, size=None, scale_factor=None, mode="nearest", align_corners=None, recompute_scale_factor=None, antialias=false))]
+#[allow(clippy::too_many_arguments)]
+pub fn interpolate(
+    py: Python<'_>,
+    input: T<'_>,
+    size: Option<&Bound<'_, PyAny>>,
+    scale_factor: Option<&Bound<'_, PyAny>>,
+    mode: &str,
+    align_corners: Option<bool>,
+    recompute_scale_factor: Option<bool>,
+    antialias: bool,
+) -> PyResult<PyTensor> {
+    if antialias {
+        return Err(PyTypeError::new_err(
+            "interpolate(antialias=True) is not supported",
+        ));
+    }
+    let size: Option<Vec<usize>> = match size {
+        Some(o) if !o.is_none() => Some(match o.extract::<usize>() {
+            Ok(v) => vec![v],
+            Err(_) => o.extract()?,
+        }),
+        _ => None,
+    };
+    let scale: Option<Vec<f64>> = match scale_factor {
+        Some(o) if !o.is_none() => Some(match o.extract::<f64>() {
+            Ok(v) => vec![v],
+            Err(_) => o.extract()?,
+        }),
+        _ => None,
+    };
+    let mode = nnf::InterpolateMode::parse(mode).py()?;
+    let x = input.t.clone();
+    nogil(py, usize::MAX, || {
+        nnf::interpolate(
+            &x,
+            size.as_deref(),
+            scale.as_deref(),
+            mode,
+            align_corners,
+            recompute_scale_factor,
+        )
+    })
+    .map(Into::into)
+}
+
 /// `F.dropout(input, p=0.5, training=True)`.
 #[pyfunction]
 #[pyo3(signature = (input, p=0.5, training=true, inplace=false))]
@@ -685,6 +867,12 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         max_pool2d,
         avg_pool2d,
         adaptive_avg_pool2d,
+        max_pool1d,
+        avg_pool1d,
+        adaptive_max_pool2d,
+        pixel_shuffle,
+        pixel_unshuffle,
+        interpolate,
         dropout,
         embedding,
         one_hot,

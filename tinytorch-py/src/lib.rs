@@ -107,6 +107,7 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         creation::is_tensor,
         ops::cat,
         ops::stack,
+        ops::einsum,
         ops::r#where,
         random::manual_seed,
         autograd::_custom_function,

@@ -629,6 +629,11 @@ impl PyTensor {
     fn select(&self, dim: isize, index: isize) -> PyResult<PyTensor> {
         Ok(self.t.select(dim, index).py()?.into())
     }
+    /// `diagonal(offset=0, dim1=0, dim2=1)`: a view.
+    #[pyo3(signature = (offset=0, dim1=0, dim2=1))]
+    fn diagonal(&self, offset: isize, dim1: isize, dim2: isize) -> PyResult<PyTensor> {
+        Ok(self.t.diagonal(offset, dim1, dim2).py()?.into())
+    }
     #[pyo3(signature = (chunks, dim=0))]
     fn chunk<'py>(
         &self,
@@ -1007,6 +1012,23 @@ pub fn stack(tensors: &Bound<'_, PyAny>, dim: isize) -> PyResult<PyTensor> {
     Ok(Tensor::stack(&ts.iter().collect::<Vec<_>>(), dim)
         .py()?
         .into())
+}
+
+/// `torch.einsum(equation, *operands)`; the operands may also come as one list.
+#[pyfunction]
+#[pyo3(signature = (equation, *operands))]
+pub fn einsum(py: Python<'_>, equation: &str, operands: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
+    let ts = match operands.len() {
+        1 if operands.get_item(0)?.cast::<PyTensor>().is_err() => {
+            tensor_list(&operands.get_item(0)?)?
+        }
+        _ => tensor_list(operands.as_any())?,
+    };
+    let eq = equation.to_string();
+    nogil(py, usize::MAX, || {
+        Tensor::einsum(&eq, &ts.iter().collect::<Vec<_>>())
+    })
+    .map(Into::into)
 }
 
 /// `torch.where(condition, x, y)` (numbers allowed for x and y), or `torch.where(condition)`

@@ -136,3 +136,27 @@ def test_recurrent_layers_move_and_cast_like_other_modules(kind):
     assert all(p.grad is not None and p.grad.dtype == torch.float64 for p in params)
     layer.to(torch.float32)
     assert layer(x.float())[0].dtype == torch.float32
+
+
+def test_resampling_pooling_and_einsum_errors_name_the_op():
+    img = torch.ones(1, 4, 3, 4)
+    with pytest.raises(RuntimeError, match="einsum.*does not broadcast"):
+        torch.einsum("i,i->", torch.ones(3), torch.ones(4))
+    with pytest.raises(RuntimeError, match="einsum.*more operands"):
+        torch.einsum("ij", img, img)
+    with pytest.raises(RuntimeError, match="einsum.*invalid subscript '1'"):
+        torch.einsum("i1", torch.ones(2, 2))
+    with pytest.raises(RuntimeError, match="pixel_shuffle.*divisible by the square.*=4.* 9"):
+        F.pixel_shuffle(img, 3)
+    with pytest.raises(RuntimeError, match="pixel_unshuffle.*height.*=3"):
+        F.pixel_unshuffle(img, 2)
+    with pytest.raises(RuntimeError, match="interpolate.*align_corners"):
+        F.interpolate(img, scale_factor=2, align_corners=True)
+    with pytest.raises(RuntimeError, match="interpolate.*only one of size or scale_factor"):
+        F.interpolate(img, size=4, scale_factor=2)
+    with pytest.raises(RuntimeError, match="interpolate.*bilinear.*4-d"):
+        F.interpolate(torch.ones(1, 2, 3), size=4, mode="bilinear")
+    with pytest.raises(RuntimeError, match="max_pool1d.*padding 2.*kernel_size 3"):
+        F.max_pool1d(torch.ones(1, 2, 5), 3, padding=2)
+    with pytest.raises(RuntimeError, match="adaptive_max_pool2d.*must be positive"):
+        F.adaptive_max_pool2d(torch.ones(1, 2, 0, 3), 2)

@@ -127,6 +127,26 @@ const DELIBERATE: &[Deliberate] = &[
         "float dtype",
         EMPTY_CHECKS,
     ),
+    deliberate(
+        "avg_pool1d",
+        Refuses::TinyTorch,
+        "floating-point",
+        "average pooling takes float inputs, as avg_pool2d does; PyTorch's CPU kernel also \
+         averages integers (rounding toward zero)",
+    ),
+    deliberate(
+        "einsum",
+        Refuses::TinyTorch,
+        "one dtype",
+        "einsum asks for one dtype up front; PyTorch promotes only where its plan happens to \
+         use `mul` (no contracted index) and refuses where it uses `bmm`",
+    ),
+    deliberate(
+        "interpolate",
+        Refuses::TinyTorch,
+        "floating-point",
+        "interpolate takes float inputs; PyTorch's (bi)linear modes also resample u8 images",
+    ),
 ];
 
 /// The entry of [`DELIBERATE`] that explains `refuses` refusing `case` with `message`.

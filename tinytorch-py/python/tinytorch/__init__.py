@@ -25,6 +25,7 @@ from ._tinytorch import (
     eye,
     cat,
     stack,
+    einsum,
     where,
     is_tensor,
     manual_seed,

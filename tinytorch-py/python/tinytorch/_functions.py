@@ -29,7 +29,7 @@ __all__ = [
     "matmul", "mm", "bmm", "dot", "outer",
     # shapes
     "reshape", "permute", "transpose", "swapaxes", "t", "squeeze", "unsqueeze", "flatten",
-    "unflatten", "broadcast_to", "narrow", "select", "chunk", "split", "unbind", "flip",
+    "unflatten", "broadcast_to", "narrow", "select", "diagonal", "chunk", "split", "unbind", "flip",
     "roll", "tril", "triu", "repeat_interleave",
     # indexing
     "index_select", "gather", "scatter", "scatter_add", "index_add", "masked_fill",

@@ -14,10 +14,12 @@ mod loss;
 mod mlp;
 mod module;
 mod norm;
+mod pixel_shuffle;
 mod pool;
 mod position;
 mod rnn;
 mod transformer;
+mod upsample;
 
 pub use crate::ops::loss::{KlDivReduction, Reduction};
 pub use activation::{
@@ -34,7 +36,8 @@ pub use loss::{CrossEntropyLoss, MSELoss};
 pub use mlp::{GeluMlp, SwiGlu};
 pub use module::{prefixed, AsAny, Module};
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm};
-pub use pool::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
+pub use pixel_shuffle::{PixelShuffle, PixelUnshuffle};
+pub use pool::{AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, MaxPool1d, MaxPool2d};
 pub use position::{
     apply_rotary, rope_inv_freq, sinusoidal_table, RotaryEmbedding, SinusoidalPositionalEncoding,
 };
@@ -44,6 +47,7 @@ pub use rnn::{
 pub use transformer::{
     Activation, DecoderMasks, TransformerDecoderLayer, TransformerEncoderLayer, TransformerOptions,
 };
+pub use upsample::{Upsample, UpsampleSize};
 
 /// Functional forms of the layers and losses (`torch.nn.functional`).
 pub mod functional {
@@ -55,4 +59,5 @@ pub mod functional {
         huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss,
     };
     pub use crate::ops::norm::{batch_norm, group_norm, layer_norm, rms_norm};
+    pub use crate::ops::{interpolate, InterpolateMode};
 }

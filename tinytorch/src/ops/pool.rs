@@ -1,4 +1,5 @@
-//! 2-D pooling (`torch.nn.functional.max_pool2d/avg_pool2d/adaptive_avg_pool2d`), built on the
+//! Pooling (`torch.nn.functional.max_pool1d/2d`, `avg_pool1d/2d`, `adaptive_avg_pool2d`,
+//! `adaptive_max_pool2d`); the 1-D pools are the 2-D ones on a height-1 plane. Built on the
 //! same differentiable im2col as the convolutions: windows are gathered with strided slices,
 //! then reduced with `max_dim` (gradient to the argmax) or a mean. Max pooling takes the
 //! fused kernel of its device where there is one (`Storage::max_pool2d_forward`: the CPU's,
@@ -199,15 +200,15 @@ impl Tensor {
         dilation: [usize; 2],
         ceil_mode: bool,
     ) -> Result<Tensor> {
-        const OP: &str = "max_pool2d";
-        pool_batched(OP, self, |x| {
-            let w = window(OP, x, kernel, stride, padding, dilation, ceil_mode)?;
-            if let Some(y) = max_pool2d_fused(x, &w)? {
-                return Ok(y);
-            }
-            // Devices without the kernel: the windows as a tensor, reduced by max_dim.
-            Ok(windows(x, &w, f64::NEG_INFINITY)?.max_dim(2, false)?.0)
-        })
+        max_pool2d_as(
+            "max_pool2d",
+            self,
+            kernel,
+            stride,
+            padding,
+            dilation,
+            ceil_mode,
+        )
     }
 
     /// 2-D average pooling (`torch.nn.functional.avg_pool2d`, `ceil_mode=False`); with
@@ -220,17 +221,85 @@ impl Tensor {
         padding: [usize; 2],
         count_include_pad: bool,
     ) -> Result<Tensor> {
-        const OP: &str = "avg_pool2d";
+        avg_pool2d_as(
+            "avg_pool2d",
+            self,
+            kernel,
+            stride,
+            padding,
+            count_include_pad,
+        )
+    }
+
+    /// 1-D max pooling of `(N, C, L)` or `(C, L)` (`torch.nn.functional.max_pool1d`): the 2-D
+    /// pool on a height-1 plane. `stride` defaults to the kernel size; padding counts as
+    /// `-inf`; the gradient goes to the first maximum of each window.
+    pub fn max_pool1d(
+        &self,
+        kernel: usize,
+        stride: Option<usize>,
+        padding: usize,
+        dilation: usize,
+        ceil_mode: bool,
+    ) -> Result<Tensor> {
+        const OP: &str = "max_pool1d";
+        check_1d(OP, self, kernel, stride, padding, dilation)?;
+        on_plane(self, |x| {
+            max_pool2d_as(
+                OP,
+                x,
+                [1, kernel],
+                stride.map(|s| [1, s]),
+                [0, padding],
+                [1, dilation],
+                ceil_mode,
+            )
+        })
+    }
+
+    /// 1-D average pooling of `(N, C, L)` or `(C, L)` (`torch.nn.functional.avg_pool1d`,
+    /// `ceil_mode=False`): the 2-D pool on a height-1 plane; with `count_include_pad` the zero
+    /// padding counts in the divisor.
+    pub fn avg_pool1d(
+        &self,
+        kernel: usize,
+        stride: Option<usize>,
+        padding: usize,
+        count_include_pad: bool,
+    ) -> Result<Tensor> {
+        const OP: &str = "avg_pool1d";
+        check_1d(OP, self, kernel, stride, padding, 1)?;
+        on_plane(self, |x| {
+            avg_pool2d_as(
+                OP,
+                x,
+                [1, kernel],
+                stride.map(|s| [1, s]),
+                [0, padding],
+                count_include_pad,
+            )
+        })
+    }
+
+    /// Adaptive 2-D max pooling (`torch.nn.functional.adaptive_max_pool2d`): output cell `i`
+    /// is the maximum of input rows `floor(i*H/oh) .. ceil((i+1)*H/oh)` (and likewise for
+    /// columns). The gradient goes to the first maximum of each cell in row-major order, as
+    /// in PyTorch.
+    pub fn adaptive_max_pool2d(&self, output_size: [usize; 2]) -> Result<Tensor> {
+        const OP: &str = "adaptive_max_pool2d";
         pool_batched(OP, self, |x| {
-            let w = window(OP, x, kernel, stride, padding, [1, 1], false)?;
-            let sums = windows(x, &w, 0.0)?.sum(&[2], false)?;
-            if count_include_pad {
-                return sums.div_scalar((kernel[0] * kernel[1]) as f64);
+            check_adaptive(OP, x, output_size)?;
+            let [h, w] = [x.shape()[2], x.shape()[3]];
+            let [oh, ow] = output_size;
+            if h.is_multiple_of(oh) && w.is_multiple_of(ow) {
+                // Equal windows that tile the plane: an ordinary max pool (the fused kernel).
+                let k = [h / oh, w / ow];
+                return max_pool2d_as(OP, x, k, Some(k), [0, 0], [1, 1], false);
             }
-            // Count the real elements per window by pooling a ones plane the same way.
-            let ones = Tensor::ones(&[1, 1, x.shape()[2], x.shape()[3]], x.dtype(), x.device())?;
-            let counts = windows(&ones, &w, 0.0)?.sum(&[2], false)?;
-            sums.div(&counts)
+            // Columns first, then rows: the row stage's first maximum, then that row's first
+            // maximum, is the cell's first maximum in row-major order.
+            let t = adaptive_max_dim(x, 3, w, ow)?;
+            adaptive_max_dim(&t, 2, h, oh)
         })
     }
 
@@ -239,18 +308,7 @@ impl Tensor {
     pub fn adaptive_avg_pool2d(&self, output_size: [usize; 2]) -> Result<Tensor> {
         const OP: &str = "adaptive_avg_pool2d";
         pool_batched(OP, self, |x| {
-            for a in 0..2 {
-                let (len, o) = (x.shape()[2 + a], output_size[a]);
-                if o == 0 || len == 0 {
-                    return Err(Error::invalid(
-                        OP,
-                        format!(
-                            "output_size {output_size:?} and input spatial size {:?} must be positive",
-                            &x.shape()[2..]
-                        ),
-                    ));
-                }
-            }
+            check_adaptive(OP, x, output_size)?;
             if output_size == [1, 1] {
                 // Global pooling (the usual head of a CNN): one reduction over both dims.
                 return x.mean(&[2, 3], true);
@@ -278,4 +336,128 @@ fn adaptive_mean_dim(t: &Tensor, dim: usize, len: usize, o: usize) -> Result<Ten
     }
     let refs: Vec<&Tensor> = parts.iter().collect();
     Tensor::cat(&refs, d)
+}
+
+/// Adaptive max along one dim: `o` maxima over PyTorch's start/end ranges.
+fn adaptive_max_dim(t: &Tensor, dim: usize, len: usize, o: usize) -> Result<Tensor> {
+    let d = dim as isize;
+    if len == o {
+        return Ok(t.clone());
+    }
+    let mut parts = Vec::with_capacity(o);
+    for i in 0..o {
+        let start = i * len / o;
+        let end = ((i + 1) * len).div_ceil(o);
+        parts.push(
+            t.narrow(d, start as isize, end - start)?
+                .max_dim(d, true)?
+                .0,
+        );
+    }
+    let refs: Vec<&Tensor> = parts.iter().collect();
+    Tensor::cat(&refs, d)
+}
+
+/// Output size and input plane of an adaptive pool must both be non-empty.
+fn check_adaptive(op: &'static str, x: &Tensor, output_size: [usize; 2]) -> Result<()> {
+    for a in 0..2 {
+        let (len, o) = (x.shape()[2 + a], output_size[a]);
+        if o == 0 || len == 0 {
+            return Err(Error::invalid(
+                op,
+                format!(
+                    "output_size {output_size:?} and input spatial size {:?} must be positive",
+                    &x.shape()[2..]
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// 2-D max pooling reported as `op` (the 1-D and adaptive pools run it too).
+fn max_pool2d_as(
+    op: &'static str,
+    x: &Tensor,
+    kernel: [usize; 2],
+    stride: Option<[usize; 2]>,
+    padding: [usize; 2],
+    dilation: [usize; 2],
+    ceil_mode: bool,
+) -> Result<Tensor> {
+    pool_batched(op, x, |x| {
+        let w = window(op, x, kernel, stride, padding, dilation, ceil_mode)?;
+        if let Some(y) = max_pool2d_fused(x, &w)? {
+            return Ok(y);
+        }
+        // Devices without the kernel: the windows as a tensor, reduced by max_dim.
+        Ok(windows(x, &w, f64::NEG_INFINITY)?.max_dim(2, false)?.0)
+    })
+}
+
+/// 2-D average pooling reported as `op` (the 1-D pool runs it too).
+fn avg_pool2d_as(
+    op: &'static str,
+    x: &Tensor,
+    kernel: [usize; 2],
+    stride: Option<[usize; 2]>,
+    padding: [usize; 2],
+    count_include_pad: bool,
+) -> Result<Tensor> {
+    pool_batched(op, x, |x| {
+        let w = window(op, x, kernel, stride, padding, [1, 1], false)?;
+        let sums = windows(x, &w, 0.0)?.sum(&[2], false)?;
+        if count_include_pad {
+            return sums.div_scalar((kernel[0] * kernel[1]) as f64);
+        }
+        // Count the real elements per window by pooling a ones plane the same way.
+        let ones = Tensor::ones(&[1, 1, x.shape()[2], x.shape()[3]], x.dtype(), x.device())?;
+        let counts = windows(&ones, &w, 0.0)?.sum(&[2], false)?;
+        sums.div(&counts)
+    })
+}
+
+/// The 1-D pools' arguments, checked with their own values in the messages; the input must
+/// be `(C, L)` or `(N, C, L)`.
+fn check_1d(
+    op: &'static str,
+    x: &Tensor,
+    kernel: usize,
+    stride: Option<usize>,
+    padding: usize,
+    dilation: usize,
+) -> Result<()> {
+    if !matches!(x.ndim(), 2 | 3) {
+        return Err(Error::shape(
+            op,
+            format!(
+                "expected a 2-d (C, L) or 3-d (N, C, L) input, got shape {:?}",
+                x.shape()
+            ),
+        ));
+    }
+    for (name, v) in [
+        ("kernel_size", kernel),
+        ("stride", stride.unwrap_or(kernel)),
+        ("dilation", dilation),
+    ] {
+        if v == 0 {
+            return Err(Error::invalid(
+                op,
+                format!("{name} must be positive, got {v}"),
+            ));
+        }
+    }
+    if padding > kernel / 2 {
+        return Err(Error::invalid(
+            op,
+            format!("padding {padding} should be at most half of kernel_size {kernel}"),
+        ));
+    }
+    Ok(())
+}
+
+/// Run a 2-D pool on `x` `(.., C, L)` seen as `(.., C, 1, L)`, and drop the height again.
+fn on_plane(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    f(&x.unsqueeze(-2)?)?.squeeze_dim(-2)
 }

@@ -77,6 +77,34 @@ fn embed_grad(g: &Tensor, in_shape: &[usize], part: &Layout) -> Result<Tensor> {
     Ok(z)
 }
 
+/// The layout of the `offset` diagonal of dims `(d1, d2)` of `l` (distinct, in range): the
+/// other dims in order, then the diagonal with the stride of one step along both.
+fn diagonal_layout(l: &Layout, offset: isize, d1: usize, d2: usize) -> Layout {
+    let (n1, n2) = (l.shape()[d1] as isize, l.shape()[d2] as isize);
+    // Row and column of the diagonal's first element, and its length (0 when off the plane).
+    let (r, c) = if offset >= 0 {
+        (0, offset)
+    } else {
+        (-offset, 0)
+    };
+    let len = (n1 - r).min(n2 - c).max(0) as usize;
+    let (s1, s2) = (l.strides()[d1], l.strides()[d2]);
+    let start = if len > 0 {
+        l.offset() + r as usize * s1 + c as usize * s2
+    } else {
+        l.offset()
+    };
+    let mut shape = Vec::with_capacity(l.ndim() - 1);
+    let mut strides = Vec::with_capacity(l.ndim() - 1);
+    for d in (0..l.ndim()).filter(|&d| d != d1 && d != d2) {
+        shape.push(l.shape()[d]);
+        strides.push(l.strides()[d]);
+    }
+    shape.push(len);
+    strides.push(s1 + s2);
+    Layout::from_parts(shape, strides, start)
+}
+
 impl Tensor {
     /// The same storage under `layout`, recording `rule` as the backward.
     fn make_view(
@@ -351,6 +379,33 @@ impl Tensor {
         let i = i as usize;
         let layout = self.layout().select(d, i);
         Ok(self.make_part_view("select", layout, |l| l.select(d, i)))
+    }
+
+    /// The diagonal of the plane `(dim1, dim2)` shifted by `offset` (above the main diagonal
+    /// when positive), as a view (`torch.diagonal(x, offset, dim1, dim2)`): both dims are
+    /// removed and the diagonal becomes the last dim (empty when `offset` is past the plane).
+    pub fn diagonal(&self, offset: isize, dim1: isize, dim2: isize) -> Result<Tensor> {
+        const OP: &str = "diagonal";
+        if self.ndim() < 2 {
+            return Err(Error::shape(
+                OP,
+                format!(
+                    "diagonal needs at least 2 dims, got a {}-d tensor of shape {:?}",
+                    self.ndim(),
+                    self.shape()
+                ),
+            ));
+        }
+        let d1 = normalize_dim(OP, dim1, self.ndim())?;
+        let d2 = normalize_dim(OP, dim2, self.ndim())?;
+        if d1 == d2 {
+            return Err(Error::invalid(
+                OP,
+                format!("diagonal dimensions cannot be identical {dim1}, {dim2}"),
+            ));
+        }
+        let layout = diagonal_layout(self.layout(), offset, d1, d2);
+        Ok(self.make_part_view(OP, layout, move |l| diagonal_layout(l, offset, d1, d2)))
     }
 
     /// Split into `chunks` views of equal size along `dim` (the last may be smaller), as

@@ -394,4 +394,37 @@ impl Kwargs {
             .map(|x| usize::try_from(x).map_err(|_| missing(key, "sizes")))
             .collect()
     }
+    /// A string (einsum's equation, interpolate's mode).
+    pub fn s(&self, key: &str) -> Result<String> {
+        match self.raw(key) {
+            Some(Value::String(v)) => Ok(v.clone()),
+            _ => Err(missing(key, "a string")),
+        }
+    }
+    /// An optional boolean (`null` is `None`).
+    pub fn opt_b(&self, key: &str) -> Result<Option<bool>> {
+        match self.raw(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.b(key).map(Some),
+        }
+    }
+    /// An optional list of non-negative integers (`null` is `None`).
+    pub fn opt_usizes(&self, key: &str) -> Result<Option<Vec<usize>>> {
+        match self.raw(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(_) => self.usizes(key).map(Some),
+        }
+    }
+    /// An optional list of floats (`null` is `None`).
+    pub fn opt_floats(&self, key: &str) -> Result<Option<Vec<f64>>> {
+        match self.raw(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Array(v)) => v
+                .iter()
+                .map(|x| as_f64(x).ok_or_else(|| missing(key, "numbers")))
+                .collect::<Result<Vec<f64>>>()
+                .map(Some),
+            Some(_) => Err(missing(key, "a list")),
+        }
+    }
 }

@@ -13,6 +13,7 @@
 #![allow(dead_code)]
 
 use super::fixture::Kwargs;
+use tinytorch::nn::functional::{interpolate, InterpolateMode};
 use tinytorch::ops::PadMode;
 use tinytorch::{DType, Result, Tensor};
 
@@ -85,6 +86,7 @@ pub fn table() -> Vec<OpInfo> {
     t.extend(matmul());
     t.extend(inplace());
     t.extend(attention());
+    t.extend(nn_ops());
     t
 }
 
@@ -539,5 +541,58 @@ fn attention() -> Vec<OpInfo> {
         op!("sdpa_float_mask", 4, &[F32, F64], grad_ordered, |x, k| one(
             x[0].scaled_dot_product_attention(&x[1], &x[2], Some(&x[3]), 0.0, false, None)
         )),
+    ]
+}
+
+/// The ops of `nn.functional` and `torch.einsum` built from the ones above (views, index_select,
+/// pooling windows, bmm).
+fn nn_ops() -> Vec<OpInfo> {
+    vec![
+        op!("einsum", 0, MATMUL, grad_ordered, |x, k| one(
+            Tensor::einsum(&k.s("equation")?, &refs(x))
+        )),
+        op!("diagonal", 1, &[F32, F64, I64, Bool], grad, |x, k| one(x
+            [0]
+        .diagonal(k.i("offset")?, k.i("dim1")?, k.i("dim2")?))),
+        op!("max_pool1d", 1, FLOATS, grad, |x, k| {
+            one(x[0].max_pool1d(
+                k.u("kernel_size")?,
+                k.opt_i("stride")?.map(|s| s as usize),
+                k.u("padding")?,
+                k.u("dilation")?,
+                k.b("ceil_mode")?,
+            ))
+        }),
+        op!("avg_pool1d", 1, &[F32, F64], grad_ordered, |x, k| {
+            one(x[0].avg_pool1d(
+                k.u("kernel_size")?,
+                k.opt_i("stride")?.map(|s| s as usize),
+                k.u("padding")?,
+                k.b("count_include_pad")?,
+            ))
+        }),
+        op!("adaptive_max_pool2d", 1, FLOATS, grad, |x, k| {
+            let o = k.usizes("output_size")?;
+            let size: [usize; 2] = o.try_into().map_err(|o| {
+                tinytorch::Error::invalid("op_table", format!("output_size {o:?} is not a pair"))
+            })?;
+            one(x[0].adaptive_max_pool2d(size))
+        }),
+        op!("pixel_shuffle", 1, ALL, grad, |x, k| one(
+            x[0].pixel_shuffle(k.u("upscale_factor")?)
+        )),
+        op!("pixel_unshuffle", 1, ALL, grad, |x, k| one(
+            x[0].pixel_unshuffle(k.u("downscale_factor")?)
+        )),
+        op!("interpolate", 1, FLOATS, grad_ordered, |x, k| {
+            one(interpolate(
+                &x[0],
+                k.opt_usizes("size")?.as_deref(),
+                k.opt_floats("scale_factor")?.as_deref(),
+                InterpolateMode::parse(&k.s("mode")?)?,
+                k.opt_b("align_corners")?,
+                k.opt_b("recompute_scale_factor")?,
+            ))
+        }),
     ]
 }

@@ -4,11 +4,11 @@ from . import functional, init, parallel, utils  # noqa: F401
 from .container import ModuleDict, ModuleList, ParameterList, Sequential  # noqa: F401
 from .layers import *  # noqa: F401,F403
 from .layers import (  # noqa: F401
-    AdaptiveAvgPool2d, AvgPool2d, BatchNorm1d, BatchNorm2d, BCELoss, BCEWithLogitsLoss, Conv1d,
-    Conv2d, ConvTranspose2d, CrossEntropyLoss, Dropout, ELU, Embedding, Flatten, GELU,
-    GroupNorm, HuberLoss, Identity, KLDivLoss, L1Loss, LayerNorm, LeakyReLU, Linear,
-    LogSoftmax, MaxPool2d, MSELoss, NLLLoss, ReLU, RMSNorm, Sigmoid, SiLU, SmoothL1Loss,
-    Softmax, Softplus, Tanh, Unflatten,
+    AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool1d, AvgPool2d, BatchNorm1d, BatchNorm2d, BCELoss,
+    BCEWithLogitsLoss, Conv1d, Conv2d, ConvTranspose2d, CrossEntropyLoss, Dropout, ELU, Embedding,
+    Flatten, GELU, GroupNorm, HuberLoss, Identity, KLDivLoss, L1Loss, LayerNorm, LeakyReLU, Linear,
+    LogSoftmax, MaxPool1d, MaxPool2d, MSELoss, NLLLoss, PixelShuffle, PixelUnshuffle, ReLU, RMSNorm,
+    Sigmoid, SiLU, SmoothL1Loss, Softmax, Softplus, Tanh, Unflatten, Upsample,
 )
 from .module import Module  # noqa: F401
 from .parameter import Buffer, Parameter  # noqa: F401
