@@ -321,13 +321,24 @@ fn errors_are_one_clear_line() {
     one_line_error(&tinytorch(&["train", "--batch-size", "0"]), "batch-size");
     one_line_error(&tinytorch(&["train", "--epochs", "0"]), "--epochs");
     // A negative number is a value, not a flag: the optimizer refuses it as PyTorch does.
+    let scratch = dir.join("run");
+    let scratch = scratch.to_str().unwrap();
     one_line_error(
-        &tinytorch(&["train", "--lr", "-1", "--max-steps", "1"]),
+        &tinytorch(&["train", "--lr", "-1", "--max-steps", "1", "--out", scratch]),
         "Invalid learning rate: -1",
     );
-    // A diverging run stops with the step and the learning rate, its last checkpoint intact.
+    // A diverging run stops with the step and the learning rate.
     one_line_error(
-        &tinytorch(&["train", "--lr", "1e30", "--max-steps", "40", "--no-eval"]),
+        &tinytorch(&[
+            "train",
+            "--lr",
+            "1e30",
+            "--max-steps",
+            "40",
+            "--no-eval",
+            "--out",
+            scratch,
+        ]),
         "training diverged",
     );
 
