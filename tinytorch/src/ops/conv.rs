@@ -441,7 +441,7 @@ fn conv2d_4d(
             _ => None,
         };
         let x = match (&saved_x, need[1]) {
-            (Some(x), true) => Some(x.get()?),
+            (Some(x), true) => Some(&x.get()?),
             _ => None,
         };
         let (mut gx_chunks, mut gw) = (Vec::new(), None::<Tensor>);
@@ -467,10 +467,19 @@ fn conv2d_4d(
                 });
             }
         }
-        let gx = wt.map(|_| cat_chunks(gx_chunks)).transpose()?;
+        // im2col/col2im have no backward: under create_graph these gradients are first
+        // order only.
+        let gx = wt
+            .as_ref()
+            .map(|wt| Ok::<_, crate::error::Error>(cat_chunks(gx_chunks)?.first_order_only(op, &[g, wt])))
+            .transpose()?;
         let gw = gw
             .map(|t| t.transpose(1, 2)?.reshape(&to_isize(&w_shape)))
-            .transpose()?;
+            .transpose()?
+            .map(|t| match &x {
+                Some(x) => t.first_order_only(op, &[g, x]),
+                None => t,
+            });
         with_bias_grad(vec![gx, gw], g, has_bias, need)
     }))
 }
@@ -503,35 +512,41 @@ fn conv2d_fused(
         return Ok(Some(out));
     }
     // grad_input needs the weight only, grad_weight the input only.
-    let saved_w = x.requires_grad().then(|| wc.save(op));
-    let saved_x = w.requires_grad().then(|| xc.save(op));
+    // The operands themselves (not the contiguous copies), so that under create_graph the
+    // gradients below hang on their place in the graph.
+    let saved_w = x.requires_grad().then(|| w.save(op));
+    let saved_x = w.requires_grad().then(|| x.save(op));
     let (x_shape, w_shape) = (x.shape().to_vec(), w.shape().to_vec());
     let has_bias = bias.is_some();
     Ok(Some(out.record(op, &inputs, move |g, need| {
         let g = g.contiguous()?;
         let gx = match (&saved_w, need[0]) {
             (Some(w), true) => {
-                let v = with_spans(&[Some(&g), Some(w.get()?)], |s| {
+                let w = w.get()?;
+                let wc = w.contiguous()?;
+                let v = with_spans(&[Some(&g), Some(&wc)], |s| {
                     Storage::conv2d_backward_input(
                         s[0].expect("given"),
                         s[1].expect("given"),
                         &plan,
                     )
                 })?;
-                Some(Tensor::from_contiguous(v, &x_shape))
+                Some(Tensor::from_contiguous(v, &x_shape).first_order_only(op, &[&g, &w]))
             }
             _ => None,
         };
         let gw = match (&saved_x, need[1]) {
             (Some(x), true) => {
-                let v = with_spans(&[Some(x.get()?), Some(&g)], |s| {
+                let x = x.get()?;
+                let xc = x.contiguous()?;
+                let v = with_spans(&[Some(&xc), Some(&g)], |s| {
                     Storage::conv2d_backward_weight(
                         s[0].expect("given"),
                         s[1].expect("given"),
                         &plan,
                     )
                 })?;
-                Some(Tensor::from_contiguous(v, &w_shape))
+                Some(Tensor::from_contiguous(v, &w_shape).first_order_only(op, &[&g, &x]))
             }
             _ => None,
         };
