@@ -2,6 +2,7 @@
 //! output only when grad mode is on and an input requires grad; `Tensor::backward` walks the
 //! recorded graph. Backward rules are written with Tensor ops, so they run on every device.
 
+pub mod checkpoint;
 mod engine;
 mod grad_mode;
 pub mod gradcheck;
@@ -11,6 +12,7 @@ pub mod trace;
 
 pub use crate::tensor::node::BackwardFn;
 pub(crate) use crate::tensor::node::Node;
+pub use checkpoint::checkpoint;
 pub use engine::{backward, backward_with_options, grad, grad_with_options, BackwardOptions};
 pub use grad_mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
 pub use saved::SavedTensor;

@@ -8,6 +8,7 @@ mod conv;
 mod dropout;
 mod embedding;
 mod flatten;
+mod hooks;
 pub mod init;
 mod linear;
 mod loss;
@@ -32,7 +33,8 @@ pub use flatten::{Flatten, Identity};
 pub use linear::Linear;
 pub use loss::{CrossEntropyLoss, MSELoss};
 pub use mlp::{GeluMlp, SwiGlu};
-pub use module::{prefixed, AsAny, Module};
+pub use hooks::{ForwardHook, ForwardPreHook, FullBackwardHook, RemovableHandle};
+pub use module::{prefixed, AsAny, AsModule, Module, ModuleHooks};
 pub use norm::{BatchNorm, BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, RMSNorm};
 pub use pool::{AdaptiveAvgPool2d, AvgPool2d, MaxPool2d};
 pub use position::{
