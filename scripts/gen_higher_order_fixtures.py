@@ -12,6 +12,12 @@ PyTorch with create_graph=True, all in f64 on the CPU. One safetensors file; ten
   LeakyReLU(0.2), Linear 8->1): gp = mean((||grad_x D(x)||_2 - 1)^2), then gp.backward()
   into D's weights.
 
+Also tinytorch-py/tests/fixtures/hooks.safetensors for the Python package's module hooks
+(`hooks` case): Sequential(Linear 3->4, Tanh, Linear 4->2) with fixed weights; a forward
+pre-hook scaling Linear 0's input by 2, a forward hook adding 1 to Tanh's output, a full
+backward hook on Tanh doubling its grad_input; the recorded grad_input/grad_output of the
+last Linear and of Tanh, the output, and the gradients of x and the weights.
+
 Usage: /work/venv/bin/python scripts/gen_higher_order_fixtures.py
 """
 import os
@@ -102,9 +108,43 @@ def gp_case():
         T[f"gp.grad_{n}"] = p.grad if p.grad is not None else torch.zeros_like(p.detach())
 
 
+def hooks_case():
+    """The module-hook fixture of the Python package (its own file)."""
+    H = {}
+    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).double()
+    for k, v in net.state_dict().items():
+        H[f"net.{k}"] = v.clone()
+    x = rand(5, 3).requires_grad_(True)
+    H["x"] = x.detach().clone()
+    net[0].register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+    net[1].register_forward_hook(lambda m, args, out: out + 1)
+    seen = {}
+
+    def tanh_hook(m, gi, go):
+        seen["tanh_gi"], seen["tanh_go"] = gi[0], go[0]
+        return (gi[0] * 2,)
+
+    def last_hook(m, gi, go):
+        seen["last_gi"], seen["last_go"] = gi[0], go[0]
+
+    net[1].register_full_backward_hook(tanh_hook)
+    net[2].register_full_backward_hook(last_hook)
+    y = net(x)
+    (y * torch.tensor([1.0, -2.0], dtype=D)).sum().backward()
+    H["y"] = y.detach()
+    H.update({k: v.detach() for k, v in seen.items()})
+    H["grad_x"] = x.grad
+    for k, p in net.named_parameters():
+        H[f"grad.{k}"] = p.grad
+    out = os.path.join(ROOT, "tinytorch-py", "tests", "fixtures", "hooks.safetensors")
+    save_file({k: v.contiguous().clone() for k, v in H.items()}, out)
+    print(f"wrote {len(H)} tensors to {out}")
+
+
 mlp_case()
 tanh_sq_case()
 elementwise_case()
 gp_case()
 save_file({k: v.contiguous() for k, v in T.items()}, OUT)
 print(f"wrote {len(T)} tensors to {OUT}")
+hooks_case()

@@ -21,9 +21,18 @@ fn main() -> tinytorch::Result<()> {
     let mib = |b: usize| b as f64 / (1024.0 * 1024.0);
     let plain = training_step_memory(config, batch, false)?;
     let ckpt = training_step_memory(config, batch, true)?;
-    println!("live before the step (parameters, batch): {:.1} MiB", mib(plain.start));
-    println!("peak above that, plain:        {:.1} MiB", mib(plain.peak_above_start));
-    println!("peak above that, checkpointed: {:.1} MiB", mib(ckpt.peak_above_start));
+    println!(
+        "live before the step (parameters, batch): {:.1} MiB",
+        mib(plain.start)
+    );
+    println!(
+        "peak above that, plain:        {:.1} MiB",
+        mib(plain.peak_above_start)
+    );
+    println!(
+        "peak above that, checkpointed: {:.1} MiB",
+        mib(ckpt.peak_above_start)
+    );
     println!(
         "saved: {:.1} MiB ({:.0}%)",
         mib(plain.peak_above_start - ckpt.peak_above_start),

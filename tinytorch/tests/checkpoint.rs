@@ -158,5 +158,8 @@ fn errors_name_checkpoint_and_what_differs() {
     )
     .unwrap();
     let e = y.sum_all().unwrap().backward().unwrap_err().to_string();
-    assert!(e.contains("checkpoint") && e.contains("[2]") && e.contains("[2, 3]"), "{e}");
+    assert!(
+        e.contains("checkpoint") && e.contains("[2]") && e.contains("[2, 3]"),
+        "{e}"
+    );
 }

@@ -20,7 +20,11 @@ fn fixtures() -> BTreeMap<String, Tensor> {
 }
 
 fn leaf(f: &BTreeMap<String, Tensor>, name: &str) -> Tensor {
-    f[name].contiguous_copy().unwrap().requires_grad_(true).unwrap()
+    f[name]
+        .contiguous_copy()
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
 }
 
 fn assert_close(got: &Tensor, want: &Tensor, tol: f64, what: &str) {
@@ -51,9 +55,18 @@ fn hvp(loss: &Tensor, params: &[Tensor], vs: &[Tensor]) -> (Vec<Tensor>, Vec<Ten
 fn mlp_hessian_vector_product_matches_pytorch() {
     let f = fixtures();
     let names = ["w1", "b1", "w2", "b2", "w3", "b3"];
-    let p: Vec<Tensor> = names.iter().map(|n| leaf(&f, &format!("mlp.{n}"))).collect();
-    let vs: Vec<Tensor> = names.iter().map(|n| f[&format!("mlp.v_{n}")].clone()).collect();
-    let h = linear(&f["mlp.x"], &p[0], Some(&p[1])).unwrap().tanh().unwrap();
+    let p: Vec<Tensor> = names
+        .iter()
+        .map(|n| leaf(&f, &format!("mlp.{n}")))
+        .collect();
+    let vs: Vec<Tensor> = names
+        .iter()
+        .map(|n| f[&format!("mlp.v_{n}")].clone())
+        .collect();
+    let h = linear(&f["mlp.x"], &p[0], Some(&p[1]))
+        .unwrap()
+        .tanh()
+        .unwrap();
     let h = linear(&h, &p[2], Some(&p[3])).unwrap().gelu().unwrap();
     let logits = linear(&h, &p[4], Some(&p[5])).unwrap();
     let loss = cross_entropy(&logits, &f["mlp.y"], None, -100, Reduction::Mean, 0.0).unwrap();
@@ -99,7 +112,11 @@ fn elementwise_hessian_vector_product_matches_pytorch() {
     let f = fixtures();
     let x = leaf(&f, "elementwise.x");
     let loss = elementwise(&x).unwrap();
-    let (g, hv) = hvp(&loss, std::slice::from_ref(&x), &[f["elementwise.v"].clone()]);
+    let (g, hv) = hvp(
+        &loss,
+        std::slice::from_ref(&x),
+        &[f["elementwise.v"].clone()],
+    );
     assert_close(&loss, &f["elementwise.loss"], 1e-12, "loss");
     assert_close(&g[0], &f["elementwise.grad"], 1e-10, "grad");
     assert_close(&hv[0], &f["elementwise.hvp"], 1e-10, "hvp");
@@ -211,7 +228,10 @@ fn backward_with_create_graph_makes_grad_differentiable() {
     assert!(g.requires_grad());
     assert_eq!(g.to_vec::<f64>().unwrap(), vec![6.75, 12.0]);
     let gg = tinytorch::autograd::grad(&g.sum_all().unwrap(), None, &[x], false).unwrap();
-    assert_eq!(gg[0].as_ref().unwrap().to_vec::<f64>().unwrap(), vec![9.0, -12.0]);
+    assert_eq!(
+        gg[0].as_ref().unwrap().to_vec::<f64>().unwrap(),
+        vec![9.0, -12.0]
+    );
 }
 
 #[test]
@@ -250,5 +270,8 @@ fn differentiating_a_fused_kernels_gradient_is_an_error_naming_the_op() {
     .unwrap();
     let g = g[0].clone().unwrap();
     let e = g.sum_all().unwrap().backward().unwrap_err().to_string();
-    assert!(e.contains("layer_norm") && e.contains("double backward"), "{e}");
+    assert!(
+        e.contains("layer_norm") && e.contains("double backward"),
+        "{e}"
+    );
 }

@@ -39,16 +39,15 @@ fn forward_pre_and_forward_hooks_replace_input_and_output_and_can_be_removed() {
     let s = seen.clone();
     let fwd = l
         .register_forward_hook(move |m, x, y| {
-            s.lock().unwrap().push((vals(x), vals(y), m.num_parameters()));
+            s.lock()
+                .unwrap()
+                .push((vals(x), vals(y), m.num_parameters()));
             Ok(Some(y.add_scalar(100.0)?))
         })
         .unwrap();
     // (2 + 4 + 0.5) + 100; the forward hook saw the replaced input.
     assert_eq!(vals(&l.call(&x).unwrap()), vec![106.5]);
-    assert_eq!(
-        *seen.lock().unwrap(),
-        vec![(vec![2.0, 2.0], vec![6.5], 3)]
-    );
+    assert_eq!(*seen.lock().unwrap(), vec![(vec![2.0, 2.0], vec![6.5], 3)]);
     // `forward` itself runs no hooks.
     assert_eq!(vals(&l.forward(&x).unwrap()), vec![3.5]);
     pre.remove();
@@ -98,7 +97,14 @@ fn full_backward_hook_sees_grad_input_and_grad_output_and_can_replace_grad_input
         .unwrap();
     // loss = sum(y * [1, 2]): grad_output [1, 2], grad_input [1, 2] W = [9, 12, 15].
     let c = Tensor::from_vec(vec![1.0f32, 2.0], &[1, 2]).unwrap();
-    l.call(&x).unwrap().mul(&c).unwrap().sum_all().unwrap().backward().unwrap();
+    l.call(&x)
+        .unwrap()
+        .mul(&c)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
     assert_eq!(
         *seen.lock().unwrap(),
         vec![(Some(vec![9.0, 12.0, 15.0]), vec![1.0, 2.0])]
@@ -111,7 +117,14 @@ fn full_backward_hook_sees_grad_input_and_grad_output_and_can_replace_grad_input
     );
     h.remove();
     x.set_grad(None);
-    l.call(&x).unwrap().mul(&c).unwrap().sum_all().unwrap().backward().unwrap();
+    l.call(&x)
+        .unwrap()
+        .mul(&c)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
     assert_eq!(vals(&x.grad().unwrap()), vec![9.0, 12.0, 15.0]);
     assert_eq!(seen.lock().unwrap().len(), 1);
 }
@@ -127,7 +140,14 @@ fn full_backward_hook_gets_no_grad_input_when_the_input_needs_none() {
     })
     .unwrap();
     let x = Tensor::from_vec(vec![3.0f32], &[1, 1]).unwrap();
-    l.call(&x).unwrap().mul_scalar(4.0).unwrap().sum_all().unwrap().backward().unwrap();
+    l.call(&x)
+        .unwrap()
+        .mul_scalar(4.0)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
     assert_eq!(*seen.lock().unwrap(), vec![(true, vec![4.0])]);
     assert_eq!(vals(&l.weight.grad().unwrap()), vec![12.0]);
 }

@@ -43,7 +43,10 @@ fn hooks_on_a_leaf_run_before_accumulation_in_order_and_reach_autograd_grad() {
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![30.0, 30.0]);
     let y = x.mul_scalar(2.0).unwrap().sum_all().unwrap();
     let g = grad(&y, None, std::slice::from_ref(&x), false).unwrap();
-    assert_eq!(g[0].as_ref().unwrap().to_vec::<f64>().unwrap(), vec![30.0, 30.0]);
+    assert_eq!(
+        g[0].as_ref().unwrap().to_vec::<f64>().unwrap(),
+        vec![30.0, 30.0]
+    );
 }
 
 #[test]
@@ -57,12 +60,22 @@ fn a_removed_hook_no_longer_runs_and_none_keeps_the_gradient() {
             Ok(None)
         })
         .unwrap();
-    x.mul_scalar(5.0).unwrap().sum_all().unwrap().backward().unwrap();
+    x.mul_scalar(5.0)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![5.0]);
     h.remove();
     h.remove(); // twice is fine, as in PyTorch
-    x.mul_scalar(5.0).unwrap().sum_all().unwrap().backward().unwrap();
+    x.mul_scalar(5.0)
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .backward()
+        .unwrap();
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![10.0]);
 }

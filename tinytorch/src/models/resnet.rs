@@ -87,7 +87,6 @@ impl Module for BasicBlock {
     }
 }
 
-
 /// A CIFAR-style residual network (`resnet20` has three blocks per stage).
 pub struct ResNet {
     conv1: Conv2d,

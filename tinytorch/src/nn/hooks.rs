@@ -60,7 +60,10 @@ struct Key(usize, TypeId);
 
 impl Key {
     fn of(m: &dyn Module) -> Key {
-        Key(m as *const dyn Module as *const () as usize, m.as_any().type_id())
+        Key(
+            m as *const dyn Module as *const () as usize,
+            m.as_any().type_id(),
+        )
     }
 }
 
@@ -120,7 +123,11 @@ impl RemovableHandle {
 }
 
 /// Add a hook to `m`'s entry with `push`; the handle that removes it.
-fn register(m: &dyn Module, kind: Kind, push: impl FnOnce(&mut Entry, u64)) -> Result<RemovableHandle> {
+fn register(
+    m: &dyn Module,
+    kind: Kind,
+    push: impl FnOnce(&mut Entry, u64),
+) -> Result<RemovableHandle> {
     if std::mem::size_of_val(m) == 0 {
         return Err(Error::invalid(
             "register_module_hook",
@@ -146,7 +153,10 @@ fn register(m: &dyn Module, kind: Kind, push: impl FnOnce(&mut Entry, u64)) -> R
 }
 
 /// `module.register_forward_pre_hook(hook)`.
-pub(crate) fn register_forward_pre_hook(m: &dyn Module, hook: ForwardPreHook) -> Result<RemovableHandle> {
+pub(crate) fn register_forward_pre_hook(
+    m: &dyn Module,
+    hook: ForwardPreHook,
+) -> Result<RemovableHandle> {
     register(m, Kind::ForwardPre, |e, id| e.pre.push((id, hook)))
 }
 
@@ -233,7 +243,11 @@ fn run_backward_hooks(
 }
 
 /// The identity node before the module: its gradient is grad_input; the hooks run on it.
-fn wrap_input(x: &Tensor, slot: Arc<Mutex<Option<Tensor>>>, hooks: Vec<FullBackwardHook>) -> Tensor {
+fn wrap_input(
+    x: &Tensor,
+    slot: Arc<Mutex<Option<Tensor>>>,
+    hooks: Vec<FullBackwardHook>,
+) -> Tensor {
     x.with_custom_backward("BackwardHookFunction", &[x], move |g, _| {
         let grad_output = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some(grad_output) = grad_output else {
@@ -241,7 +255,11 @@ fn wrap_input(x: &Tensor, slot: Arc<Mutex<Option<Tensor>>>, hooks: Vec<FullBackw
             // reached the loss another way only): PyTorch calls no hook then either.
             return Ok(vec![Some(g.clone())]);
         };
-        Ok(vec![run_backward_hooks(&hooks, Some(g.clone()), &grad_output)?])
+        Ok(vec![run_backward_hooks(
+            &hooks,
+            Some(g.clone()),
+            &grad_output,
+        )?])
     })
 }
 

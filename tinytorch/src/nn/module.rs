@@ -80,7 +80,10 @@ pub trait Module: AsAny + AsModule + Send + Sync {
         let mut seen = std::collections::HashSet::new();
         while let Some((name, m)) = stack.pop() {
             // Identity is address and type: a struct's first field shares its address.
-            let id = (m as *const dyn Module as *const () as usize, m.as_any().type_id());
+            let id = (
+                m as *const dyn Module as *const () as usize,
+                m.as_any().type_id(),
+            );
             if std::mem::size_of_val(m) > 0 && !seen.insert(id) {
                 continue;
             }
@@ -251,10 +254,7 @@ pub trait ModuleHooks {
     /// `Some(y)` replaces the output (`register_forward_hook`).
     fn register_forward_hook(
         &self,
-        hook: impl Fn(&dyn Module, &Tensor, &Tensor) -> Result<Option<Tensor>>
-            + Send
-            + Sync
-            + 'static,
+        hook: impl Fn(&dyn Module, &Tensor, &Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
     ) -> Result<RemovableHandle>;
 
     /// Run `hook(grad_input, grad_output)` when backward has computed the gradient of the
@@ -276,10 +276,7 @@ impl<M: Module + ?Sized> ModuleHooks for M {
 
     fn register_forward_hook(
         &self,
-        hook: impl Fn(&dyn Module, &Tensor, &Tensor) -> Result<Option<Tensor>>
-            + Send
-            + Sync
-            + 'static,
+        hook: impl Fn(&dyn Module, &Tensor, &Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
     ) -> Result<RemovableHandle> {
         hooks::register_forward_hook(self.as_module(), Arc::new(hook))
     }

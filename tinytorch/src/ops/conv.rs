@@ -471,7 +471,9 @@ fn conv2d_4d(
         // order only.
         let gx = wt
             .as_ref()
-            .map(|wt| Ok::<_, crate::error::Error>(cat_chunks(gx_chunks)?.first_order_only(op, &[g, wt])))
+            .map(|wt| {
+                Ok::<_, crate::error::Error>(cat_chunks(gx_chunks)?.first_order_only(op, &[g, wt]))
+            })
             .transpose()?;
         let gw = gw
             .map(|t| t.transpose(1, 2)?.reshape(&to_isize(&w_shape)))

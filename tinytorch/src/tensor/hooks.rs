@@ -19,4 +19,3 @@ pub(super) fn remove_tensor_hook(inner: &TensorInner, id: u64) {
         .has_tensor_hooks
         .store(!hooks.is_empty() || retains, Ordering::Release);
 }
-

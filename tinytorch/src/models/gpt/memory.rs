@@ -20,7 +20,11 @@ pub struct StepMemory {
 /// Measure one CPU training step of a fresh model of `config` on a random `(batch, block)`
 /// batch, with blocks checkpointed or not. The counters are process-wide: run it where no
 /// other thread allocates tensors.
-pub fn training_step_memory(config: GptConfig, batch: usize, checkpointed: bool) -> Result<StepMemory> {
+pub fn training_step_memory(
+    config: GptConfig,
+    batch: usize,
+    checkpointed: bool,
+) -> Result<StepMemory> {
     manual_seed(0);
     let mut model = Gpt::new(config)?;
     model.set_gradient_checkpointing(checkpointed);
