@@ -111,7 +111,8 @@ def gp_case():
 def hooks_case():
     """The module-hook fixture of the Python package (its own file)."""
     H = {}
-    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).double()
+    nn = torch.nn
+    net = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).double()
     for k, v in net.state_dict().items():
         H[f"net.{k}"] = v.clone()
     x = rand(5, 3).requires_grad_(True)

@@ -18,7 +18,8 @@ HIGHER = os.path.join(os.path.dirname(__file__), "..", "..", "tinytorch", "tests
 
 def test_module_hooks_match_pytorch():
     f = fixture("hooks.safetensors")
-    net = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).double()
+    nn = torch.nn
+    net = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).double()
     net.load_state_dict({k[len("net."):]: v for k, v in f.items() if k.startswith("net.")})
     x = f["x"].clone().requires_grad_(True)
     handles = [

@@ -118,7 +118,7 @@ fn parameters_reach_their_gradients_when_no_input_requires_grad() {
     let lin = Arc::new(Linear::new(3, 2, true).unwrap());
     let x = Tensor::ones(&[4, 3], DType::F32, Device::Cpu).unwrap();
     let l = lin.clone();
-    let y = checkpoint(move |xs| l.call(&xs[0]), &[x.clone()]).unwrap();
+    let y = checkpoint(move |xs| l.call(&xs[0]), std::slice::from_ref(&x)).unwrap();
     assert!(y.requires_grad());
     y.sum_all().unwrap().backward().unwrap();
     let got = grads(&lin.parameters());

@@ -487,7 +487,7 @@ fn target_distribution(
     let eps = label_smoothing;
     let w = class_weight(OP, weight, classes, x.ndim(), x.dtype())?;
     let (q, denom) = if prob {
-        require_same_shape(OP, &x, &t)?;
+        require_same_shape(OP, x, t)?;
         let mut q = t.detach().to_dtype(x.dtype())?;
         if eps > 0.0 {
             q = q.mul_scalar(1.0 - eps)?.add_scalar(eps / classes as f64)?;
@@ -497,7 +497,7 @@ fn target_distribution(
         }
         (q, (x.numel() / classes.max(1)) as f64)
     } else {
-        let (safe, keep) = index_targets(OP, &x, &t, ignore_index)?;
+        let (safe, keep) = index_targets(OP, x, t, ignore_index)?;
         let onehot = x.zeros_like()?.scatter_value(1, &safe.unsqueeze(1)?, 1.0)?;
         let mut q = if eps > 0.0 {
             onehot
