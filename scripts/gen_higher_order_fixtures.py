@@ -8,6 +8,8 @@ PyTorch with create_graph=True, all in f64 on the CPU. One safetensors file; ten
 - `tanh_sq`: f(W) = sum(tanh(W x))^2; the gradient and the Hessian-vector product w.r.t. W.
 - `elementwise`: f(x) = sum(exp(x) * log(x + 3) + sigmoid(x) * x^2.5 + softmax(x) * x
   + relu(x) * x + mean(x)^2) on positive x; the gradient and the HVP.
+- `gp_conv`: the same penalty on a convolutional critic (Conv2d 1->3, 3x3, padding 1,
+  stride 2, tanh, Linear 27->1) on (4, 1, 6, 6) images.
 - `gp`: a WGAN-GP style gradient penalty on a critic D (Linear 3->8, GELU, Linear 8->8,
   LeakyReLU(0.2), Linear 8->1): gp = mean((||grad_x D(x)||_2 - 1)^2), then gp.backward()
   into D's weights.
@@ -108,6 +110,22 @@ def gp_case():
         T[f"gp.grad_{n}"] = p.grad if p.grad is not None else torch.zeros_like(p.detach())
 
 
+def gp_conv_case():
+    names = ["cw", "cb", "lw", "lb"]
+    shapes = [(3, 1, 3, 3), (3,), (1, 27), (1,)]
+    params = [rand(*s, scale=0.5).requires_grad_(True) for s in shapes]
+    x = rand(4, 1, 6, 6).requires_grad_(True)
+    cw, cb, lw, lb = params
+    d = F.linear(torch.tanh(F.conv2d(x, cw, cb, stride=2, padding=1)).flatten(1), lw, lb)
+    (gx,) = torch.autograd.grad(d.sum(), x, create_graph=True)
+    gp = ((gx.flatten(1).norm(2, dim=1) - 1) ** 2).mean()
+    gp.backward()
+    T["gp_conv.x"], T["gp_conv.penalty"] = x.detach(), gp.detach()
+    for n, p in zip(names, params):
+        T[f"gp_conv.{n}"] = p.detach()
+        T[f"gp_conv.grad_{n}"] = p.grad if p.grad is not None else torch.zeros_like(p.detach())
+
+
 def hooks_case():
     """The module-hook fixture of the Python package (its own file)."""
     H = {}
@@ -146,6 +164,7 @@ mlp_case()
 tanh_sq_case()
 elementwise_case()
 gp_case()
+gp_conv_case()
 save_file({k: v.contiguous() for k, v in T.items()}, OUT)
 print(f"wrote {len(T)} tensors to {OUT}")
 hooks_case()

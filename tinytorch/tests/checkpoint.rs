@@ -11,7 +11,8 @@ use tinytorch::nn::functional::dropout;
 use tinytorch::nn::{Linear, Module};
 use tinytorch::{manual_seed, DType, Device, Tensor};
 
-/// The tests here that draw random numbers share the default generator: one at a time.
+/// The tests here that draw random numbers (dropout, initialisation) share the default
+/// generator: one at a time, so that a seeded run sees only its own draws.
 static GENERATOR: Mutex<()> = Mutex::new(());
 
 /// Gradients of every tensor in `ts`, as vectors (bitwise comparable).
@@ -115,6 +116,8 @@ fn gpt_with_dropout_gets_the_same_loss_and_gradients_checkpointed() {
 
 #[test]
 fn parameters_reach_their_gradients_when_no_input_requires_grad() {
+    // Linear::new draws its initial weights from the default generator.
+    let _one = GENERATOR.lock().unwrap_or_else(|e| e.into_inner());
     let lin = Arc::new(Linear::new(3, 2, true).unwrap());
     let x = Tensor::ones(&[4, 3], DType::F32, Device::Cpu).unwrap();
     let l = lin.clone();

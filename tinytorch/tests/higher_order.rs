@@ -9,6 +9,7 @@ use tinytorch::autograd::{grad_with_options, set_grad_enabled, BackwardOptions};
 use tinytorch::io::load_safetensors;
 use tinytorch::nn::functional::{cross_entropy, layer_norm, linear};
 use tinytorch::nn::Reduction;
+use tinytorch::ops::ConvPadding;
 use tinytorch::{DType, Device, Tensor};
 
 fn fixtures() -> BTreeMap<String, Tensor> {
@@ -273,5 +274,101 @@ fn differentiating_a_fused_kernels_gradient_is_an_error_naming_the_op() {
     assert!(
         e.contains("layer_norm") && e.contains("double backward"),
         "{e}"
+    );
+}
+
+/// The convolutional critic's gradient penalty in `dtype` (f64 runs the im2col path, f32 the
+/// CPU's fused kernels, whose backward falls back to im2col under create_graph).
+fn conv_penalty_grads(f: &BTreeMap<String, Tensor>, dtype: DType) -> (Tensor, Vec<Tensor>) {
+    let p: Vec<Tensor> = ["cw", "cb", "lw", "lb"]
+        .iter()
+        .map(|n| {
+            f[&format!("gp_conv.{n}")]
+                .to_dtype(dtype)
+                .unwrap()
+                .contiguous_copy()
+                .unwrap()
+                .requires_grad_(true)
+                .unwrap()
+        })
+        .collect();
+    let x = f["gp_conv.x"]
+        .to_dtype(dtype)
+        .unwrap()
+        .contiguous_copy()
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let h = x
+        .conv2d(
+            &p[0],
+            Some(&p[1]),
+            [2, 2],
+            ConvPadding::Explicit(1, 1),
+            [1, 1],
+            1,
+        )
+        .unwrap()
+        .tanh()
+        .unwrap()
+        .flatten(1, -1)
+        .unwrap();
+    let d = linear(&h, &p[2], Some(&p[3])).unwrap();
+    let gx = grad_with_options(
+        &d.sum_all().unwrap(),
+        None,
+        std::slice::from_ref(&x),
+        BackwardOptions::create_graph(),
+    )
+    .unwrap()[0]
+        .clone()
+        .unwrap();
+    let gp = gx
+        .flatten(1, -1)
+        .unwrap()
+        .norm(2.0, &[1], false)
+        .unwrap()
+        .sub_scalar(1.0)
+        .unwrap()
+        .square()
+        .unwrap()
+        .mean_all()
+        .unwrap();
+    gp.backward().unwrap();
+    let grads = p
+        .iter()
+        // lb does not reach the penalty: no gradient (PyTorch's fixture holds zeros).
+        .map(|t| {
+            t.grad()
+                .unwrap_or_else(|| t.zeros_like().unwrap())
+                .to_dtype(DType::F64)
+                .unwrap()
+        })
+        .collect();
+    (gp.to_dtype(DType::F64).unwrap(), grads)
+}
+
+#[test]
+fn conv_gradient_penalty_matches_pytorch_in_f64_and_f32() {
+    let f = fixtures();
+    for (dtype, tol) in [(DType::F64, 1e-10), (DType::F32, 1e-4)] {
+        let (gp, grads) = conv_penalty_grads(&f, dtype);
+        assert_close(&gp, &f["gp_conv.penalty"], tol, "penalty");
+        for (g, n) in grads.iter().zip(["cw", "cb", "lw", "lb"]) {
+            assert_close(g, &f[&format!("gp_conv.grad_{n}")], tol, n);
+        }
+    }
+}
+
+#[test]
+fn gradgradcheck_of_conv2d() {
+    let w = Tensor::randn(&[2, 2, 3, 3], DType::F64, Device::Cpu).unwrap();
+    let x = Tensor::randn(&[2, 2, 5, 5], DType::F64, Device::Cpu).unwrap();
+    gradgradcheck(
+        move |x| {
+            x.conv2d(&w, None, [1, 2], ConvPadding::Explicit(1, 0), [1, 1], 1)?
+                .tanh()
+        },
+        &x,
     );
 }
