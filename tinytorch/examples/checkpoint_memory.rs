@@ -1,5 +1,6 @@
 //! Peak memory of one GPT training step (CPU) with and without gradient checkpointing of the
-//! blocks: `cargo run --release -p tinytorch --example checkpoint_memory`. The figures are in
+//! blocks: `cargo run -p tinytorch --example checkpoint_memory` (byte counts, the same in
+//! any profile). The figures are in
 //! docs/TESTING.md's checkpointing section.
 
 use tinytorch::models::gpt::memory::training_step_memory;
