@@ -75,6 +75,7 @@ fn _cuda_is_available() -> bool {
 fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<tensor::GradFn>()?;
+    m.add_class::<autograd::PyHookHandle>()?;
     m.add_class::<convert::PyDType>()?;
     m.add_class::<convert::PyDevice>()?;
     m.add_class::<random::PyGenerator>()?;
@@ -112,6 +113,7 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         random::manual_seed,
         autograd::_custom_function,
         autograd::_autograd_grad,
+        autograd::_checkpoint,
         io::_save_safetensors,
         io::_load_safetensors,
         optim::clip_grad_norm_,

@@ -457,15 +457,31 @@ impl PyTensor {
         retain_graph: Option<bool>,
         create_graph: bool,
     ) -> PyResult<()> {
-        if create_graph {
-            return Err(PyRuntimeError::new_err(
-                "backward(create_graph=True) (higher-order gradients) is not supported",
-            ));
-        }
         let g = gradient.map(|g| g.t.clone());
         let t = self.t.clone();
-        py.detach(|| t.backward_with(g.as_ref(), retain_graph.unwrap_or(false)))
+        let options = tinytorch::autograd::BackwardOptions {
+            retain_graph,
+            create_graph,
+        };
+        py.detach(|| t.backward_with_options(g.as_ref(), options))
             .py()
+    }
+
+    /// `register_hook(hook)`: `hook(grad)` runs when backward computes this tensor's
+    /// gradient and may return a replacement; returns a handle with `remove()`.
+    fn register_hook(&self, hook: Py<PyAny>) -> PyResult<crate::autograd::PyHookHandle> {
+        crate::autograd::register_hook(&self.t, hook)
+    }
+
+    /// `retain_grad()`: keep this non-leaf's gradient in `.grad`.
+    fn retain_grad(&self) -> PyResult<()> {
+        self.t.retain_grad().py()
+    }
+
+    /// True when this non-leaf keeps its gradient in `.grad`.
+    #[getter]
+    fn retains_grad(&self) -> bool {
+        self.t.retains_grad()
     }
 }
 

@@ -1,7 +1,7 @@
 //! The backward pass: an iterative topological sort of the graph below a tensor, then one
 //! sweep that runs each node's rule and accumulates gradients, writing `.grad` of leaves.
 
-use super::grad_mode::no_grad;
+use super::grad_mode::set_grad_enabled;
 use super::trace;
 use crate::backend::BinaryOp;
 use crate::error::{Error, Result};
@@ -94,10 +94,48 @@ fn check_given_gradient(tensor: (&[usize], Device), grad: (&[usize], Device)) ->
     Ok(())
 }
 
+/// How a backward pass runs (the keyword arguments of `torch.autograd.backward`/`grad`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BackwardOptions {
+    /// Keep the graph for another pass; `None` means "as `create_graph`" (PyTorch's default).
+    pub retain_graph: Option<bool>,
+    /// Record the backward pass itself, so that the gradients are differentiable (higher-order
+    /// gradients: Hessian-vector products, gradient penalties).
+    pub create_graph: bool,
+}
+
+impl BackwardOptions {
+    /// Options with `create_graph` on (and so the graph retained).
+    pub fn create_graph() -> Self {
+        BackwardOptions {
+            retain_graph: None,
+            create_graph: true,
+        }
+    }
+
+    fn retain(&self) -> bool {
+        self.retain_graph.unwrap_or(self.create_graph)
+    }
+}
+
 /// Run backward from `root` with upstream gradient `grad` (required unless `root` has one
 /// element). Leaves' `.grad` accumulate; the graph is freed unless `retain_graph`.
 pub fn backward(root: &Tensor, grad: Option<&Tensor>, retain_graph: bool) -> Result<()> {
-    sweep(root, grad, retain_graph, None).map(drop)
+    let options = BackwardOptions {
+        retain_graph: Some(retain_graph),
+        create_graph: false,
+    };
+    sweep(root, grad, options, None).map(drop)
+}
+
+/// [`backward`] with [`BackwardOptions`] (`loss.backward(create_graph=True)`): with
+/// `create_graph`, leaves' `.grad` become graph tensors that can be differentiated again.
+pub fn backward_with_options(
+    root: &Tensor,
+    grad: Option<&Tensor>,
+    options: BackwardOptions,
+) -> Result<()> {
+    sweep(root, grad, options, None).map(drop)
 }
 
 /// The gradients of `root` with respect to each of `inputs` (leaves or not), with upstream
@@ -110,6 +148,21 @@ pub fn grad(
     inputs: &[Tensor],
     retain_graph: bool,
 ) -> Result<Vec<Option<Tensor>>> {
+    let options = BackwardOptions {
+        retain_graph: Some(retain_graph),
+        create_graph: false,
+    };
+    grad_with_options(root, grad, inputs, options)
+}
+
+/// [`grad`] with [`BackwardOptions`] (`torch.autograd.grad(..., create_graph=True)`): with
+/// `create_graph`, the returned gradients are graph tensors that can be differentiated again.
+pub fn grad_with_options(
+    root: &Tensor,
+    grad: Option<&Tensor>,
+    inputs: &[Tensor],
+    options: BackwardOptions,
+) -> Result<Vec<Option<Tensor>>> {
     if let Some(i) = inputs.iter().position(|t| !t.requires_grad()) {
         return Err(Error::Autograd(format!(
             "grad: input {i} does not require grad (shape {:?})",
@@ -117,7 +170,7 @@ pub fn grad(
         )));
     }
     let wanted: HashSet<TensorId> = inputs.iter().map(Tensor::id).collect();
-    let mut got = sweep(root, grad, retain_graph, Some(&wanted))?;
+    let mut got = sweep(root, grad, options, Some(&wanted))?;
     Ok(inputs.iter().map(|t| got.remove(&t.id())).collect())
 }
 
@@ -126,7 +179,7 @@ pub fn grad(
 fn sweep(
     root: &Tensor,
     grad: Option<&Tensor>,
-    retain_graph: bool,
+    options: BackwardOptions,
     capture: Option<&HashSet<TensorId>>,
 ) -> Result<HashMap<TensorId, Tensor>> {
     if !root.requires_grad() {
@@ -138,7 +191,12 @@ fn sweep(
     let grad = match grad {
         Some(g) => {
             check_given_gradient((root.shape(), root.device()), (g.shape(), g.device()))?;
-            g.detach()
+            // With create_graph, the result is differentiable w.r.t. the given gradient too.
+            if options.create_graph {
+                g.clone()
+            } else {
+                g.detach()
+            }
         }
         None => {
             if root.numel() != 1 {
@@ -153,9 +211,9 @@ fn sweep(
     let order = topo_order(root);
     if root.device().is_cpu() && order.len() >= MIN_NODES_TO_MOVE {
         // Many kernels in a row: all of them run on a compute thread (`parallel::run`).
-        crate::parallel::run(|| run_graph(root, grad, retain_graph, &order, capture))
+        crate::parallel::run(|| run_graph(root, grad, options, &order, capture))
     } else {
-        run_graph(root, grad, retain_graph, &order, capture)
+        run_graph(root, grad, options, &order, capture)
     }
 }
 
@@ -169,12 +227,14 @@ const MIN_NODES_TO_MOVE: usize = 4;
 fn run_graph(
     root: &Tensor,
     grad: Tensor,
-    retain_graph: bool,
+    options: BackwardOptions,
     order: &[Tensor],
     capture: Option<&HashSet<TensorId>>,
 ) -> Result<HashMap<TensorId, Tensor>> {
     let mut captured = HashMap::new();
-    let _guard = no_grad();
+    // The rules are tensor ops: with create_graph they record the backward pass itself.
+    let _guard = set_grad_enabled(options.create_graph);
+    let retain_graph = options.retain();
     // Gradients waiting for a non-leaf tensor, and gradients reaching leaves.
     let mut pending: HashMap<TensorId, (Tensor, Tensor)> = HashMap::new();
     let mut leaves: HashMap<TensorId, (Tensor, Tensor)> = HashMap::new();
@@ -199,23 +259,41 @@ fn run_graph(
         hooked.node_done(t, &mut leaves)?;
     }
     if let Some(c) = capture {
-        for (id, (_, g)) in leaves {
+        for (id, (leaf, g)) in leaves {
             if c.contains(&id) {
-                captured.insert(id, g);
+                captured.insert(id, hooked_gradient(&leaf, g)?);
             }
         }
         return Ok(captured);
     }
     for (_, (leaf, g)) in leaves {
-        accumulate_into_grad(&leaf, g)?;
-        if leaf.has_grad_hooks() {
-            leaf.run_grad_hooks()?;
-        }
+        finish_leaf(&leaf, g)?;
     }
     Ok(captured)
 }
 
-/// `leaf.grad += g` (PyTorch's AccumulateGrad).
+/// `g` after the tensor hooks of `t` (`Tensor::register_hook`, `retain_grad`), if any.
+fn hooked_gradient(t: &Tensor, g: Tensor) -> Result<Tensor> {
+    if t.has_tensor_hooks() {
+        t.apply_grad_hooks(g)
+    } else {
+        Ok(g)
+    }
+}
+
+/// The complete gradient `g` of `leaf`: through its tensor hooks, into `.grad`, then its
+/// post-accumulate-grad hooks.
+fn finish_leaf(leaf: &Tensor, g: Tensor) -> Result<()> {
+    let g = hooked_gradient(leaf, g)?;
+    accumulate_into_grad(leaf, g)?;
+    if leaf.has_grad_hooks() {
+        leaf.run_grad_hooks()?;
+    }
+    Ok(())
+}
+
+/// `leaf.grad += g` (PyTorch's AccumulateGrad). Under create_graph (grad mode on) the sum
+/// is recorded, so `.grad` is differentiable.
 fn accumulate_into_grad(leaf: &Tensor, g: Tensor) -> Result<()> {
     let new = match leaf.grad() {
         Some(old) => old.add(&g)?,
@@ -254,6 +332,7 @@ fn run_node(
     let Some((_, g)) = pending.remove(&t.id()) else {
         return Ok(());
     };
+    let g = hooked_gradient(t, g)?;
     // A non-leaf's gradient is complete when its node comes up. (The clone also keeps
     // the in-place part adds off this buffer.)
     if capture.is_some_and(|c| c.contains(&t.id())) {
@@ -267,7 +346,12 @@ fn run_node(
         } else {
             &mut *pending
         };
-        if input.requires_grad() && node.has_rule() && add_into_part(map, input, part, &g)? {
+        // In place only outside create_graph: there the gradients are graph tensors.
+        if input.requires_grad()
+            && node.has_rule()
+            && !super::is_grad_enabled()
+            && add_into_part(map, input, part, &g)?
+        {
             if !retain_graph {
                 node.release();
             }
@@ -380,8 +464,7 @@ impl HookedLeaves {
             if *n == 0 {
                 self.remaining.remove(&leaf.id());
                 if let Some((leaf, g)) = leaves.remove(&leaf.id()) {
-                    accumulate_into_grad(&leaf, g)?;
-                    leaf.run_grad_hooks()?;
+                    finish_leaf(&leaf, g)?;
                 }
             }
         }
@@ -399,6 +482,15 @@ impl Tensor {
     /// optionally keep the graph for another backward pass.
     pub fn backward_with(&self, grad: Option<&Tensor>, retain_graph: bool) -> Result<()> {
         backward(self, grad, retain_graph)
+    }
+
+    /// Backpropagate with [`BackwardOptions`] (`loss.backward(create_graph=True)`).
+    pub fn backward_with_options(
+        &self,
+        grad: Option<&Tensor>,
+        options: BackwardOptions,
+    ) -> Result<()> {
+        backward_with_options(self, grad, options)
     }
 }
 

@@ -2,15 +2,18 @@
 //! output only when grad mode is on and an input requires grad; `Tensor::backward` walks the
 //! recorded graph. Backward rules are written with Tensor ops, so they run on every device.
 
+pub mod checkpoint;
 mod engine;
 mod grad_mode;
 pub mod gradcheck;
 mod saved;
+mod tensor_hooks;
 pub mod trace;
 
 pub use crate::tensor::node::BackwardFn;
 pub(crate) use crate::tensor::node::Node;
-pub use engine::{backward, grad};
+pub use checkpoint::checkpoint;
+pub use engine::{backward, backward_with_options, grad, grad_with_options, BackwardOptions};
 pub use grad_mode::{is_grad_enabled, no_grad, set_grad_enabled, GradModeGuard};
 pub use saved::SavedTensor;
 
@@ -82,6 +85,24 @@ impl Tensor {
             inputs: vec![input.clone()],
             backward: Mutex::new(Some(Box::new(rule))),
             part: Some(part),
+        })
+    }
+
+    /// A gradient that a fused kernel computed inside a backward rule, from `inputs` (the
+    /// upstream gradient and the saved graph tensors). Outside `create_graph` it is returned
+    /// as is. Under `create_graph` (grad mode on in backward) it joins the graph with a node
+    /// whose own backward is an error naming `op`: the first-order gradient is right, and
+    /// differentiating it again fails clearly instead of silently giving zero (PyTorch's
+    /// "derivative for ... is not implemented").
+    pub(crate) fn first_order_only(self, op: &'static str, inputs: &[&Tensor]) -> Tensor {
+        if !needs_grad(inputs) {
+            return self;
+        }
+        self.record(op, inputs, move |_, _| {
+            Err(crate::error::Error::Autograd(format!(
+                "{op}: double backward (a gradient of its gradient, create_graph) is not \
+                 implemented for its fused kernel"
+            )))
         })
     }
 

@@ -102,7 +102,10 @@ impl Module for DistributedDataParallel {
         if self.module.is_training() && self.options.broadcast_buffers {
             broadcast_from_rank_0(&self.group, &self.module.named_buffers())?;
         }
-        self.module.forward(x)
+        self.module.call(x)
+    }
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        vec![("module".into(), self.module.as_ref())]
     }
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
         prefixed("module", self.module.named_parameters())

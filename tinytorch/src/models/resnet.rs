@@ -49,22 +49,22 @@ impl BasicBlock {
 
 impl Module for BasicBlock {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let out = self.bn1.forward(&self.conv1.forward(x)?)?.relu()?;
-        let out = self.bn2.forward(&self.conv2.forward(&out)?)?;
+        let out = self.bn1.call(&self.conv1.call(x)?)?.relu()?;
+        let out = self.bn2.call(&self.conv2.call(&out)?)?;
         out.add(&self.shortcut(x)?)?.relu()
     }
 
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        self.children()
+        self.named_children()
             .into_iter()
-            .flat_map(|(name, m)| prefixed(name, m.named_parameters()))
+            .flat_map(|(name, m)| prefixed(&name, m.named_parameters()))
             .collect()
     }
 
     fn named_buffers(&self) -> Vec<(String, Tensor)> {
-        self.children()
+        self.named_children()
             .into_iter()
-            .flat_map(|(name, m)| prefixed(name, m.named_buffers()))
+            .flat_map(|(name, m)| prefixed(&name, m.named_buffers()))
             .collect()
     }
 
@@ -76,15 +76,13 @@ impl Module for BasicBlock {
     fn is_training(&self) -> bool {
         self.bn1.is_training()
     }
-}
 
-impl BasicBlock {
-    fn children(&self) -> [(&'static str, &dyn Module); 4] {
-        [
-            ("conv1", &self.conv1),
-            ("bn1", &self.bn1),
-            ("conv2", &self.conv2),
-            ("bn2", &self.bn2),
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        vec![
+            ("conv1".into(), &self.conv1),
+            ("bn1".into(), &self.bn1),
+            ("conv2".into(), &self.conv2),
+            ("bn2".into(), &self.bn2),
         ]
     }
 }
@@ -156,12 +154,12 @@ impl ResNet {
 
 impl Module for ResNet {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let mut out = self.bn1.forward(&self.conv1.forward(x)?)?.relu()?;
+        let mut out = self.bn1.call(&self.conv1.call(x)?)?.relu()?;
         for block in self.stages.iter().flatten() {
-            out = block.forward(&out)?;
+            out = block.call(&out)?;
         }
         let pooled = out.adaptive_avg_pool2d([1, 1])?.flatten(1, -1)?;
-        self.linear.forward(&pooled)
+        self.linear.call(&pooled)
     }
 
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
@@ -181,6 +179,21 @@ impl Module for ResNet {
 
     fn is_training(&self) -> bool {
         self.bn1.is_training()
+    }
+
+    /// `conv1`, `bn1`, the blocks as `layer<s>.<b>` (PyTorch has a `Sequential` per stage;
+    /// here the blocks are named directly, so the names of `named_modules` and of the
+    /// parameters are PyTorch's, without the stage containers), `linear`.
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        let mut out: Vec<(String, &dyn Module)> =
+            vec![("conv1".into(), &self.conv1), ("bn1".into(), &self.bn1)];
+        for (s, stage) in self.stages.iter().enumerate() {
+            for (b, block) in stage.iter().enumerate() {
+                out.push((format!("layer{}.{b}", s + 1), block));
+            }
+        }
+        out.push(("linear".into(), &self.linear));
+        out
     }
 }
 

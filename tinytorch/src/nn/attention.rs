@@ -150,7 +150,7 @@ impl MultiheadAttention {
         let p = if self.training { self.dropout } else { 0.0 };
         let causal = args.is_causal && mask.is_none();
         let out = qh.scaled_dot_product_attention(&kh, &vh, mask.as_ref(), p, causal, None)?;
-        let out = self.out_proj.forward(
+        let out = self.out_proj.call(
             &out.transpose(1, 2)?
                 .reshape(&[n as isize, l as isize, e as isize])?,
         )?;
@@ -270,6 +270,10 @@ impl Module for MultiheadAttention {
         }
         out.extend(prefixed("out_proj", self.out_proj.named_parameters()));
         out
+    }
+
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        vec![("out_proj".into(), &self.out_proj)]
     }
 
     fn set_training(&mut self, training: bool) {

@@ -4,6 +4,14 @@ use crate::error::{Error, Result};
 use crate::nn::{prefixed, Module};
 use crate::tensor::Tensor;
 
+fn indexed_children(modules: &[Box<dyn Module>]) -> Vec<(String, &dyn Module)> {
+    modules
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (i.to_string(), m.as_ref()))
+        .collect()
+}
+
 fn indexed_params(modules: &[Box<dyn Module>], buffers: bool) -> Vec<(String, Tensor)> {
     modules
         .iter()
@@ -64,7 +72,7 @@ impl Module for Sequential {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let mut y = x.clone();
         for m in &self.modules {
-            y = m.forward(&y)?;
+            y = m.call(&y)?;
         }
         Ok(y)
     }
@@ -75,6 +83,10 @@ impl Module for Sequential {
 
     fn named_buffers(&self) -> Vec<(String, Tensor)> {
         indexed_params(&self.modules, true)
+    }
+
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        indexed_children(&self.modules)
     }
 
     fn set_training(&mut self, training: bool) {
@@ -149,6 +161,10 @@ impl Module for ModuleList {
 
     fn named_buffers(&self) -> Vec<(String, Tensor)> {
         indexed_params(&self.modules, true)
+    }
+
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        indexed_children(&self.modules)
     }
 
     fn set_training(&mut self, training: bool) {

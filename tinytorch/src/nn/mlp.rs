@@ -26,13 +26,17 @@ impl GeluMlp {
 
 impl Module for GeluMlp {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        self.fc2.forward(&self.fc1.forward(x)?.gelu()?)
+        self.fc2.call(&self.fc1.call(x)?.gelu()?)
     }
 
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
         let mut out = prefixed("fc1", self.fc1.named_parameters());
         out.extend(prefixed("fc2", self.fc2.named_parameters()));
         out
+    }
+
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        vec![("fc1".into(), &self.fc1), ("fc2".into(), &self.fc2)]
     }
 }
 
@@ -61,10 +65,10 @@ impl Module for SwiGlu {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         let gated = self
             .gate_proj
-            .forward(x)?
+            .call(x)?
             .silu()?
-            .mul(&self.up_proj.forward(x)?)?;
-        self.down_proj.forward(&gated)
+            .mul(&self.up_proj.call(x)?)?;
+        self.down_proj.call(&gated)
     }
 
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
@@ -72,5 +76,13 @@ impl Module for SwiGlu {
         out.extend(prefixed("up_proj", self.up_proj.named_parameters()));
         out.extend(prefixed("down_proj", self.down_proj.named_parameters()));
         out
+    }
+
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        vec![
+            ("gate_proj".into(), &self.gate_proj),
+            ("up_proj".into(), &self.up_proj),
+            ("down_proj".into(), &self.down_proj),
+        ]
     }
 }

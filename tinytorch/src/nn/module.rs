@@ -1,11 +1,13 @@
 //! The `Module` trait: forward, hierarchical parameter names equal to PyTorch's state_dict
 //! keys, train/eval mode, and state-dict save/load with clear errors.
 
+use super::hooks::{self, RemovableHandle};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use std::any::Any;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 /// A module seen as `Any`, so that code which rewrites a model by layer type (quantization
 /// swapping `Linear` for its int8 form, like PyTorch's `type(m) is nn.Linear`) can downcast
@@ -28,12 +30,91 @@ impl<T: Any> AsAny for T {
     }
 }
 
+/// A module seen as `&dyn Module`, from a concrete type or from `dyn Module` alike, so that
+/// the provided methods of [`Module`] can hand `self` to code that takes any module (hooks,
+/// `apply`, `named_modules`). Every module has it.
+pub trait AsModule {
+    /// `self` as `&dyn Module`.
+    fn as_module(&self) -> &dyn Module;
+}
+
+impl<T: Module> AsModule for T {
+    fn as_module(&self) -> &dyn Module {
+        self
+    }
+}
+
 /// A layer or model. Parameters are tensor handles that require grad; optimizers update them
 /// in place, so `load_state_dict` copies values into the existing handles. `Send + Sync` so
 /// that a training step can run on a compute thread (`parallel::run`).
-pub trait Module: AsAny + Send + Sync {
-    /// The forward pass (`module(x)`).
+pub trait Module: AsAny + AsModule + Send + Sync {
+    /// The forward pass itself, without hooks. Run a module with [`Module::call`]
+    /// (`module(x)`), which also runs its hooks; containers and models call their children
+    /// that way.
     fn forward(&self, x: &Tensor) -> Result<Tensor>;
+
+    /// `module(x)`: the forward pre-hooks, [`Module::forward`], the forward hooks, and the
+    /// full backward hooks around them (see `nn/hooks.rs`). Without hooks, `forward`.
+    fn call(&self, x: &Tensor) -> Result<Tensor> {
+        hooks::call(self.as_module(), x)
+    }
+
+    /// The direct submodules with their attribute names (`module.named_children()`), in
+    /// registration order; a leaf layer has none. The names join into the parameter names
+    /// (`layers.0` then `weight` is `layers.0.weight`).
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        Vec::new()
+    }
+
+    /// The direct submodules (`module.children()`).
+    fn children(&self) -> Vec<&dyn Module> {
+        self.named_children().into_iter().map(|(_, m)| m).collect()
+    }
+
+    /// This module (named `""`) and every submodule below it, depth first, parents before
+    /// children, with dotted names (`module.named_modules()`). A module reached twice is
+    /// listed once, as in PyTorch.
+    fn named_modules(&self) -> Vec<(String, &dyn Module)> {
+        let mut out: Vec<(String, &dyn Module)> = Vec::new();
+        let mut stack: Vec<(String, &dyn Module)> = vec![(String::new(), self.as_module())];
+        let mut seen = std::collections::HashSet::new();
+        while let Some((name, m)) = stack.pop() {
+            // Identity is address and type: a struct's first field shares its address.
+            let id = (
+                m as *const dyn Module as *const () as usize,
+                m.as_any().type_id(),
+            );
+            if std::mem::size_of_val(m) > 0 && !seen.insert(id) {
+                continue;
+            }
+            let children = m.named_children();
+            for (child, c) in children.into_iter().rev() {
+                let full = if name.is_empty() {
+                    child
+                } else {
+                    format!("{name}.{child}")
+                };
+                stack.push((full, c));
+            }
+            out.push((name, m));
+        }
+        out
+    }
+
+    /// This module and every submodule (`module.modules()`), as [`Module::named_modules`].
+    fn modules(&self) -> Vec<&dyn Module> {
+        self.named_modules().into_iter().map(|(_, m)| m).collect()
+    }
+
+    /// Call `f` on every submodule, children before their parent, then on this module
+    /// (`module.apply(fn)`, e.g. for a custom initialisation: parameters are handles, so `f`
+    /// can write them in place under `no_grad`). The first error stops the walk.
+    fn apply(&self, f: &mut dyn FnMut(&dyn Module) -> Result<()>) -> Result<()> {
+        for child in self.children() {
+            child.apply(f)?;
+        }
+        f(self.as_module())
+    }
 
     /// Trainable parameters with their names relative to this module (`weight`, `0.bias`,
     /// `layers.1.weight`, ...), in registration order.
@@ -154,4 +235,56 @@ pub fn prefixed(prefix: &str, named: Vec<(String, Tensor)>) -> Vec<(String, Tens
         .into_iter()
         .map(|(n, t)| (format!("{prefix}.{n}"), t))
         .collect()
+}
+
+/// Hook registration on any module, concrete or behind `dyn` (`module.register_*_hook`);
+/// every module has it. Import it with the `Module` trait:
+/// `use tinytorch::nn::{Module, ModuleHooks};`. Hooks are keyed by the module's address:
+/// register them where the module will stay (see `nn/hooks.rs`). Registering on a
+/// zero-sized module is an error.
+pub trait ModuleHooks {
+    /// Run `hook(module, input)` before every [`Module::call`]; `Some(x)` replaces the input
+    /// (`register_forward_pre_hook`).
+    fn register_forward_pre_hook(
+        &self,
+        hook: impl Fn(&dyn Module, &Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
+    ) -> Result<RemovableHandle>;
+
+    /// Run `hook(module, input, output)` after the forward of every [`Module::call`];
+    /// `Some(y)` replaces the output (`register_forward_hook`).
+    fn register_forward_hook(
+        &self,
+        hook: impl Fn(&dyn Module, &Tensor, &Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
+    ) -> Result<RemovableHandle>;
+
+    /// Run `hook(grad_input, grad_output)` when backward has computed the gradient of the
+    /// module's input (`None` when the input does not require grad) from that of its output;
+    /// `Some(g)` replaces the input's gradient (`register_full_backward_hook`).
+    fn register_full_backward_hook(
+        &self,
+        hook: impl Fn(Option<&Tensor>, &Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
+    ) -> Result<RemovableHandle>;
+}
+
+impl<M: Module + ?Sized> ModuleHooks for M {
+    fn register_forward_pre_hook(
+        &self,
+        hook: impl Fn(&dyn Module, &Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
+    ) -> Result<RemovableHandle> {
+        hooks::register_forward_pre_hook(self.as_module(), Arc::new(hook))
+    }
+
+    fn register_forward_hook(
+        &self,
+        hook: impl Fn(&dyn Module, &Tensor, &Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
+    ) -> Result<RemovableHandle> {
+        hooks::register_forward_hook(self.as_module(), Arc::new(hook))
+    }
+
+    fn register_full_backward_hook(
+        &self,
+        hook: impl Fn(Option<&Tensor>, &Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
+    ) -> Result<RemovableHandle> {
+        hooks::register_full_backward_hook(self.as_module(), Arc::new(hook))
+    }
 }

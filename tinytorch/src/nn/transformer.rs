@@ -76,11 +76,11 @@ impl FeedForward {
 
     fn forward(&self, x: &Tensor, o: &TransformerOptions, training: bool) -> Result<Tensor> {
         let hidden = dropout(
-            &o.activation.apply(&self.linear1.forward(x)?)?,
+            &o.activation.apply(&self.linear1.call(x)?)?,
             o.dropout,
             training,
         )?;
-        self.linear2.forward(&hidden)
+        self.linear2.call(&hidden)
     }
 
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
@@ -158,11 +158,11 @@ impl TransformerEncoderLayer {
         };
         let ff = |x: &Tensor| dropout(&self.ff.forward(x, o, t)?, o.dropout, t);
         if o.norm_first {
-            let x = src.add(&sa(&self.norm1.forward(src)?)?)?;
-            x.add(&ff(&self.norm2.forward(&x)?)?)
+            let x = src.add(&sa(&self.norm1.call(src)?)?)?;
+            x.add(&ff(&self.norm2.call(&x)?)?)
         } else {
-            let x = self.norm1.forward(&src.add(&sa(src)?)?)?;
-            self.norm2.forward(&x.add(&ff(&x)?)?)
+            let x = self.norm1.call(&src.add(&sa(src)?)?)?;
+            self.norm2.call(&x.add(&ff(&x)?)?)
         }
     }
 }
@@ -178,6 +178,16 @@ impl Module for TransformerEncoderLayer {
         out.extend(prefixed("norm1", self.norm1.named_parameters()));
         out.extend(prefixed("norm2", self.norm2.named_parameters()));
         out
+    }
+
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        vec![
+            ("self_attn".into(), &self.self_attn),
+            ("linear1".into(), &self.ff.linear1),
+            ("linear2".into(), &self.ff.linear2),
+            ("norm1".into(), &self.norm1),
+            ("norm2".into(), &self.norm2),
+        ]
     }
 
     fn set_training(&mut self, training: bool) {
@@ -265,13 +275,13 @@ impl TransformerDecoderLayer {
         };
         let ff = |x: &Tensor| dropout(&self.ff.forward(x, o, t)?, o.dropout, t);
         if o.norm_first {
-            let x = tgt.add(&sa(&self.norm1.forward(tgt)?)?)?;
-            let x = x.add(&ca(&self.norm2.forward(&x)?)?)?;
-            x.add(&ff(&self.norm3.forward(&x)?)?)
+            let x = tgt.add(&sa(&self.norm1.call(tgt)?)?)?;
+            let x = x.add(&ca(&self.norm2.call(&x)?)?)?;
+            x.add(&ff(&self.norm3.call(&x)?)?)
         } else {
-            let x = self.norm1.forward(&tgt.add(&sa(tgt)?)?)?;
-            let x = self.norm2.forward(&x.add(&ca(&x)?)?)?;
-            self.norm3.forward(&x.add(&ff(&x)?)?)
+            let x = self.norm1.call(&tgt.add(&sa(tgt)?)?)?;
+            let x = self.norm2.call(&x.add(&ca(&x)?)?)?;
+            self.norm3.call(&x.add(&ff(&x)?)?)
         }
     }
 }
@@ -293,6 +303,18 @@ impl Module for TransformerDecoderLayer {
         out.extend(prefixed("norm2", self.norm2.named_parameters()));
         out.extend(prefixed("norm3", self.norm3.named_parameters()));
         out
+    }
+
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        vec![
+            ("self_attn".into(), &self.self_attn),
+            ("multihead_attn".into(), &self.multihead_attn),
+            ("linear1".into(), &self.ff.linear1),
+            ("linear2".into(), &self.ff.linear2),
+            ("norm1".into(), &self.norm1),
+            ("norm2".into(), &self.norm2),
+            ("norm3".into(), &self.norm3),
+        ]
     }
 
     fn set_training(&mut self, training: bool) {

@@ -311,12 +311,12 @@ fn fused(
     let shapes = (q.shape().to_vec(), k.shape().to_vec(), v.shape().to_vec());
     let (batch, c) = (p.batch.clone(), *c);
     Ok(Some(result.record(OP, &[q, k, v], move |g, _| {
-        let [qv, kv, vv] = [saved[0].get()?, saved[1].get()?, saved[2].get()?];
-        let out = saved_out.get()?;
+        let [qv, kv, vv] = [&saved[0].get()?, &saved[1].get()?, &saved[2].get()?];
+        let out = &saved_out.get()?;
         let mask = saved_mask.as_ref().map(|m| m.get()).transpose()?;
         let g = operand_view(g, &batch)?;
         let mut inputs = vec![qv, kv, vv, out, &g];
-        inputs.extend(mask);
+        inputs.extend(mask.as_ref());
         let grads = with_operands(&inputs, |ops| {
             Storage::attention_backward(
                 [ops[0], ops[1], ops[2]],
@@ -331,7 +331,9 @@ fn fused(
             let mut shape = batch.clone();
             shape.extend([n, f]);
             // Reduce over the dims a broadcast input was expanded along.
-            Tensor::from_contiguous(data, &shape).sum_to_shape(want)
+            Tensor::from_contiguous(data, &shape)
+                .first_order_only(OP, &[&g, qv, kv, vv])
+                .sum_to_shape(want)
         };
         Ok(vec![
             Some(grad(grads.dq, c.l, c.e, &shapes.0)?),

@@ -95,12 +95,12 @@ impl Tensor {
                 let (a, b) = (self.save(name), rhs.save(name));
                 out.record(name, &[self, rhs], move |g, need| {
                     let ga = if need[0] {
-                        Some(g.mul(b.get()?)?.sum_to_shape(&sa)?)
+                        Some(g.mul(&b.get()?)?.sum_to_shape(&sa)?)
                     } else {
                         None
                     };
                     let gb = if need[1] {
-                        Some(g.mul(a.get()?)?.sum_to_shape(&sb)?)
+                        Some(g.mul(&a.get()?)?.sum_to_shape(&sb)?)
                     } else {
                         None
                     };
@@ -110,7 +110,7 @@ impl Tensor {
             BinaryOp::Div => {
                 let (a, b) = (self.save(name), rhs.save(name));
                 out.record(name, &[self, rhs], move |g, need| {
-                    let b = b.get()?;
+                    let b = &b.get()?;
                     let ga = if need[0] {
                         Some(g.div(b)?.sum_to_shape(&sa)?)
                     } else {
@@ -162,7 +162,7 @@ impl Tensor {
                 };
                 out.record(name, &[self, rhs], move |g, _| {
                     // Ties split the gradient evenly, as PyTorch does.
-                    let (a, b) = (a.get()?, b.get()?);
+                    let (a, b) = (&a.get()?, &b.get()?);
                     let wa = pick_a(a, b)?
                         .to_dtype(g.dtype())?
                         .add(&a.eq(b)?.to_dtype(g.dtype())?.mul_scalar(0.5)?)?;

@@ -127,7 +127,7 @@ impl Tensor {
         let c = cond.save("where");
         let (st, sf) = (t.shape().to_vec(), f.shape().to_vec());
         Ok(out.record("where", &[&t, &f], move |g, _| {
-            let c = c.get()?;
+            let c = &c.get()?;
             let zero = g.zeros_like()?;
             let gt = Tensor::where_cond(c, g, &zero)?.sum_to_shape(&st)?;
             let gf = Tensor::where_cond(c, &zero, g)?.sum_to_shape(&sf)?;

@@ -433,46 +433,71 @@ fn conv2d_4d(
     let w_shape = w.shape().to_vec();
     let has_bias = bias.is_some();
     Ok(out.record(op, &inputs, move |g, need| {
-        let wt = match (&saved_w, need[0]) {
-            (Some(w), true) => {
-                let shapes = GemmShapes::new(&geom, co, groups);
-                Some(w.get()?.reshape(&shapes.weight_matrix())?.transpose(1, 2)?)
-            }
+        let w = match (&saved_w, need[0]) {
+            (Some(w), true) => Some(w.get()?),
             _ => None,
         };
         let x = match (&saved_x, need[1]) {
             (Some(x), true) => Some(x.get()?),
             _ => None,
         };
-        let (mut gx_chunks, mut gw) = (Vec::new(), None::<Tensor>);
-        for (start, len) in chunks.iter() {
-            let gc = geom.with_batch(len);
-            let shapes = GemmShapes::new(&gc, co, groups);
-            let gm = shapes.grad_matrix(&g.narrow(0, start as isize, len)?)?;
-            if let Some(wt) = &wt {
-                let gcols = wt.matmul(&gm)?.reshape(&[gc.rows() as isize, -1])?;
-                gx_chunks.push(col2im(&gcols, &gc)?);
-            }
-            if let Some(x) = &x {
-                // grad_weight^T = cols @ grad_out^T, (G, Kg, Co/G). Both operands have the
-                // contracted N*L dim contiguous; gemm packs them far better for this product
-                // than for grad_out @ cols^T (measured 3-8x on resnet20's layers).
-                let cols = im2col(&x.narrow(0, start as isize, len)?, &gc)?;
-                let part = cols
-                    .reshape(&shapes.cols_matrix())?
-                    .matmul(&gm.transpose(1, 2)?)?;
-                gw = Some(match gw {
-                    Some(acc) => acc.add(&part)?,
-                    None => part,
-                });
-            }
-        }
-        let gx = wt.map(|_| cat_chunks(gx_chunks)).transpose()?;
-        let gw = gw
-            .map(|t| t.transpose(1, 2)?.reshape(&to_isize(&w_shape)))
-            .transpose()?;
+        let spec = Conv2dSpec {
+            geom,
+            out_channels: co,
+            groups,
+        };
+        let (gx, gw) = im2col_grads(g, w.as_ref(), x.as_ref(), &spec, chunks, &w_shape)?;
         with_bias_grad(vec![gx, gw], g, has_bias, need)
     }))
+}
+
+/// The gradients of a convolution from im2col, gemm and col2im, chunk by chunk: of the input
+/// when the weight `w` is given, of the weight when the input `x` is given. Tensor ops all
+/// (im2col and col2im record each other as backward), so under create_graph the gradients
+/// are differentiable again. `w_shape` is the weight's shape.
+fn im2col_grads(
+    g: &Tensor,
+    w: Option<&Tensor>,
+    x: Option<&Tensor>,
+    spec: &Conv2dSpec,
+    chunks: BatchChunks,
+    w_shape: &[usize],
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let (geom, co, groups) = (spec.geom, spec.out_channels, spec.groups);
+    let wt = w
+        .map(|w| {
+            let shapes = GemmShapes::new(&geom, co, groups);
+            w.reshape(&shapes.weight_matrix())?.transpose(1, 2)
+        })
+        .transpose()?;
+    let (mut gx_chunks, mut gw) = (Vec::new(), None::<Tensor>);
+    for (start, len) in chunks.iter() {
+        let gc = geom.with_batch(len);
+        let shapes = GemmShapes::new(&gc, co, groups);
+        let gm = shapes.grad_matrix(&g.narrow(0, start as isize, len)?)?;
+        if let Some(wt) = &wt {
+            let gcols = wt.matmul(&gm)?.reshape(&[gc.rows() as isize, -1])?;
+            gx_chunks.push(col2im(&gcols, &gc)?);
+        }
+        if let Some(x) = x {
+            // grad_weight^T = cols @ grad_out^T, (G, Kg, Co/G). Both operands have the
+            // contracted N*L dim contiguous; gemm packs them far better for this product
+            // than for grad_out @ cols^T (measured 3-8x on resnet20's layers).
+            let cols = im2col(&x.narrow(0, start as isize, len)?, &gc)?;
+            let part = cols
+                .reshape(&shapes.cols_matrix())?
+                .matmul(&gm.transpose(1, 2)?)?;
+            gw = Some(match gw {
+                Some(acc) => acc.add(&part)?,
+                None => part,
+            });
+        }
+    }
+    let gx = wt.map(|_| cat_chunks(gx_chunks)).transpose()?;
+    let gw = gw
+        .map(|t| t.transpose(1, 2)?.reshape(&to_isize(w_shape)))
+        .transpose()?;
+    Ok((gx, gw))
 }
 
 /// `conv2d` (shapes checked, operands of one dtype on one device) through the fused kernels
@@ -503,35 +528,62 @@ fn conv2d_fused(
         return Ok(Some(out));
     }
     // grad_input needs the weight only, grad_weight the input only.
-    let saved_w = x.requires_grad().then(|| wc.save(op));
-    let saved_x = w.requires_grad().then(|| xc.save(op));
+    // The operands themselves (not the contiguous copies), so that under create_graph the
+    // gradients below hang on their place in the graph.
+    let saved_w = x.requires_grad().then(|| w.save(op));
+    let saved_x = w.requires_grad().then(|| x.save(op));
     let (x_shape, w_shape) = (x.shape().to_vec(), w.shape().to_vec());
     let has_bias = bias.is_some();
+    let chunks = BatchChunks::new(&spec.geom, x.dtype().size_in_bytes());
+    let spec = *spec;
     Ok(Some(out.record(op, &inputs, move |g, need| {
+        let w = saved_w
+            .as_ref()
+            .filter(|_| need[0])
+            .map(|w| w.get())
+            .transpose()?;
+        let x = saved_x
+            .as_ref()
+            .filter(|_| need[1])
+            .map(|x| x.get())
+            .transpose()?;
+        let operands: Vec<&Tensor> = [Some(g), w.as_ref(), x.as_ref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        if needs_grad(&operands) {
+            // create_graph: the kernels have no backward; the composed gradients have.
+            let (gx, gw) = im2col_grads(g, w.as_ref(), x.as_ref(), &spec, chunks, &w_shape)?;
+            return with_bias_grad(vec![gx, gw], g, has_bias, need);
+        }
         let g = g.contiguous()?;
         let gx = match (&saved_w, need[0]) {
             (Some(w), true) => {
-                let v = with_spans(&[Some(&g), Some(w.get()?)], |s| {
+                let w = w.get()?;
+                let wc = w.contiguous()?;
+                let v = with_spans(&[Some(&g), Some(&wc)], |s| {
                     Storage::conv2d_backward_input(
                         s[0].expect("given"),
                         s[1].expect("given"),
                         &plan,
                     )
                 })?;
-                Some(Tensor::from_contiguous(v, &x_shape))
+                Some(Tensor::from_contiguous(v, &x_shape).first_order_only(op, &[&g, &w]))
             }
             _ => None,
         };
         let gw = match (&saved_x, need[1]) {
             (Some(x), true) => {
-                let v = with_spans(&[Some(x.get()?), Some(&g)], |s| {
+                let x = x.get()?;
+                let xc = x.contiguous()?;
+                let v = with_spans(&[Some(&xc), Some(&g)], |s| {
                     Storage::conv2d_backward_weight(
                         s[0].expect("given"),
                         s[1].expect("given"),
                         &plan,
                     )
                 })?;
-                Some(Tensor::from_contiguous(v, &w_shape))
+                Some(Tensor::from_contiguous(v, &w_shape).first_order_only(op, &[&g, &x]))
             }
             _ => None,
         };
@@ -670,19 +722,35 @@ fn conv_forward(
     y.reshape(&[n, co, s.out[0] as isize, s.out[1] as isize])
 }
 
-/// The `(C*kh*kw, N*OH*OW)` column matrix of `x`, outside the graph.
+/// The `(C*kh*kw, N*OH*OW)` column matrix of `x`. A linear map whose backward is its
+/// adjoint [`col2im`] (recorded only when `x` is in the graph: in backward under
+/// create_graph; the convolution's forward passes detached operands).
 fn im2col(x: &Tensor, geom: &ConvGeometry) -> Result<Tensor> {
     let s = x.storage().im2col(x.layout(), geom)?;
-    Ok(Tensor::from_contiguous(s, &[geom.rows(), geom.cols()]))
+    let out = Tensor::from_contiguous(s, &[geom.rows(), geom.cols()]);
+    if !needs_grad(&[x]) {
+        return Ok(out);
+    }
+    let geom = *geom;
+    Ok(out.record("im2col", &[x], move |g, _| {
+        Ok(vec![Some(col2im(g, &geom)?)])
+    }))
 }
 
-/// The `(N, C, H, W)` adjoint of [`im2col`] applied to `cols`, outside the graph.
+/// The `(N, C, H, W)` adjoint of [`im2col`] applied to `cols`; its backward is [`im2col`].
 fn col2im(cols: &Tensor, geom: &ConvGeometry) -> Result<Tensor> {
     let s = cols.storage().col2im(cols.layout(), geom)?;
-    Ok(Tensor::from_contiguous(
+    let out = Tensor::from_contiguous(
         s,
         &[geom.batch, geom.channels, geom.input[0], geom.input[1]],
-    ))
+    );
+    if !needs_grad(&[cols]) {
+        return Ok(out);
+    }
+    let geom = *geom;
+    Ok(out.record("col2im", &[cols], move |g, _| {
+        Ok(vec![Some(im2col(g, &geom)?)])
+    }))
 }
 
 /// Insert `s - 1` zeros between neighbouring elements of `dim` (the "fractional stride" of a

@@ -148,7 +148,7 @@ impl Tensor {
         let in_shape = self.shape().to_vec();
         Ok(out.record(OP, &[self], move |g, _| {
             let z = Tensor::zeros(&in_shape, g.dtype(), g.device())?;
-            Ok(vec![Some(z.index_add(d as isize, idx.get()?, g)?)])
+            Ok(vec![Some(z.index_add(d as isize, &idx.get()?, g)?)])
         }))
     }
 
@@ -200,7 +200,7 @@ impl Tensor {
         Ok(out.record(OP, &[self, source], move |g, need| {
             let gs = if need[1] {
                 Some(
-                    g.index_select(d as isize, idx.get()?)?
+                    g.index_select(d as isize, &idx.get()?)?
                         .reshape(&src_shape)?,
                 )
             } else {
@@ -229,7 +229,7 @@ impl Tensor {
         let in_shape = self.shape().to_vec();
         Ok(out.record(OP, &[self], move |g, _| {
             let z = Tensor::zeros(&in_shape, g.dtype(), g.device())?;
-            Ok(vec![Some(z.scatter_add(d as isize, idx.get()?, g)?)])
+            Ok(vec![Some(z.scatter_add(d as isize, &idx.get()?, g)?)])
         }))
     }
 
@@ -280,7 +280,7 @@ impl Tensor {
         let idx = index.save(OP);
         let src_shape = src.shape().to_vec();
         Ok(out.record(OP, &[self, src], move |g, need| {
-            let idx = idx.get()?;
+            let idx = &idx.get()?;
             // Overwritten positions do not depend on self; src gets the gradient of where it went.
             let gself = if need[0] {
                 Some(g.scatter_value(d as isize, idx, 0.0)?)
@@ -316,7 +316,7 @@ impl Tensor {
         }
         let idx = index.save(OP);
         Ok(out.record(OP, &[self], move |g, _| {
-            Ok(vec![Some(g.scatter_value(d as isize, idx.get()?, 0)?)])
+            Ok(vec![Some(g.scatter_value(d as isize, &idx.get()?, 0)?)])
         }))
     }
 
@@ -338,7 +338,7 @@ impl Tensor {
         Ok(out.record(OP, &[self, src], move |g, need| {
             let gsrc = if need[1] {
                 Some(embed_leading(
-                    &g.gather(d as isize, idx.get()?)?,
+                    &g.gather(d as isize, &idx.get()?)?,
                     &src_shape,
                 )?)
             } else {
@@ -416,7 +416,7 @@ impl Tensor {
         let in_shape = self.shape().to_vec();
         let values = values.record(OP, &[self], move |g, _| {
             let z = Tensor::zeros(&in_shape, g.dtype(), g.device())?;
-            Ok(vec![Some(z.scatter_add(d as isize, idx.get()?, g)?)])
+            Ok(vec![Some(z.scatter_add(d as isize, &idx.get()?, g)?)])
         });
         Ok((values, indices))
     }

@@ -358,7 +358,17 @@ fn fused_ce_rows(x: &Tensor, t: &Tensor, w: Option<Tensor>, a: CeArgs) -> Result
     let (saved_x, saved_t) = (x.save(CE), t.save(CE));
     let (saved, weight_total) = (fwd.saved, fwd.weight_total);
     Ok(Some(out.record(CE, &[x], move |g, _| {
-        let (x, t) = (saved_x.get()?, saved_t.get()?);
+        let (x, t) = (&saved_x.get()?, &saved_t.get()?);
+        if crate::autograd::is_grad_enabled() {
+            return Ok(vec![Some(differentiable_ce_rows_grad(
+                x,
+                t,
+                w.as_ref(),
+                &a,
+                g,
+                weight_total,
+            )?)]);
+        }
         let (per_row, uniform) = match a.reduction {
             Reduction::None => (Some(g.to_dtype(x.dtype())?.contiguous()?), 0.0),
             Reduction::Sum => (None, g.item_f64()?),
@@ -379,6 +389,28 @@ fn fused_ce_rows(x: &Tensor, t: &Tensor, w: Option<Tensor>, a: CeArgs) -> Result
     })))
 }
 
+/// The gradient of the fused cross entropy w.r.t. its rows `x` `(samples, C)` written with
+/// tensor ops, `g * (softmax(x) * sum(q) - q)`, for a backward under create_graph, where it
+/// must be differentiable again (the kernel's is not). `weight_total` divides for `Mean`.
+fn differentiable_ce_rows_grad(
+    x: &Tensor,
+    t: &Tensor,
+    w: Option<&Tensor>,
+    a: &CeArgs,
+    g: &Tensor,
+    weight_total: f64,
+) -> Result<Tensor> {
+    let t = t.reshape(&[-1])?;
+    let (q, _) = target_distribution(x, &t, w, a.ignore_index, a.label_smoothing)?;
+    let g = match a.reduction {
+        Reduction::None => g.to_dtype(x.dtype())?.reshape(&[-1, 1])?,
+        Reduction::Sum => g.to_dtype(x.dtype())?,
+        Reduction::Mean => g.to_dtype(x.dtype())?.div_scalar(weight_total)?,
+    };
+    let total = q.sum(&[1], true)?;
+    x.softmax(1)?.mul(&total)?.sub(&q)?.mul(&g)
+}
+
 /// The composite cross entropy (any device, index or probability targets): log-softmax,
 /// the target distribution `q` as a tensor, `-sum(q * logp)`; backward
 /// `g * (exp(logp) * sum(q) - q)`. The reference the fused kernel is tested against.
@@ -391,45 +423,13 @@ fn composite_cross_entropy(
     label_smoothing: f64,
 ) -> Result<Tensor> {
     const OP: &str = CE;
-    let prob = target.dtype().is_float();
     let unbatched = input.ndim() == 1;
     let (x, t) = batch_of_one(input, target)?;
-    let classes = x.shape()[1];
-    let eps = label_smoothing;
     let (out, logp, q, denom) = {
         let _guard = no_grad();
         let x = x.detach();
-        let w = class_weight(OP, weight, classes, x.ndim(), x.dtype())?;
         let logp = x.log_softmax(1)?;
-        let (q, denom) = if prob {
-            require_same_shape(OP, &x, &t)?;
-            let mut q = t.detach().to_dtype(x.dtype())?;
-            if eps > 0.0 {
-                q = q.mul_scalar(1.0 - eps)?.add_scalar(eps / classes as f64)?;
-            }
-            if let Some(w) = &w {
-                q = q.mul(w)?;
-            }
-            (q, (x.numel() / classes.max(1)) as f64)
-        } else {
-            let (safe, keep) = index_targets(OP, &x, &t, ignore_index)?;
-            let onehot = x.zeros_like()?.scatter_value(1, &safe.unsqueeze(1)?, 1.0)?;
-            let mut q = if eps > 0.0 {
-                onehot
-                    .mul_scalar(1.0 - eps)?
-                    .add_scalar(eps / classes as f64)?
-            } else {
-                onehot.clone()
-            };
-            let mut picked_w = keep.clone();
-            if let Some(w) = &w {
-                q = q.mul(w)?;
-                picked_w = onehot.mul(w)?.sum(&[1], false)?.mul(&keep)?;
-            }
-            q = q.mul(&keep.unsqueeze(1)?)?;
-            let denom = picked_w.sum_all()?.to_dtype(DType::F64)?.item::<f64>()?;
-            (q, denom)
-        };
+        let (q, denom) = target_distribution(&x, &t, weight, ignore_index, label_smoothing)?;
         let per = q.mul(&logp)?.sum(&[1], false)?.neg()?;
         let out = match reduction {
             Reduction::None if unbatched => per.squeeze_dim(0)?,
@@ -442,7 +442,7 @@ fn composite_cross_entropy(
     if !needs_grad(&[input]) {
         return Ok(out);
     }
-    let (logp, q) = (logp.save(OP), q.save(OP));
+    let (logp, q, saved_x) = (logp.save(OP), q.save(OP), x.save(OP));
     let per_shape: Vec<isize> = {
         let mut s: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
         s[1] = 1;
@@ -450,7 +450,14 @@ fn composite_cross_entropy(
     };
     let in_shape: Vec<isize> = input.shape().iter().map(|&d| d as isize).collect();
     Ok(out.record(OP, &[input], move |g, _| {
-        let (logp, q) = (logp.get()?, q.get()?);
+        let q = &q.get()?;
+        // Under create_graph, log-softmax again from the logits in the graph, so that the
+        // gradient is differentiable w.r.t. them.
+        let logp = &if crate::autograd::is_grad_enabled() {
+            saved_x.get()?.log_softmax(1)?
+        } else {
+            logp.get()?
+        };
         // The upstream gradient of each sample, shaped to broadcast along the class dim.
         let g = match reduction {
             Reduction::None => g.reshape(&per_shape)?,
@@ -461,6 +468,54 @@ fn composite_cross_entropy(
         let dx = logp.exp()?.mul(&total)?.sub(q)?.mul(&g)?;
         Ok(vec![Some(dx.reshape(&in_shape)?)])
     }))
+}
+
+/// The target distribution `q` `(N, C, ...)` of cross entropy on logits `x` (batched,
+/// outside the graph) and `target` (class indices or probabilities), with class weights,
+/// ignored targets and label smoothing folded in, and the divisor of the `Mean` reduction.
+fn target_distribution(
+    x: &Tensor,
+    t: &Tensor,
+    weight: Option<&Tensor>,
+    ignore_index: i64,
+    label_smoothing: f64,
+) -> Result<(Tensor, f64)> {
+    const OP: &str = CE;
+    let _guard = no_grad();
+    let prob = t.dtype().is_float();
+    let classes = x.shape()[1];
+    let eps = label_smoothing;
+    let w = class_weight(OP, weight, classes, x.ndim(), x.dtype())?;
+    let (q, denom) = if prob {
+        require_same_shape(OP, x, t)?;
+        let mut q = t.detach().to_dtype(x.dtype())?;
+        if eps > 0.0 {
+            q = q.mul_scalar(1.0 - eps)?.add_scalar(eps / classes as f64)?;
+        }
+        if let Some(w) = &w {
+            q = q.mul(w)?;
+        }
+        (q, (x.numel() / classes.max(1)) as f64)
+    } else {
+        let (safe, keep) = index_targets(OP, x, t, ignore_index)?;
+        let onehot = x.zeros_like()?.scatter_value(1, &safe.unsqueeze(1)?, 1.0)?;
+        let mut q = if eps > 0.0 {
+            onehot
+                .mul_scalar(1.0 - eps)?
+                .add_scalar(eps / classes as f64)?
+        } else {
+            onehot.clone()
+        };
+        let mut picked_w = keep.clone();
+        if let Some(w) = &w {
+            q = q.mul(w)?;
+            picked_w = onehot.mul(w)?.sum(&[1], false)?.mul(&keep)?;
+        }
+        q = q.mul(&keep.unsqueeze(1)?)?;
+        let denom = picked_w.sum_all()?.to_dtype(DType::F64)?.item::<f64>()?;
+        (q, denom)
+    };
+    Ok((q, denom))
 }
 
 /// Negative log-likelihood of log-probabilities `input` `(N, C, ...)` or `(C,)` at class

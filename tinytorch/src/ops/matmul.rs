@@ -330,7 +330,7 @@ fn column_major(t: &Tensor) -> bool {
 /// batch dims that `a` was broadcast along; computed as `(b @ g^T)^T` when `a` was
 /// column-major.
 fn grad_lhs(g: &Tensor, b: &SavedTensor, a_shape: &[usize], a_col_major: bool) -> Result<Tensor> {
-    let b = b.get()?;
+    let b = &b.get()?;
     if a_col_major {
         return b
             .matmul(&g.transpose(-1, -2)?)?
@@ -345,7 +345,7 @@ fn grad_lhs(g: &Tensor, b: &SavedTensor, a_shape: &[usize], a_col_major: bool) -
 /// column-major). A 2-D `b` shared by a batched `a` gets one `(k, B*m) x (B*m, n)` product
 /// instead of B products and a sum.
 fn grad_rhs(g: &Tensor, a: &SavedTensor, b_shape: &[usize], b_col_major: bool) -> Result<Tensor> {
-    let a = a.get()?;
+    let a = &a.get()?;
     let (a, g) = if b_shape.len() == 2 && a.ndim() > 2 {
         // b was not broadcast over a's batch dims here (it has none), so a and g share them.
         // The row count is spelled out: `-1` is ambiguous when k or n is 0.

@@ -155,7 +155,8 @@ fn max_pool2d_fused(x: &Tensor, w: &Window) -> Result<Option<Tensor>> {
         let gx = with_spans(&[Some(&g), Some(&argmax)], |s| {
             Storage::max_pool2d_backward(s[0].expect("given"), s[1].expect("given"), n * c, &plane)
         })?;
-        Ok(vec![Some(Tensor::from_contiguous(gx, &in_shape))])
+        let gx = Tensor::from_contiguous(gx, &in_shape).first_order_only(OP, &[&g]);
+        Ok(vec![Some(gx)])
     })))
 }
 

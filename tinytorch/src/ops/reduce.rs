@@ -118,7 +118,7 @@ impl Tensor {
         let kshape = as_isize(&keepdim_shape(self.shape(), &d));
         let dims_i: Vec<isize> = as_isize(&d);
         Ok(out.record("prod", &[self], move |g, _| {
-            let x = x.get()?;
+            let x = &x.get()?;
             let (gk, yk) = (g.reshape(&kshape)?, y.get()?.reshape(&kshape)?);
             // d prod / d x_i = product of the other elements: y / x_i where x_i != 0; where
             // x_i is the only zero of its slice, the product of the rest; else 0.
@@ -349,7 +349,7 @@ impl Tensor {
         Ok(out.record("std", &[&var], move |g, _| {
             // d sqrt(v)/dv = 1 / (2 sqrt(v)), defined as 0 where the deviation is 0, as in
             // PyTorch: the inf there would make var's backward 0 * inf = NaN.
-            let y = y.get()?;
+            let y = &y.get()?;
             let d = g.div(&y.mul_scalar(2)?)?.masked_fill(&y.eq_scalar(0)?, 0)?;
             Ok(vec![Some(d)])
         }))
@@ -486,7 +486,7 @@ impl Tensor {
         let (x, y) = (self.save("norm"), out.save("norm"));
         let kshape = as_isize(&keepdim_shape(self.shape(), d));
         Ok(out.record("norm", &[self], move |g, _| {
-            let (x, yk, g) = (x.get()?, y.get()?.reshape(&kshape)?, g.reshape(&kshape)?);
+            let (x, yk, g) = (&x.get()?, y.get()?.reshape(&kshape)?, g.reshape(&kshape)?);
             let ax = x.abs()?;
             if p < 1.0 {
                 // |x|^(p-1) is inf at x == 0; the norm's factor ||x||^(1-p) is finite.
@@ -606,7 +606,7 @@ impl Tensor {
         }
         let (x, y) = (self.save("cumprod"), out.save("cumprod"));
         Ok(out.record("cumprod", &[self], move |g, _| {
-            let (x, y) = (x.get()?, y.get()?);
+            let (x, y) = (&x.get()?, &y.get()?);
             // grad_i = sum_{j >= i} g_j * prod_{k <= j, k != i} x_k. Before the first zero of
             // the row this is suffix_sum(g * y)_i / x_i; at the first zero it is
             // suffix_sum(g * y')_i with y' the cumprod with that zero replaced by 1; after

@@ -36,7 +36,7 @@ impl Tensor {
         let y = out.save("softmax");
         Ok(out.record("softmax", &[self], move |g, _| {
             // dx = y * (g - sum(g * y))
-            let y = y.get()?;
+            let y = &y.get()?;
             let dot = g.mul(y)?.sum(&[d as isize], true)?;
             Ok(vec![Some(y.mul(&g.sub(&dot)?)?)])
         }))

@@ -31,8 +31,12 @@ const GELU_KAPPA: f64 = 0.044715;
 /// The fused backward of activation `kind` (`Storage::activation_backward`) on the upstream
 /// gradient `g` and the saved tensor `s` (the op's input or output) when they share a dtype
 /// and shape and their device has the kernel; `None` otherwise, and the caller composes the
-/// rule from tensor ops.
+/// rule from tensor ops. Also `None` when the backward itself is recorded (`create_graph`)
+/// and an operand is in the graph: the kernel has no backward, the composed rule has.
 fn fused_backward(g: &Tensor, s: &Tensor, kind: ActivationGrad) -> Result<Option<Tensor>> {
+    if needs_grad(&[g, s]) {
+        return Ok(None);
+    }
     if g.dtype() != s.dtype() || g.shape() != s.shape() || g.device() != s.device() {
         return Ok(None);
     }
@@ -99,7 +103,7 @@ impl Tensor {
             Saved::Output => out.save(name),
         };
         Ok(out.record(name, &[self], move |g, _| {
-            Ok(vec![Some(rule(g, saved.get()?)?)])
+            Ok(vec![Some(rule(g, &saved.get()?)?)])
         }))
     }
 

@@ -3,6 +3,7 @@
 
 mod create;
 mod display;
+mod hooks;
 pub mod memory;
 pub(crate) mod node;
 pub use display::grad_fn_display;
@@ -12,6 +13,7 @@ mod random;
 pub use crate::base::{dtype, layout, scalar};
 pub use crate::base::{DType, Device, Element, FloatElement, Layout, ResultType, Scalar};
 pub use create::IntoTensorData;
+pub use hooks::TensorHook;
 pub use random::{get_rng_state, manual_seed, set_rng_state, Generator, GeneratorState};
 
 use crate::backend::CpuElement;
@@ -19,7 +21,7 @@ use crate::backend::Storage;
 use crate::error::{Error, Result};
 use node::Node;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// A unique id per tensor handle created (views and detached copies get their own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -96,7 +98,9 @@ pub(crate) struct TensorInner {
     storage: Arc<StorageCell>,
     layout: Layout,
     dtype: DType,
-    pub(crate) node: Option<Arc<Node>>,
+    /// The op that produced this tensor; set once, right after the op ran (a `OnceLock`, so
+    /// that a weak handle a backward rule keeps on its own output does not block it).
+    pub(crate) node: OnceLock<Arc<Node>>,
     requires_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
     /// Hooks run after backward accumulated this leaf's `.grad` (see
@@ -105,30 +109,51 @@ pub(crate) struct TensorInner {
     /// True while `grad_hooks` is not empty: the backward engine asks on every leaf it
     /// meets, so that question costs no lock.
     has_grad_hooks: AtomicBool,
+    /// Hooks run on this tensor's gradient when backward computes it, each of which may
+    /// replace it (see [`Tensor::register_hook`]), with their handles' ids.
+    pub(crate) tensor_hooks: Mutex<Vec<(u64, hooks::TensorHook)>>,
+    /// True while `tensor_hooks` is not empty or `.grad` is retained (`retain_grad`): the
+    /// engine asks on every tensor it meets, so that question costs no lock.
+    pub(crate) has_tensor_hooks: AtomicBool,
+    /// Set by [`Tensor::retain_grad`]: a non-leaf keeps its gradient in `.grad`.
+    pub(crate) retains_grad: AtomicBool,
 }
 
 /// A hook run after backward accumulated a leaf's gradient, given the leaf (PyTorch's
 /// `register_post_accumulate_grad_hook`); an error stops the backward pass.
 pub type PostAccumulateGradHook = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
 
-/// Removes a hook registered with [`Tensor::register_post_accumulate_grad_hook`]
-/// (`RemovableHandle.remove()`).
+/// Removes a hook registered with [`Tensor::register_post_accumulate_grad_hook`] or
+/// [`Tensor::register_hook`] (`RemovableHandle.remove()`).
 pub struct HookHandle {
-    tensor: std::sync::Weak<TensorInner>,
-    id: u64,
+    pub(crate) tensor: std::sync::Weak<TensorInner>,
+    pub(crate) id: u64,
+    /// True for a [`Tensor::register_hook`] hook, false for a post-accumulate-grad hook.
+    pub(crate) gradient_hook: bool,
 }
 
 impl HookHandle {
-    /// Unregister the hook; nothing happens when the tensor is gone.
-    pub fn remove(self) {
-        if let Some(inner) = self.tensor.upgrade() {
-            let mut hooks = inner.grad_hooks.lock().unwrap_or_else(|e| e.into_inner());
-            hooks.retain(|(id, _)| *id != self.id);
-            inner
-                .has_grad_hooks
-                .store(!hooks.is_empty(), Ordering::Release);
+    /// Unregister the hook; nothing happens when the tensor is gone or it was removed.
+    pub fn remove(&self) {
+        let Some(inner) = self.tensor.upgrade() else {
+            return;
+        };
+        if self.gradient_hook {
+            hooks::remove_tensor_hook(&inner, self.id);
+            return;
         }
+        let mut hooks = inner.grad_hooks.lock().unwrap_or_else(|e| e.into_inner());
+        hooks.retain(|(id, _)| *id != self.id);
+        inner
+            .has_grad_hooks
+            .store(!hooks.is_empty(), Ordering::Release);
     }
+}
+
+/// The next id of a hook handle (unique per process).
+pub(crate) fn next_hook_id() -> u64 {
+    static NEXT_ID: AtomicU64 = AtomicU64::new(0);
+    NEXT_ID.fetch_add(1, Ordering::Relaxed)
 }
 
 /// An n-dimensional array with a dtype, a device and (optionally) a place in the autograd
@@ -158,11 +183,14 @@ impl Tensor {
                 storage,
                 layout,
                 dtype,
-                node: None,
+                node: OnceLock::new(),
                 requires_grad: AtomicBool::new(false),
                 grad: Mutex::new(None),
                 grad_hooks: Mutex::new(Vec::new()),
                 has_grad_hooks: AtomicBool::new(false),
+                tensor_hooks: Mutex::new(Vec::new()),
+                has_tensor_hooks: AtomicBool::new(false),
+                retains_grad: AtomicBool::new(false),
             }),
         }
     }
@@ -174,9 +202,10 @@ impl Tensor {
     }
 
     /// Attach an autograd node to a freshly created tensor.
-    pub(crate) fn set_node(mut self, node: Node) -> Tensor {
-        let inner = Arc::get_mut(&mut self.inner).expect("set_node on a fresh tensor");
-        inner.node = Some(Arc::new(node));
+    pub(crate) fn set_node(self, node: Node) -> Tensor {
+        if self.inner.node.set(Arc::new(node)).is_err() {
+            unreachable!("set_node on a tensor that already has a node");
+        }
         self
     }
 
@@ -294,18 +323,18 @@ impl Tensor {
     /// True when gradients flow to this tensor: a leaf marked with `requires_grad_`, or the
     /// result of an op recorded in the graph.
     pub fn requires_grad(&self) -> bool {
-        self.inner.node.is_some() || self.inner.requires_grad.load(Ordering::Relaxed)
+        self.inner.node.get().is_some() || self.inner.requires_grad.load(Ordering::Relaxed)
     }
     /// True for tensors created by the user rather than by a recorded op.
     pub fn is_leaf(&self) -> bool {
-        self.inner.node.is_none()
+        self.inner.node.get().is_none()
     }
     /// Name of the op that produced this tensor, if it is in the graph (`grad_fn` in PyTorch).
     pub fn grad_fn_name(&self) -> Option<&'static str> {
-        self.inner.node.as_ref().map(|n| n.name)
+        self.inner.node.get().map(|n| n.name)
     }
     pub(crate) fn node(&self) -> Option<&Arc<Node>> {
-        self.inner.node.as_ref()
+        self.inner.node.get()
     }
 
     /// Mark a leaf as requiring gradients (or not). Returns the same handle for chaining.
@@ -363,8 +392,7 @@ impl Tensor {
                 }
             )));
         }
-        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
-        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let id = next_hook_id();
         let mut hooks = self
             .inner
             .grad_hooks
@@ -375,6 +403,7 @@ impl Tensor {
         Ok(HookHandle {
             tensor: Arc::downgrade(&self.inner),
             id,
+            gradient_hook: false,
         })
     }
 

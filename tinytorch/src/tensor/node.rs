@@ -47,6 +47,14 @@ impl Drop for Node {
     /// Drops the chain of inputs iteratively: a graph of 100,000 ops would otherwise drop
     /// recursively and overflow the stack.
     fn drop(&mut self) {
+        // The rule first: its saved tensors may hold inputs too (a saved input keeps its
+        // graph for double backward), and the inputs below unwind only what nothing else holds.
+        drop(
+            self.backward
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
         let mut stack: Vec<Tensor> = std::mem::take(&mut self.inputs);
         while let Some(t) = stack.pop() {
             // Only unwind what this node owned alone; shared parts are dropped by their owner.

@@ -29,14 +29,14 @@ def _root(outputs, grad_outputs):
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=None, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, returned as a tuple; no
-    ``.grad`` changes."""
-    if create_graph:
-        raise RuntimeError("autograd.grad(create_graph=True) (higher-order gradients) is not "
-                           "supported")
+    ``.grad`` changes. With ``create_graph=True`` the gradients are themselves differentiable
+    (Hessian-vector products, gradient penalties); ``retain_graph`` defaults to
+    ``create_graph``."""
     root, g = _root(outputs, grad_outputs)
     single = isinstance(inputs, _C.Tensor)
     inputs = _as_list(inputs)
-    grads = _C._autograd_grad(root, g, inputs, bool(retain_graph))
+    retain = None if retain_graph is None else bool(retain_graph)
+    grads = _C._autograd_grad(root, g, inputs, retain, bool(create_graph))
     if any(x is None for x in grads):
         if materialize_grads:
             grads = [_C._like("zeros", i) if x is None else x for x, i in zip(grads, inputs)]
@@ -47,10 +47,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     return tuple(grads) if not single or len(grads) != 1 else (grads[0],)
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None):
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False):
     """``torch.autograd.backward(tensors, grad_tensors)``: backward from each tensor."""
     tensors = _as_list(tensors)
     grad_tensors = _as_list(grad_tensors) if grad_tensors is not None else [None] * len(tensors)
     for i, (t, g) in enumerate(zip(tensors, grad_tensors)):
-        keep = retain_graph if retain_graph is not None else i + 1 < len(tensors)
-        t.backward(g, retain_graph=keep)
+        keep = retain_graph if retain_graph is not None else (create_graph or i + 1 < len(tensors))
+        t.backward(g, retain_graph=keep, create_graph=create_graph)

@@ -20,6 +20,12 @@ class _RemovableHandle:
         self._hooks.pop(self._key, None)
 
 
+def _backward_hook_state(module, hooks):
+    from ._backward_hook import BackwardHook
+
+    return BackwardHook(module, hooks)
+
+
 class Module:
     """Base class of every layer and model (``torch.nn.Module``)."""
 
@@ -34,6 +40,8 @@ class Module:
         object.__setattr__(self, "_non_persistent", set())
         object.__setattr__(self, "_modules", OrderedDict())
         object.__setattr__(self, "_forward_pre_hooks", OrderedDict())
+        object.__setattr__(self, "_forward_hooks", OrderedDict())
+        object.__setattr__(self, "_backward_hooks", OrderedDict())
 
     # ---- registration ------------------------------------------------------------------
 
@@ -106,7 +114,21 @@ class Module:
                 result = hook(self, args)
                 if result is not None:
                     args = result if isinstance(result, tuple) else (result,)
-        return self.forward(*args, **kwargs)
+        backward_hooks = self.__dict__.get("_backward_hooks")
+        state = None
+        if backward_hooks and _C.is_grad_enabled():
+            state = _backward_hook_state(self, list(backward_hooks.values()))
+            args = state.wrap_inputs(args)
+        out = self.forward(*args, **kwargs)
+        forward_hooks = self.__dict__.get("_forward_hooks")
+        if forward_hooks:
+            for hook in list(forward_hooks.values()):
+                result = hook(self, args, out)
+                if result is not None:
+                    out = result
+        if state is not None:
+            out = state.wrap_outputs(out)
+        return out
 
     def register_forward_pre_hook(self, hook):
         """Call ``hook(module, args)`` before every forward; a non-None result replaces the
@@ -114,6 +136,22 @@ class Module:
         key = object()
         self._forward_pre_hooks[key] = hook
         return _RemovableHandle(self._forward_pre_hooks, key)
+
+    def register_forward_hook(self, hook):
+        """Call ``hook(module, args, output)`` after every forward; a non-None result
+        replaces the output. Returns a handle whose ``remove()`` unregisters it."""
+        key = object()
+        self._forward_hooks[key] = hook
+        return _RemovableHandle(self._forward_hooks, key)
+
+    def register_full_backward_hook(self, hook):
+        """Call ``hook(module, grad_input, grad_output)`` (tuples, one entry per tensor
+        argument and output; None for an input that needs no gradient) when backward has
+        computed the gradients of the module's inputs; a non-None result (a tuple) replaces
+        grad_input. Returns a handle whose ``remove()`` unregisters it."""
+        key = object()
+        self._backward_hooks[key] = hook
+        return _RemovableHandle(self._backward_hooks, key)
 
     # ---- traversal ---------------------------------------------------------------------
 

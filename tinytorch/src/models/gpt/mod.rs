@@ -5,17 +5,20 @@
 //! cache (`cache.rs`) so each new token costs the same whatever the context length.
 
 mod cache;
+pub mod memory;
 mod sample;
 
 pub(crate) use cache::causal_mask;
 pub use cache::KvCache;
 pub use sample::{sample_next, Sampling};
 
+use crate::autograd::{checkpoint, is_grad_enabled};
 use crate::error::{Error, Result};
 use crate::nn::functional::{dropout, layer_norm, linear};
 use crate::nn::init::{normal_, zeros_};
 use crate::nn::{prefixed, Embedding, LayerNorm, Linear, Module};
 use crate::tensor::{DType, Tensor};
+use std::sync::Arc;
 
 /// Sizes of a GPT (nanoGPT's `GPTConfig`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -99,7 +102,7 @@ impl Block {
     ) -> Result<Tensor> {
         let (b, t, e) = (x.shape()[0], x.shape()[1], c.n_embd);
         let (h, hd) = (c.n_head, e / c.n_head);
-        let qkv = self.c_attn.forward(&self.ln_1.forward(x)?)?.chunk(3, -1)?;
+        let qkv = self.c_attn.call(&self.ln_1.call(x)?)?.chunk(3, -1)?;
         let heads = |z: &Tensor| -> Result<Tensor> {
             z.reshape(&[b as isize, t as isize, h as isize, hd as isize])?
                 .transpose(1, 2)
@@ -123,9 +126,21 @@ impl Block {
         let y = y
             .transpose(1, 2)?
             .reshape(&[b as isize, t as isize, e as isize])?;
-        let x = x.add(&dropout(&self.attn_proj.forward(&y)?, p, p > 0.0)?)?;
-        let m = self.c_fc.forward(&self.ln_2.forward(&x)?)?.gelu()?;
-        x.add(&dropout(&self.mlp_proj.forward(&m)?, p, p > 0.0)?)
+        let x = x.add(&dropout(&self.attn_proj.call(&y)?, p, p > 0.0)?)?;
+        let m = self.c_fc.call(&self.ln_2.call(&x)?)?.gelu()?;
+        x.add(&dropout(&self.mlp_proj.call(&m)?, p, p > 0.0)?)
+    }
+
+    /// The block's layers with nanoGPT's names below `transformer.h.<i>`.
+    fn named_children(&self) -> [(&'static str, &dyn Module); 6] {
+        [
+            ("ln_1", &self.ln_1),
+            ("attn.c_attn", &self.c_attn),
+            ("attn.c_proj", &self.attn_proj),
+            ("ln_2", &self.ln_2),
+            ("mlp.c_fc", &self.c_fc),
+            ("mlp.c_proj", &self.mlp_proj),
+        ]
     }
 }
 
@@ -134,9 +149,11 @@ pub struct Gpt {
     config: GptConfig,
     wte: Embedding,
     wpe: Embedding,
-    blocks: Vec<Block>,
+    /// Shared with the closures of checkpointed blocks, which run them again in backward.
+    blocks: Vec<Arc<Block>>,
     ln_f: LayerNorm,
     training: bool,
+    gradient_checkpointing: bool,
 }
 
 impl Gpt {
@@ -149,11 +166,12 @@ impl Gpt {
             wte: Embedding::new(c.vocab_size, c.n_embd, None)?,
             wpe: Embedding::new(c.block_size, c.n_embd, None)?,
             blocks: (0..c.n_layer)
-                .map(|_| Block::new(c))
+                .map(|_| Block::new(c).map(Arc::new))
                 .collect::<Result<_>>()?,
             ln_f: LayerNorm::new_with_bias(&[c.n_embd], 1e-5, true, c.bias)?,
             config,
             training: true,
+            gradient_checkpointing: false,
         };
         let residual_std = 0.02 / (2.0 * c.n_layer as f64).sqrt();
         for (name, p) in model.named_parameters() {
@@ -171,6 +189,20 @@ impl Gpt {
     /// The configuration.
     pub fn config(&self) -> &GptConfig {
         &self.config
+    }
+
+    /// Checkpoint every block in training (Hugging Face's `gradient_checkpointing_enable`):
+    /// a training forward keeps only each block's input for backward, which runs the block
+    /// again ([`checkpoint`]). Peak memory of a step falls by about the activations of all
+    /// blocks but one; the step costs one more forward of the blocks. Gradients are the same
+    /// bit for bit (dropout draws the same masks). Off by default.
+    pub fn set_gradient_checkpointing(&mut self, on: bool) {
+        self.gradient_checkpointing = on;
+    }
+
+    /// Whether blocks are checkpointed in training.
+    pub fn gradient_checkpointing(&self) -> bool {
+        self.gradient_checkpointing
     }
 
     /// Logits `(B, T, vocab)` for token ids `idx` `(B, T)` (i64), T at most `block_size`.
@@ -217,8 +249,14 @@ impl Gpt {
             p,
             p > 0.0,
         )?;
+        let checkpointed = self.gradient_checkpointing && self.training && cache.is_none();
         for (layer, block) in self.blocks.iter().enumerate() {
-            x = block.forward(&x, c, p, cache.as_deref_mut().map(|k| (k, layer)))?;
+            x = if checkpointed && is_grad_enabled() {
+                let (block, c) = (block.clone(), *c);
+                checkpoint(move |xs| block.forward(&xs[0], &c, p, None), &[x])?
+            } else {
+                block.forward(&x, c, p, cache.as_deref_mut().map(|k| (k, layer)))?
+            };
         }
         if let Some(k) = cache {
             k.advance(t);
@@ -283,5 +321,21 @@ impl Module for Gpt {
 
     fn is_training(&self) -> bool {
         self.training
+    }
+
+    /// The embeddings, each block's layers (`transformer.h.<i>.attn.c_attn`, ...: nanoGPT's
+    /// names, without its `ModuleDict`/`ModuleList` levels) and the final LayerNorm.
+    fn named_children(&self) -> Vec<(String, &dyn Module)> {
+        let mut out: Vec<(String, &dyn Module)> = vec![
+            ("transformer.wte".into(), &self.wte),
+            ("transformer.wpe".into(), &self.wpe),
+        ];
+        for (i, b) in self.blocks.iter().enumerate() {
+            for (name, m) in b.named_children() {
+                out.push((format!("transformer.h.{i}.{name}"), m));
+            }
+        }
+        out.push(("transformer.ln_f".into(), &self.ln_f));
+        out
     }
 }

@@ -78,7 +78,7 @@ pub(crate) fn fused_norm(
     let param_shape = normalized_shape.to_vec();
     let y = y.record(op, &inputs, move |g, needs| {
         let (w, stats) = &*saved;
-        let x = saved_x.get()?;
+        let x = &saved_x.get()?;
         let want = NormWanted {
             x: needs[0],
             weight: has_w && needs[1],
@@ -89,8 +89,9 @@ pub(crate) fn fused_norm(
             let (xs, gs) = (s[0].expect("given"), s[1].expect("given"));
             Storage::norm_backward(op, xs, gs, s[2], n, stats, kind, want)
         })?;
-        let wrap =
-            |s: Option<Storage>, shape: &[usize]| s.map(|s| Tensor::from_contiguous(s, shape));
+        let wrap = |s: Option<Storage>, shape: &[usize]| {
+            s.map(|s| Tensor::from_contiguous(s, shape).first_order_only(op, &[&g, x]))
+        };
         let mut out = vec![wrap(grads.dx, &shape)];
         if has_w {
             out.push(wrap(grads.dweight, &param_shape));
@@ -146,14 +147,18 @@ pub(crate) fn fused_batch_norm(
     let (has_w, has_b) = (weight.is_some(), bias.is_some());
     let y = y.record(OP, &inputs, move |g, needs| {
         let (w, stats) = &*saved;
-        let x = saved_x.get()?;
+        let x = &saved_x.get()?;
         let g = g.to_dtype(x.dtype())?.contiguous()?;
         let grads = with_spans(&[Some(x), Some(&g), w.as_ref()], |s| {
             let (xs, gs) = (s[0].expect("given"), s[1].expect("given"));
             Storage::batch_norm_backward(xs, gs, d, s[2], stats, needs[0])
         })?;
-        let channel = |v: Option<Storage>| v.map(|v| Tensor::from_contiguous(v, &[d.c]));
-        let mut out = vec![grads.dx.map(|v| Tensor::from_contiguous(v, &shape))];
+        let first_order = |t: Tensor| t.first_order_only(OP, &[&g, x]);
+        let channel =
+            |v: Option<Storage>| v.map(|v| first_order(Tensor::from_contiguous(v, &[d.c])));
+        let mut out = vec![grads
+            .dx
+            .map(|v| first_order(Tensor::from_contiguous(v, &shape)))];
         if has_w {
             out.push(channel(grads.dweight));
         }
