@@ -210,7 +210,7 @@ where
     let mut predictions = Vec::new();
     for batch in batches {
         let (x, y) = batch?;
-        let logits = model.forward(&x)?;
+        let logits = model.call(&x)?;
         let loss = cross_entropy(&logits, &y, None, -100, Reduction::Sum, 0.0)?;
         totals.loss_sum += loss.item_f64()?;
         totals.correct += count_correct(&logits, &y)?;

@@ -125,7 +125,7 @@ impl Trainer {
                     // Autocast covers the forward pass and the loss, not the backward (as
                     // in PyTorch, which runs each backward op in its forward's dtype).
                     let _amp = amp.map(autocast).transpose()?;
-                    let logits = model.forward(&xk)?;
+                    let logits = model.call(&xk)?;
                     let part_loss = loss(&logits, &xk, &yk)?;
                     (logits, part_loss)
                 };
