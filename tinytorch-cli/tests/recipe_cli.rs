@@ -5,30 +5,16 @@
 
 mod common;
 
-use common::{last_json, synthetic_mnist, temp_dir, tinytorch};
+use common::{last_json, synthetic_mnist, temp_dir, tinytorch, train_args};
 use std::path::Path;
 use tinytorch::io::load_checkpoint;
 
-/// Every recipe option of `train`, on the synthetic MNIST set in `data`, writing to `out`.
+/// Every recipe option of `train` on top of [`train_args`].
 fn recipe_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
-    vec![
-        "train",
-        "--dataset",
-        "mnist",
-        "--data",
-        data,
-        "--model",
-        "mlp",
-        "--batch-size",
-        "16",
-        "--lr",
-        "0.1",
-        "--momentum",
-        "0.9",
+    let mut args = train_args(data, out);
+    args.extend([
         "--weight-decay",
         "1e-4",
-        "--seed",
-        "5",
         "--epochs",
         "2",
         "--augment-crop",
@@ -52,10 +38,8 @@ fn recipe_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
         "0.9",
         "--early-stopping",
         "3",
-        "--out",
-        out,
-        "--json",
-    ]
+    ]);
+    args
 }
 
 fn same_bits(

@@ -4,35 +4,10 @@
 
 mod common;
 
-use common::{last_json, synthetic_mnist, temp_dir, tinytorch};
+use common::{last_json, synthetic_mnist, temp_dir, tinytorch, train_args};
 use std::path::Path;
 use std::process::Output;
 use tinytorch::io::load_checkpoint;
-
-fn train_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
-    vec![
-        "train",
-        "--dataset",
-        "mnist",
-        "--data",
-        data,
-        "--model",
-        "mlp",
-        "--batch-size",
-        "16",
-        "--lr",
-        "0.1",
-        "--optimizer",
-        "sgd",
-        "--momentum",
-        "0.9",
-        "--seed",
-        "3",
-        "--out",
-        out,
-        "--json",
-    ]
-}
 
 #[test]
 fn train_writes_outputs_and_a_final_json_line() {

@@ -70,3 +70,30 @@ pub fn last_json(out: &Output) -> serde_json::Value {
     let last = stdout.lines().last().expect("some output");
     serde_json::from_str(last).unwrap_or_else(|e| panic!("last line is not JSON ({e}): {last}"))
 }
+
+/// `train` of the mlp on the synthetic MNIST set in `data` (SGD with momentum, batch 16),
+/// writing to `out`, with the final JSON line.
+pub fn train_args<'a>(data: &'a str, out: &'a str) -> Vec<&'a str> {
+    vec![
+        "train",
+        "--dataset",
+        "mnist",
+        "--data",
+        data,
+        "--model",
+        "mlp",
+        "--batch-size",
+        "16",
+        "--lr",
+        "0.1",
+        "--optimizer",
+        "sgd",
+        "--momentum",
+        "0.9",
+        "--seed",
+        "3",
+        "--out",
+        out,
+        "--json",
+    ]
+}

@@ -325,22 +325,23 @@ impl Tensor {
 
 /// Adaptive averaging along one dim: `o` means over PyTorch's start/end ranges.
 fn adaptive_mean_dim(t: &Tensor, dim: usize, len: usize, o: usize) -> Result<Tensor> {
-    let d = dim as isize;
-    if len == o {
-        return Ok(t.clone());
-    }
-    let mut parts = Vec::with_capacity(o);
-    for i in 0..o {
-        let start = i * len / o;
-        let end = ((i + 1) * len).div_ceil(o);
-        parts.push(t.narrow(d, start as isize, end - start)?.mean(&[d], true)?);
-    }
-    let refs: Vec<&Tensor> = parts.iter().collect();
-    Tensor::cat(&refs, d)
+    adaptive_reduce_dim(t, dim, len, o, |w, d| w.mean(&[d], true))
 }
 
 /// Adaptive max along one dim: `o` maxima over PyTorch's start/end ranges.
 fn adaptive_max_dim(t: &Tensor, dim: usize, len: usize, o: usize) -> Result<Tensor> {
+    adaptive_reduce_dim(t, dim, len, o, |w, d| Ok(w.max_dim(d, true)?.0))
+}
+
+/// `reduce` (keeping the dim) over each of the `o` windows of `dim` (length `len`) that
+/// adaptive pooling uses: window `i` is `floor(i*len/o) .. ceil((i+1)*len/o)`.
+fn adaptive_reduce_dim(
+    t: &Tensor,
+    dim: usize,
+    len: usize,
+    o: usize,
+    reduce: impl Fn(&Tensor, isize) -> Result<Tensor>,
+) -> Result<Tensor> {
     let d = dim as isize;
     if len == o {
         return Ok(t.clone());
@@ -349,11 +350,7 @@ fn adaptive_max_dim(t: &Tensor, dim: usize, len: usize, o: usize) -> Result<Tens
     for i in 0..o {
         let start = i * len / o;
         let end = ((i + 1) * len).div_ceil(o);
-        parts.push(
-            t.narrow(d, start as isize, end - start)?
-                .max_dim(d, true)?
-                .0,
-        );
+        parts.push(reduce(&t.narrow(d, start as isize, end - start)?, d)?);
     }
     let refs: Vec<&Tensor> = parts.iter().collect();
     Tensor::cat(&refs, d)
