@@ -4,7 +4,7 @@
 # is present; then the Python package, installed as a user installs it (`pip install
 # ./tinytorch-py`, into its own virtualenv outside the repository) and tested with pytest. The MiniLM test (tinytorch/tests/minilm.rs) gets the model files of
 # sentence-transformers/all-MiniLM-L6-v2 from install_minilm.sh unless TINYTORCH_MINILM_DIR
-# already points at them.
+# already points at them. Last, scripts/fuzz.sh fuzzes each file reader for a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 nvrtc_lib="$(bash scripts/install_nvrtc.sh)"
@@ -26,3 +26,9 @@ py_venv="${TINYTORCH_PY_VENV:-$HOME/.cache/tinytorch/py-venv}"
 # With the MPI backend, so that tinytorch.distributed's tests run (Open MPI from install_deps.sh).
 MATURIN_PEP517_ARGS="--features mpi" "$py_venv/bin/pip" install -q ./tinytorch-py
 "$py_venv/bin/python" -m pytest -q tinytorch-py/tests
+
+# Every reader of outside bytes under libFuzzer for a few seconds each (saved failures in
+# fuzz/regressions replayed first), and torch.load under atheris: scripts/fuzz.sh.
+"$py_venv/bin/pip" install -q atheris
+cargo run -q -p tinytorch --all-features --example fuzz_seeds -- fuzz/corpus
+PYTHON="$py_venv/bin/python" bash scripts/fuzz.sh

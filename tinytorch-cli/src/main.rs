@@ -50,6 +50,17 @@ enum Command {
     Dashboard(dashboard::DashboardArgs),
 }
 
+/// Every option that takes a value takes a negative number as its value (`--lr -1`,
+/// `--momentum -0.5`), where clap would call it an unknown flag: the option's own check
+/// then says what is wrong with the number.
+fn allow_negative_values(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| {
+        let takes_value = a.get_action().takes_values();
+        a.allow_negative_numbers(takes_value)
+    })
+    .mut_subcommands(allow_negative_values)
+}
+
 fn main() {
     // Rust ignores SIGPIPE, so printing into a closed pipe (`tinytorch bench | head`)
     // panics; with the default action the process ends quietly, as command-line tools do.
@@ -66,7 +77,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let matches = Cli::command().get_matches_from(args);
+    let matches = allow_negative_values(Cli::command()).get_matches_from(args);
     let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     // `train --resume` refuses flags that would change the resumed run: it needs to know
     // which flags were given rather than defaulted.

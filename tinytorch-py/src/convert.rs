@@ -3,7 +3,7 @@
 //! `*sizes` or one sequence, and dims given as an int or a sequence.
 
 use crate::error::IntoPyResult;
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyFloat, PyInt, PySequence, PyString, PyTuple};
 use tinytorch::{DType, Device, Scalar, Tensor};
@@ -147,8 +147,12 @@ pub fn sizes_of(args: &Bound<'_, PyTuple>) -> PyResult<Vec<usize>> {
     shape_of(args)?
         .into_iter()
         .map(|d| {
-            usize::try_from(d)
-                .map_err(|_| PyValueError::new_err(format!("negative dimension {d} in a size")))
+            usize::try_from(d).map_err(|_| {
+                PyRuntimeError::new_err(format!(
+                    "Trying to create tensor with negative dimension {d}: {:?}",
+                    shape_of(args).unwrap_or_default()
+                ))
+            })
         })
         .collect()
 }

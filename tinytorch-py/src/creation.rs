@@ -7,8 +7,12 @@ use crate::error::IntoPyResult;
 use crate::tensor::PyTensor;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PySequence, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyFloat, PyInt, PySequence, PyString, PyTuple};
 use tinytorch::{DType, Device, Scalar, Tensor};
+
+/// The most levels of nested sequences `tensor()` reads (far more dims than any model uses;
+/// a bound keeps a hostile nesting from exhausting the stack).
+const MAX_NESTING: usize = 64;
 
 /// The leaves of nested sequences, row-major, and the shape they form.
 fn flatten<'py>(
@@ -39,7 +43,7 @@ fn flatten<'py>(
         out.push(scalar_of(obj)?);
         return check_leaf_depth(depth, shape);
     }
-    let seq = obj.cast::<PySequence>().map_err(|_| {
+    let not_a_number = || {
         PyTypeError::new_err(format!(
             "tensor() takes numbers and nested sequences of numbers, got {}",
             obj.get_type()
@@ -47,7 +51,18 @@ fn flatten<'py>(
                 .map(|n| n.to_string())
                 .unwrap_or_default()
         ))
-    })?;
+    };
+    // A string is a sequence of strings, each of which is one again: without this check the
+    // recursion below would never end.
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(not_a_number());
+    }
+    if depth >= MAX_NESTING {
+        return Err(PyValueError::new_err(format!(
+            "tensor(): nesting deeper than {MAX_NESTING} levels"
+        )));
+    }
+    let seq = obj.cast::<PySequence>().map_err(|_| not_a_number())?;
     let n = seq.len()?;
     if depth == shape.len() {
         if !out.is_empty() {

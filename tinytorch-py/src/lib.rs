@@ -116,6 +116,8 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         autograd::_checkpoint,
         io::_save_safetensors,
         io::_load_safetensors,
+        io::_serialize_safetensors,
+        io::_deserialize_safetensors,
         optim::clip_grad_norm_,
         optim::clip_grad_value_,
         profile::_memory_allocated,

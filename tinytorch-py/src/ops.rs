@@ -151,7 +151,10 @@ unary_methods!(
     floor,
     ceil,
     round,
-    logical_not
+    logical_not,
+    isnan,
+    isinf,
+    isfinite
 );
 
 #[pymethods]

@@ -621,3 +621,37 @@ fn fused_relu_backward_matches_the_composite_rule() {
         );
     }
 }
+
+/// `torch.isnan`, `torch.isinf`, `torch.isfinite` (bool results; integers are all finite).
+#[test]
+fn nan_and_infinity_tests() {
+    let bools = |t: Tensor| t.to_vec::<bool>().unwrap();
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        let x = Tensor::from_slice(&[1.0f64, f64::NEG_INFINITY, f64::INFINITY, f64::NAN, -0.0])
+            .to_dtype(dtype)
+            .unwrap();
+        assert_eq!(
+            bools(x.isnan().unwrap()),
+            [false, false, false, true, false]
+        );
+        assert_eq!(bools(x.isinf().unwrap()), [false, true, true, false, false]);
+        assert_eq!(
+            bools(x.isfinite().unwrap()),
+            [true, false, false, false, true]
+        );
+    }
+    let i = Tensor::from_slice(&[i64::MIN, 0, i64::MAX]);
+    assert_eq!(bools(i.isnan().unwrap()), [false; 3]);
+    assert_eq!(bools(i.isinf().unwrap()), [false; 3]);
+    assert_eq!(bools(i.isfinite().unwrap()), [true; 3]);
+    // Non-contiguous and empty inputs.
+    let m = Tensor::from_vec(vec![f32::NAN, 1.0, f32::INFINITY, 2.0], &[2, 2]).unwrap();
+    assert_eq!(
+        bools(m.t().unwrap().isfinite().unwrap()),
+        [false, false, true, true]
+    );
+    assert_eq!(
+        Tensor::from_slice::<f32>(&[]).isnan().unwrap().shape(),
+        &[0]
+    );
+}

@@ -99,8 +99,19 @@ pub fn generate_ids(
     Ok(ids[prompt.len()..].to_vec())
 }
 
+/// The sampling options of the command line.
+fn sampling(a: &GenerateArgs) -> Sampling {
+    Sampling {
+        temperature: a.temperature,
+        top_k: a.top_k,
+        top_p: a.top_p,
+    }
+}
+
 /// Run `tinytorch generate`.
 pub fn generate(a: &GenerateArgs) -> Result<()> {
+    // Bad sampling options are refused before a model is loaded.
+    sampling(a).check()?;
     let Some(checkpoint) = &a.checkpoint else {
         let dir = a.model_dir.as_ref().expect("clap requires one of the two");
         return generate_hf(dir, a);
@@ -109,11 +120,7 @@ pub fn generate(a: &GenerateArgs) -> Result<()> {
     model.eval();
     manual_seed(a.seed);
     let prompt = tokenizer.encode(&a.prompt)?;
-    let s = Sampling {
-        temperature: a.temperature,
-        top_k: a.top_k,
-        top_p: a.top_p,
-    };
+    let s = sampling(a);
     let t0 = Instant::now();
     let out = generate_ids(&model, &prompt, a.max_new_tokens, &s, !a.no_cache)?;
     let secs = t0.elapsed().as_secs_f64();
@@ -144,11 +151,7 @@ fn generate_hf(dir: &std::path::Path, a: &GenerateArgs) -> Result<()> {
         .into_iter()
         .map(|i| i as usize)
         .collect();
-    let s = Sampling {
-        temperature: a.temperature,
-        top_k: a.top_k,
-        top_p: a.top_p,
-    };
+    let s = sampling(a);
     let t0 = Instant::now();
     let tokens = model.generate(&prompt, a.max_new_tokens, &s)?;
     let secs = t0.elapsed().as_secs_f64();

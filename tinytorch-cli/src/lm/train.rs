@@ -141,7 +141,11 @@ pub fn train_lm(a: &TrainLmArgs) -> Result<()> {
         return Err(Error::invalid(
             "train-lm",
             format!(
-                "the corpus is too short for block size {} (or --eval-every is 0)",
+                "the corpus {} ({} tokens, {} of them for validation) is too short for block \
+                 size {} (or --eval-every is 0)",
+                a.corpus.display(),
+                data.train.len() + data.val.len(),
+                data.val.len(),
                 a.block_size
             ),
         ));

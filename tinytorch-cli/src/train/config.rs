@@ -176,8 +176,9 @@ impl RunConfig {
         let f = |k: &str| v[k].as_f64().ok_or_else(|| bad(&format!("missing '{k}'")));
         let value_enum = |k: &str| -> Result<String> { s(k).map(str::to_string) };
         use clap::ValueEnum;
+        let model: ModelKind = s("model")?.parse()?;
         Ok(RunConfig {
-            model: s("model")?.parse()?,
+            model,
             dataset: DatasetKind::from_str(&value_enum("dataset")?, false).map_err(|e| bad(&e))?,
             data: v["data"].as_str().map(PathBuf::from),
             batch_size: f("batch_size")? as usize,
@@ -192,14 +193,7 @@ impl RunConfig {
                 .ok_or_else(|| bad("missing 'shuffle'"))?,
             widths: match v.get("widths") {
                 None | Some(Value::Null) => None,
-                Some(w) => Some(
-                    w.as_array()
-                        .ok_or_else(|| bad("'widths' is not a list"))?
-                        .iter()
-                        .map(|x| x.as_u64().map(|n| n as usize))
-                        .collect::<Option<Vec<usize>>>()
-                        .ok_or_else(|| bad("'widths' holds a non-integer"))?,
-                ),
+                Some(w) => Some(pruned_widths(model, w).map_err(|m| bad(&m))?),
             },
             // Checkpoints from before recipes have none: plain training.
             recipe: match v.get("recipe") {
@@ -208,6 +202,27 @@ impl RunConfig {
             },
         })
     }
+}
+
+/// The hidden widths a checkpoint records: only structured pruning writes them, and it only
+/// removes channels, so widths above the model's defaults are refused — a corrupt or
+/// hostile file cannot make `eval` allocate a model its weights do not justify.
+fn pruned_widths(model: ModelKind, w: &Value) -> std::result::Result<Vec<usize>, String> {
+    let widths = w
+        .as_array()
+        .ok_or("'widths' is not a list")?
+        .iter()
+        .map(|x| x.as_u64().map(|n| n as usize))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or("'widths' holds a non-integer")?;
+    let defaults = model.default_widths().unwrap_or_default();
+    let fits = widths.len() == defaults.len() && widths.iter().zip(&defaults).all(|(w, d)| w <= d);
+    if !fits {
+        return Err(format!(
+            "widths {widths:?} do not narrow {model}'s {defaults:?} (pruning only removes channels)"
+        ));
+    }
+    Ok(widths)
 }
 
 #[cfg(test)]

@@ -68,6 +68,16 @@ pub fn load_split(config: &RunConfig, split: Split) -> Result<LoadedSplit> {
         }
     };
     let dims = set.inputs().shape().to_vec();
+    if dims[0] == 0 {
+        return Err(Error::invalid(
+            "data",
+            format!(
+                "the {} split in {} is empty (0 images)",
+                if train { "training" } else { "test" },
+                dir.display()
+            ),
+        ));
+    }
     let shape = ImageShape {
         channels: dims[1],
         height: dims[2],

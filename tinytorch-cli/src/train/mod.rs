@@ -53,7 +53,7 @@ pub struct TrainArgs {
     #[arg(long, value_enum, default_value = "sgd")]
     pub optimizer: OptimizerKind,
     /// Learning rate.
-    #[arg(long, default_value_t = 0.05, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.05)]
     pub lr: f64,
     /// Momentum (SGD, RMSprop).
     #[arg(long, default_value_t = 0.0)]

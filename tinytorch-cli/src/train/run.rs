@@ -96,6 +96,22 @@ fn totals_from_extra(extra: &BTreeMap<String, String>) -> Result<EpochTotals> {
     })
 }
 
+/// Remove the temp files of checkpoint saves that a crash (kill -9, power loss) cut short:
+/// `checkpoint.safetensors.tmp-<pid>-<n>` beside the checkpoint, which a save renames over
+/// the checkpoint only once it is whole. One run writes one directory, so at its start none
+/// of them can belong to a save still in progress.
+fn remove_torn_saves(ckpt: &Path) {
+    let (Some(dir), Some(name)) = (ckpt.parent(), ckpt.file_name()) else {
+        return;
+    };
+    let prefix = format!("{}.tmp-", name.to_string_lossy());
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Save a finished run (`epochs` epochs, `steps` steps) as a checkpoint that `eval`,
 /// `profile` and `--resume` read.
 pub(super) fn save_finished(
@@ -360,6 +376,9 @@ pub fn train(args: &TrainArgs) -> Result<()> {
 
     std::fs::create_dir_all(&args.out)?;
     let ckpt_path = args.out.join("checkpoint.safetensors");
+    if lead {
+        remove_torn_saves(&ckpt_path);
+    }
     let jsonl = args.out.join("metrics.jsonl");
     let mut history = if resumed.is_some() && jsonl.exists() {
         MetricsLog::read_jsonl(&jsonl)?
@@ -503,7 +522,10 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         pos.epoch = epoch;
         pos.batch_in_epoch = 0;
         pos.partial = EpochTotals::default();
-        pos.loader_epoch_start = None;
+        // The shuffle generator has drawn this epoch's order: its state now is where the next
+        // epoch starts, and the checkpoint must say so, or a run resumed at this epoch
+        // boundary would shuffle as a fresh run does.
+        pos.loader_epoch_start = Some(loader.generator_state());
         if lead {
             println!("{line}");
             if let Some(e) = pos.early.as_ref().filter(|_| stop) {

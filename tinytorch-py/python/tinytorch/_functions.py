@@ -21,7 +21,7 @@ __all__ = [
     "clamp_max", "maximum", "minimum", "softmax", "log_softmax", "remainder",
     # comparisons and logic
     "eq", "ne", "lt", "le", "gt", "ge", "equal", "allclose", "logical_and", "logical_or",
-    "logical_xor", "logical_not",
+    "logical_xor", "logical_not", "isnan", "isinf", "isfinite",
     # reductions
     "sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "var", "std",
     "logsumexp", "norm", "all", "any", "cumsum", "cumprod",

@@ -29,7 +29,9 @@ fn contiguous_dims(shape: &[usize]) -> Dims {
     let mut acc = 1;
     for i in (0..shape.len()).rev() {
         strides[i] = acc;
-        acc *= shape[i].max(1);
+        // Saturating: only a shape with a zero dim can overflow here (any other would need
+        // more memory than exists), and the strides of an empty tensor address nothing.
+        acc = acc.saturating_mul(shape[i].max(1));
     }
     strides
 }

@@ -1,7 +1,7 @@
 //! CIFAR-10, binary version (`cifar-10-batches-bin`): records of one label byte followed by
 //! 3072 pixel bytes (1024 red, 1024 green, 1024 blue, each 32x32 row-major).
 
-use super::idx::read_maybe_gz;
+use super::gzip::{gunzip_declared, is_gzip, read_file};
 use crate::error::{Error, Result};
 use crate::Tensor;
 use std::path::{Path, PathBuf};
@@ -32,6 +32,23 @@ fn parse_records(bytes: &[u8]) -> std::result::Result<(Vec<u8>, Vec<i64>), Strin
     Ok((images, labels))
 }
 
+/// Parse the bytes of one batch file as stored on disk, raw or gzip-compressed, into u8
+/// images `[N, 3, 32, 32]` and i64 labels `[N]`; the error is a message without the file
+/// name. A compressed file may not decompress to more than its gzip trailer declares.
+pub fn parse_cifar10_batch(raw: &[u8]) -> std::result::Result<(Tensor, Tensor), String> {
+    let (images, labels) = parse_file(raw)?;
+    to_tensors(images, labels).map_err(|e| e.to_string())
+}
+
+/// The records of a batch file's bytes, raw or gzip-compressed.
+fn parse_file(raw: &[u8]) -> std::result::Result<(Vec<u8>, Vec<i64>), String> {
+    if is_gzip(raw) {
+        parse_records(&gunzip_declared(raw)?)
+    } else {
+        parse_records(raw)
+    }
+}
+
 /// Tensors from the parsed records.
 fn to_tensors(images: Vec<u8>, labels: Vec<i64>) -> Result<(Tensor, Tensor)> {
     let n = labels.len();
@@ -46,10 +63,8 @@ fn to_tensors(images: Vec<u8>, labels: Vec<i64>) -> Result<(Tensor, Tensor)> {
 /// multiple of 3073 bytes, a label above 9.
 pub fn read_cifar10_batch(path: impl AsRef<Path>) -> Result<(Tensor, Tensor)> {
     let path = path.as_ref();
-    let bytes = read_maybe_gz(path)?;
-    let (images, labels) = parse_records(&bytes)
-        .map_err(|msg| Error::invalid(OP, format!("{}: {msg}", path.display())))?;
-    to_tensors(images, labels)
+    parse_cifar10_batch(&read_file(path)?)
+        .map_err(|msg| Error::invalid(OP, format!("{}: {msg}", path.display())))
 }
 
 /// The files of a split under `dir`, or under `dir/cifar-10-batches-bin` (the folder of the
@@ -92,8 +107,7 @@ pub fn load_cifar10_dir(dir: impl AsRef<Path>, train: bool) -> Result<(Tensor, T
     let mut images = Vec::new();
     let mut labels = Vec::new();
     for path in split_files(dir.as_ref(), train)? {
-        let bytes = read_maybe_gz(&path)?;
-        let (i, l) = parse_records(&bytes)
+        let (i, l) = parse_file(&read_file(&path)?)
             .map_err(|msg| Error::invalid(OP, format!("{}: {msg}", path.display())))?;
         images.extend_from_slice(&i);
         labels.extend_from_slice(&l);

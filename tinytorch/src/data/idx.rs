@@ -5,38 +5,12 @@
 //! 0x0C i32, 0x0D f32, 0x0E f64. u8 data gives a U8 tensor, the signed integers I64, the
 //! floats F32 / F64.
 
+use super::gzip::{decoder, is_gzip, read_at_most, read_file};
 use crate::error::{Error, Result};
 use crate::Tensor;
-use std::io::Read;
 use std::path::Path;
 
 const OP: &str = "read_idx";
-
-/// The bytes of `path`, gunzipped when they start with the gzip magic `1f 8b`. I/O errors
-/// keep their kind and gain the file name.
-pub(crate) fn read_maybe_gz(path: &Path) -> Result<Vec<u8>> {
-    let with_path = |e: std::io::Error| {
-        Error::Io(std::io::Error::new(
-            e.kind(),
-            format!("{}: {e}", path.display()),
-        ))
-    };
-    let raw = std::fs::read(path).map_err(with_path)?;
-    if !raw.starts_with(&[0x1f, 0x8b]) {
-        return Ok(raw);
-    }
-    // Fashion-MNIST's images gunzip to 47 MB; a good first guess avoids regrowing.
-    let mut out = Vec::with_capacity(raw.len().saturating_mul(2));
-    flate2::read::MultiGzDecoder::new(raw.as_slice())
-        .read_to_end(&mut out)
-        .map_err(|e| {
-            with_path(std::io::Error::new(
-                e.kind(),
-                format!("corrupt gzip data: {e}"),
-            ))
-        })?;
-    Ok(out)
-}
 
 /// Element size in bytes of an IDX type code, or `None` if the code is unknown.
 fn element_size(code: u8) -> Option<usize> {
@@ -54,45 +28,96 @@ fn element_size(code: u8) -> Option<usize> {
 /// type code, truncated or trailing data.
 pub fn read_idx(path: impl AsRef<Path>) -> Result<Tensor> {
     let path = path.as_ref();
-    let bytes = read_maybe_gz(path)?;
-    parse_idx(&bytes).map_err(|msg| Error::invalid(OP, format!("{}: {msg}", path.display())))
+    parse_idx_file(&read_file(path)?)
+        .map_err(|msg| Error::invalid(OP, format!("{}: {msg}", path.display())))
 }
 
-/// Parse the bytes of an IDX file; the error is a message without the file name.
+/// Parse the bytes of an IDX file as stored on disk, raw or gzip-compressed; the error is a
+/// message without the file name. A compressed file is decompressed only as far as its IDX
+/// header says the data reaches (plus one byte, to detect trailing data).
+pub fn parse_idx_file(raw: &[u8]) -> std::result::Result<Tensor, String> {
+    if !is_gzip(raw) {
+        return parse_idx(raw);
+    }
+    let mut gz = decoder(raw);
+    let mut bytes = Vec::new();
+    read_at_most(&mut gz, 4, &mut bytes)?;
+    if let Some(&ndim) = bytes.get(3) {
+        read_at_most(&mut gz, 4 * ndim as u64, &mut bytes)?;
+    }
+    // A header that does not parse is reported by `parse_idx` below.
+    if let Ok(header) = Header::parse(&bytes) {
+        read_at_most(&mut gz, header.data_len as u64 + 1, &mut bytes)?;
+    }
+    parse_idx(&bytes)
+}
+
+/// The header of an IDX file.
+struct Header {
+    code: u8,
+    shape: Vec<usize>,
+    /// Bytes of the header itself.
+    len: usize,
+    /// Bytes of data the shape and type call for.
+    data_len: usize,
+}
+
+impl Header {
+    fn parse(bytes: &[u8]) -> std::result::Result<Header, String> {
+        if bytes.len() < 4 {
+            return Err(format!(
+                "file too short for an IDX header: {} bytes, expected at least 4",
+                bytes.len()
+            ));
+        }
+        if bytes[0] != 0 || bytes[1] != 0 {
+            return Err(format!(
+                "bad magic number {:02x} {:02x} {:02x} {:02x}: an IDX file starts with two zero bytes",
+                bytes[0], bytes[1], bytes[2], bytes[3]
+            ));
+        }
+        let code = bytes[2];
+        let size = element_size(code).ok_or_else(|| {
+            format!("unsupported IDX type code 0x{code:02x} (expected 0x08, 0x09, 0x0b, 0x0c, 0x0d or 0x0e)")
+        })?;
+        let ndim = bytes[3] as usize;
+        let len = 4 + 4 * ndim;
+        if bytes.len() < len {
+            return Err(format!(
+                "truncated header: {ndim} dims need {len} bytes, found {}",
+                bytes.len()
+            ));
+        }
+        let shape: Vec<usize> = bytes[4..len]
+            .chunks_exact(4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as usize)
+            .collect();
+        // The dims must multiply out within usize even where one is zero (the strides of an
+        // empty tensor are products of the other dims).
+        let data_len = shape
+            .iter()
+            .try_fold(size, |acc, &d| acc.checked_mul(d.max(1)))
+            .map(|len| if shape.contains(&0) { 0 } else { len })
+            .ok_or_else(|| format!("dims {shape:?} are too large"))?;
+        Ok(Header {
+            code,
+            shape,
+            len,
+            data_len,
+        })
+    }
+}
+
+/// Parse the (uncompressed) bytes of an IDX file; the error is a message without the file
+/// name.
 pub fn parse_idx(bytes: &[u8]) -> std::result::Result<Tensor, String> {
-    if bytes.len() < 4 {
-        return Err(format!(
-            "file too short for an IDX header: {} bytes, expected at least 4",
-            bytes.len()
-        ));
-    }
-    if bytes[0] != 0 || bytes[1] != 0 {
-        return Err(format!(
-            "bad magic number {:02x} {:02x} {:02x} {:02x}: an IDX file starts with two zero bytes",
-            bytes[0], bytes[1], bytes[2], bytes[3]
-        ));
-    }
-    let code = bytes[2];
-    let size = element_size(code).ok_or_else(|| {
-        format!("unsupported IDX type code 0x{code:02x} (expected 0x08, 0x09, 0x0b, 0x0c, 0x0d or 0x0e)")
-    })?;
-    let ndim = bytes[3] as usize;
-    let header = 4 + 4 * ndim;
-    if bytes.len() < header {
-        return Err(format!(
-            "truncated header: {ndim} dims need {header} bytes, found {}",
-            bytes.len()
-        ));
-    }
-    let shape: Vec<usize> = bytes[4..header]
-        .chunks_exact(4)
-        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) as usize)
-        .collect();
-    let expected = shape
-        .iter()
-        .try_fold(size, |acc, &d| acc.checked_mul(d))
-        .ok_or_else(|| format!("dims {shape:?} are too large"))?;
-    let data = &bytes[header..];
+    let Header {
+        code,
+        shape,
+        len,
+        data_len: expected,
+    } = Header::parse(bytes)?;
+    let data = &bytes[len..];
     if data.len() < expected {
         return Err(format!(
             "truncated: shape {shape:?} expected {expected} bytes of data, found {}",
@@ -192,6 +217,39 @@ mod tests {
         assert_eq!(t.shape(), &[2, 3]);
         let t = parse_idx(&encode_idx_u8(&[], &[0, 28, 28])).unwrap();
         assert_eq!(t.shape(), &[0, 28, 28]);
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(bytes).unwrap();
+        gz.finish().unwrap()
+    }
+
+    #[test]
+    fn gzip_files_decompress_only_as_far_as_the_header_says() {
+        let raw = encode_idx_u8(&[1, 2, 3, 4, 5, 6], &[2, 3]);
+        let t = parse_idx_file(&gzip(&raw)).unwrap();
+        assert_eq!(
+            (t.shape(), t.to_vec::<u8>().unwrap()),
+            (&[2, 3][..], vec![1, 2, 3, 4, 5, 6])
+        );
+        // A megabyte of zeros past a 6-byte body: one byte past the body is read, then refused.
+        let mut long = raw.clone();
+        long.extend(vec![0u8; 1 << 20]);
+        assert!(parse_idx_file(&gzip(&long))
+            .unwrap_err()
+            .contains("trailing data"));
+        let short = gzip(&raw[..raw.len() - 2]);
+        assert!(parse_idx_file(&short).unwrap_err().contains("truncated"));
+        let cut = gzip(&raw);
+        assert!(parse_idx_file(&cut[..cut.len() / 2])
+            .unwrap_err()
+            .contains("gzip"));
+        // Dims whose product overflows once the zero dim is left out.
+        let mut huge = vec![0, 0, 8, 4, 0, 0, 0, 0];
+        huge.extend([255; 12]);
+        assert!(parse_idx_file(&huge).unwrap_err().contains("too large"));
     }
 
     #[test]

@@ -29,6 +29,7 @@
 
 pub mod cifar10;
 mod distributed_sampler;
+mod gzip;
 pub mod idx;
 mod loader;
 pub mod mnist;

@@ -7,7 +7,7 @@
 //! representation that parses back to the same bits (infinities and NaN as the strings
 //! `"inf"`, `"-inf"`, `"nan"`); 128-bit generator positions are decimal strings.
 
-use super::safetensors::{load_safetensors_with_metadata, write_file};
+use super::safetensors::{deserialize_safetensors, load_safetensors_with_metadata, write_file};
 use crate::error::{Error, Result};
 use crate::optim::lr_scheduler::SchedulerState;
 use crate::optim::{GroupState, OptimizerState, ParamState, StateValue};
@@ -106,6 +106,12 @@ pub fn load_checkpoint(path: impl AsRef<Path>) -> Result<Checkpoint> {
             format!("'{}': {problem}", path.display()),
         )
     })
+}
+
+/// Parse the bytes of a checkpoint file (the in-memory form of [`load_checkpoint`]).
+pub fn deserialize_checkpoint(bytes: &[u8]) -> Result<Checkpoint> {
+    let (tensors, metadata) = deserialize_safetensors(bytes)?;
+    decode(tensors, &metadata).map_err(|problem| Error::invalid("load_checkpoint", problem))
 }
 
 type Problem = String;

@@ -40,7 +40,8 @@ mod checkpoint;
 mod safetensors;
 
 pub use self::checkpoint::{
-    load_checkpoint, save_checkpoint, Checkpoint, CHECKPOINT_FORMAT, CHECKPOINT_VERSION,
+    deserialize_checkpoint, load_checkpoint, save_checkpoint, Checkpoint, CHECKPOINT_FORMAT,
+    CHECKPOINT_VERSION,
 };
 pub use self::safetensors::{
     deserialize_safetensors, dtype_from_safetensors, dtype_to_safetensors, load_module,

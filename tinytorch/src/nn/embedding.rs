@@ -22,7 +22,7 @@ pub fn embedding(input: &Tensor, weight: &Tensor, padding_idx: Option<usize>) ->
     if input.dtype() != DType::I64 {
         return Err(Error::dtype(
             "embedding",
-            format!("Expected tensor for argument #1 'indices' to have scalar type Long; but got {:?} instead", input.dtype()),
+            format!("Expected tensor for argument #1 'indices' to have scalar type Long; but got {} instead", input.dtype()),
         ));
     }
     let (num, dim) = (weight.shape()[0], weight.shape()[1]);

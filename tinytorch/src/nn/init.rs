@@ -66,7 +66,7 @@ fn check_float(op: &'static str, t: &Tensor) -> Result<()> {
     } else {
         Err(Error::dtype(
             op,
-            format!("expected a floating-point tensor, got {:?}", t.dtype()),
+            format!("expected a floating-point tensor, got {}", t.dtype()),
         ))
     }
 }

@@ -92,6 +92,27 @@ impl Tensor {
     pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
         self.compare(other, CmpOp::Xor, "logical_xor")
     }
+    /// Where the elements are NaN (`torch.isnan`): bool, false everywhere for integer and
+    /// bool tensors.
+    pub fn isnan(&self) -> Result<Tensor> {
+        self.ne(self)
+    }
+    /// Where the elements are +inf or -inf (`torch.isinf`): bool, false for integers.
+    pub fn isinf(&self) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return self.ne(self);
+        }
+        self.abs()?.eq_scalar(f64::INFINITY)
+    }
+    /// Where the elements are finite, neither NaN nor infinite (`torch.isfinite`): bool,
+    /// true everywhere for integers.
+    pub fn isfinite(&self) -> Result<Tensor> {
+        if !self.dtype().is_float() {
+            return self.eq(self);
+        }
+        // x - x is 0 for every finite x and NaN for NaN and both infinities.
+        self.sub(self)?.eq_scalar(0.0)
+    }
     /// Logical not (`torch.logical_not`).
     pub fn logical_not(&self) -> Result<Tensor> {
         self.compare_scalar(Scalar::Bool(false), CmpOp::Eq, "logical_not")

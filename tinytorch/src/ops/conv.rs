@@ -94,7 +94,7 @@ fn check_float_pair(op: &'static str, x: &Tensor, w: &Tensor) -> Result<()> {
     if !x.dtype().is_float() {
         return Err(Error::dtype(
             op,
-            format!("expected a floating-point input, got {:?}", x.dtype()),
+            format!("expected a floating-point input, got {}", x.dtype()),
         ));
     }
     if x.dtype() != w.dtype() {

@@ -23,7 +23,7 @@ pub fn dropout(x: &Tensor, p: f64, training: bool) -> Result<Tensor> {
     if !x.dtype().is_float() {
         return Err(Error::dtype(
             "dropout",
-            format!("expected a floating-point input, got {:?}", x.dtype()),
+            format!("expected a floating-point input, got {}", x.dtype()),
         ));
     }
     if !training || p == 0.0 {

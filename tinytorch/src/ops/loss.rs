@@ -564,15 +564,23 @@ pub fn nll_loss(
     }
 }
 
+/// `input - target` for the loss `op`: a shape error names the loss, not the subtraction.
+fn difference(op: &'static str, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    input.sub(target).map_err(|e| match e {
+        Error::Shape { msg, .. } => Error::shape(op, format!("input and target: {msg}")),
+        other => other,
+    })
+}
+
 /// Mean squared error `(input - target)^2` (`torch.nn.functional.mse_loss`); shapes must
 /// broadcast.
 pub fn mse_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
-    reduce(input.sub(target)?.square()?, reduction)
+    reduce(difference("mse_loss", input, target)?.square()?, reduction)
 }
 
 /// Mean absolute error `|input - target|` (`torch.nn.functional.l1_loss`).
 pub fn l1_loss(input: &Tensor, target: &Tensor, reduction: Reduction) -> Result<Tensor> {
-    reduce(input.sub(target)?.abs()?, reduction)
+    reduce(difference("l1_loss", input, target)?.abs()?, reduction)
 }
 
 /// `0.5 d^2 / beta` where `|d| < beta`, else `|d| - 0.5 beta`, with `d = input - target`
@@ -589,7 +597,7 @@ pub fn smooth_l1_loss(
             format!("beta must be non-negative, got {beta}"),
         ));
     }
-    let d = input.sub(target)?.abs()?;
+    let d = difference("smooth_l1_loss", input, target)?.abs()?;
     if beta == 0.0 {
         return reduce(d, reduction);
     }
@@ -615,7 +623,7 @@ pub fn huber_loss(
             format!("delta must be positive, got {delta}"),
         ));
     }
-    let d = input.sub(target)?.abs()?;
+    let d = difference("huber_loss", input, target)?.abs()?;
     let quad = d.square()?.mul_scalar(0.5)?;
     let lin = d.sub_scalar(0.5 * delta)?.mul_scalar(delta)?;
     reduce(

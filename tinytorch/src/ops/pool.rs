@@ -174,7 +174,7 @@ fn pool_batched(
     if !x.dtype().is_float() {
         return Err(Error::dtype(
             op,
-            format!("expected a floating-point input, got {:?}", x.dtype()),
+            format!("expected a floating-point input, got {}", x.dtype()),
         ));
     }
     match x.ndim() {

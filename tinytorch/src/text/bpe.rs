@@ -49,6 +49,9 @@ fn merge(ids: &[usize], pair: (usize, usize), new: usize) -> Vec<usize> {
     out
 }
 
+/// The longest token a loaded BPE vocabulary may have, in bytes (GPT-2's longest is 128).
+const MAX_TOKEN_BYTES: usize = 1 << 16;
+
 impl BpeTokenizer {
     /// Learn merges on `text` until the vocabulary has `vocab_size` tokens (at least 256) or
     /// no pair occurs twice.
@@ -116,6 +119,9 @@ impl BpeTokenizer {
         };
         let list = v["merges"].as_array().ok_or_else(bad)?;
         let mut merges = Vec::with_capacity(list.len());
+        // Byte lengths of the merged tokens so far (token 256 + i has lens[i]).
+        let mut lens: Vec<usize> = Vec::with_capacity(list.len());
+        let token_len = |lens: &[usize], t: usize| if t < 256 { 1 } else { lens[t - 256] };
         for (i, m) in list.iter().enumerate() {
             let a = m[0].as_u64().ok_or_else(bad)? as usize;
             let b = m[1].as_u64().ok_or_else(bad)? as usize;
@@ -125,6 +131,19 @@ impl BpeTokenizer {
                     format!("merge {i} uses a token not yet defined"),
                 ));
             }
+            // Each merge can double a token's length: bound it before building the
+            // vocabulary, so a few bytes of JSON cannot ask for gigabytes.
+            let len = token_len(&lens, a) + token_len(&lens, b);
+            if len > MAX_TOKEN_BYTES {
+                return Err(Error::invalid(
+                    "tokenizer",
+                    format!(
+                        "merge {i} makes a token of {len} bytes, more than the \
+                         {MAX_TOKEN_BYTES} a BPE token may hold"
+                    ),
+                ));
+            }
+            lens.push(len);
             merges.push((a, b));
         }
         Ok(BpeTokenizer::from_merges(merges))

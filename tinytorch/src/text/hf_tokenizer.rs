@@ -40,12 +40,35 @@ impl HfTokenizer {
     /// with the pad token of the file (id 0 when the file names none).
     pub fn from_file(path: impl AsRef<Path>) -> Result<HfTokenizer> {
         let path = path.as_ref();
-        let mut inner = Tokenizer::from_file(path).map_err(|e| {
+        let bytes = std::fs::read(path).map_err(|e| {
             Error::invalid(
                 "HfTokenizer::from_file",
-                format!("cannot load tokenizer '{}': {e}", path.display()),
+                format!("cannot read tokenizer '{}': {e}", path.display()),
             )
         })?;
+        Self::parse(&bytes).map_err(|msg| {
+            Error::invalid(
+                "HfTokenizer::from_file",
+                format!("'{}': {msg}", path.display()),
+            )
+        })
+    }
+
+    /// [`HfTokenizer::from_file`] for the bytes of a `tokenizer.json`.
+    pub fn from_bytes(bytes: &[u8]) -> Result<HfTokenizer> {
+        Self::parse(bytes).map_err(|msg| Error::invalid("HfTokenizer::from_bytes", msg))
+    }
+
+    /// The tokenizer of a `tokenizer.json`'s bytes; the error is a message.
+    fn parse(bytes: &[u8]) -> std::result::Result<HfTokenizer, String> {
+        // The crate panics (`expect("Helper")`) when its decoder section fails to parse as
+        // JSON (a syntax error, invalid UTF-8 in a string); a file that is not wholly valid
+        // JSON is turned away here first. (`IgnoredAny` would skip strings unchecked.)
+        let json: serde_json::Value = serde_json::from_slice(bytes)
+            .map_err(|e| format!("not a tokenizer.json: invalid JSON: {e}"))?;
+        check_templates(&json["post_processor"])?;
+        let mut inner =
+            Tokenizer::from_bytes(bytes).map_err(|e| format!("cannot load tokenizer: {e}"))?;
         let file_padding = inner.get_padding().cloned().unwrap_or_default();
         inner.with_padding(Some(PaddingParams {
             strategy: PaddingStrategy::BatchLongest,
@@ -55,7 +78,7 @@ impl HfTokenizer {
         }));
         inner
             .with_truncation(None)
-            .map_err(|e| Error::invalid("HfTokenizer::from_file", format!("truncation: {e}")))?;
+            .map_err(|e| format!("truncation: {e}"))?;
         Ok(HfTokenizer { inner })
     }
 
@@ -171,6 +194,36 @@ impl HfTokenizer {
             attention_mask: Tensor::from_vec(mask, &shape)?,
             lengths,
         })
+    }
+}
+
+/// Check that every special token a `TemplateProcessing` post-processor (alone or inside a
+/// `Sequence`) places is one it defines: the crate loads such a template unchecked and
+/// panics on the first text it encodes.
+fn check_templates(processor: &serde_json::Value) -> std::result::Result<(), String> {
+    match processor["type"].as_str() {
+        Some("Sequence") => processor["processors"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .try_for_each(check_templates),
+        Some("TemplateProcessing") => {
+            let defined = &processor["special_tokens"];
+            for template in ["single", "pair"] {
+                for piece in processor[template].as_array().into_iter().flatten() {
+                    if let Some(id) = piece["SpecialToken"]["id"].as_str() {
+                        if defined.get(id).is_none() {
+                            return Err(format!(
+                                "post_processor template '{template}' uses the special token \
+                                 {id:?}, which its special_tokens do not define"
+                            ));
+                        }
+                    }
+                }
+            }
+            Ok(())
+        }
+        _ => Ok(()),
     }
 }
 

@@ -22,8 +22,16 @@ class Optimizer:
         self.param_groups = []
         for g in groups:
             self._add_group(g)
-        self._engine = _C._Optimizer(self._kind, self.param_groups)
+        self._engine = self._make_engine()
         self.state = {}
+
+    def _make_engine(self):
+        # PyTorch's constructors raise ValueError for bad hyperparameters ("Invalid learning
+        # rate: -1"); the engine's checks say the same, as RuntimeError.
+        try:
+            return _C._Optimizer(self._kind, self.param_groups)
+        except RuntimeError as e:
+            raise ValueError(str(e)) from None
 
     def _add_group(self, group):
         group = dict(group)
@@ -34,7 +42,7 @@ class Optimizer:
 
     def add_param_group(self, param_group):
         self._add_group(param_group)
-        self._engine = _C._Optimizer(self._kind, self.param_groups)
+        self._engine = self._make_engine()
 
     def zero_grad(self, set_to_none=True):
         for g in self.param_groups:

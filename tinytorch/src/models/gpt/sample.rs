@@ -25,18 +25,29 @@ impl Default for Sampling {
     }
 }
 
+impl Sampling {
+    /// Error unless temperature >= 0, top_p in (0, 1] and top_k > 0 (NaN fails too).
+    pub fn check(&self) -> Result<()> {
+        let temperature_ok = self.temperature >= 0.0;
+        let top_p_ok = self.top_p.is_none_or(|p| p > 0.0 && p <= 1.0);
+        if !temperature_ok || !top_p_ok || self.top_k == Some(0) {
+            return Err(Error::invalid(
+                "sample",
+                format!(
+                    "temperature must be >= 0, top_p in (0, 1] and top_k > 0; got \
+                     temperature {}, top_p {:?}, top_k {:?}",
+                    self.temperature, self.top_p, self.top_k
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// The next token for the logits `(vocab,)` of the last position, drawing from the global
 /// generator (`manual_seed` makes it reproducible).
 pub fn sample_next(logits: &Tensor, s: &Sampling) -> Result<usize> {
-    // NaN temperatures and probabilities fail these range checks too.
-    let temperature_ok = s.temperature >= 0.0;
-    let top_p_ok = s.top_p.is_none_or(|p| p > 0.0 && p <= 1.0);
-    if !temperature_ok || !top_p_ok || s.top_k == Some(0) {
-        return Err(Error::invalid(
-            "sample",
-            format!("temperature must be >= 0, top_p in (0, 1] and top_k > 0; got {s:?}"),
-        ));
-    }
+    s.check()?;
     let l = logits.to_dtype(DType::F64)?.to_vec::<f64>()?;
     let mut order: Vec<usize> = (0..l.len()).collect();
     order.sort_by(|&a, &b| l[b].total_cmp(&l[a]));
