@@ -3,7 +3,11 @@
 use libfuzzer_sys::fuzz_target;
 use tinytorch::text::hf_tokenizer::HfTokenizer;
 
-fuzz_target!(|data: &[u8]| {
+fuzz_target!(init: {
+    // One thread: the crate's batch parallelism only slows a fuzzer down (and a panic on a
+    // pool thread would lose the input that caused it).
+    std::env::set_var("TOKENIZERS_PARALLELISM", "false");
+}, |data: &[u8]| {
     if let Ok(tok) = HfTokenizer::from_bytes(data) {
         if let Ok(batch) = tok.encode_batch(&["Hello, world!", "ünïcode ☃ text"]) {
             let _ = batch.input_ids.shape();

@@ -428,6 +428,23 @@ fn rows() -> Vec<Row> {
             },
         ),
         row(
+            "tokenizer.json template naming an undefined special token",
+            &["HfTokenizer::from_bytes", "[CLSx]"],
+            || {
+                let path = concat!(
+                    env!("CARGO_MANIFEST_DIR"),
+                    "/tests/fixtures/tiny_bert/tokenizer.json"
+                );
+                let mut json: serde_json::Value =
+                    serde_json::from_slice(&std::fs::read(path)?).expect("fixture JSON");
+                json["post_processor"]["single"] = serde_json::json!([
+                    {"SpecialToken": {"id": "[CLSx]", "type_id": 0}},
+                    {"Sequence": {"id": "A", "type_id": 0}}
+                ]);
+                tinytorch::text::hf_tokenizer::HfTokenizer::from_bytes(json.to_string().as_bytes())
+            },
+        ),
+        row(
             "unknown tokenizer kind",
             &["tokenizer", "wordpiece"],
             || tokenizer_from_json("{\"kind\":\"wordpiece\"}"),

@@ -21,7 +21,7 @@ use tinytorch::nn::Module;
 use tinytorch::optim::Optimizer;
 use tinytorch::quant::{file_metadata, quantized_parameter_count, INT8_FORMAT};
 use tinytorch::tensor::{get_rng_state, set_rng_state, GeneratorState};
-use tinytorch::train::run_log::write_json_atomic;
+use tinytorch::train::run_log::{drop_torn_line, write_json_atomic};
 use tinytorch::train::{
     cross_entropy_loss, evaluate, evaluate_with_predictions, plot_curves, EarlyStopping, Ema,
     EpochMetrics, EpochTotals, MetricsLog, Prediction, Progress, StepLimit, Trainer,
@@ -380,6 +380,18 @@ pub fn train(args: &TrainArgs) -> Result<()> {
         remove_torn_saves(&ckpt_path);
     }
     let jsonl = args.out.join("metrics.jsonl");
+    if resumed.is_some() && lead {
+        // A crash while a log line was being appended leaves it torn: cut it before
+        // reading the history back and appending to the logs.
+        for f in [
+            "metrics.jsonl",
+            "metrics.csv",
+            "steps.jsonl",
+            "histograms.jsonl",
+        ] {
+            drop_torn_line(&args.out.join(f))?;
+        }
+    }
     let mut history = if resumed.is_some() && jsonl.exists() {
         MetricsLog::read_jsonl(&jsonl)?
             .into_iter()

@@ -64,11 +64,17 @@ impl HfTokenizer {
         // The crate panics (`expect("Helper")`) when its decoder section fails to parse as
         // JSON (a syntax error, invalid UTF-8 in a string); a file that is not wholly valid
         // JSON is turned away here first. (`IgnoredAny` would skip strings unchecked.)
-        let json: serde_json::Value = serde_json::from_slice(bytes)
+        serde_json::from_slice::<serde_json::Value>(bytes)
             .map_err(|e| format!("not a tokenizer.json: invalid JSON: {e}"))?;
-        check_templates(&json["post_processor"])?;
         let mut inner =
             Tokenizer::from_bytes(bytes).map_err(|e| format!("cannot load tokenizer: {e}"))?;
+        // Checked in the crate's own serialised form, where every template is a list of
+        // tagged pieces (the file may spell them as strings such as "[CLS]:0 $A").
+        if let Some(processor) = inner.get_post_processor() {
+            let canonical = serde_json::to_value(processor)
+                .map_err(|e| format!("cannot load tokenizer: post_processor: {e}"))?;
+            check_templates(&canonical)?;
+        }
         let file_padding = inner.get_padding().cloned().unwrap_or_default();
         inner.with_padding(Some(PaddingParams {
             strategy: PaddingStrategy::BatchLongest,

@@ -78,6 +78,25 @@ impl JsonLines {
     }
 }
 
+/// Cut a line-oriented log at its last newline: a process killed while appending leaves a
+/// partial last line, which a resumed run must not append to (nor read as a record). A
+/// missing file is left missing.
+pub fn drop_torn_line(path: &Path) -> Result<()> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    if bytes.last().is_some_and(|&b| b != b'\n') {
+        let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        OpenOptions::new()
+            .write(true)
+            .open(path)?
+            .set_len(keep as u64)?;
+    }
+    Ok(())
+}
+
 /// Replace `path` with `value` (pretty JSON) atomically: written to a temporary file beside
 /// it, then renamed over it.
 pub fn write_json_atomic(path: &Path, value: &Value) -> Result<()> {
@@ -168,6 +187,25 @@ impl HistogramLog {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_torn_last_line_is_dropped_and_whole_lines_kept() {
+        let dir = std::env::temp_dir().join(format!("tt_torn_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("log.jsonl");
+        for (before, after) in [
+            ("{\"a\":1}\n{\"a\":2}\n{\"a\"", "{\"a\":1}\n{\"a\":2}\n"),
+            ("{\"a\":1}\n", "{\"a\":1}\n"),
+            ("{\"a\"", ""),
+        ] {
+            std::fs::write(&path, before).unwrap();
+            super::drop_torn_line(&path).unwrap();
+            assert_eq!(std::fs::read_to_string(&path).unwrap(), after);
+        }
+        super::drop_torn_line(&dir.join("missing")).unwrap();
+        assert!(!dir.join("missing").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     use super::*;
 
     #[test]
