@@ -30,5 +30,7 @@ MATURIN_PEP517_ARGS="--features mpi" "$py_venv/bin/pip" install -q ./tinytorch-p
 # Every reader of outside bytes under libFuzzer for a few seconds each (saved failures in
 # fuzz/regressions replayed first), and torch.load under atheris: scripts/fuzz.sh.
 "$py_venv/bin/pip" install -q atheris
-cargo run -q -p tinytorch --all-features --example fuzz_seeds -- fuzz/corpus
+# The seeds come from the example `cargo test` built above (a `cargo run -p tinytorch` would
+# rebuild the library with other dependency features).
+"$target_dir/debug/examples/fuzz_seeds" fuzz/corpus
 PYTHON="$py_venv/bin/python" bash scripts/fuzz.sh
