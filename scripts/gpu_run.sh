@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # run.sh of the GPU bundle (built by scripts/gpu_bundle.sh, copied there as run.sh): on a
 # machine with an NVIDIA GPU, its driver and PyTorch (no Rust toolchain, no network), run
-# every GPU test, the layer table against PyTorch, the bandwidth rows and a short training
-# run, and write one summary, OUT_DIR/summary.md, beside the full logs.
+# every GPU test, the layer table against PyTorch, the bandwidth rows and two short training
+# runs (f32 and bf16 autocast), and write one summary, OUT_DIR/summary.md, beside the full logs.
 #
 # Usage: bash run.sh [OUT_DIR]        (default: results/ next to this script)
 # Environment: PYTHON (default python3, must import torch), PEAK_GBS (the GPU's peak memory
@@ -97,6 +97,13 @@ done
     echo '```'
     "$bins/bin/tinytorch" train --device cuda --data "$here/data" --model seed-cnn --epochs 2 \
         --batch-size 64 --out "$out/train" --json 2>&1 | tail -n 3
+    echo '```'
+    echo
+    echo "## Training under bf16 autocast: the same run with --amp bf16"
+    echo
+    echo '```'
+    "$bins/bin/tinytorch" train --device cuda --data "$here/data" --model seed-cnn --epochs 2 \
+        --batch-size 64 --amp bf16 --out "$out/train_bf16" --json 2>&1 | tail -n 3
     echo '```'
 } >> "$summary" 2>&1
 

@@ -1,6 +1,6 @@
 //! The CUDA backend end to end: device moves, errors, the caching allocator, index errors,
-//! index ops in every dtype, tensors past 2^26 elements, two threads at once, and a
-//! training step against the CPU. Without a GPU only the error paths run; the rest print
+//! index ops in every dtype, tensors past 2^26 elements, two threads at once, training steps
+//! (f32 and bf16 autocast) and a `create_graph` Hessian-vector product against the CPU. Without a GPU only the error paths run; the rest print
 //! that they were skipped.
 //!
 //! The tests share the device's error flag and allocation counter, so each GPU test holds
@@ -460,4 +460,120 @@ fn fused_cross_entropy_on_cuda_matches_the_cpu() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("out of range"), "{err}");
+}
+
+/// Higher-order gradients on the device: an MLP's Hessian-vector product (linear, tanh, GELU,
+/// cross-entropy; `create_graph`, then the gradient of `<grad, v>`) in f64 gives the CPU's
+/// values, which tests/higher_order.rs checks against PyTorch.
+#[test]
+fn create_graph_hessian_vector_product_matches_the_cpu() {
+    use tinytorch::autograd::{grad, grad_with_options, BackwardOptions};
+    use tinytorch::nn::functional::{cross_entropy, linear};
+    use tinytorch::nn::Reduction;
+    let Some(_turn) = gpu() else { return };
+    manual_seed(5);
+    let shapes: [&[usize]; 4] = [&[5, 6], &[5], &[3, 5], &[3]];
+    let randn = |s: &[usize]| Tensor::randn(s, DType::F64, Device::Cpu).unwrap();
+    let params: Vec<Tensor> = shapes.iter().map(|s| randn(s)).collect();
+    let vs: Vec<Tensor> = shapes.iter().map(|s| randn(s)).collect();
+    let x = randn(&[4, 6]);
+    let y = Tensor::from_slice(&[0i64, 2, 1, 2]);
+    let run = |d: Device| {
+        let p: Vec<Tensor> = params
+            .iter()
+            .map(|t| {
+                t.detach()
+                    .to_device(d)
+                    .unwrap()
+                    .requires_grad_(true)
+                    .unwrap()
+            })
+            .collect();
+        let (x, y) = (x.to_device(d).unwrap(), y.to_device(d).unwrap());
+        let h = linear(&x, &p[0], Some(&p[1])).unwrap().tanh().unwrap();
+        let h = h.gelu().unwrap();
+        let logits = linear(&h, &p[2], Some(&p[3])).unwrap();
+        let loss = cross_entropy(&logits, &y, None, -100, Reduction::Mean, 0.0).unwrap();
+        let grads = grad_with_options(&loss, None, &p, BackwardOptions::create_graph()).unwrap();
+        let grads: Vec<Tensor> = grads.into_iter().map(Option::unwrap).collect();
+        let mut dot: Option<Tensor> = None;
+        for (g, v) in grads.iter().zip(&vs) {
+            assert!(
+                g.requires_grad(),
+                "a create_graph gradient is in the graph on {d:?}"
+            );
+            let term = g.mul(&v.to_device(d).unwrap()).unwrap().sum_all().unwrap();
+            dot = Some(match dot {
+                Some(s) => s.add(&term).unwrap(),
+                None => term,
+            });
+        }
+        let hv = grad(&dot.unwrap(), None, &p, false).unwrap();
+        let flat = |ts: Vec<Tensor>| ts.iter().flat_map(vals).collect::<Vec<f64>>();
+        (
+            flat(grads),
+            flat(hv.into_iter().map(Option::unwrap).collect()),
+        )
+    };
+    let ((gc, hc), (gg, hg)) = (run(Device::Cpu), run(GPU));
+    assert_close("first gradient", &gg, &gc, 1e-10);
+    assert_close("Hessian-vector product", &hg, &hc, 1e-10);
+}
+
+/// bf16 autocast training on the device (what `train --amp bf16 --device cuda` runs): four
+/// seed-cnn steps under `autocast(BF16)` follow the CPU's autocast steps within bf16's
+/// precision, and the parameters stay f32.
+#[test]
+fn bf16_autocast_training_steps_follow_the_cpu() {
+    use tinytorch::amp::autocast;
+    let Some(_turn) = gpu() else { return };
+    manual_seed(3);
+    let shape = ImageShape {
+        channels: 1,
+        height: 28,
+        width: 28,
+    };
+    let cpu_model = seed_cnn(shape, 10).unwrap();
+    let gpu_model = seed_cnn(shape, 10).unwrap();
+    gpu_model
+        .load_state_dict(&cpu_model.state_dict().into_iter().collect(), true)
+        .unwrap();
+    gpu_model.to_device(GPU).unwrap();
+    let x = Tensor::rand(&[16, 1, 28, 28], DType::F32, Device::Cpu).unwrap();
+    let y = Tensor::from_vec((0..16i64).map(|i| i % 10).collect::<Vec<_>>(), &[16]).unwrap();
+    let opts = SgdOptions {
+        lr: 0.05,
+        ..Default::default()
+    };
+    let mut cpu_opt = SGD::new(cpu_model.parameters(), opts).unwrap();
+    let mut gpu_opt = SGD::new(gpu_model.parameters(), opts).unwrap();
+    let (xg, yg) = (x.cuda().unwrap(), y.cuda().unwrap());
+    for step in 0..4 {
+        let _amp = autocast(DType::BF16).unwrap();
+        let lc = tinytorch::train::train_step(&cpu_model, &mut cpu_opt, &x, &y)
+            .unwrap()
+            .0;
+        let lg = tinytorch::train::train_step(&gpu_model, &mut gpu_opt, &xg, &yg)
+            .unwrap()
+            .0;
+        assert!(lg.is_finite(), "step {step}: loss {lg} on cuda");
+        assert!(
+            (lc - lg).abs() < 2e-2 * lc.abs().max(1.0),
+            "step {step}: loss cpu {lc} vs cuda {lg} under bf16 autocast"
+        );
+    }
+    for ((name, c), (_, g)) in cpu_model
+        .named_parameters()
+        .iter()
+        .zip(gpu_model.named_parameters())
+    {
+        assert_eq!(g.dtype(), DType::F32, "{name} stays f32 under autocast");
+        let (c, g) = (vals(c), vals(&g));
+        let worst = c
+            .iter()
+            .zip(&g)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(worst < 2e-2, "{name}: max difference {worst}");
+    }
 }
