@@ -14,13 +14,6 @@ use tinytorch::nn::functional::{cross_entropy, embedding, layer_norm, mse_loss, 
 use tinytorch::nn::{Conv2d, Embedding, Linear, Module, Reduction};
 use tinytorch::ops::ConvPadding;
 use tinytorch::optim::{clip_grad_norm_, Adam, AdamOptions, SgdOptions, SGD};
-
-fn gpu_present() -> bool {
-    #[cfg(feature = "cuda")]
-    return tinytorch::backend::cuda::device::is_available();
-    #[cfg(not(feature = "cuda"))]
-    false
-}
 use tinytorch::text::{tokenizer_from_json, BpeTokenizer, CharTokenizer, Tokenizer};
 use tinytorch::train::{cross_entropy_loss, StepOptions, Trainer};
 use tinytorch::{DType, Device, Result, Tensor};
@@ -42,6 +35,23 @@ fn row<T>(
         needles,
         call: Box::new(move || call().map(drop)),
     }
+}
+
+/// Whether a CUDA device is present (rows that need one are skipped without it).
+fn gpu_present() -> bool {
+    #[cfg(feature = "cuda")]
+    return tinytorch::backend::cuda::device::is_available();
+    #[cfg(not(feature = "cuda"))]
+    false
+}
+
+/// The Mistral fixture's `tokenizer.json` (a byte-level BPE with Metaspace), parsed.
+fn mistral_tokenizer_json() -> Result<serde_json::Value> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/llm_families/mistral/tokenizer.json"
+    );
+    Ok(serde_json::from_slice(&std::fs::read(path)?).expect("fixture JSON"))
 }
 
 fn f32s(shape: &[usize]) -> Tensor {
@@ -441,6 +451,28 @@ fn rows() -> Vec<Row> {
                     {"SpecialToken": {"id": "[CLSx]", "type_id": 0}},
                     {"Sequence": {"id": "A", "type_id": 0}}
                 ]);
+                tinytorch::text::hf_tokenizer::HfTokenizer::from_bytes(json.to_string().as_bytes())
+            },
+        ),
+        row(
+            "tokenizer.json BPE merge making a token outside the vocabulary",
+            &["HfTokenizer::from_bytes", "merge 27", "\"▁quick▁quick\""],
+            || {
+                let mut json = mistral_tokenizer_json()?;
+                let merges = json["model"]["merges"].as_array_mut().expect("merges");
+                merges.insert(26, serde_json::json!(["▁quick", "▁quick"]));
+                tinytorch::text::hf_tokenizer::HfTokenizer::from_bytes(json.to_string().as_bytes())
+            },
+        ),
+        row(
+            "tokenizer.json BPE merge shorter than the subword prefix",
+            &[
+                "HfTokenizer::from_bytes",
+                "shorter than the continuing-subword prefix",
+            ],
+            || {
+                let mut json = mistral_tokenizer_json()?;
+                json["model"]["continuing_subword_prefix"] = serde_json::json!("#####");
                 tinytorch::text::hf_tokenizer::HfTokenizer::from_bytes(json.to_string().as_bytes())
             },
         ),

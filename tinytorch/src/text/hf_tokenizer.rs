@@ -64,8 +64,9 @@ impl HfTokenizer {
         // The crate panics (`expect("Helper")`) when its decoder section fails to parse as
         // JSON (a syntax error, invalid UTF-8 in a string); a file that is not wholly valid
         // JSON is turned away here first. (`IgnoredAny` would skip strings unchecked.)
-        serde_json::from_slice::<serde_json::Value>(bytes)
+        let json = serde_json::from_slice::<serde_json::Value>(bytes)
             .map_err(|e| format!("not a tokenizer.json: invalid JSON: {e}"))?;
+        check_bpe_merges(&json["model"])?;
         let mut inner =
             Tokenizer::from_bytes(bytes).map_err(|e| format!("cannot load tokenizer: {e}"))?;
         // Checked in the crate's own serialised form, where every template is a list of
@@ -231,6 +232,58 @@ fn check_templates(processor: &serde_json::Value) -> std::result::Result<(), Str
         }
         _ => Ok(()),
     }
+}
+
+/// Check that every merge `(a, b)` of a BPE model yields a token of its vocabulary: the crate
+/// copies `a` and `b` (less the continuing-subword prefix) into a buffer as long as the
+/// longest token before it looks the merged token up, and panics when they do not fit (or
+/// slices `b` inside a character when `b` is shorter than the prefix). Merges the crate
+/// would refuse anyway (a token not in the vocabulary, a malformed entry) are left to it.
+fn check_bpe_merges(model: &serde_json::Value) -> std::result::Result<(), String> {
+    let is_bpe = match model["type"].as_str() {
+        Some(t) => t == "BPE",
+        None => model.get("merges").is_some(),
+    };
+    let (Some(vocab), Some(merges)) = (model["vocab"].as_object(), model["merges"].as_array())
+    else {
+        return Ok(());
+    };
+    if !is_bpe {
+        return Ok(());
+    }
+    let prefix = model["continuing_subword_prefix"].as_str().unwrap_or("");
+    // (entry number, a, b) of each well-formed entry: "a b" (exactly one space) or [a, b].
+    let pairs = merges.iter().enumerate().filter_map(|(i, m)| match m {
+        serde_json::Value::String(line) if !line.starts_with("#version") => {
+            let mut parts = line.split(' ');
+            match (parts.next(), parts.next(), parts.next()) {
+                (Some(a), Some(b), None) => Some((i + 1, a, b)),
+                _ => None,
+            }
+        }
+        serde_json::Value::Array(pair) if pair.len() == 2 => {
+            Some((i + 1, pair[0].as_str()?, pair[1].as_str()?))
+        }
+        _ => None,
+    });
+    for (entry, a, b) in pairs {
+        if !vocab.contains_key(a) || !vocab.contains_key(b) {
+            continue;
+        }
+        let rest = b.get(prefix.len()..).ok_or_else(|| {
+            format!(
+                "BPE merge {entry} ({a:?}, {b:?}): {b:?} is shorter than the continuing-subword \
+                 prefix {prefix:?}"
+            )
+        })?;
+        let merged = format!("{a}{rest}");
+        if !vocab.contains_key(&merged) {
+            return Err(format!(
+                "BPE merge {entry} ({a:?}, {b:?}) makes {merged:?}, which is not in the vocabulary"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An encoding failure, naming the start of the text.
