@@ -12,6 +12,7 @@ use crate::with_cpu_storage;
 use half::{bf16, f16};
 use rayon::prelude::*;
 use std::cmp::Ordering;
+use std::mem::MaybeUninit;
 
 /// `a + b` with PyTorch's semantics per dtype: integers wrap, bool is logical or, half types
 /// add in f32 and round once.
@@ -145,32 +146,40 @@ pub(crate) fn check_fits(
 fn index_select_typed<T: CpuElement>(src: &[T], l: &Layout, dim: usize, idx: &[i64]) -> Vec<T> {
     let (outer, inner) = outer_inner_offsets(l, dim);
     let (n, row_len, sd) = (idx.len(), inner.len(), l.strides()[dim]);
-    let mut out = super::allocator::zeros::<T>(outer.len() * n * row_len);
-    if out.is_empty() {
+    let len = outer.len() * n * row_len;
+    // Every output element is written below, so the buffer is not zeroed first (a data
+    // loader's batch gather is one such copy per step).
+    let mut out = super::allocator::take::<T>(len);
+    if len == 0 {
         return out;
     }
     // When the dims after `dim` are contiguous each output row is one slice copy: the
     // embedding-lookup case (dim 0 of a contiguous table).
     let inner_contiguous = inner.iter().enumerate().all(|(i, &o)| i == o);
-    let fill_row = |r: usize, row: &mut [T]| {
+    let fill_row = |r: usize, row: &mut [MaybeUninit<T>]| {
         let base = l.offset() + outer[r / n] + idx[r % n] as usize * sd;
         if inner_contiguous {
-            row.copy_from_slice(&src[base..base + row_len]);
+            for (x, &v) in row.iter_mut().zip(&src[base..base + row_len]) {
+                x.write(v);
+            }
         } else {
             for (x, &o) in row.iter_mut().zip(&inner) {
-                *x = src[base + o];
+                x.write(src[base + o]);
             }
         }
     };
-    if out.len() >= PAR_THRESHOLD {
-        out.par_chunks_mut(row_len)
+    let dst = &mut out.spare_capacity_mut()[..len];
+    if len >= PAR_THRESHOLD {
+        dst.par_chunks_mut(row_len)
             .enumerate()
             .for_each(|(r, row)| fill_row(r, row));
     } else {
-        out.chunks_mut(row_len)
+        dst.chunks_mut(row_len)
             .enumerate()
             .for_each(|(r, row)| fill_row(r, row));
     }
+    // SAFETY: each of the `len / row_len` rows was written whole above.
+    unsafe { out.set_len(len) };
     out
 }
 
