@@ -11,7 +11,7 @@
 use std::sync::{Mutex, MutexGuard};
 use tinytorch::backend::cuda;
 use tinytorch::models::{seed_cnn, ImageShape};
-use tinytorch::nn::Module;
+use tinytorch::nn::{Module, Sequential};
 use tinytorch::optim::{SgdOptions, SGD};
 use tinytorch::{manual_seed, DType, Device, Tensor};
 
@@ -40,6 +40,48 @@ fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
         let ok = g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol * (1.0 + w.abs());
         assert!(ok, "{what}: element {i} is {g}, the CPU gives {w}");
+    }
+}
+
+/// A seed-cnn for 28x28 images seeded with `seed` on the CPU and a copy of it on the GPU,
+/// each with its own SGD (lr 0.05).
+fn seed_cnn_on_both(seed: u64) -> (Sequential, Sequential, SGD, SGD) {
+    manual_seed(seed);
+    let shape = ImageShape {
+        channels: 1,
+        height: 28,
+        width: 28,
+    };
+    let cpu_model = seed_cnn(shape, 10).unwrap();
+    let gpu_model = seed_cnn(shape, 10).unwrap();
+    gpu_model
+        .load_state_dict(&cpu_model.state_dict().into_iter().collect(), true)
+        .unwrap();
+    gpu_model.to_device(GPU).unwrap();
+    let opts = SgdOptions {
+        lr: 0.05,
+        ..Default::default()
+    };
+    let cpu_opt = SGD::new(cpu_model.parameters(), opts).unwrap();
+    let gpu_opt = SGD::new(gpu_model.parameters(), opts).unwrap();
+    (cpu_model, gpu_model, cpu_opt, gpu_opt)
+}
+
+/// One training step of `model` on `(x, y)`; the loss.
+fn sgd_step(model: &dyn Module, opt: &mut SGD, x: &Tensor, y: &Tensor) -> f64 {
+    tinytorch::train::train_step(model, opt, x, y).unwrap().0
+}
+
+/// Every parameter of the GPU model within `tol` (absolute) of the CPU model's.
+fn assert_parameters_close(cpu: &dyn Module, gpu: &dyn Module, tol: f64) {
+    for ((name, c), (_, g)) in cpu.named_parameters().iter().zip(gpu.named_parameters()) {
+        let (c, g) = (vals(c), vals(&g));
+        let worst = c
+            .iter()
+            .zip(&g)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f64::max);
+        assert!(worst < tol, "{name}: max difference {worst}");
     }
 }
 
@@ -128,35 +170,15 @@ fn out_of_range_index_is_reported_at_synchronisation() {
 #[test]
 fn training_step_matches_the_cpu_and_reuses_memory() {
     let Some(_turn) = gpu() else { return };
-    manual_seed(0);
-    let shape = ImageShape {
-        channels: 1,
-        height: 28,
-        width: 28,
-    };
-    let cpu_model = seed_cnn(shape, 10).unwrap();
-    let gpu_model = seed_cnn(shape, 10).unwrap();
-    gpu_model
-        .load_state_dict(&cpu_model.state_dict().into_iter().collect(), true)
-        .unwrap();
-    gpu_model.to_device(GPU).unwrap();
+    let (cpu_model, gpu_model, mut cpu_opt, mut gpu_opt) = seed_cnn_on_both(0);
     let x = Tensor::rand(&[8, 1, 28, 28], DType::F32, Device::Cpu).unwrap();
     let y = Tensor::from_slice(&[0i64, 1, 2, 3, 4, 5, 6, 7]);
-    let step = |m: &dyn Module, opt: &mut SGD, x: &Tensor, y: &Tensor| -> f64 {
-        tinytorch::train::train_step(m, opt, x, y).unwrap().0
-    };
-    let opts = SgdOptions {
-        lr: 0.05,
-        ..Default::default()
-    };
-    let mut cpu_opt = SGD::new(cpu_model.parameters(), opts).unwrap();
-    let mut gpu_opt = SGD::new(gpu_model.parameters(), opts).unwrap();
     let (xg, yg) = (x.cuda().unwrap(), y.cuda().unwrap());
     let dev = cuda::device::get(0).unwrap();
     let mut allocations = Vec::new();
     for _ in 0..4 {
-        let lc = step(&cpu_model, &mut cpu_opt, &x, &y);
-        let lg = step(&gpu_model, &mut gpu_opt, &xg, &yg);
+        let lc = sgd_step(&cpu_model, &mut cpu_opt, &x, &y);
+        let lg = sgd_step(&gpu_model, &mut gpu_opt, &xg, &yg);
         assert!(
             (lc - lg).abs() < 1e-4 * lc.abs().max(1.0),
             "loss cpu {lc} vs cuda {lg}"
@@ -168,19 +190,7 @@ fn training_step_matches_the_cpu_and_reuses_memory() {
         allocations[3], allocations[2],
         "allocations per step: {allocations:?}"
     );
-    for ((name, c), (_, g)) in cpu_model
-        .named_parameters()
-        .iter()
-        .zip(gpu_model.named_parameters())
-    {
-        let (c, g) = (c.to_vec_f64().unwrap(), g.to_vec_f64().unwrap());
-        let worst = c
-            .iter()
-            .zip(&g)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
-        assert!(worst < 1e-4, "{name}: max difference {worst}");
-    }
+    assert_parameters_close(&cpu_model, &gpu_model, 1e-4);
 }
 
 #[test]
@@ -527,53 +537,22 @@ fn create_graph_hessian_vector_product_matches_the_cpu() {
 fn bf16_autocast_training_steps_follow_the_cpu() {
     use tinytorch::amp::autocast;
     let Some(_turn) = gpu() else { return };
-    manual_seed(3);
-    let shape = ImageShape {
-        channels: 1,
-        height: 28,
-        width: 28,
-    };
-    let cpu_model = seed_cnn(shape, 10).unwrap();
-    let gpu_model = seed_cnn(shape, 10).unwrap();
-    gpu_model
-        .load_state_dict(&cpu_model.state_dict().into_iter().collect(), true)
-        .unwrap();
-    gpu_model.to_device(GPU).unwrap();
+    let (cpu_model, gpu_model, mut cpu_opt, mut gpu_opt) = seed_cnn_on_both(3);
     let x = Tensor::rand(&[16, 1, 28, 28], DType::F32, Device::Cpu).unwrap();
     let y = Tensor::from_vec((0..16i64).map(|i| i % 10).collect::<Vec<_>>(), &[16]).unwrap();
-    let opts = SgdOptions {
-        lr: 0.05,
-        ..Default::default()
-    };
-    let mut cpu_opt = SGD::new(cpu_model.parameters(), opts).unwrap();
-    let mut gpu_opt = SGD::new(gpu_model.parameters(), opts).unwrap();
     let (xg, yg) = (x.cuda().unwrap(), y.cuda().unwrap());
     for step in 0..4 {
         let _amp = autocast(DType::BF16).unwrap();
-        let lc = tinytorch::train::train_step(&cpu_model, &mut cpu_opt, &x, &y)
-            .unwrap()
-            .0;
-        let lg = tinytorch::train::train_step(&gpu_model, &mut gpu_opt, &xg, &yg)
-            .unwrap()
-            .0;
+        let lc = sgd_step(&cpu_model, &mut cpu_opt, &x, &y);
+        let lg = sgd_step(&gpu_model, &mut gpu_opt, &xg, &yg);
         assert!(lg.is_finite(), "step {step}: loss {lg} on cuda");
         assert!(
             (lc - lg).abs() < 2e-2 * lc.abs().max(1.0),
             "step {step}: loss cpu {lc} vs cuda {lg} under bf16 autocast"
         );
     }
-    for ((name, c), (_, g)) in cpu_model
-        .named_parameters()
-        .iter()
-        .zip(gpu_model.named_parameters())
-    {
-        assert_eq!(g.dtype(), DType::F32, "{name} stays f32 under autocast");
-        let (c, g) = (vals(c), vals(&g));
-        let worst = c
-            .iter()
-            .zip(&g)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
-        assert!(worst < 2e-2, "{name}: max difference {worst}");
+    for (name, p) in gpu_model.named_parameters() {
+        assert_eq!(p.dtype(), DType::F32, "{name} stays f32 under autocast");
     }
+    assert_parameters_close(&cpu_model, &gpu_model, 2e-2);
 }
