@@ -4,7 +4,9 @@
 # 26 MB): every test binary with GPU tests (release, --features cuda, stripped) and the
 # `tinytorch` binary in binaries.tar.xz (107 MB unpacked: each binary links the library, so
 # they compress 7x together), the fixtures those tests read, a 10,000-image slice of Fashion-MNIST
-# for a short training run, scripts/bench_layers_torch.py, and run.sh.
+# for a short training run, scripts/bench_layers_torch.py, the Python package as a wheel built
+# with --features cuda (maturin: $MATURIN, else `maturin` on PATH, else /work/venv/bin/maturin)
+# with its tests and pytest's wheels, and run.sh.
 #
 # On the GPU machine (CUDA driver, PyTorch; no Rust toolchain and no network needed):
 #     bash gpu_bundle/run.sh [OUT_DIR]
@@ -45,6 +47,15 @@ rm -r "$out/bin" "$out/tests"
 cp tinytorch/tests/fixtures/ops.safetensors tinytorch/tests/fixtures/random_ops.safetensors "$out/fixtures/"
 cp scripts/bench_layers_torch.py scripts/bench_stats.py "$out/scripts/"
 cp scripts/gpu_run.sh "$out/run.sh"
+
+# The Python package built with --features cuda (one abi3 wheel), its GPU tests with the
+# fixtures they read, and pytest's wheels, so run.sh can install them offline.
+maturin="${MATURIN:-$(command -v maturin || echo /work/venv/bin/maturin)}"
+echo "== building the Python wheel (release, --features cuda) with $maturin" >&2
+"$maturin" build --release -m tinytorch-py/Cargo.toml --features cuda -o "$out/wheels" >&2
+python3 -m pip download -q -d "$out/wheels" pytest >&2
+cp -r tinytorch-py/tests "$out/pytests"
+rm -rf "$out/pytests/__pycache__"
 git rev-parse HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
 
 # Training data: the first 10,000 Fashion-MNIST training images (the IDX header's count

@@ -82,6 +82,23 @@ done
     grep -h -A3 -- '---- .* stdout ----' "$out"/test_*.log | grep -v '^--$' | head -n 60
     echo '```'
     echo
+    echo "## The Python package on the GPU (tests/test_cuda.py, test_bad_input.py)"
+    echo
+    echo '```'
+    if "$py" -m pip install -q --no-index --find-links "$here/wheels" --target "$out/pylib" \
+            tinytorch pytest > "$out/pip.log" 2>&1; then
+        (cd "$here/pytests" && PYTHONPATH="$out/pylib" "$py" -m pytest -q -p no:cacheprovider \
+            test_cuda.py test_bad_input.py > "$out/pytest.log" 2>&1)
+        rc=$?
+        [ $rc -eq 0 ] || status=1
+        grep -E '^(FAILED|ERROR)' "$out/pytest.log" | head -n 30
+        tail -n 1 "$out/pytest.log"
+    else
+        status=1
+        echo "pip install of the wheel failed:"; tail -n 5 "$out/pip.log"
+    fi
+    echo '```'
+    echo
     echo "## Memory bandwidth (GB/s of bytes read + written; peak ${PEAK_GBS:-unknown} GB/s)"
     echo
     echo '```'

@@ -10,7 +10,7 @@ use crate::tensor::{Operand, PyTensor};
 use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PyInt, PyList, PySlice, PyTuple};
-use tinytorch::{DType, Tensor};
+use tinytorch::{DType, Device, Tensor};
 
 /// One item of a subscript.
 enum Item {
@@ -154,6 +154,13 @@ fn basic(x: &Tensor, items: Vec<Item>) -> PyResult<Subscript> {
                 run_ended |= !advanced.is_empty();
             }
             Item::Advanced(index) => {
+                // Lists become CPU tensors, and PyTorch takes CPU indices for a tensor on
+                // any device.
+                let index = if index.device() == Device::Cpu {
+                    index.to_device(x.device()).py()?
+                } else {
+                    index
+                };
                 adjacent &= !run_ended;
                 let k = Item::Advanced(index.clone()).consumes();
                 advanced.push(Advanced { dim, index });

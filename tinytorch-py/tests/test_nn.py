@@ -136,6 +136,10 @@ def test_recurrent_layers_move_and_cast_like_other_modules(kind):
     assert all(p.grad is not None and p.grad.dtype == torch.float64 for p in params)
     layer.to(torch.float32)
     assert layer(x.float())[0].dtype == torch.float32
+    # Inside a container too: the parent's .double() reaches the layer's own _apply.
+    model = nn.Sequential(nn.Linear(3, 3), layer)
+    model.double()
+    assert model[1](x)[0].dtype == torch.float64
 
 
 def test_resampling_pooling_and_einsum_errors_name_the_op():

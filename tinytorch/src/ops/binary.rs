@@ -2,7 +2,7 @@
 //! scalar forms (`x + 2.0`). Backward rules reduce broadcast gradients back to each input's
 //! shape with `sum_to_shape`.
 
-use super::{same_device, with_storages2};
+use super::{cpu_scalar_follows, same_device, with_storages2};
 use crate::autograd::needs_grad;
 use crate::backend::BinaryOp;
 use crate::error::{Error, Result};
@@ -58,6 +58,12 @@ pub(crate) fn scalar_like(t: &Tensor, value: Scalar) -> Result<Tensor> {
 
 impl Tensor {
     fn binary_op(&self, rhs: &Tensor, op: BinaryOp, name: &'static str) -> Result<Tensor> {
+        if self.device() != rhs.device() {
+            let (a, b) = cpu_scalar_follows(self, rhs)?;
+            if a.device() == b.device() {
+                return a.binary_op(&b, op, name);
+            }
+        }
         let dtype = result_dtype(self, rhs, op);
         // PyTorch refuses these rather than guess: `mask - 1` is usually a mistake for
         // `~mask`, and bool ** bool has no bool answer.

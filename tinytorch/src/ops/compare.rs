@@ -1,6 +1,6 @@
 //! Comparisons and logical ops (bool results, no gradient), `where` and `masked_fill`.
 
-use super::{same_device, with_storages2, with_storages3};
+use super::{cpu_scalar_follows, same_device, with_storages2, with_storages3};
 use crate::autograd::needs_grad;
 use crate::backend::CmpOp;
 use crate::error::{Error, Result};
@@ -9,17 +9,19 @@ use crate::tensor::{DType, ResultType, Scalar, Tensor};
 
 impl Tensor {
     fn compare(&self, other: &Tensor, op: CmpOp, name: &'static str) -> Result<Tensor> {
-        same_device(name, &[self, other])?;
-        let shape = broadcast_shapes(name, self.shape(), other.shape())?;
+        let (this, other) = cpu_scalar_follows(self, other)?;
+        let (this, other) = (&this, &other);
+        same_device(name, &[this, other])?;
+        let shape = broadcast_shapes(name, this.shape(), other.shape())?;
         let dtype = match op {
             CmpOp::And | CmpOp::Or | CmpOp::Xor => DType::Bool,
             _ => ResultType::new()
-                .tensor(self.dtype(), self.ndim())
+                .tensor(this.dtype(), this.ndim())
                 .tensor(other.dtype(), other.ndim())
                 .finish(),
         };
         let (a, b) = (
-            self.detach().to_dtype(dtype)?,
+            this.detach().to_dtype(dtype)?,
             other.detach().to_dtype(dtype)?,
         );
         let la = a.layout().broadcast_as(name, &shape)?;

@@ -35,7 +35,7 @@ pub use view::SliceArg;
 
 use crate::backend::{Span, Storage};
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
+use crate::tensor::{Device, Tensor};
 use std::sync::RwLockReadGuard;
 
 /// Error naming `op` unless `t` (the op's argument `what`) has a floating-point dtype.
@@ -53,6 +53,21 @@ pub(crate) fn require_float(op: &'static str, what: &str, t: &Tensor) -> Result<
 /// A shape as the signed dims that `reshape` and `view` take.
 pub(crate) fn as_isize(shape: &[usize]) -> Vec<isize> {
     shape.iter().map(|&d| d as isize).collect()
+}
+
+/// `a` and `b` on one device where PyTorch allows it: a 0-d CPU tensor stands for a number
+/// next to a tensor on any device (`cuda_x + torch.tensor(1.5)`), so it moves to the other's
+/// device (differentiably: its gradient comes back to the CPU). Other pairs stay as they are,
+/// for `same_device` to refuse.
+pub(crate) fn cpu_scalar_follows(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    let cpu_scalar = |t: &Tensor| t.ndim() == 0 && t.device() == Device::Cpu;
+    Ok(
+        match (a.device() == b.device(), cpu_scalar(a), cpu_scalar(b)) {
+            (false, true, false) => (a.to_device(b.device())?, b.clone()),
+            (false, false, true) => (a.clone(), b.to_device(a.device())?),
+            _ => (a.clone(), b.clone()),
+        },
+    )
 }
 
 /// Check that every tensor is on the same device as the first.

@@ -275,11 +275,14 @@ class Module:
                     p.grad.zero_()
 
     def _apply(self, fn):
-        for m in self.modules():
-            for store in (m._parameters, m._buffers):
-                for name, t in store.items():
-                    if t is not None:
-                        t.data = fn(t)
+        # Children first, through their own _apply (as PyTorch does), so that a child that
+        # overrides it (the recurrent layers) sees the move.
+        for child in self.children():
+            child._apply(fn)
+        for store in (self._parameters, self._buffers):
+            for name, t in store.items():
+                if t is not None:
+                    t.data = fn(t)
         return self
 
     def to(self, *args, **kwargs):
