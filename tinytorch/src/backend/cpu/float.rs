@@ -50,6 +50,8 @@ pub trait KernelFloat:
     /// The slice as f32 when `Self` is f32, the type of the direct convolution kernels;
     /// `None` for f64.
     fn as_f32_slice(s: &[Self]) -> Option<&[f32]>;
+    /// The slice as mutable f32 when `Self` is f32; `None` for f64.
+    fn as_f32_slice_mut(s: &mut [Self]) -> Option<&mut [f32]>;
     /// An f32 result as `Self` (the identity for f32).
     fn from_f32_vec(v: Vec<f32>) -> Vec<Self>;
 }
@@ -77,6 +79,9 @@ impl KernelFloat for f32 {
     fn as_f32_slice(s: &[f32]) -> Option<&[f32]> {
         Some(s)
     }
+    fn as_f32_slice_mut(s: &mut [f32]) -> Option<&mut [f32]> {
+        Some(s)
+    }
     fn from_f32_vec(v: Vec<f32>) -> Vec<f32> {
         v
     }
@@ -99,6 +104,9 @@ impl KernelFloat for f64 {
         f64::exp(self)
     }
     fn as_f32_slice(_: &[f64]) -> Option<&[f32]> {
+        None
+    }
+    fn as_f32_slice_mut(_: &mut [f64]) -> Option<&mut [f32]> {
         None
     }
     fn from_f32_vec(v: Vec<f32>) -> Vec<f64> {

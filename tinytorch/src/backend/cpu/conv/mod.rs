@@ -1,14 +1,16 @@
 //! 2-D convolution on the CPU, by job: the column matrix (`im2col.rs`, also the backend's
 //! im2col/col2im primitives), the chunk-parallel im2col + gemm kernels (`gemm.rs`, every
-//! f32/f64 convolution), Winograd F(2x2, 3x3)/F(2x2, 5x5) (`winograd.rs`, f32 stride-1 with
-//! enough channels) and the direct AVX-512 kernels (`direct.rs`, other f32 convolutions on
-//! CPUs that have it). [`Algo::of`] is the one place that picks among them; forward and
+//! f32/f64 convolution), Winograd F(4x4, 3x3)/F(4x4, 5x5) (`winograd.rs`, f32 stride-1 with
+//! enough channels; its AVX2 tile transforms in `winograd_avx2.rs`) and the direct AVX-512
+//! kernels (`direct.rs`, other f32 convolutions on CPUs that have it). [`Algo::of`] is the one place that picks among them; forward and
 //! backward run the algorithm the forward picked.
 
 mod direct;
 mod gemm;
 pub(super) mod im2col;
 mod winograd;
+#[cfg(target_arch = "x86_64")]
+mod winograd_avx2;
 
 use crate::backend::cpu::float::KernelFloat;
 pub use direct::set_enabled as set_direct_enabled;

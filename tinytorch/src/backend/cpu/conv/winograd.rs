@@ -26,13 +26,18 @@
 //! [`set_enabled`] switches the path off.
 //!
 //! Work is split like `gemm.rs`: a rayon task per chunk of images, and inside it blocks of
-//! about `BLOCK_TILES` tiles (whole tile rows) so that one block's transformed tiles stay in
-//! cache between the transform and the gemms. Chunk boundaries depend only on the sizes, and
-//! partial weight gradients are added in chunk order, so results do not depend on the number
-//! of threads.
+//! whole tile rows, small enough (`BLOCK_TILES`, `BLOCK_BYTES`) that one block's transformed
+//! tiles stay in cache between the transform and the gemms. Chunk boundaries depend only on
+//! the sizes, and partial weight gradients are added in chunk order, so results do not depend
+//! on the number of threads.
+//!
+//! The tile transforms of f32 on CPUs with AVX2 and FMA are the vector kernels of
+//! `winograd_avx2.rs`; the generic ones here (any float type, any CPU) work plane-wise.
 
 use super::direct;
 use super::gemm::{gemm_serial, Conv, Mat};
+#[cfg(target_arch = "x86_64")]
+use super::winograd_avx2::{self as avx2, Planes, TileAt, F43, F45};
 use crate::backend::cpu::allocator;
 #[cfg(target_arch = "x86_64")]
 use crate::backend::cpu::fast_math::has_avx2_fma;
@@ -45,8 +50,14 @@ use std::sync::LazyLock;
 
 /// Side of the largest transformed tile (`m + r - 1 = 8` for F(4, 5)).
 const MAX_ALPHA: usize = 8;
-/// Tiles per block (rounded to whole tile rows).
+/// Tiles per block at most (rounded to whole tile rows).
 const BLOCK_TILES: usize = 128;
+/// Bytes of transformed tiles per block (`alpha^2 (Ci + Co)` elements per tile) at most: the
+/// transforms write them and the gemms read them back, so they should stay in the L2 cache.
+/// 48 -> 96 channels at 5x5 (37 KB a tile), on an Intel Xeon with 2 MB of L2, batch 64
+/// forward + backward, medians of three: 128 tiles 97 ms, 56 tiles 74 ms, 42 tiles 75 ms,
+/// 28 tiles 81 ms, 14 tiles 86 ms.
+const BLOCK_BYTES: usize = 3 << 19;
 /// A batch is cut into at least this many chunks, so that both threads get work.
 const MIN_CHUNKS: usize = 4;
 /// The gemms' work per tile grows with `Ci * Co`, the transforms' with `Ci + Co`: below
@@ -216,9 +227,12 @@ struct Corr {
     pad: [isize; 2],
     /// Tiles down and across one output plane.
     tiles: [usize; 2],
+    /// Side of a transformed tile.
+    alpha: usize,
 }
 
 impl Corr {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         n: usize,
         ci: usize,
@@ -227,6 +241,7 @@ impl Corr {
         output: [usize; 2],
         pad: [isize; 2],
         m: usize,
+        r: usize,
     ) -> Corr {
         let tiles = [output[0].div_ceil(m), output[1].div_ceil(m)];
         Corr {
@@ -237,6 +252,7 @@ impl Corr {
             output,
             pad,
             tiles,
+            alpha: m + r - 1,
         }
     }
     /// The forward convolution `c`.
@@ -251,6 +267,7 @@ impl Corr {
             g.output,
             pad,
             m,
+            g.kernel[0],
         )
     }
     /// The input gradient of `c`: the upstream gradient correlated with the rotated kernel.
@@ -266,6 +283,7 @@ impl Corr {
             g.input,
             pad,
             m,
+            g.kernel[0],
         )
     }
     /// Images per chunk.
@@ -280,9 +298,11 @@ impl Corr {
             .map(|s| (s, per.min(self.n - s)))
             .collect()
     }
-    /// Tile rows per block.
+    /// Tile rows per block: as many as `BLOCK_TILES` and `BLOCK_BYTES` allow, at least one.
     fn block_rows(&self) -> usize {
-        (BLOCK_TILES / self.tiles[1]).max(1)
+        let tile_bytes = self.alpha * self.alpha * (self.ci + self.co) * size_of::<f32>();
+        let tiles = BLOCK_TILES.min(BLOCK_BYTES / tile_bytes.max(1));
+        (tiles / self.tiles[1]).max(1)
     }
     /// The blocks (ranges of global tile rows `image * tiles[0] + row`) of images
     /// `start..start + nb`.
@@ -300,6 +320,190 @@ impl Corr {
     fn max_block_tiles(&self, nb: usize) -> usize {
         self.block_rows().min(nb * self.tiles[0]) * self.tiles[1]
     }
+}
+
+/// Whether the blocks' tiles are transformed by the AVX2 kernels of `winograd_avx2.rs`
+/// (f32 on a CPU with AVX2 and FMA) rather than the generic plane-wise code here.
+fn simd_tiles<T: KernelFloat>() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() && T::as_f32_slice(&[]).is_some() {
+        return true;
+    }
+    false
+}
+
+/// What `simd_tiles` promises.
+#[cfg(target_arch = "x86_64")]
+const F32: &str = "the AVX2 Winograd path runs on f32 only";
+
+/// Tiles per block as the gemms see them: a whole number of vectors on the AVX2 path.
+fn padded_tiles(t: usize, simd: bool) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        return avx2::padded(t);
+    }
+    let _ = simd;
+    t
+}
+
+/// Elements from one transformed plane (one of the `alpha^2` gemm operands) of a block to the
+/// next, for planes of `len` elements. On the AVX2 path an odd number of 64-byte cache lines:
+/// a tile's transform touches all `alpha^2` planes, and planes a multiple of 4 KiB apart (48
+/// channels of 128 tiles are 24 KiB) fall in one L1 set and evict each other, where an odd
+/// number of lines apart they spread over all 64 sets.
+fn plane_stride(len: usize, simd: bool) -> usize {
+    if simd {
+        (len.div_ceil(16) | 1) * 16
+    } else {
+        len
+    }
+}
+
+/// Where the tiles of the tile rows `rows` lie in planes of `h x w` with `channels` planes
+/// per image, images counted from `first_image`, each tile `shift` up and left of its
+/// output position (the padding, for input tiles).
+#[cfg(target_arch = "x86_64")]
+fn tile_positions(
+    c: &Corr,
+    m: usize,
+    rows: Range<usize>,
+    first_image: usize,
+    planes: Planes,
+    shift: [isize; 2],
+) -> Vec<TileAt> {
+    let [th, tw] = c.tiles;
+    let per_image = planes.channels * planes.h * planes.w;
+    rows.flat_map(|gr| {
+        let (img, ty) = (gr / th - first_image, gr % th);
+        (0..tw).map(move |tx| TileAt {
+            base: img * per_image,
+            y: (ty * m) as isize - shift[0],
+            x: (tx * m) as isize - shift[1],
+        })
+    })
+    .collect()
+}
+
+/// `transform_input` of the tile rows `rows`, by the AVX2 kernel when `simd` (then `v`'s
+/// tiles are `padded_tiles` apart).
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn input_block<T: KernelFloat>(
+    x: &[T],
+    c: &Corr,
+    tr: &Transforms<T>,
+    rows: Range<usize>,
+    v: &mut [T],
+    stride: usize,
+    s: &mut Scratch<T>,
+    simd: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        let planes = Planes {
+            channels: c.ci,
+            h: c.input[0],
+            w: c.input[1],
+        };
+        let tiles = tile_positions(c, tr.m, rows, 0, planes, c.pad);
+        let (x, v) = (
+            T::as_f32_slice(x).expect(F32),
+            T::as_f32_slice_mut(v).expect(F32),
+        );
+        assert!(v.len() >= tr.tile * stride && stride >= c.ci * avx2::padded(tiles.len()));
+        // SAFETY: `simd` says the CPU has AVX2 and FMA; `v` is long enough and every tile
+        // lies in one of `x`'s images.
+        return unsafe {
+            match tr.r {
+                3 => avx2::transform_input::<F43>(x, planes, &tiles, v, stride),
+                _ => avx2::transform_input::<F45>(x, planes, &tiles, v, stride),
+            }
+        };
+    }
+    let _ = (simd, stride);
+    transform_input(x, c, tr, rows, v, s)
+}
+
+/// `transform_grad` of the tile rows `rows`, by the AVX2 kernel when `simd`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn grad_block<T: KernelFloat>(
+    gy: &[T],
+    c: &Corr,
+    tr: &Transforms<T>,
+    rows: Range<usize>,
+    gt: &mut [T],
+    stride: usize,
+    s: &mut Scratch<T>,
+    simd: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        let planes = Planes {
+            channels: c.co,
+            h: c.output[0],
+            w: c.output[1],
+        };
+        let tiles = tile_positions(c, tr.m, rows, 0, planes, [0, 0]);
+        let (gy, gt) = (
+            T::as_f32_slice(gy).expect(F32),
+            T::as_f32_slice_mut(gt).expect(F32),
+        );
+        assert!(gt.len() >= tr.tile * stride && stride >= c.co * avx2::padded(tiles.len()));
+        // SAFETY: as in `input_block`.
+        return unsafe {
+            match tr.r {
+                3 => avx2::transform_grad::<F43>(gy, planes, &tiles, gt, stride),
+                _ => avx2::transform_grad::<F45>(gy, planes, &tiles, gt, stride),
+            }
+        };
+    }
+    let _ = (simd, stride);
+    transform_grad(gy, c, tr, rows, gt, s)
+}
+
+/// `transform_output` of the tile rows `rows` into `out`, the output of the chunk whose
+/// first image is `first_image`, by the AVX2 kernel when `simd`.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn output_block<T: KernelFloat>(
+    mm: &[T],
+    c: &Corr,
+    tr: &Transforms<T>,
+    rows: Range<usize>,
+    first_image: usize,
+    stride: usize,
+    bias: Option<&[T]>,
+    out: &mut [MaybeUninit<T>],
+    s: &mut Scratch<T>,
+    simd: bool,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if simd {
+        let planes = Planes {
+            channels: c.co,
+            h: c.output[0],
+            w: c.output[1],
+        };
+        let tiles = tile_positions(c, tr.m, rows, first_image, planes, [0, 0]);
+        let mm = T::as_f32_slice(mm).expect(F32);
+        let bias = bias.map(|b| T::as_f32_slice(b).expect(F32));
+        let per_image = c.co * c.output[0] * c.output[1];
+        let images = tiles.last().map_or(0, |t| t.base / per_image + 1);
+        assert!(out.len() >= images * per_image);
+        assert!(mm.len() >= tr.tile * stride && stride >= c.co * avx2::padded(tiles.len()));
+        let out = out.as_mut_ptr().cast::<f32>();
+        // SAFETY: as in `input_block`; T is f32, so `out` is f32 storage, and every tile
+        // lies in its first `images` images.
+        return unsafe {
+            match tr.r {
+                3 => avx2::transform_output::<F43>(mm, planes, &tiles, stride, bias, out),
+                _ => avx2::transform_output::<F45>(mm, planes, &tiles, stride, bias, out),
+            }
+        };
+    }
+    let _ = (simd, stride);
+    transform_output(mm, c, tr, rows, first_image * c.tiles[0], bias, out, s)
 }
 
 /// `dst += c * src`.
@@ -732,14 +936,7 @@ fn correlate<T: KernelFloat>(
     out.spare_capacity_mut()[..len]
         .par_chunks_mut(c.per_chunk() * per_image)
         .zip(chunks.par_iter())
-        .for_each(|(dst, &(start, nb))| {
-            #[cfg(target_arch = "x86_64")]
-            if has_avx2_fma() {
-                // SAFETY: the CPU has the features the copy is compiled for.
-                return unsafe { correlate_chunk_avx2(x, u, bias, c, tr, start, nb, dst) };
-            }
-            correlate_chunk(x, u, bias, c, tr, start, nb, dst)
-        });
+        .for_each(|(dst, &(start, nb))| correlate_chunk(x, u, bias, c, tr, start, nb, dst));
     // SAFETY: every chunk wrote its whole slice (each output element lies in one tile).
     unsafe { out.set_len(len) };
     out
@@ -757,24 +954,26 @@ fn correlate_chunk<T: KernelFloat>(
     nb: usize,
     dst: &mut [MaybeUninit<T>],
 ) {
-    let (tmax, tile) = (c.max_block_tiles(nb), tr.tile);
-    let mut v = allocator::zeros::<T>(tile * c.ci * tmax);
-    let mut mm = allocator::zeros::<T>(tile * c.co * tmax);
+    let simd = simd_tiles::<T>();
+    let (tmax, tile) = (padded_tiles(c.max_block_tiles(nb), simd), tr.tile);
+    let mut v = allocator::zeros::<T>(tile * plane_stride(c.ci * tmax, simd));
+    let mut mm = allocator::zeros::<T>(tile * plane_stride(c.co * tmax, simd));
     let mut s = Scratch::new();
     for rows in c.blocks(start, nb) {
-        let t = rows.len() * c.tiles[1];
-        transform_input(x, c, tr, rows.clone(), &mut v, &mut s);
+        let t = padded_tiles(rows.len() * c.tiles[1], simd);
+        let (sv, sm) = (plane_stride(c.ci * t, simd), plane_stride(c.co * t, simd));
+        input_block(x, c, tr, rows.clone(), &mut v, sv, &mut s, simd);
         for xi in 0..tile {
             // SAFETY: U[xi] is (Co, Ci), V[xi] (Ci, t) and M[xi] (Co, t), each inside its
             // buffer; `mm` is a buffer of its own.
             unsafe {
                 let ux = Mat::new(u.as_ptr().add(xi * c.co * c.ci), c.ci, 1);
-                let vx = Mat::new(v.as_ptr().add(xi * c.ci * t), t, 1);
+                let vx = Mat::new(v.as_ptr().add(xi * sv), t, 1);
                 gemm_serial(
                     c.co,
                     t,
                     c.ci,
-                    mm.as_mut_ptr().add(xi * c.co * t),
+                    mm.as_mut_ptr().add(xi * sm),
                     t,
                     false,
                     ux,
@@ -782,31 +981,10 @@ fn correlate_chunk<T: KernelFloat>(
                 );
             }
         }
-        transform_output(&mm, c, tr, rows, start * c.tiles[0], bias, dst, &mut s);
+        output_block(&mm, c, tr, rows, start, sm, bias, dst, &mut s, simd);
     }
     allocator::recycle(T::into_storage(v));
     allocator::recycle(T::into_storage(mm));
-}
-
-/// [`correlate_chunk`] compiled for AVX2 + FMA (the transforms are `#[inline(always)]` into
-/// it, so they vectorise 8 wide instead of SSE2's 4).
-///
-/// # Safety
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-#[allow(clippy::too_many_arguments)]
-unsafe fn correlate_chunk_avx2<T: KernelFloat>(
-    x: &[T],
-    u: &[T],
-    bias: Option<&[T]>,
-    c: &Corr,
-    tr: &Transforms<T>,
-    start: usize,
-    nb: usize,
-    dst: &mut [MaybeUninit<T>],
-) {
-    correlate_chunk(x, u, bias, c, tr, start, nb, dst)
 }
 
 /// Forward: `(N, Co, OH, OW)` from the contiguous input `x` `(N, Ci, H, W)`, weight `w`
@@ -836,22 +1014,25 @@ fn weight_chunk<T: KernelFloat>(
     nb: usize,
 ) -> Vec<T> {
     let (ci, co) = (corr.ci, corr.co);
-    let (tmax, tile) = (corr.max_block_tiles(nb), tr.tile);
-    let mut v = allocator::zeros::<T>(tile * ci * tmax);
-    let mut gt = allocator::zeros::<T>(tile * co * tmax);
+    let simd = simd_tiles::<T>();
+    let (tmax, tile) = (padded_tiles(corr.max_block_tiles(nb), simd), tr.tile);
+    let mut v = allocator::zeros::<T>(tile * plane_stride(ci * tmax, simd));
+    let mut gt = allocator::zeros::<T>(tile * plane_stride(co * tmax, simd));
     let mut st = allocator::take::<T>(tile * ci * co);
     let mut s = Scratch::new();
     for (block, rows) in corr.blocks(start, nb).enumerate() {
-        let t = rows.len() * corr.tiles[1];
-        transform_input(x, corr, tr, rows.clone(), &mut v, &mut s);
-        transform_grad(gy, corr, tr, rows, &mut gt, &mut s);
+        let t = padded_tiles(rows.len() * corr.tiles[1], simd);
+        let (sv, sg) = (plane_stride(ci * t, simd), plane_stride(co * t, simd));
+        input_block(x, corr, tr, rows.clone(), &mut v, sv, &mut s, simd);
+        grad_block(gy, corr, tr, rows, &mut gt, sg, &mut s, simd);
         for xi in 0..tile {
             // SAFETY: V[xi] is (Ci, t), Gt[xi]^T the transposed view of the (Co, t) block
             // and S^T[xi] (Ci, Co), each inside its buffer (`st` has room for tile * ci *
             // co); `st` is a buffer of its own. The first block overwrites, later ones add.
+            // Padding tiles (the AVX2 path's) are zero in both.
             unsafe {
-                let vx = Mat::new(v.as_ptr().add(xi * ci * t), t, 1);
-                let gx = Mat::new(gt.as_ptr().add(xi * co * t), 1, t);
+                let vx = Mat::new(v.as_ptr().add(xi * sv), t, 1);
+                let gx = Mat::new(gt.as_ptr().add(xi * sg), 1, t);
                 let dst = st.spare_capacity_mut().as_mut_ptr().add(xi * ci * co);
                 gemm_serial(ci, co, t, dst.cast::<T>(), co, block > 0, vx, gx);
             }
@@ -864,36 +1045,12 @@ fn weight_chunk<T: KernelFloat>(
     st
 }
 
-/// [`weight_chunk`] compiled for AVX2 + FMA.
-///
-/// # Safety
-/// The CPU must have AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-unsafe fn weight_chunk_avx2<T: KernelFloat>(
-    x: &[T],
-    gy: &[T],
-    corr: &Corr,
-    tr: &Transforms<T>,
-    start: usize,
-    nb: usize,
-) -> Vec<T> {
-    weight_chunk(x, gy, corr, tr, start, nb)
-}
-
 /// Gradient of the weight, `(Co, Ci, r, r)`, from the contiguous input and upstream gradient.
 pub fn backward_weight<T: KernelFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     let (r, co, ci) = (c.geom.kernel[0], c.out_channels, c.geom.channels);
     let tr = Transforms::new(r);
     let corr = Corr::forward(c, tr.m);
-    let part = |&(start, nb): &(usize, usize)| {
-        #[cfg(target_arch = "x86_64")]
-        if has_avx2_fma() {
-            // SAFETY: the CPU has the features the copy is compiled for.
-            return unsafe { weight_chunk_avx2(x, gy, &corr, &tr, start, nb) };
-        }
-        weight_chunk(x, gy, &corr, &tr, start, nb)
-    };
+    let part = |&(start, nb): &(usize, usize)| weight_chunk(x, gy, &corr, &tr, start, nb);
     let mut parts = corr
         .chunks()
         .par_iter()
@@ -952,6 +1109,35 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx2_constant_matrices_are_the_computed_ones() {
+        use super::super::winograd_avx2::Matrices;
+        fn check<W: Matrices>(r: usize) {
+            let tr = Transforms::<f32>::new(r);
+            assert_eq!(W::ALPHA, tr.alpha);
+            let close = |got: f32, want: f32| (got - want).abs() <= 1e-6 * want.abs().max(1.0);
+            for i in 0..8 {
+                for j in 0..8 {
+                    let inside = i < tr.alpha && j < tr.alpha;
+                    let want = if inside { tr.bt[i * tr.alpha + j] } else { 0.0 };
+                    assert!(close(W::BT[i][j], want), "F(4, {r}) B^T[{i}][{j}]");
+                    let want = if i < 4 && j < tr.alpha {
+                        tr.at[i * tr.alpha + j]
+                    } else {
+                        0.0
+                    };
+                    if i < 4 {
+                        assert!(close(W::AT[i][j], want), "F(4, {r}) A^T[{i}][{j}]");
+                        assert_eq!(W::A[j][i], W::AT[i][j]);
+                    }
+                }
+            }
+        }
+        check::<F43>(3);
+        check::<F45>(5);
     }
 
     /// The largest difference between `got` and `want`, relative to the largest `|want|`.
