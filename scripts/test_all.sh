@@ -7,9 +7,13 @@
 # already points at them. Last, scripts/fuzz.sh fuzzes each file reader for a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Each step's start, with the seconds since this script began.
+step() { echo "== test_all.sh: $1 (at ${SECONDS} s)"; }
+step "NVRTC and MiniLM"
 nvrtc_lib="$(bash scripts/install_nvrtc.sh)"
 export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TINYTORCH_MINILM_DIR="${TINYTORCH_MINILM_DIR:-$(bash scripts/install_minilm.sh)}"
+step "cargo test"
 cargo test --workspace --all-features "$@"
 
 # The dashboard in headless Chromium (chromium and chromedriver from install_deps.sh): a short
@@ -17,8 +21,10 @@ cargo test --workspace --all-features "$@"
 # The binary is the one `cargo test` built; CI requires the browser, elsewhere it may skip.
 [ "${CI:-}" = "true" ] && export TINYTORCH_REQUIRE_BROWSER=1
 target_dir="${CARGO_TARGET_DIR:-target}"
+step "dashboard in Chromium"
 python3 tinytorch-cli/tests/dashboard_browser.py "$target_dir/debug/tinytorch" "$target_dir/dashboard-screenshots"
 
+step "Python package (pip install, pytest)"
 py_venv="${TINYTORCH_PY_VENV:-$HOME/.cache/tinytorch/py-venv}"
 [ -x "$py_venv/bin/python" ] || python3 -m venv "$py_venv"
 "$py_venv/bin/pip" install -q --upgrade pip >/dev/null
@@ -27,6 +33,7 @@ py_venv="${TINYTORCH_PY_VENV:-$HOME/.cache/tinytorch/py-venv}"
 MATURIN_PEP517_ARGS="--features mpi" "$py_venv/bin/pip" install -q ./tinytorch-py
 "$py_venv/bin/python" -m pytest -q tinytorch-py/tests
 
+step "fuzz.sh"
 # Every reader of outside bytes under libFuzzer for a few seconds each (saved failures in
 # fuzz/regressions replayed first), and torch.load under atheris: scripts/fuzz.sh.
 "$py_venv/bin/pip" install -q atheris
@@ -34,3 +41,4 @@ MATURIN_PEP517_ARGS="--features mpi" "$py_venv/bin/pip" install -q ./tinytorch-p
 # rebuild the library with other dependency features).
 "$target_dir/debug/examples/fuzz_seeds" fuzz/corpus
 PYTHON="$py_venv/bin/python" bash scripts/fuzz.sh
+step "done"

@@ -76,15 +76,20 @@ const MIN_CHUNKS: usize = 4;
 /// im2col, 3x3 needs a ratio of 40 (Winograd / direct ms: 128 -> 32 ch 16x16 valid, batch 32,
 /// 14.0 / 11.4; 64 -> 64 ch 16x16, batch 16, 7.7 / 5.6; 64 -> 128 ch 28x28, batch 8,
 /// 13.2 / 15.5); 5x5 keeps 12 (32 -> 32 ch 28x28 12.3 / 14.8, 16 -> 32 6.6 / 6.0).
+///
+/// With the AVX2 tile transforms (`winograd_avx2.rs`) 3x3 pays from a ratio of 32, and from
+/// 8 x 8 outputs (two whole tiles across). On an Intel Xeon (Emerald Rapids), Winograd /
+/// direct ms, two runs each, batch 64 unless said: 16 ch 32x32 7.8-9.4 / 7.8-8.3, 32 ch 16x16
+/// 6.5-6.6 / 6.9-7.1, 64 ch 8x8 4.8-5.7 / 6.4-6.5, 64 ch 28x28 batch 16 14.3-14.7 / 17.2-20.1.
 fn min_channel_ratio(r: usize, direct: bool) -> usize {
     match (r, direct) {
         (5, _) => 12,
-        (_, true) => 40,
+        (_, true) => 32,
         (_, false) => 24,
     }
 }
 /// See [`min_channel_ratio`].
-const MIN_OUTPUT: usize = 12;
+const MIN_OUTPUT: usize = 8;
 
 /// Whether the path is on: `TINYTORCH_WINOGRAD=0` in the environment switches it off at
 /// start-up, [`set_enabled`] at any time.
