@@ -4,10 +4,11 @@
 //! transformed element is one vector store or load.
 //!
 //! An input tile's rows are loaded as vectors (one row of `alpha <= 8` taps, masked at the
-//! image's edges), and eight tiles' rows turned into the tile-per-lane layout with an 8x8
-//! transpose; the upstream gradient's and the output's `4 x 4` tiles go through 4x4
-//! transposes of both 128-bit halves. Everything between is fused multiply-adds by
-//! broadcast transform coefficients, zero coefficients skipped. The generic plane-wise
+//! image's edges) and transformed vertically a whole row at a time; eight tiles' rows are then
+//! turned into the tile-per-lane layout with 8x8 transposes for the horizontal pass. The
+//! upstream gradient's and the output's `4 x 4` tiles go through 4x4 transposes of both
+//! 128-bit halves. Everything between is fused multiply-adds by the constant matrices of
+//! [`Matrices`], their zero terms folded away at compile time. The generic plane-wise
 //! transforms of `winograd.rs` split each channel into phase planes with scalar gathers and
 //! pack the tiles with one short copy per tile row; at 5x5 on 28x28 images those scalar
 //! copies took most of the convolution's time.
