@@ -96,22 +96,6 @@ fn totals_from_extra(extra: &BTreeMap<String, String>) -> Result<EpochTotals> {
     })
 }
 
-/// Remove the temp files of checkpoint saves that a crash (kill -9, power loss) cut short:
-/// `checkpoint.safetensors.tmp-<pid>-<n>` beside the checkpoint, which a save renames over
-/// the checkpoint only once it is whole. One run writes one directory, so at its start none
-/// of them can belong to a save still in progress.
-fn remove_torn_saves(ckpt: &Path) {
-    let (Some(dir), Some(name)) = (ckpt.parent(), ckpt.file_name()) else {
-        return;
-    };
-    let prefix = format!("{}.tmp-", name.to_string_lossy());
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&prefix) {
-            let _ = std::fs::remove_file(entry.path());
-        }
-    }
-}
-
 /// Save a finished run (`epochs` epochs, `steps` steps) as a checkpoint that `eval`,
 /// `profile` and `--resume` read.
 pub(super) fn save_finished(
@@ -377,7 +361,7 @@ pub fn train(args: &TrainArgs) -> Result<()> {
     std::fs::create_dir_all(&args.out)?;
     let ckpt_path = args.out.join("checkpoint.safetensors");
     if lead {
-        remove_torn_saves(&ckpt_path);
+        tinytorch::io::remove_torn_saves(&ckpt_path);
     }
     let jsonl = args.out.join("metrics.jsonl");
     if resumed.is_some() && lead {

@@ -56,6 +56,27 @@ pub(crate) fn temp_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// Remove the temp files of saves of `path` that a crash (kill -9, power loss) cut short:
+/// `<path>.tmp-<pid>-<n>` beside it (see [`temp_path`]), which a save renames over `path`
+/// only once it is whole. Call it only where no save of `path` can be in progress (a training
+/// run's start, in the directory it owns). Errors are ignored: a leftover is only garbage.
+pub fn remove_torn_saves(path: &Path) {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return;
+    };
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let prefix = format!("{}.tmp-", name.to_string_lossy());
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&prefix) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Make the rename itself durable. Not every platform or file system lets a directory be
 /// opened and synced, so failures are ignored: the data is already safe under one name.
 fn sync_parent_dir(path: &Path) {
@@ -151,6 +172,26 @@ mod tests {
         // The next save still works.
         write_atomic("test", &path, bytes(b"newer")).unwrap();
         assert_eq!(fs::read(&path).unwrap(), b"newer");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn torn_saves_are_removed_and_nothing_else() {
+        let dir = scratch_dir("torn");
+        let path = dir.join("a.bin");
+        write_atomic("test", &path, bytes(b"whole")).unwrap();
+        // What crashed saves of a.bin leave, and files that are not theirs.
+        for name in [
+            "a.bin.tmp-41-0",
+            "a.bin.tmp-42-3",
+            "b.bin.tmp-41-0",
+            "a.bin.old",
+        ] {
+            fs::write(dir.join(name), b"x").unwrap();
+        }
+        remove_torn_saves(&path);
+        assert_eq!(leftovers(&dir), ["a.bin", "a.bin.old", "b.bin.tmp-41-0"]);
+        assert_eq!(fs::read(&path).unwrap(), b"whole");
         let _ = fs::remove_dir_all(&dir);
     }
 

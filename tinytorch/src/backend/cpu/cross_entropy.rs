@@ -29,7 +29,7 @@
 //! over rayon threads only when the input is large enough to pay for the hand-off.
 
 #[cfg(target_arch = "x86_64")]
-use super::fast_math::has_avx2_fma;
+use super::fast_math::{has_avx2_fma, has_avx512};
 use super::float::KernelFloat;
 use rayon::prelude::*;
 
@@ -263,7 +263,7 @@ fn forward_rows<T: KernelFloat>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if simd::has_avx512() {
+        if has_avx512() {
             // SAFETY: the CPU supports the features, checked just above.
             return unsafe { simd::forward_rows_avx512(ctx, r0, losses, stats) };
         }
@@ -286,7 +286,7 @@ fn backward_rows<T: KernelFloat>(
 ) {
     #[cfg(target_arch = "x86_64")]
     {
-        if simd::has_avx512() {
+        if has_avx512() {
             // SAFETY: the CPU supports the features, checked just above.
             return unsafe { simd::backward_rows_avx512(ctx, r0, dx, stats, g) };
         }
@@ -302,13 +302,6 @@ fn backward_rows<T: KernelFloat>(
 #[cfg(target_arch = "x86_64")]
 mod simd {
     use super::*;
-
-    /// True when the CPU has AVX-512 (F and VL) and FMA.
-    pub fn has_avx512() -> bool {
-        std::arch::is_x86_feature_detected!("avx512f")
-            && std::arch::is_x86_feature_detected!("avx512vl")
-            && has_avx2_fma()
-    }
 
     /// [`forward_rows_portable`] with AVX-512.
     #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]

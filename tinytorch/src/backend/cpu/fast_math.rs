@@ -124,10 +124,13 @@ pub fn has_avx2_fma() -> bool {
     std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
 }
 
-/// True when the CPU has AVX-512F besides AVX2 and FMA (the `*_avx512` copies below).
+/// True when the CPU has AVX-512 (F and VL) besides AVX2 and FMA: the features of the
+/// `*_avx512` copies of the CPU kernels (GELU here, cross-entropy, the direct convolution).
 #[cfg(target_arch = "x86_64")]
-fn has_avx512f() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f") && has_avx2_fma()
+pub fn has_avx512() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512vl")
+        && has_avx2_fma()
 }
 
 /// GELU `out = gelu(x)` over contiguous f32 slices of one length, in the widest vector
@@ -136,7 +139,7 @@ pub fn gelu_forward_f32(x: &[f32], out: &mut [MaybeUninit<f32>]) {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY (both): the CPU has the features the copies are compiled for.
-        if has_avx512f() {
+        if has_avx512() {
             return unsafe { wide::gelu_forward_avx512(x, out) };
         }
         if has_avx2_fma() {
@@ -152,7 +155,7 @@ pub fn gelu_backward_f32(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY (both): the CPU has the features the copies are compiled for.
-        if has_avx512f() {
+        if has_avx512() {
             return unsafe { wide::gelu_backward_avx512(g, x, out) };
         }
         if has_avx2_fma() {

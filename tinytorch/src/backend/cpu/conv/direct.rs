@@ -75,11 +75,11 @@ pub fn set_enabled(enabled: bool) {
     ENABLED.store(enabled, Ordering::Relaxed);
 }
 
-/// Whether the CPU has AVX-512F, the instruction set of the microkernels.
+/// Whether the CPU has AVX-512, the instruction set of the microkernels.
 fn has_avx512f() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx512f")
+        crate::backend::cpu::fast_math::has_avx512()
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
