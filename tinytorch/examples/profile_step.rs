@@ -3,7 +3,8 @@
 //! MODEL [STEPS] [BATCH]` with MODEL one of mlp, seed-cnn, lenet5, resnet20 (SGD step on
 //! random images) or gpt (the small GPT of `tinytorch bench`: 4 layers, d=128, context 64,
 //! AdamW; BATCH sequences, default 16). Prints the median step time. Same steps as
-//! `tinytorch bench --suite cpu`'s train_step rows.
+//! `tinytorch bench --suite cpu`'s train_step rows. With `AMP=bf16` in the environment the
+//! forward pass and the loss run under `autocast(bf16)`, as `tinytorch train --amp bf16`.
 
 use std::time::Instant;
 use tinytorch::models::gpt::{Gpt, GptConfig};
@@ -12,6 +13,14 @@ use tinytorch::nn::functional::cross_entropy;
 use tinytorch::nn::{Module, Reduction};
 use tinytorch::optim::{AdamOptions, AdamW, Optimizer, SgdOptions, SGD};
 use tinytorch::{manual_seed, DType, Device, Result, Tensor};
+
+/// `autocast(bf16)` when `AMP=bf16` is set, else nothing.
+fn amp_guard() -> Result<Option<tinytorch::amp::AutocastGuard>> {
+    match std::env::var("AMP").as_deref() {
+        Ok("bf16") => Ok(Some(tinytorch::amp::autocast(DType::BF16)?)),
+        _ => Ok(None),
+    }
+}
 
 /// One image-classifier step: forward, cross-entropy, backward, SGD.
 fn image_step(kind: ModelKind, batch: usize) -> Result<Box<dyn FnMut() -> Result<()> + Send>> {
@@ -32,8 +41,12 @@ fn image_step(kind: ModelKind, batch: usize) -> Result<Box<dyn FnMut() -> Result
     let y = Tensor::randint(0, 10, &[batch], Device::Cpu)?;
     Ok(Box::new(move || {
         opt.zero_grad();
-        let logits = model.forward(&x)?;
-        cross_entropy(&logits, &y, None, -100, Reduction::Mean, 0.0)?.backward()?;
+        let loss = {
+            let _amp = amp_guard()?;
+            let logits = model.forward(&x)?;
+            cross_entropy(&logits, &y, None, -100, Reduction::Mean, 0.0)?
+        };
+        loss.backward()?;
         opt.step()
     }))
 }
@@ -62,7 +75,11 @@ fn gpt_step(batch: usize) -> Result<Box<dyn FnMut() -> Result<()> + Send>> {
     let y = Tensor::randint(0, v, &[batch, c.block_size], Device::Cpu)?;
     Ok(Box::new(move || {
         opt.zero_grad();
-        model.loss(&x, &y)?.0.backward()?;
+        let loss = {
+            let _amp = amp_guard()?;
+            model.loss(&x, &y)?.0
+        };
+        loss.backward()?;
         opt.step()
     }))
 }

@@ -3,8 +3,8 @@
 //! Float dtypes go through the `gemm` crate, which takes a row and a column stride per
 //! operand, so transposed, sliced and batch-broadcast (batch stride 0) operands are multiplied
 //! where they lie, without copies. `gemm` has kernels for f32, f64 and f16 (f16 accumulates in
-//! f32 inside gemm) but none for bf16: bf16 operands are widened to f32, multiplied, and
-//! rounded back once. Integer dtypes use the naive triple loop (`naive_matmul`), which is also
+//! f32 inside gemm) but none for bf16: bf16 products run on AMX tiles where the CPU has them
+//! (`amx.rs`), else their operands are widened to f32, multiplied, and rounded back once. Integer dtypes use the naive triple loop (`naive_matmul`), which is also
 //! the reference that the tests compare the gemm path with.
 
 use super::strided::map1;
@@ -103,6 +103,10 @@ pub fn matmul(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout) -> Resul
         }
         (CpuStorage::F16(x), CpuStorage::F16(y)) => {
             CpuStorage::F16(gemm_batched(x, ma, y, mb, d).into())
+        }
+        #[cfg(target_arch = "x86_64")]
+        (CpuStorage::BF16(x), CpuStorage::BF16(y)) if super::amx::available() => {
+            CpuStorage::BF16(amx_batched(x, ma, y, mb, d).into())
         }
         (CpuStorage::BF16(x), CpuStorage::BF16(y)) => {
             CpuStorage::BF16(bf16_via_f32(x, al, y, bl, d).into())
@@ -278,7 +282,68 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
     out
 }
 
-/// bf16 has no gemm kernel: widen to f32 (one matrix only when the batch is broadcast),
+/// bf16 products on AMX tiles (`amx::gemm`, single-threaded), spread over the threads as
+/// [`gemm_batched`] spreads gemm: a large product in one share of its longer output dim per
+/// thread, a batch of small ones one matrix per task.
+#[cfg(target_arch = "x86_64")]
+fn amx_batched(a: &[bf16], ma: Mat, b: &[bf16], mb: Mat, d: Dims) -> Vec<bf16> {
+    use super::amx::{self, MatRef};
+    let len = d.batch * d.m * d.n;
+    let mut out = super::allocator::take::<bf16>(len);
+    let dst = SyncPtr(out.spare_capacity_mut().as_mut_ptr().cast::<bf16>());
+    // Rows r0..r1, columns c0..c1 of product `i`.
+    let block = |i: usize, (r0, r1): (usize, usize), (c0, c1): (usize, usize)| {
+        // SAFETY: `matmul` runs this only where amx::available(); `check` proved that every
+        // element [i, r, c] of both layouts is inside its slice; the destination block lies
+        // in the `len` elements of `out`, and blocks that run at once are disjoint.
+        unsafe {
+            amx::gemm(
+                r1 - r0,
+                c1 - c0,
+                d.k,
+                MatRef {
+                    ptr: a.as_ptr().add(ma.at(i, r0, 0)),
+                    rs: ma.rs,
+                    cs: ma.cs,
+                },
+                MatRef {
+                    ptr: b.as_ptr().add(mb.at(i, 0, c0)),
+                    rs: mb.rs,
+                    cs: mb.cs,
+                },
+                dst.add(i * d.m * d.n + r0 * d.n + c0),
+                d.n,
+            )
+        }
+    };
+    let threads = rayon::current_num_threads();
+    let per_matrix = d.m * d.n * d.k;
+    let (all_rows, all_cols) = ((0, d.m), (0, d.n));
+    if per_matrix >= GEMM_PAR_FLOPS && threads > 1 {
+        let along_rows = d.m > d.n;
+        let parts = split_points(if along_rows { d.m } else { d.n }, threads);
+        for i in 0..d.batch {
+            parts.par_windows(2).filter(|w| w[0] < w[1]).for_each(|w| {
+                if along_rows {
+                    block(i, (w[0], w[1]), all_cols)
+                } else {
+                    block(i, all_rows, (w[0], w[1]))
+                }
+            });
+        }
+    } else if d.batch > 1 && per_matrix * d.batch >= BATCH_PAR_FLOPS && threads > 1 {
+        (0..d.batch)
+            .into_par_iter()
+            .for_each(|i| block(i, all_rows, all_cols));
+    } else {
+        (0..d.batch).for_each(|i| block(i, all_rows, all_cols));
+    }
+    // SAFETY: every (m, n) block of the first `len` elements was written by amx::gemm.
+    unsafe { out.set_len(len) };
+    out
+}
+
+/// bf16 without AMX has no gemm kernel: widen to f32 (one matrix only when the batch is broadcast),
 /// multiply in f32, round back once per output element.
 fn bf16_via_f32(a: &[bf16], al: &Layout, b: &[bf16], bl: &Layout, d: Dims) -> Vec<bf16> {
     let (a32, ma) = widen(a, al);

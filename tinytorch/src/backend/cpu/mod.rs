@@ -3,6 +3,8 @@
 
 pub(crate) mod adam;
 pub mod allocator;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod amx;
 pub(crate) mod attention;
 pub(crate) mod batch_norm;
 pub(crate) mod binary;
