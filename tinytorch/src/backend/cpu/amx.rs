@@ -39,7 +39,11 @@ pub fn available() -> bool {
 
 #[cfg(target_os = "linux")]
 fn supported() -> bool {
-    if !is_x86_feature_detected!("avx512bf16") || !is_x86_feature_detected!("avx512f") {
+    // The packing and rounding kernels' features.
+    if !is_x86_feature_detected!("avx512bf16")
+        || !is_x86_feature_detected!("avx512f")
+        || !is_x86_feature_detected!("avx512vl")
+    {
         return false;
     }
     // CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE.
@@ -124,7 +128,7 @@ pub unsafe fn gemm(
     let whole_a = mp * kp * 2 <= A_WHOLE_BYTES;
     let mut apack = if whole_a {
         let mut packed = vec![bf16::ZERO; mp * kp];
-        pack_a(a, 0, mp, m, 0, k, kp, &mut packed);
+        pack_a(a, 0, mp, m, 0, k, &mut packed);
         packed
     } else {
         vec![bf16::ZERO; MC * KC]
@@ -139,7 +143,7 @@ pub unsafe fn gemm(
         for k0 in (0..k).step_by(KC) {
             let kc = KC.min(k - k0);
             let kcp = kc.next_multiple_of(32);
-            pack_b(b, k0, kc, kcp, n0, nc, n, &mut bpack);
+            pack_b(b, k0, kc, n0, nc, n, &mut bpack);
             for m0 in (0..mp).step_by(MC) {
                 let mc = MC.min(mp - m0);
                 // A's first tile of rows m0.. and depth k0.., and the distance from one
@@ -147,7 +151,7 @@ pub unsafe fn gemm(
                 let (a_first, a_block) = if whole_a {
                     (apack.as_ptr().add(m0 * kp + k0 * 16), 16 * kp)
                 } else {
-                    pack_a(a, m0, mc, m, k0, kc, kcp, &mut apack);
+                    pack_a(a, m0, mc, m, k0, kc, &mut apack);
                     (apack.as_ptr(), 16 * kcp)
                 };
                 for j in (0..nc).step_by(32) {
@@ -177,11 +181,11 @@ pub unsafe fn gemm(
 }
 
 /// Packs rows `m0..m0 + mc` and depth `k0..k0 + kc` of A as tiles: blocks of 16 rows, each
-/// `kcp / 32` tiles of 16 rows x 32 (1 KiB, contiguous); zeros past row `m` and depth `kc`.
+/// `kcp / 32` tiles (`kcp`, `kc` rounded up to 32) of 16 rows x 32 (1 KiB, contiguous); zeros
+/// past row `m` and depth `kc`.
 ///
 /// # Safety
 /// As [`gemm`]'s `a`.
-#[allow(clippy::too_many_arguments)]
 unsafe fn pack_a(
     a: MatRef,
     m0: usize,
@@ -189,9 +193,9 @@ unsafe fn pack_a(
     m: usize,
     k0: usize,
     kc: usize,
-    kcp: usize,
     dst: &mut [bf16],
 ) {
+    let kcp = kc.next_multiple_of(32);
     for (rb, block) in dst[..mc * kcp].chunks_exact_mut(16 * kcp).enumerate() {
         let r0 = m0 + 16 * rb;
         let rows = m.saturating_sub(r0).min(16);
@@ -232,17 +236,16 @@ unsafe fn pack_a(
 ///
 /// # Safety
 /// As [`gemm`]'s `b`.
-#[allow(clippy::too_many_arguments)]
 unsafe fn pack_b(
     b: MatRef,
     k0: usize,
     kc: usize,
-    kcp: usize,
     n0: usize,
     nc: usize,
     n: usize,
     dst: &mut [bf16],
 ) {
+    let kcp = kc.next_multiple_of(32);
     for (q, panel) in dst[..nc * kcp].chunks_exact_mut(16 * kcp).enumerate() {
         let c0 = n0 + 16 * q;
         let cols = n.saturating_sub(c0).min(16);

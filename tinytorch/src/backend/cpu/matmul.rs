@@ -36,6 +36,21 @@ fn split_points(len: usize, parts: usize) -> Vec<usize> {
         .collect()
 }
 
+/// `block(rows, cols)` in parallel on one share per thread of the longer of an `(m, n)`
+/// output's dims (ranges as `(start, end)`).
+fn split_output(d: Dims, threads: usize, block: impl Fn((usize, usize), (usize, usize)) + Sync) {
+    let along_rows = d.m > d.n;
+    let parts = split_points(if along_rows { d.m } else { d.n }, threads);
+    // A dim shorter than 16 per thread leaves some shares empty.
+    parts.par_windows(2).filter(|w| w[0] < w[1]).for_each(|w| {
+        if along_rows {
+            block((w[0], w[1]), (0, d.n))
+        } else {
+            block((0, d.m), (w[0], w[1]))
+        }
+    });
+}
+
 /// A destination pointer shared by tasks that write disjoint blocks.
 #[derive(Clone, Copy)]
 struct SyncPtr<T>(*mut T);
@@ -233,17 +248,8 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
             // larger output dim. gemm's own threading synchronises its threads twice per
             // depth slab (pack, then compute), which on a (64, 784) x (784, 128) product
             // cost all of the second thread's gain.
-            let along_rows = d.m > d.n;
-            let len = if along_rows { d.m } else { d.n };
-            let parts = split_points(len, threads);
-            // A dim shorter than 16 per thread leaves some shares empty.
-            parts.par_windows(2).filter(|w| w[0] < w[1]).for_each(|w| {
-                let part = (w[0], w[1]);
-                if along_rows {
-                    gemm_block(part, all_cols, Parallelism::None)
-                } else {
-                    gemm_block(all_rows, part, Parallelism::None)
-                }
+            split_output(d, threads, |rows, cols| {
+                gemm_block(rows, cols, Parallelism::None)
             });
         } else {
             gemm_block(all_rows, all_cols, Parallelism::Rayon(threads));
@@ -320,16 +326,8 @@ fn amx_batched(a: &[bf16], ma: Mat, b: &[bf16], mb: Mat, d: Dims) -> Vec<bf16> {
     let per_matrix = d.m * d.n * d.k;
     let (all_rows, all_cols) = ((0, d.m), (0, d.n));
     if per_matrix >= GEMM_PAR_FLOPS && threads > 1 {
-        let along_rows = d.m > d.n;
-        let parts = split_points(if along_rows { d.m } else { d.n }, threads);
         for i in 0..d.batch {
-            parts.par_windows(2).filter(|w| w[0] < w[1]).for_each(|w| {
-                if along_rows {
-                    block(i, (w[0], w[1]), all_cols)
-                } else {
-                    block(i, all_rows, (w[0], w[1]))
-                }
-            });
+            split_output(d, threads, |rows, cols| block(i, rows, cols));
         }
     } else if d.batch > 1 && per_matrix * d.batch >= BATCH_PAR_FLOPS && threads > 1 {
         (0..d.batch)

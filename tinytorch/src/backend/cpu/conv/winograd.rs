@@ -389,6 +389,39 @@ fn tile_positions(
     .collect()
 }
 
+/// An AVX2 tile transform into planes (`avx2::transform_input` or `transform_grad`, for one
+/// Winograd size).
+#[cfg(target_arch = "x86_64")]
+type SimdTransform = unsafe fn(&[f32], Planes, &[TileAt], &mut [f32], usize);
+
+/// The tile rows `rows` of `src`'s `planes` (shifted by `pad`) transformed into `dst`'s planes,
+/// `stride` apart, by `kernels[0]` for 3x3 and `kernels[1]` for 5x5: the AVX2 side of
+/// `input_block` and `grad_block`, whose callers checked the CPU.
+#[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
+fn simd_block<T: KernelFloat>(
+    src: &[T],
+    c: &Corr,
+    tr: &Transforms<T>,
+    rows: Range<usize>,
+    planes: Planes,
+    pad: [isize; 2],
+    dst: &mut [T],
+    stride: usize,
+    kernels: [SimdTransform; 2],
+) {
+    let tiles = tile_positions(c, tr.m, rows, 0, planes, pad);
+    let (src, dst) = (
+        T::as_f32_slice(src).expect(F32),
+        T::as_f32_slice_mut(dst).expect(F32),
+    );
+    assert!(dst.len() >= tr.tile * stride && stride >= planes.channels * avx2::padded(tiles.len()));
+    let kernel = if tr.r == 3 { kernels[0] } else { kernels[1] };
+    // SAFETY: `simd` (the callers') says the CPU has AVX2 and FMA; `dst` is long enough and
+    // every tile lies in one of `src`'s images.
+    unsafe { kernel(src, planes, &tiles, dst, stride) }
+}
+
 /// `transform_input` of the tile rows `rows`, by the AVX2 kernel when `simd` (then `v`'s
 /// tiles are `padded_tiles` apart).
 #[allow(clippy::too_many_arguments)]
@@ -410,20 +443,9 @@ fn input_block<T: KernelFloat>(
             h: c.input[0],
             w: c.input[1],
         };
-        let tiles = tile_positions(c, tr.m, rows, 0, planes, c.pad);
-        let (x, v) = (
-            T::as_f32_slice(x).expect(F32),
-            T::as_f32_slice_mut(v).expect(F32),
-        );
-        assert!(v.len() >= tr.tile * stride && stride >= c.ci * avx2::padded(tiles.len()));
-        // SAFETY: `simd` says the CPU has AVX2 and FMA; `v` is long enough and every tile
-        // lies in one of `x`'s images.
-        return unsafe {
-            match tr.r {
-                3 => avx2::transform_input::<F43>(x, planes, &tiles, v, stride),
-                _ => avx2::transform_input::<F45>(x, planes, &tiles, v, stride),
-            }
-        };
+        let kernels: [SimdTransform; 2] =
+            [avx2::transform_input::<F43>, avx2::transform_input::<F45>];
+        return simd_block(x, c, tr, rows, planes, c.pad, v, stride, kernels);
     }
     let _ = (simd, stride);
     transform_input(x, c, tr, rows, v, s)
@@ -449,19 +471,9 @@ fn grad_block<T: KernelFloat>(
             h: c.output[0],
             w: c.output[1],
         };
-        let tiles = tile_positions(c, tr.m, rows, 0, planes, [0, 0]);
-        let (gy, gt) = (
-            T::as_f32_slice(gy).expect(F32),
-            T::as_f32_slice_mut(gt).expect(F32),
-        );
-        assert!(gt.len() >= tr.tile * stride && stride >= c.co * avx2::padded(tiles.len()));
-        // SAFETY: as in `input_block`.
-        return unsafe {
-            match tr.r {
-                3 => avx2::transform_grad::<F43>(gy, planes, &tiles, gt, stride),
-                _ => avx2::transform_grad::<F45>(gy, planes, &tiles, gt, stride),
-            }
-        };
+        let kernels: [SimdTransform; 2] =
+            [avx2::transform_grad::<F43>, avx2::transform_grad::<F45>];
+        return simd_block(gy, c, tr, rows, planes, [0, 0], gt, stride, kernels);
     }
     let _ = (simd, stride);
     transform_grad(gy, c, tr, rows, gt, s)
@@ -498,7 +510,7 @@ fn output_block<T: KernelFloat>(
         assert!(out.len() >= images * per_image);
         assert!(mm.len() >= tr.tile * stride && stride >= c.co * avx2::padded(tiles.len()));
         let out = out.as_mut_ptr().cast::<f32>();
-        // SAFETY: as in `input_block`; T is f32, so `out` is f32 storage, and every tile
+        // SAFETY: as in `simd_block`; T is f32, so `out` is f32 storage, and every tile
         // lies in its first `images` images.
         return unsafe {
             match tr.r {
