@@ -651,6 +651,15 @@ pub(crate) fn gelu_backward(
             S::down(g.up().mul(x.up().gelu_grad()))
         }))
     }
+    /// f16/bf16: contiguous operands through the f32 vector kernel.
+    fn half<S: FloatStore<C = f32>>(g: &[S], gl: &Layout, x: &[S], xl: &Layout) -> CpuStorage {
+        match contiguous_pair(gl, xl) {
+            Some((gr, xr)) => {
+                CpuStorage::from_vec(half_through_f32(&x[xr], Some(&g[gr]), gelu_grad))
+            }
+            None => run(g, gl, x, xl),
+        }
+    }
     match (g, x) {
         (CpuStorage::F32(g), CpuStorage::F32(x)) => {
             match (gl.contiguous_range(), xl.contiguous_range()) {
@@ -671,18 +680,8 @@ pub(crate) fn gelu_backward(
             }
         }
         (CpuStorage::F64(g), CpuStorage::F64(x)) => Ok(run(g, gl, x, xl)),
-        (CpuStorage::F16(g), CpuStorage::F16(x)) => Ok(match contiguous_pair(gl, xl) {
-            Some((gr, xr)) => {
-                CpuStorage::from_vec(half_through_f32(&x[xr], Some(&g[gr]), gelu_grad))
-            }
-            None => run(g, gl, x, xl),
-        }),
-        (CpuStorage::BF16(g), CpuStorage::BF16(x)) => Ok(match contiguous_pair(gl, xl) {
-            Some((gr, xr)) => {
-                CpuStorage::from_vec(half_through_f32(&x[xr], Some(&g[gr]), gelu_grad))
-            }
-            None => run(g, gl, x, xl),
-        }),
+        (CpuStorage::F16(g), CpuStorage::F16(x)) => Ok(half(g, gl, x, xl)),
+        (CpuStorage::BF16(g), CpuStorage::BF16(x)) => Ok(half(g, gl, x, xl)),
         _ => Err(Error::dtype(
             "gelu_backward",
             "gradient and input must share a float dtype",
