@@ -240,19 +240,35 @@ impl Element for f16 {
 
 impl Element for bf16 {
     const DTYPE: DType = DType::BF16;
+    // Through f32 (exact): half's direct conversion branches on every class of value and
+    // stops loops that sum bf16 into f64 from vectorising.
     fn to_f64(self) -> f64 {
-        bf16::to_f64(self)
+        bf16::to_f32(self) as f64
     }
     // Through f32, as PyTorch (see f16).
     fn from_f64(v: f64) -> Self {
-        bf16::from_f32(v as f32)
+        bf16_from_f32(v as f32)
     }
     fn to_f32(self) -> f32 {
         bf16::to_f32(self)
     }
     fn from_f32(v: f32) -> Self {
-        bf16::from_f32(v)
+        bf16_from_f32(v)
     }
+}
+
+/// `v` rounded to the nearest bf16, ties to even, NaNs kept quiet: the bits of
+/// `half::bf16::from_f32` (and of PyTorch's `c10::BFloat16`), computed without branches so
+/// that loops of casts vectorise (half's version tests each value's class in turn).
+#[inline(always)]
+pub(crate) fn bf16_from_f32(v: f32) -> bf16 {
+    let x = v.to_bits();
+    // Adding 0x7FFF plus the kept part's lowest bit carries into it exactly when the
+    // dropped half is above one half, or at one half with an odd kept part.
+    let rounded = x.wrapping_add(0x7FFF + ((x >> 16) & 1)) >> 16;
+    let quiet_nan = (x >> 16) | 0x40;
+    let is_nan = (x & 0x7FFF_FFFF) > 0x7F80_0000;
+    bf16::from_bits(if is_nan { quiet_nan } else { rounded } as u16)
 }
 
 impl Element for i64 {
@@ -339,5 +355,27 @@ mod tests {
         assert_eq!(with(U8, 1, Scalar::Int(300)), U8);
         assert_eq!(with(F64, 0, Scalar::Float(0.5)), F64); // 0-d beats a number
         assert_eq!(with(I64, 0, Scalar::Float(0.5)), F32);
+    }
+
+    /// The branch-free rounding gives half's bits for every sign and exponent, each with
+    /// mantissas around every rounding boundary (ties with odd and even kept parts), plus
+    /// zeros, subnormals, the largest finite values (which round to infinity), infinities
+    /// and NaNs.
+    #[test]
+    fn bf16_from_f32_matches_half() {
+        let lows = [
+            0u32, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF, 0x1_0000, 0x1_7FFF, 0x1_8000,
+        ];
+        for high in 0..=0xFFFFu32 {
+            for &low in &lows {
+                let x = f32::from_bits((high << 16).wrapping_add(low));
+                assert_eq!(
+                    super::bf16_from_f32(x).to_bits(),
+                    half::bf16::from_f32(x).to_bits(),
+                    "{x:e} (bits {:#x})",
+                    x.to_bits()
+                );
+            }
+        }
     }
 }

@@ -5,7 +5,7 @@
 use super::strided::{map2, map3, update2};
 use super::{CpuElement, CpuStorage};
 use crate::backend::{BackendStorage, BinaryOp, CmpOp};
-use crate::base::{DType, Layout};
+use crate::base::{DType, Element, Layout};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
 
@@ -70,30 +70,31 @@ macro_rules! float_arith {
 float_arith!(f32);
 float_arith!(f64);
 
-/// Half types compute in f32 and round once.
+/// Half types compute in f32 and round once (bf16 with the branch-free rounding of
+/// `Element::from_f32`).
 macro_rules! half_arith {
     ($t:ty) => {
         impl Arith for $t {
             fn add(self, o: Self) -> Self {
-                <$t>::from_f32(self.to_f32() + o.to_f32())
+                <$t as Element>::from_f32(self.to_f32() + o.to_f32())
             }
             fn sub(self, o: Self) -> Self {
-                <$t>::from_f32(self.to_f32() - o.to_f32())
+                <$t as Element>::from_f32(self.to_f32() - o.to_f32())
             }
             fn mul(self, o: Self) -> Self {
-                <$t>::from_f32(self.to_f32() * o.to_f32())
+                <$t as Element>::from_f32(self.to_f32() * o.to_f32())
             }
             fn div(self, o: Self) -> Self {
-                <$t>::from_f32(self.to_f32() / o.to_f32())
+                <$t as Element>::from_f32(self.to_f32() / o.to_f32())
             }
             fn pow(self, o: Self) -> Self {
-                <$t>::from_f32(self.to_f32().powf(o.to_f32()))
+                <$t as Element>::from_f32(self.to_f32().powf(o.to_f32()))
             }
             fn maximum(self, o: Self) -> Self {
-                <$t>::from_f32(Arith::maximum(self.to_f32(), o.to_f32()))
+                <$t as Element>::from_f32(Arith::maximum(self.to_f32(), o.to_f32()))
             }
             fn minimum(self, o: Self) -> Self {
-                <$t>::from_f32(Arith::minimum(self.to_f32(), o.to_f32()))
+                <$t as Element>::from_f32(Arith::minimum(self.to_f32(), o.to_f32()))
             }
         }
     };

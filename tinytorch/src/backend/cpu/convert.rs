@@ -3,7 +3,7 @@
 use super::strided::{map1, update1, update2};
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
-use crate::base::{DType, Layout};
+use crate::base::{DType, Element, Layout};
 use crate::error::{Error, Result};
 use crate::with_cpu_storage;
 use half::{bf16, f16};
@@ -43,7 +43,7 @@ pub fn to_dtype(s: &CpuStorage, layout: &Layout, dtype: DType) -> CpuStorage {
             return CpuStorage::F16(map1(v, layout, f16::from_f32).into())
         }
         (CpuStorage::F32(v), DType::BF16) => {
-            return CpuStorage::BF16(map1(v, layout, bf16::from_f32).into())
+            return CpuStorage::BF16(map1(v, layout, <bf16 as Element>::from_f32).into())
         }
         _ => {}
     }
