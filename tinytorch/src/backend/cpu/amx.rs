@@ -362,7 +362,7 @@ unsafe fn round_to_bf16(src: &[f32], dst: &mut [bf16]) {
         );
     }
     for (d, &s) in dst[full..].iter_mut().zip(&src[full..]) {
-        *d = bf16::from_f32(s);
+        *d = <bf16 as crate::base::Element>::from_f32(s);
     }
 }
 

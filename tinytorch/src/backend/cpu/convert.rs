@@ -1,13 +1,12 @@
 //! Copies and casts: strided-to-contiguous, dtype conversion, strided writes and fills.
 
-use super::strided::{map1, update1, update2, PAR_CHUNK, PAR_THRESHOLD};
+use super::strided::{map1, update1, update2, MultiStrided};
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
 use crate::base::{DType, Element, Layout};
 use crate::error::{Error, Result};
 use crate::with_cpu_storage;
 use half::{bf16, f16};
-use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
 /// The elements of `layout` in row-major order.
@@ -22,27 +21,28 @@ fn cast_vec<T: CpuElement, U: CpuElement>(v: &[T], layout: &Layout) -> CpuStorag
     CpuStorage::from_vec(map1(v, layout, |x: T| U::from_f64(x.to_f64())))
 }
 
-/// `cast` of every element of `src[layout]`; contiguous sources go through
-/// [`cast_contiguous`].
+/// `cast` of every element of `src[layout]`. Contiguous sources are cut into runs by the
+/// strided walker as usual (in parallel above its threshold), and each run goes through
+/// [`cast_run`]; the others take the generic `map1`.
 fn cast_map<T: Copy + Sync, U: CpuElement>(
     src: &[T],
     layout: &Layout,
     cast: impl Fn(T) -> U + Sync + Copy,
 ) -> Vec<U> {
-    match layout.contiguous_range() {
-        Some((a, b)) => cast_contiguous(&src[a..b], cast),
-        None => map1(src, layout, cast),
+    if layout.contiguous_range().is_none() {
+        return map1(src, layout, cast);
     }
+    MultiStrided::new([layout]).collect_output(|out, run| {
+        let [off] = run.offs;
+        cast_run(out, &src[off..off + run.len], cast)
+    })
 }
 
-/// `cast` of every element of a slice, in parallel pieces above `PAR_THRESHOLD`. The build's
-/// baseline ISA is SSE2, so on CPUs with AVX-512 each piece runs a copy of the loop compiled
-/// for it: the bf16 casts of autocast (weights and activations before each product, logits
-/// and gradients back) are branch-free and vectorise 16 elements at a time.
-fn cast_contiguous<T: Copy + Sync, U: CpuElement>(
-    src: &[T],
-    cast: impl Fn(T) -> U + Sync + Copy,
-) -> Vec<U> {
+/// `cast` of a contiguous run. The build's baseline ISA is SSE2, so on CPUs with AVX-512 the
+/// loop runs in a copy compiled for it: the bf16 casts of autocast (weights and activations
+/// before each product, logits and gradients back) are branch-free and vectorise 16
+/// elements at a time.
+fn cast_run<T: Copy, U>(dst: &mut [MaybeUninit<U>], src: &[T], cast: impl Fn(T) -> U + Copy) {
     #[inline(always)]
     fn fill<T: Copy, U>(dst: &mut [MaybeUninit<U>], src: &[T], cast: impl Fn(T) -> U) {
         for (d, &x) in dst.iter_mut().zip(src) {
@@ -58,28 +58,12 @@ fn cast_contiguous<T: Copy + Sync, U: CpuElement>(
     ) {
         fill(dst, src, cast)
     }
-    let piece = |dst: &mut [MaybeUninit<U>], src: &[T]| {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx512bw") {
-            // SAFETY: the CPU has AVX512-F and -BW (BW implies F).
-            return unsafe { fill_avx512(dst, src, cast) };
-        }
-        fill(dst, src, cast)
-    };
-    let n = src.len();
-    let mut out = super::allocator::take::<U>(n);
-    let spare = &mut out.spare_capacity_mut()[..n];
-    if n >= PAR_THRESHOLD && rayon::current_num_threads() > 1 {
-        spare
-            .par_chunks_mut(PAR_CHUNK)
-            .zip(src.par_chunks(PAR_CHUNK))
-            .for_each(|(d, s)| piece(d, s));
-    } else {
-        piece(spare, src);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512bw") {
+        // SAFETY: the CPU has AVX512-F and -BW (BW implies F).
+        return unsafe { fill_avx512(dst, src, cast) };
     }
-    // SAFETY: `piece` wrote all n elements.
-    unsafe { out.set_len(n) };
-    out
+    fill(dst, src, cast)
 }
 
 /// The elements of `layout` converted to `dtype`. Floats to integers truncate toward zero
@@ -166,7 +150,7 @@ mod tests {
             1e-40,
             f32::INFINITY,
         ];
-        let n = PAR_THRESHOLD * 2 + 37;
+        let n = super::super::strided::PAR_THRESHOLD * 2 + 37;
         let src: Vec<f32> = (0..n)
             .map(|i| match i % 11 {
                 0 => specials[i / 11 % specials.len()],

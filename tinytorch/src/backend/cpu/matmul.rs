@@ -10,7 +10,7 @@
 use super::strided::map1;
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
-use crate::base::Layout;
+use crate::base::{Element, Layout};
 use crate::error::{Error, Result};
 use gemm::Parallelism;
 use half::bf16;
@@ -348,7 +348,7 @@ fn bf16_via_f32(a: &[bf16], al: &Layout, b: &[bf16], bl: &Layout, d: Dims) -> Ve
     let (b32, mb) = widen(b, bl);
     gemm_batched(&a32, ma, &b32, mb, d)
         .into_iter()
-        .map(bf16::from_f32)
+        .map(<bf16 as Element>::from_f32)
         .collect()
 }
 

@@ -6,7 +6,7 @@ use super::rows::map_rows;
 use super::unary::Real;
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
-use crate::base::Layout;
+use crate::base::{Element, Layout};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
 
@@ -77,7 +77,14 @@ pub fn softmax(s: &CpuStorage, l: &Layout, dim: usize, log: bool) -> Result<CpuS
         ),
         CpuStorage::F64(v) => go(v, l, dim, log, |x| x, |x| x),
         CpuStorage::F16(v) => go(v, l, dim, log, |x: f16| x.to_f32(), f16::from_f32),
-        CpuStorage::BF16(v) => go(v, l, dim, log, |x: bf16| x.to_f32(), bf16::from_f32),
+        CpuStorage::BF16(v) => go(
+            v,
+            l,
+            dim,
+            log,
+            |x: bf16| x.to_f32(),
+            <bf16 as Element>::from_f32,
+        ),
         _ => {
             return Err(Error::unsupported_dtype(
                 if log { "log_softmax" } else { "softmax" },

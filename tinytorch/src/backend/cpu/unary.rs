@@ -11,7 +11,7 @@ use super::fast_math;
 use super::strided::{map1, map2, update1, PAR_CHUNK};
 use super::{CpuElement, CpuStorage};
 use crate::backend::UnaryOp;
-use crate::base::Layout;
+use crate::base::{Element, Layout};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
 use rayon::prelude::*;
@@ -215,7 +215,7 @@ macro_rules! impl_float_store {
 impl_float_store!(f32, f32, |x| x, |x| x);
 impl_float_store!(f64, f64, |x| x, |x| x);
 impl_float_store!(f16, f32, f16::to_f32, f16::from_f32);
-impl_float_store!(bf16, f32, bf16::to_f32, bf16::from_f32);
+impl_float_store!(bf16, f32, bf16::to_f32, <bf16 as Element>::from_f32);
 
 /// Where a scalar kernel `f: T -> T` is applied: a new buffer or in place.
 trait Sink<T> {
