@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Build, on a machine with the Rust toolchain and no GPU, everything a GPU machine needs to
 # test and measure TinyTorch's CUDA backend, into one folder (default gpu_bundle/, about
-# 26 MB): every test binary with GPU tests (release, --features cuda, stripped) and the
+# 35 MB): every test binary with GPU tests (release, --features cuda, stripped; cuda_nccl
+# with --features nccl) and the
 # `tinytorch` binary in binaries.tar.xz (107 MB unpacked: each binary links the library, so
 # they compress 7x together), the fixtures those tests read, a 10,000-image slice of Fashion-MNIST
 # for a short training run, scripts/bench_layers_torch.py, the Python package as a wheel built
-# with --features cuda (maturin: $MATURIN, else `maturin` on PATH, else /work/venv/bin/maturin)
+# with --features cuda (maturin: $MATURIN, else `maturin` on PATH)
 # with its tests and pytest's wheels, and run.sh.
 #
 # On the GPU machine (CUDA driver, PyTorch; no Rust toolchain and no network needed):
@@ -30,6 +31,11 @@ echo "== building ${#gpu_tests[@]} test binaries and tinytorch (release, --featu
 cargo test --release -p tinytorch --features cuda --no-run --message-format=json "${args[@]}" \
     > "$out/.cargo-messages.json"
 cargo build --release -p tinytorch-cli --features cuda >&2
+# The NCCL door's one-GPU test (a one-rank communicator: no MPI to start) needs feature nccl.
+# It calls no MPI, so the linker drops libmpi and it runs where Open MPI is not installed.
+echo "== building tests/cuda_nccl (release, --features nccl)" >&2
+cargo test --release -p tinytorch --features nccl --no-run --message-format=json \
+    --test cuda_nccl >> "$out/.cargo-messages.json"
 python3 - "$out" <<'EOF'
 import json, shutil, sys
 out = sys.argv[1]
@@ -50,7 +56,8 @@ cp scripts/gpu_run.sh "$out/run.sh"
 
 # The Python package built with --features cuda (one abi3 wheel), its GPU tests with the
 # fixtures they read, and pytest's wheels, so run.sh can install them offline.
-maturin="${MATURIN:-$(command -v maturin || echo /work/venv/bin/maturin)}"
+maturin="${MATURIN:-$(command -v maturin)}" \
+    || { echo "maturin not found: pip install maturin, or set MATURIN" >&2; exit 1; }
 echo "== building the Python wheel (release, --features cuda) with $maturin" >&2
 "$maturin" build --release -m tinytorch-py/Cargo.toml --features cuda -o "$out/wheels" >&2
 python3 -m pip download -q -d "$out/wheels" pytest >&2

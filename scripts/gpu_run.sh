@@ -25,7 +25,13 @@ dirs += [d for d in ("/usr/local/cuda/lib64", "/usr/local/cuda/targets/x86_64-li
 print(":".join(dirs))
 EOF
 )"
-export LD_LIBRARY_PATH="$libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# cudarc opens libnccl.so (or libnccl.so.<CUDA major>); PyPI's nvidia-nccl-cu13 ships only
+# libnccl.so.2, so the name it looks for is linked to that in a folder of its own.
+mkdir -p "$out/nccl"
+for d in ${libs//:/ }; do
+    [ -e "$d/libnccl.so.2" ] && ln -sf "$d/libnccl.so.2" "$out/nccl/libnccl.so" && break
+done
+export LD_LIBRARY_PATH="$libs:$out/nccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export TINYTORCH_FIXTURES="$here/fixtures"
 
 # The binaries travel packed (binaries.tar.xz); Python unpacks them, as tar may lack xz.

@@ -18,6 +18,13 @@ def fixture(name):
     return torch.load(os.path.join(FIXTURES, name))
 
 
+def upstream(out):
+    """The fixed upstream gradient the fixture scripts use: 0.1, 0.2, ... in out's shape."""
+    n = out.numel()
+    return (torch.arange(1, n + 1, dtype=torch.float64, device=out.device) * 0.1).reshape(
+        *out.shape).to(out.dtype)
+
+
 def assert_close(got, want, atol=1e-5, rtol=1e-5, what=""):
     assert isinstance(got, torch.Tensor), f"{what}: got {type(got).__name__}, not a Tensor"
     assert got.dtype == want.dtype, f"{what}: dtype {got.dtype} but PyTorch gives {want.dtype}"

@@ -12,17 +12,11 @@ import tinytorch.nn.functional as F
 import tinytorch.optim as optim
 import models
 from cases import CASES, inputs
-from conftest import assert_close, fixture
+from conftest import assert_close, fixture, upstream
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
 GPU = "cuda:0"
-
-
-def upstream(out):
-    n = out.numel()
-    return (torch.arange(1, n + 1, dtype=torch.float64, device=out.device) * 0.1).reshape(
-        *out.shape).to(out.dtype)
 
 
 def to_gpu(env):

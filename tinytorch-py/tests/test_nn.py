@@ -7,15 +7,10 @@ import tinytorch as torch
 import tinytorch.nn as nn
 import tinytorch.nn.functional as F
 import models
-from conftest import assert_close, fixture
+from conftest import assert_close, fixture, upstream
 
 REF = fixture("nn.safetensors")
 CASES = models.LAYER_CASES(torch, nn)
-
-
-def upstream(out):
-    n = out.numel()
-    return (torch.arange(1, n + 1, dtype=torch.float64) * 0.1).reshape(*out.shape).to(out.dtype)
 
 
 @pytest.mark.parametrize("name,make,x", CASES, ids=[c[0] for c in CASES])

@@ -5,14 +5,9 @@ import pytest
 
 import tinytorch as torch
 from cases import CASES, inputs
-from conftest import assert_close, fixture
+from conftest import assert_close, fixture, upstream
 
 REF = fixture("ops.safetensors")
-
-
-def upstream(out):
-    n = out.numel()
-    return (torch.arange(1, n + 1, dtype=torch.float64) * 0.1).reshape(*out.shape).to(out.dtype)
 
 
 @pytest.mark.parametrize("name,expr", CASES, ids=[c[0] for c in CASES])

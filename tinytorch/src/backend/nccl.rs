@@ -52,7 +52,8 @@ pub fn check_available(op: &'static str) -> Result<()> {
     } else {
         Err(Error::distributed(
             op,
-            "NCCL needs libnccl (e.g. PyPI's nvidia-nccl-cu13 on LD_LIBRARY_PATH) and a CUDA device",
+            "NCCL needs a CUDA device and libnccl.so on the library path (PyPI's nvidia-nccl-cu13 \
+             ships only libnccl.so.2: link libnccl.so to it in a folder on LD_LIBRARY_PATH)",
         ))
     }
 }
