@@ -2,6 +2,9 @@
 //! the fused CPU kernel against the composite path on long sequences, dropout, fully
 //! masked rows and argument errors.
 
+mod common;
+
+use common::max_diff;
 use std::sync::{Mutex, MutexGuard};
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::{manual_seed, DType, Device, Tensor};
@@ -18,14 +21,6 @@ fn rng_lock() -> MutexGuard<'static, ()> {
 
 fn randn(shape: &[usize], dt: DType) -> Tensor {
     Tensor::randn(shape, dt, Device::Cpu).unwrap()
-}
-
-fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
-    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
-    a.iter()
-        .zip(&b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max)
 }
 
 /// Output and input gradients; a zero float mask that needs a gradient forces the composite

@@ -8,7 +8,9 @@
 //! uses the device from two threads on purpose, inside its own turn.
 #![cfg(feature = "cuda")]
 
-use std::sync::{Mutex, MutexGuard};
+mod common;
+
+use std::sync::MutexGuard;
 use tinytorch::backend::cuda;
 use tinytorch::models::{seed_cnn, ImageShape};
 use tinytorch::nn::{Module, Sequential};
@@ -19,13 +21,7 @@ const GPU: Device = Device::Cuda(0);
 
 /// The turn of a GPU test (`None`, after printing why, where no GPU is present).
 fn gpu() -> Option<MutexGuard<'static, ()>> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    if !cuda::is_available() {
-        println!("skipped: no CUDA device");
-        return None;
-    }
-    // A test that failed while holding the lock leaves it poisoned; the next still runs.
-    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+    common::gpu_turn(cuda::is_available(), "")
 }
 
 /// The values of `t` (any device) as f64.

@@ -8,7 +8,9 @@
 //! that it was skipped.
 #![cfg(feature = "nccl")]
 
-use std::sync::{Mutex, MutexGuard};
+mod common;
+
+use std::sync::MutexGuard;
 use std::time::{Duration, Instant};
 use tinytorch::backend::nccl::{self, NcclComm, NcclDone, NcclOp};
 use tinytorch::{DType, Device, Tensor};
@@ -18,12 +20,7 @@ const GPU: Device = Device::Cuda(0);
 /// Some(guard) when NCCL and a GPU are present; the guard makes the tests take the device
 /// in turn.
 fn gpu() -> Option<MutexGuard<'static, ()>> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    if !nccl::is_available() {
-        println!("skipped: no CUDA device (or no libnccl)");
-        return None;
-    }
-    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+    common::gpu_turn(nccl::is_available(), " (or no libnccl)")
 }
 
 fn one_rank() -> NcclComm {

@@ -9,7 +9,9 @@
 //! GPU each test prints that it was skipped.
 #![cfg(feature = "cuda")]
 
-use std::sync::{Mutex, MutexGuard};
+mod common;
+
+use std::sync::MutexGuard;
 use tinytorch::backend::cuda;
 use tinytorch::{DType, Device, Tensor};
 
@@ -26,12 +28,7 @@ const ALL: [DType; 7] = [
 
 /// Some(guard) when a GPU is present; the guard makes the tests take the device in turn.
 fn gpu() -> Option<MutexGuard<'static, ()>> {
-    static SERIAL: Mutex<()> = Mutex::new(());
-    if !cuda::is_available() {
-        println!("skipped: no CUDA device");
-        return None;
-    }
-    Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
+    common::gpu_turn(cuda::is_available(), "")
 }
 
 /// Deterministic pseudo-random numbers (splitmix64), so both devices get the same input and

@@ -2,20 +2,14 @@
 //! over every index (larger and odder shapes than the fixtures), gradients by gradcheck, and
 //! every documented error naming the op and the values at fault.
 
+mod common;
+
+use common::max_diff;
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::{manual_seed, DType, Device, Error, Tensor};
 
 fn randn(shape: &[usize]) -> Tensor {
     Tensor::randn(shape, DType::F64, Device::Cpu).unwrap()
-}
-
-fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
-    assert_eq!(a.shape(), b.shape());
-    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
-    a.iter()
-        .zip(&b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max)
 }
 
 /// `sum_{b,i,j,k,l} a[b,i,j,k] c[b,k,l,j]` for each (b, i, l): "bijk,bklj->bil" by loops.

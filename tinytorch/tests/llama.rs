@@ -5,6 +5,9 @@
 //! repeated heads and by f64 gradcheck; the KV cache against the full forward; every loading
 //! and config error.
 
+mod common;
+
+use common::max_diff;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
@@ -37,15 +40,6 @@ fn reference() -> BTreeMap<String, Tensor> {
 
 fn load(name: &str) -> LlamaForCausalLM {
     LlamaForCausalLM::from_pretrained(fixtures().join(name)).unwrap()
-}
-
-fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
-    assert_eq!(a.shape(), b.shape());
-    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
-    a.iter()
-        .zip(&b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max)
 }
 
 fn assert_close(got: &Tensor, want: &Tensor, tol: f64, what: &str) {

@@ -6,6 +6,9 @@
 //! parameter's gradient, greedy generation with the cache, cached decoding (Mistral's rolling
 //! cache) against the full forward, the tokenizer, and the config errors.
 
+mod common;
+
+use common::max_diff;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use tinytorch::io::load_safetensors;
@@ -24,15 +27,6 @@ fn reference() -> BTreeMap<String, Tensor> {
 
 fn load(name: &str) -> LlamaForCausalLM {
     LlamaForCausalLM::from_pretrained(fixtures().join(name)).unwrap()
-}
-
-fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
-    assert_eq!(a.shape(), b.shape());
-    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
-    a.iter()
-        .zip(&b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max)
 }
 
 fn ids_of(t: &Tensor) -> Vec<usize> {
