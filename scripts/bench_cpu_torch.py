@@ -91,9 +91,10 @@ def build(name, p):
 
 
 def target(name, p):
-    """The issue's target ratio for a row (None: judged through the layer-table summary)."""
+    """The target ratio for a row (None: judged through the layer-table summary): issue 28's
+    for the training steps, the first round's for the rest."""
     if name == "train_step":
-        return {"seed-cnn": 1.2, "mlp": 2.0}.get(p["model"], 1.0)
+        return {"seed-cnn": 1.5, "mlp": 3.0, "resnet20": 1.3, "gpt": 2.0}.get(p["model"])
     return {"op_overhead": 5.0, "elementwise": 2.0, "matmul": 0.95}.get(name)
 
 
@@ -142,8 +143,8 @@ def main():
     if layer_ratios:
         geo = math.exp(statistics.fmean(math.log(x) for x, _ in layer_ratios))
         worst, wr = min(layer_ratios, key=lambda t: t[0])
-        print(f"\nlayer table: geometric mean ratio {geo:.3f} (target >= 1.0); worst {worst:.3f} "
-              f"({wr['name']} {wr['params']}; target >= 0.7)")
+        print(f"\nlayer table: geometric mean ratio {geo:.3f} (target >= 2.0); worst {worst:.3f} "
+              f"({wr['name']} {wr['params']}; target >= 0.9)")
 
 
 if __name__ == "__main__":
