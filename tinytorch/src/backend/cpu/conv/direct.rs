@@ -18,11 +18,11 @@
 //!
 //! Any stride, dilation and padding works for the forward and the weight gradient (`base`
 //! and `koff` absorb them). The microkernels hold 8 positions (or kernel entries) by up to
-//! 48 channels, or 6 by 64, in up to 24 zmm accumulators; each step
-//! broadcasts one input value per row, loads up to 4 vectors of weights (or upstream
-//! gradients) and issues up to 24 FMAs. Channels are
-//! padded to a multiple of 16 in the packed operands, so the kernels need no masks, and
-//! results come out position-major and are transposed to NCHW in one pass.
+//! 48 channels, or 6 by 64, in up to 24 zmm accumulators; each step broadcasts one input
+//! value per row, loads up to 4 vectors of weights (or upstream gradients) and issues up to
+//! 24 FMAs. Channels are padded to a multiple of 16 in the packed operands, so the kernels
+//! need no masks, and results come out position-major and are transposed to NCHW in one
+//! pass.
 //!
 //! Every output of the forward is one task's sum over the kernel entries in order; the
 //! weight gradient is summed over fixed ranges of `TASK_POSITIONS` positions, whose partial
