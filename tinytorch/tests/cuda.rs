@@ -113,15 +113,7 @@ fn device_strings_parse_like_pytorch() {
 fn round_trip_keeps_values_of_every_dtype() {
     let Some(_turn) = gpu() else { return };
     let x = Tensor::arange(-5.0, 7.0, 1.0, DType::F64, Device::Cpu).unwrap();
-    for dt in [
-        DType::F32,
-        DType::F64,
-        DType::F16,
-        DType::BF16,
-        DType::I64,
-        DType::U8,
-        DType::Bool,
-    ] {
+    for dt in DType::ALL {
         let host = x.to_dtype(dt).unwrap();
         let back = host.cuda().unwrap().cpu().unwrap();
         assert_eq!(

@@ -16,15 +16,6 @@ use tinytorch::backend::cuda;
 use tinytorch::{DType, Device, Tensor};
 
 const GPU: Device = Device::Cuda(0);
-const ALL: [DType; 7] = [
-    DType::F32,
-    DType::F64,
-    DType::F16,
-    DType::BF16,
-    DType::I64,
-    DType::U8,
-    DType::Bool,
-];
 
 /// Some(guard) when a GPU is present; the guard makes the tests take the device in turn.
 fn gpu() -> Option<MutexGuard<'static, ()>> {
@@ -167,7 +158,7 @@ const LENGTHS: [usize; 11] = [1, 2, 3, 17, 100, 1000, 2047, 2048, 2049, 4096, 50
 fn sort_matches_the_cpu_for_every_dtype_and_row_length() {
     let Some(_turn) = gpu() else { return };
     let mut rng = Rng(1);
-    for dt in ALL {
+    for dt in DType::ALL {
         for n in LENGTHS {
             let x = sort_input(&mut rng, &[3, n], dt);
             check_sort(&format!("(3, {n})"), &x, |t| t.clone(), 1);
@@ -244,7 +235,7 @@ fn sort_of_many_rows_and_of_edge_shapes_matches_the_cpu() {
 fn argsort_and_topk_match_the_cpu() {
     let Some(_turn) = gpu() else { return };
     let mut rng = Rng(5);
-    for dt in ALL {
+    for dt in DType::ALL {
         for n in [7, 2049, 5000] {
             let x = sort_input(&mut rng, &[3, n], dt);
             let xg = x.cuda().unwrap();
@@ -357,7 +348,7 @@ fn check_scans(
 fn scans_match_the_cpu_for_every_dtype_and_row_length() {
     let Some(_turn) = gpu() else { return };
     let mut rng = Rng(7);
-    for dt in ALL {
+    for dt in DType::ALL {
         for n in [1, 5, 8, 9, 100, 256, 1025, 2049, 5000] {
             check_scans(
                 &format!("(3, {n})"),

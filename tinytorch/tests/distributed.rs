@@ -116,16 +116,7 @@ fn check_collectives(g: &ProcessGroup) {
     let (rank, world, device) = (g.rank(), g.world_size(), g.device());
     // A tensor on the group's device with its own storage (the collectives write in place).
     let own = |t: &Tensor| t.contiguous_copy().unwrap().to_device(device).unwrap();
-    let dtypes = [
-        DType::F32,
-        DType::F64,
-        DType::F16,
-        DType::BF16,
-        DType::I64,
-        DType::U8,
-        DType::Bool,
-    ];
-    for dtype in dtypes {
+    for dtype in DType::ALL {
         for shape in [&[3usize, 4][..], &[5], &[], &[0, 3]] {
             let inputs: Vec<Tensor> = (0..world).map(|r| input(r, shape, dtype)).collect();
             let f64s: Vec<Vec<f64>> = inputs.iter().map(|t| t.to_vec_f64().unwrap()).collect();
