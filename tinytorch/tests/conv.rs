@@ -803,8 +803,9 @@ type ConvCase = (usize, usize, usize, usize, [usize; 2], ConvPadding, bool);
 /// with it switched off, both against the f64 im2col path, for the `cases`: non-contiguous
 /// input, odd sizes, bias and no bias. Errors are measured against the sum of the absolute
 /// values of each result's terms (the same convolution of `|x|`, `|w|`, `|g|`), the scale f32
-/// rounding error grows with; the fast path must stay within `tol` of it. With `rounds_differently`, the two f32
-/// results must differ (the fast path really ran).
+/// rounding error grows with; the fast path must stay within `tol` of it. With
+/// `rounds_differently`, the two f32 runs must differ in some result (the fast path really
+/// ran).
 fn f32_path_matches_f64(
     cases: &[ConvCase],
     set_path: fn(bool),
@@ -871,7 +872,7 @@ fn f32_path_matches_f64(
         }
         if rounds_differently {
             assert!(
-                f64s(&fast[0]) != f64s(&other[0]),
+                fast.iter().zip(&other).any(|(a, b)| f64s(a) != f64s(b)),
                 "k={k}: the fast path did not run"
             );
         }
@@ -911,4 +912,25 @@ fn conv2d_f32_direct_matches_f64() {
     ];
     // Both paths sum the kernel entries in the same order, often to the same bits.
     f32_path_matches_f64(&cases, tinytorch::ops::set_direct_convolution, 1e-6, false);
+}
+
+/// The direct path with output positions in the vector lanes (stride 1, up to 32 output
+/// channels, enough work to leave im2col): 16 -> 16 channels with its input gradient, and
+/// 3 -> 16 channels (27 kernel entries: the weight gradient on im2col). Skipped where the CPU
+/// has no AVX-512F.
+#[test]
+fn conv2d_f32_lanes_matches_f64() {
+    #[cfg(target_arch = "x86_64")]
+    let avx512 = std::arch::is_x86_feature_detected!("avx512f");
+    #[cfg(not(target_arch = "x86_64"))]
+    let avx512 = false;
+    if !avx512 {
+        eprintln!("skipped: the CPU has no AVX-512F");
+        return;
+    }
+    let cases = [
+        (3, 1, 16, 16, [40, 41], ConvPadding::Same, true),
+        (3, 1, 3, 16, [100, 70], ConvPadding::Explicit(1, 1), false),
+    ];
+    f32_path_matches_f64(&cases, tinytorch::ops::set_direct_convolution, 1e-6, true);
 }

@@ -64,6 +64,8 @@ const WEIGHT_BLOCK: usize = 256;
 /// gradients of its positions once per panel, and 8192 positions of 64 channels (2 MiB) is
 /// about what L2 and L3 hold for two cores.
 const TASK_POSITIONS: usize = 8192;
+/// Elements of padded planes per task of [`pad`] (64 KiB).
+const PAD_TASK: usize = 16 << 10;
 /// Kernel entries per task of the weight's packing.
 const PACK_ROWS: usize = 256;
 
@@ -101,12 +103,17 @@ fn has_avx512f() -> bool {
 ///   the padding, packing and transposes each costing a pass and a fork-join);
 /// - output channels that pad to a multiple of 16 with little waste ([`pads_well`]).
 pub fn applies<T: KernelFloat>(c: &Conv) -> bool {
+    c.geom.rows() >= MIN_ENTRIES && pays::<T>(c)
+}
+
+/// [`applies`] but for the number of kernel entries: where a direct kernel pays whatever the
+/// length of its sums (the forward of `lanes.rs`, whose setup is a few broadcasts).
+pub(super) fn pays<T: KernelFloat>(c: &Conv) -> bool {
     let g = &c.geom;
     let work = g.batch * g.output[0] * g.output[1] * c.out_channels * g.rows();
     T::as_f32_slice(&[]).is_some()
         && ENABLED.load(Ordering::Relaxed)
         && c.groups == 1
-        && g.rows() >= MIN_ENTRIES
         && g.kernel[0] * g.kernel[1] > 1
         && work >= MIN_WORK
         && pads_well(c.out_channels)
@@ -120,21 +127,17 @@ fn pads_well(c: usize) -> bool {
     5 * c >= 4 * c.div_ceil(LANES) * LANES
 }
 
-/// The input gradient of `c` as a forward correlation, when the direct path computes it:
-/// stride 1, padding at most the dilated kernel's reach (`d*(r-1) >= pad`), and an input
-/// at most 1.25x the output's size. The correlation multiplies the whole padded upstream
-/// gradient, zeros included, so it does `H*W / (OH*OW)` times the necessary work: 3x for
-/// a 7x7 "valid" convolution of 14x14 images, measured 30% slower than col2im. The input
-/// channels must pad well to a multiple of 16 ([`pads_well`]).
-fn input_grad_geometry(c: &Conv) -> Option<ConvGeometry> {
+/// The input gradient of `c` as a forward correlation of the upstream gradient, with the
+/// kernel turned by 180 degrees and its channels swapped: stride 1, padding at most the
+/// dilated kernel's reach (`d*(r-1) >= pad`), and an input at most 1.25x the output's size.
+/// The correlation multiplies the whole padded upstream gradient, zeros included, so it does
+/// `H*W / (OH*OW)` times the necessary work: 3x for a 7x7 "valid" convolution of 14x14
+/// images, measured 30% slower than col2im.
+pub(super) fn input_grad_geometry(c: &Conv) -> Option<ConvGeometry> {
     let g = &c.geom;
     let reach = |a: usize| g.dilation[a] * (g.kernel[a] - 1);
     let (inputs, outputs) = (g.input[0] * g.input[1], g.output[0] * g.output[1]);
-    if g.stride != [1, 1]
-        || (0..2).any(|a| g.padding[a] > reach(a))
-        || 4 * inputs > 5 * outputs
-        || !pads_well(g.channels)
-    {
+    if g.stride != [1, 1] || (0..2).any(|a| g.padding[a] > reach(a)) || 4 * inputs > 5 * outputs {
         return None;
     }
     Some(ConvGeometry {
@@ -232,14 +235,18 @@ fn panels(cp: usize) -> impl Iterator<Item = (usize, usize)> {
 
 /// The zero-padded input `(N, C, Hp, Wp)` of a geometry: every row and column that a window
 /// reads, so the kernels need no bounds checks. Borrowed when nothing needs padding.
-struct Padded<'a> {
-    data: Cow<'a, [f32]>,
-    hp: usize,
-    wp: usize,
+pub(super) struct Padded<'a> {
+    /// The planes, then the zeros asked for past them.
+    pub data: Cow<'a, [f32]>,
+    /// Padded height.
+    pub hp: usize,
+    /// Padded width.
+    pub wp: usize,
 }
 
-/// The padded copy of the `(N, C, H, W)` input `x` of the geometry `g`.
-fn pad<'a>(x: &'a [f32], g: &ConvGeometry) -> Padded<'a> {
+/// The padded copy of the `(N, C, H, W)` input `x` of the geometry `g`, followed by `slack`
+/// zeros (for kernels that read past the last plane).
+pub(super) fn pad<'a>(x: &'a [f32], g: &ConvGeometry, slack: usize) -> Padded<'a> {
     let [h, w] = g.input;
     // The last row (column) a window reads, plus one, in padded coordinates.
     let reach = |a: usize| g.stride[a] * (g.output[a] - 1) + g.dilation[a] * (g.kernel[a] - 1) + 1;
@@ -247,7 +254,7 @@ fn pad<'a>(x: &'a [f32], g: &ConvGeometry) -> Padded<'a> {
         (g.padding[0] + h).max(reach(0)),
         (g.padding[1] + w).max(reach(1)),
     );
-    if hp == h && wp == w {
+    if hp == h && wp == w && slack == 0 {
         return Padded {
             data: Cow::Borrowed(x),
             hp,
@@ -255,31 +262,43 @@ fn pad<'a>(x: &'a [f32], g: &ConvGeometry) -> Padded<'a> {
         };
     }
     let [ph, pw] = g.padding;
-    let len = g.batch * g.channels * hp * wp;
+    let planes = g.batch * g.channels * hp * wp;
+    let len = planes + slack;
+    if h * w == 0 {
+        return Padded {
+            data: Cow::Owned(allocator::zeros(len)),
+            hp,
+            wp,
+        };
+    }
     let mut data = allocator::take::<f32>(len);
+    for v in &mut data.spare_capacity_mut()[planes..len] {
+        v.write(0.0);
+    }
     // One pass: each padded plane written in order, its border zeroed around the rows copied
-    // (no zeroing of the whole buffer first).
-    data.spare_capacity_mut()[..len]
-        .par_chunks_mut(hp * wp)
-        .zip(x.par_chunks(h * w))
+    // (no zeroing of the whole buffer first); planes in groups of about 64 KiB per task.
+    let group = (PAD_TASK / (hp * wp)).max(1);
+    data.spare_capacity_mut()[..planes]
+        .par_chunks_mut(group * hp * wp)
+        .zip(x.par_chunks(group * h * w))
         .for_each(|(dst, src)| {
-            let zero = |d: &mut [std::mem::MaybeUninit<f32>]| {
-                d.iter_mut().for_each(|v| {
-                    v.write(0.0);
-                })
-            };
-            let (top, rest) = dst.split_at_mut(ph * wp);
-            zero(top);
-            let (rows, bottom) = rest.split_at_mut(h * wp);
-            zero(bottom);
-            for (d, row) in rows.chunks_exact_mut(wp).zip(src.chunks_exact(w)) {
-                let (left, d) = d.split_at_mut(pw);
-                let (mid, right) = d.split_at_mut(w);
-                zero(left);
-                for (m, &v) in mid.iter_mut().zip(row) {
-                    m.write(v);
+            for (plane, image) in dst.chunks_exact_mut(hp * wp).zip(src.chunks_exact(h * w)) {
+                let d = plane.as_mut_ptr().cast::<f32>();
+                // SAFETY: `d` is the (hp, wp) plane, `image` the (h, w) one, and the rows
+                // ph..ph+h, columns pw..pw+w of the plane hold it; the rest is zeroed. Every
+                // element of the plane is written once.
+                unsafe {
+                    std::ptr::write_bytes(d, 0, ph * wp + pw);
+                    for (y, row) in image.chunks_exact(w).enumerate() {
+                        let start = d.add((ph + y) * wp + pw);
+                        std::ptr::copy_nonoverlapping(row.as_ptr(), start, w);
+                        // The right border of this row and the left border of the next.
+                        let gap = if y + 1 < h { wp - w } else { wp - w - pw };
+                        std::ptr::write_bytes(start.add(w), 0, gap);
+                    }
+                    let written = (ph + h) * wp;
+                    std::ptr::write_bytes(d.add(written), 0, hp * wp - written);
                 }
-                zero(right);
             }
         });
     // SAFETY: every element of every plane was written above.
@@ -293,7 +312,7 @@ fn pad<'a>(x: &'a [f32], g: &ConvGeometry) -> Padded<'a> {
 
 impl Padded<'_> {
     /// Hand an owned buffer back to the caching allocator.
-    fn recycle(self) {
+    pub(super) fn recycle(self) {
         if let Cow::Owned(v) = self.data {
             allocator::recycle(f32::into_storage(v));
         }
@@ -301,7 +320,7 @@ impl Padded<'_> {
 }
 
 /// `koff[k]` of every kernel entry `k = (ci, i, j)`, the weight's own order.
-fn offsets(g: &ConvGeometry, hp: usize, wp: usize) -> Vec<usize> {
+pub(super) fn offsets(g: &ConvGeometry, hp: usize, wp: usize) -> Vec<usize> {
     let [kh, kw] = g.kernel;
     let [dh, dw] = g.dilation;
     (0..g.channels)
@@ -335,7 +354,7 @@ fn bases(g: &ConvGeometry, hp: usize, wp: usize, p0: usize, n: usize, out: &mut 
 /// The correlation of `x` `(N, C, H, W)` with the packed `(C*kh*kw, Co)` weight `w` under
 /// the geometry `g`, plus bias: `(N, Co, OH, OW)`.
 fn correlate(x: &[f32], w: &Panels, co: usize, g: &ConvGeometry, bias: Option<&[f32]>) -> Vec<f32> {
-    let xp = pad(x, g);
+    let xp = pad(x, g, 0);
     let koff = offsets(g, xp.hp, xp.wp);
     let (l, cp) = (g.output[0] * g.output[1], w.cp);
     let positions = g.batch * l;
@@ -439,7 +458,8 @@ pub fn forward<T: KernelFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -
 /// Gradient of the input `(N, Ci, H, W)` from the contiguous upstream gradient, when the
 /// direct path computes it (stride 1, padding within the kernel's reach); `None` otherwise.
 pub fn backward_input<T: KernelFloat>(gy: &[T], w: &[T], c: &Conv) -> Option<Vec<T>> {
-    let gg = input_grad_geometry(c)?;
+    // The input channels must pad well to a multiple of 16 ([`pads_well`]) here.
+    let gg = input_grad_geometry(c).filter(|_| pads_well(c.geom.channels))?;
     let (gy, w) = (f32s(gy), f32s(w));
     let [kh, kw] = c.geom.kernel;
     let (ci, taps) = (c.geom.channels, kh * kw);
@@ -460,7 +480,7 @@ pub fn backward_weight<T: KernelFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     let (co, k, l) = (c.out_channels, g.rows(), g.output[0] * g.output[1]);
     let positions = g.batch * l;
     let cp = co.div_ceil(LANES) * LANES;
-    let xp = pad(x, g);
+    let xp = pad(x, g, 0);
     let mut koff = offsets(g, xp.hp, xp.wp);
     let ktiles = k.div_ceil(MR);
     // Entries past K read the window's corner; their rows are dropped.
