@@ -891,16 +891,24 @@ fn conv2d_f32_winograd_matches_f64() {
     f32_path_matches_f64(&cases, tinytorch::ops::set_winograd_convolution, 4e-6, true);
 }
 
+/// Whether the CPU has AVX-512F, which the direct paths need.
+fn has_avx512f() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 /// The direct AVX-512 path, on convolutions that Winograd does not take: strided, "valid"
 /// (input gradient on col2im), more than one 64-channel panel, channel counts that are not
 /// multiples of 16. Skipped where the CPU has no AVX-512F.
 #[test]
 fn conv2d_f32_direct_matches_f64() {
-    #[cfg(target_arch = "x86_64")]
-    let avx512 = std::arch::is_x86_feature_detected!("avx512f");
-    #[cfg(not(target_arch = "x86_64"))]
-    let avx512 = false;
-    if !avx512 {
+    if !has_avx512f() {
         eprintln!("skipped: the CPU has no AVX-512F");
         return;
     }
@@ -920,11 +928,7 @@ fn conv2d_f32_direct_matches_f64() {
 /// has no AVX-512F.
 #[test]
 fn conv2d_f32_lanes_matches_f64() {
-    #[cfg(target_arch = "x86_64")]
-    let avx512 = std::arch::is_x86_feature_detected!("avx512f");
-    #[cfg(not(target_arch = "x86_64"))]
-    let avx512 = false;
-    if !avx512 {
+    if !has_avx512f() {
         eprintln!("skipped: the CPU has no AVX-512F");
         return;
     }

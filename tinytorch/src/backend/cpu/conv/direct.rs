@@ -912,7 +912,7 @@ mod avx512 {
 
 #[cfg(test)]
 mod tests {
-    use super::super::gemm::tests::naive;
+    use super::super::gemm::tests::Reference;
     use super::super::im2col::tests::out_len;
     use super::*;
     use rand::{Rng, SeedableRng};
@@ -1017,40 +1017,12 @@ mod tests {
                 out_channels: co,
                 groups: 1,
             };
-            let rand_vec = |rng: &mut ChaCha8Rng, n: usize| -> Vec<f64> {
-                (0..n).map(|_| rng.random_range(-1.0..1.0)).collect()
-            };
-            let x = rand_vec(&mut rng, batch * ci * input[0] * input[1]);
-            let w = rand_vec(&mut rng, co * ci * kernel[0] * kernel[1]);
-            let gy = rand_vec(&mut rng, batch * co * output[0] * output[1]);
-            let bias = rand_vec(&mut rng, co);
-            let (y_ref, dx_ref, dw_ref) = naive(&x, &w, &gy, &c);
-            let l = output[0] * output[1];
-            let y_ref: Vec<f64> = (0..y_ref.len())
-                .map(|i| y_ref[i] + bias[(i / l) % co])
-                .collect();
-            let f = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
-            // f32 sums of up to about a thousand products of values in [-1, 1].
-            let close = |got: &[f32], want: &[f64], what: &str| {
-                assert_eq!(got.len(), want.len(), "{what} {c:?}");
-                for (a, b) in got.iter().zip(want) {
-                    let tol = 5e-5 * (1.0 + b.abs());
-                    assert!((*a as f64 - b).abs() < tol, "{what} {c:?}: {a} vs {b}");
-                }
-            };
-            close(
-                &forward(&f(&x), &f(&w), Some(&f(&bias)), &c),
-                &y_ref,
-                "forward",
-            );
-            close(
-                &backward_weight(&f(&x), &f(&gy), &c),
-                &dw_ref,
-                "grad weight",
-            );
+            let r = Reference::new(&c, &mut rng);
+            Reference::check(&forward(&r.x, &r.w, Some(&r.bias), &c), &r.y, "forward", &c);
+            Reference::check(&backward_weight(&r.x, &r.gy, &c), &r.dw, "grad weight", &c);
             // Strided, over-padded and "valid" convolutions leave it to col2im.
-            if let Some(dx) = backward_input(&f(&gy), &f(&w), &c) {
-                close(&dx, &dx_ref, "grad input");
+            if let Some(dx) = backward_input(&r.gy, &r.w, &c) {
+                Reference::check(&dx, &r.dx, "grad input", &c);
                 input_grads += 1;
             }
             cases += 1;

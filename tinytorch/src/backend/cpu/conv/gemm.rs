@@ -405,6 +405,56 @@ pub(super) mod tests {
         (y, dx, dw)
     }
 
+    /// Random operands in [-1, 1) for `c` with the definition's results in f64: the output
+    /// plus bias, and both gradients for the upstream gradient `gy`.
+    pub(in crate::backend::cpu) struct Reference {
+        pub x: Vec<f32>,
+        pub w: Vec<f32>,
+        pub gy: Vec<f32>,
+        pub bias: Vec<f32>,
+        pub y: Vec<f64>,
+        pub dx: Vec<f64>,
+        pub dw: Vec<f64>,
+    }
+
+    impl Reference {
+        pub fn new(c: &Conv, rng: &mut ChaCha8Rng) -> Reference {
+            let g = &c.geom;
+            let rand_vec = |rng: &mut ChaCha8Rng, n: usize| -> Vec<f64> {
+                (0..n).map(|_| rng.random_range(-1.0..1.0)).collect()
+            };
+            let x = rand_vec(rng, g.batch * g.channels * g.input[0] * g.input[1]);
+            let w = rand_vec(rng, c.out_channels * g.rows() / c.groups);
+            let gy = rand_vec(rng, g.batch * c.out_channels * g.output[0] * g.output[1]);
+            let bias = rand_vec(rng, c.out_channels);
+            let (y, dx, dw) = naive(&x, &w, &gy, c);
+            let l = g.output[0] * g.output[1];
+            let y = (0..y.len())
+                .map(|i| y[i] + bias[(i / l) % c.out_channels])
+                .collect();
+            let f = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
+            Reference {
+                x: f(&x),
+                w: f(&w),
+                gy: f(&gy),
+                bias: f(&bias),
+                y,
+                dx,
+                dw,
+            }
+        }
+
+        /// Assert that the f32 `got` matches `want` (sums of up to a few thousand products
+        /// of values in [-1, 1]).
+        pub fn check(got: &[f32], want: &[f64], what: &str, c: &Conv) {
+            assert_eq!(got.len(), want.len(), "{what} {c:?}");
+            for (a, b) in got.iter().zip(want) {
+                let tol = 5e-5 * (1.0 + b.abs());
+                assert!((*a as f64 - b).abs() < tol, "{what} {c:?}: {a} vs {b}");
+            }
+        }
+    }
+
     #[test]
     fn chunked_convolution_matches_the_definition() {
         let mut rng = ChaCha8Rng::seed_from_u64(5);
