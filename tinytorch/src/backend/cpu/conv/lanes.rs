@@ -54,8 +54,9 @@ pub(super) fn has_avx512f() -> bool {
 /// whole microkernels.
 #[derive(Clone, Copy)]
 struct Layout {
-    /// Padded input height and width.
+    /// Padded input height.
     hp: usize,
+    /// Padded input width, the length of a row of positions.
     wp: usize,
     /// Vectors of positions per image, a multiple of `R`.
     vectors: usize,
