@@ -29,6 +29,7 @@
 //! sums are added in range order. So results do not depend on the number of threads.
 //! [`set_enabled`] switches the path off; `gemm.rs` is the reference it is tested against.
 
+use super::f32s;
 use super::gemm::Conv;
 use crate::backend::cpu::float::KernelFloat;
 use crate::backend::cpu::{allocator, CpuElement};
@@ -83,7 +84,7 @@ pub fn set_enabled(enabled: bool) {
 }
 
 /// Whether the CPU has AVX-512, the instruction set of the microkernels.
-fn has_avx512f() -> bool {
+pub(super) fn has_avx512f() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         crate::backend::cpu::fast_math::has_avx512()
@@ -577,11 +578,6 @@ pub fn backward_weight<T: KernelFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     unsafe { dw.set_len(co * k) };
     allocator::recycle(f32::into_storage(parts));
     T::from_f32_vec(dw)
-}
-
-/// `x` as f32 (the path only runs for f32: see `applies`).
-fn f32s<T: KernelFloat>(x: &[T]) -> &[f32] {
-    T::as_f32_slice(x).expect("the direct convolution runs on f32 only")
 }
 
 /// One forward tile: `out[i][j] (+)= sum_k x[bases[i] + koff[k]] * w[k][j]` for the `MR`

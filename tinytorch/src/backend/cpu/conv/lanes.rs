@@ -23,7 +23,7 @@
 //! 20-35% slower for 32 channels at 16x16, its upstream-gradient rows streaming from L2 once
 //! per group of entries. `gemm.rs` is the reference it is tested against.
 
-use super::direct::{offsets, pad};
+use super::direct::{has_avx512f, offsets, pad};
 use super::gemm::Conv;
 use crate::backend::cpu::{allocator, CpuElement};
 use crate::backend::ConvGeometry;
@@ -38,18 +38,6 @@ const R: usize = 3;
 const C: usize = 8;
 /// Position vectors per forward task (at least; whole microkernels).
 const TASK_VECTORS: usize = 96;
-/// Whether the CPU has AVX-512F, the instruction set of the microkernels.
-pub(super) fn has_avx512f() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        crate::backend::cpu::fast_math::has_avx512()
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
 /// The layout of one image's outputs in the lanes: positions `q = oy*Wp + ox`, rounded up to
 /// whole microkernels.
 #[derive(Clone, Copy)]
