@@ -812,6 +812,10 @@ fn f32_path_matches_f64(
     tol: f64,
     rounds_differently: bool,
 ) {
+    // The switches are process-wide and the tests run in parallel: one at a time here, or
+    // one test's "off" run would turn another's fast path off too.
+    static SWITCHES: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = SWITCHES.lock().unwrap_or_else(|e| e.into_inner());
     let f64s = |t: &Tensor| t.to_dtype(DType::F64).unwrap().to_vec::<f64>().unwrap();
     let err = |got: &Tensor, want: &Tensor, terms: &Tensor| -> f64 {
         let (g, w, t) = (f64s(got), f64s(want), f64s(terms));
