@@ -25,7 +25,11 @@ const BATCH_PAR_FLOPS: usize = 1 << 16;
 
 /// Multiply-adds per matrix below which a parallel product is split into one block of the
 /// output per thread, each computed by a single-threaded gemm, instead of gemm's own threading.
-const GEMM_SPLIT_FLOPS: usize = 1 << 24;
+/// On two threads the split was as fast or faster for every product measured up to 2^29
+/// multiply-adds (linear 64 x 512 -> 2048's input gradient: 2.0 -> 0.9 ms). The unit tests
+/// use a lower bound so that a product of a size a naive reference can check takes gemm's
+/// own threading too.
+const GEMM_SPLIT_FLOPS: usize = if cfg!(test) { 1 << 24 } else { 1 << 30 };
 
 /// Boundaries of `parts` near-equal shares of `0..len`, at multiples of 16 (a SIMD register
 /// of f32) where `len` allows.
@@ -199,8 +203,10 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
     // that serve only m rows of A. For a linear layer's weight (B = W^T, unit stride along
     // k) and a small batch (m < n) that copy of the whole weight dominated: linear 16 x 1024
     // -> 4096 spent half its time packing. Computed column-major instead, gemm packs only A
-    // (m, k) and reads B in place; the (m, n) result is then transposed into place.
-    let column_major = d.m < d.n && mb.rs == 1 && mb.cs != 1;
+    // (m, k) and reads B in place; the (m, n) result is then transposed into place. That
+    // transpose touches m * n elements where the packing touched k * n, so it pays only for
+    // m < k: linear 512 x 256 -> 1024 spent 7% of its time transposing.
+    let column_major = d.m < d.n && d.m < d.k && mb.rs == 1 && mb.cs != 1;
     let one = |dst: &mut [MaybeUninit<T>], i: usize, threads: usize| {
         let mut scratch = column_major.then(|| super::allocator::take::<T>(d.m * d.n));
         let (ptr, dst_cs, dst_rs) = match &mut scratch {
@@ -257,11 +263,7 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
         if let Some(mut t) = scratch {
             // SAFETY: gemm wrote all m * n elements.
             unsafe { t.set_len(d.m * d.n) };
-            for (r, row) in dst.chunks_exact_mut(d.n).enumerate() {
-                for (c, v) in row.iter_mut().enumerate() {
-                    v.write(t[c * d.m + r]);
-                }
-            }
+            transpose_into(&t, d.m, d.n, dst, threads);
             super::allocator::recycle(T::into_storage(t));
         }
     };
@@ -286,6 +288,42 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
     // and gemm (read_dst = false) wrote each element of its block.
     unsafe { out.set_len(len) };
     out
+}
+
+/// Rows of the output per transpose task, and the side of the square blocks it walks.
+const TRANSPOSE_ROWS: usize = 32;
+
+/// `dst` (row-major `(m, n)`) = the transpose of `src` (row-major `(n, m)`), in square blocks
+/// so that the strided side reads whole cache lines before they leave L1 (element by element,
+/// a (512, 1024) product's transpose was 13% of its time), on `threads` threads.
+fn transpose_into<T: Copy + Send + Sync>(
+    src: &[T],
+    m: usize,
+    n: usize,
+    dst: &mut [MaybeUninit<T>],
+    threads: usize,
+) {
+    const B: usize = TRANSPOSE_ROWS;
+    let rows = |r0: usize, block: &mut [MaybeUninit<T>]| {
+        let r1 = r0 + block.len() / n;
+        for c0 in (0..n).step_by(B) {
+            let c1 = (c0 + B).min(n);
+            for r in r0..r1 {
+                let row = &mut block[(r - r0) * n..(r - r0 + 1) * n];
+                for c in c0..c1 {
+                    row[c].write(src[c * m + r]);
+                }
+            }
+        }
+    };
+    let dst = &mut dst[..m * n];
+    if threads > 1 && m * n >= 2 * B * B {
+        dst.par_chunks_mut(B * n)
+            .enumerate()
+            .for_each(|(i, block)| rows(i * B, block));
+    } else {
+        rows(0, dst);
+    }
 }
 
 /// bf16 products on AMX tiles (`amx::gemm`, single-threaded), spread over the threads as
