@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::io::load_safetensors;
-use tinytorch::nn::functional::{batch_norm, group_norm, layer_norm, rms_norm};
-use tinytorch::nn::{BatchNorm1d, GroupNorm, LayerNorm, Module};
+use tinytorch::nn::functional::{batch_norm, batch_norm_relu, group_norm, layer_norm, rms_norm};
+use tinytorch::nn::{BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, Module, ModuleHooks};
 use tinytorch::{no_grad, DType, Tensor};
 
 fn t64(v: &[f64], shape: &[usize]) -> Tensor {
@@ -299,6 +299,110 @@ fn batch_norm_running_stats_and_eval_match_pytorch() {
     .unwrap();
     let one = t64(&[1.0, 2.0, 3.0, 4.0], &[1, 4]);
     assert!(batch_norm(&one, None, None, None, None, true, 0.1, 1e-5).is_err());
+}
+
+#[test]
+fn batch_norm_relu_is_batch_norm_then_relu() {
+    // Against the two ops it fuses, in training (the fused kernel, f32 and f64, NCHW with a
+    // non-contiguous input; outputs, gradients and running statistics) and in evaluation.
+    for dtype in [DType::F32, DType::F64] {
+        let x = x243()
+            .reshape(&[2, 4, 3, 1])
+            .unwrap()
+            .transpose(2, 3)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap();
+        let w = t64(&[1.0, 2.0, 0.5, -1.0], &[4]).to_dtype(dtype).unwrap();
+        let b = t64(&[0.1, 0.0, -0.2, 0.3], &[4]).to_dtype(dtype).unwrap();
+        let g = x.detach().mul_scalar(0.7).unwrap().cos().unwrap();
+        let run = |fused: bool, training: bool| {
+            let leaf = |t: &Tensor| t.detach().requires_grad_(true).unwrap();
+            let (x, w, b) = (leaf(&x), leaf(&w), leaf(&b));
+            let rm = Tensor::zeros(&[4], dtype, tinytorch::Device::Cpu).unwrap();
+            let rv = Tensor::ones(&[4], dtype, tinytorch::Device::Cpu).unwrap();
+            let args = (
+                Some(&rm),
+                Some(&rv),
+                Some(&w),
+                Some(&b),
+                training,
+                0.1,
+                1e-5,
+            );
+            let y = if fused {
+                batch_norm_relu(&x, args.0, args.1, args.2, args.3, args.4, args.5, args.6)
+            } else {
+                batch_norm(&x, args.0, args.1, args.2, args.3, args.4, args.5, args.6)
+                    .and_then(|y| y.relu())
+            }
+            .unwrap();
+            y.mul(&g).unwrap().sum_all().unwrap().backward().unwrap();
+            [
+                y.detach(),
+                x.grad().unwrap(),
+                w.grad().unwrap(),
+                b.grad().unwrap(),
+                rm,
+                rv,
+            ]
+        };
+        for training in [true, false] {
+            let (fused, pair) = (run(true, training), run(false, training));
+            let ys = fused[0].to_vec_f64().unwrap();
+            assert!(ys.contains(&0.0) && ys.iter().any(|&v| v > 0.0));
+            let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+            for (f, p) in fused.iter().zip(&pair) {
+                assert_close(f, &p.to_vec_f64().unwrap(), tol);
+            }
+        }
+    }
+    gradcheck(
+        |xs| {
+            batch_norm_relu(
+                &xs[0],
+                None,
+                None,
+                Some(&xs[1]),
+                Some(&xs[2]),
+                true,
+                0.1,
+                1e-5,
+            )
+        },
+        &[
+            x243(),
+            t64(&[1.0, 2.0, 0.5, -1.0], &[4]),
+            t64(&[0.1, 0.0, -0.2, 0.3], &[4]),
+        ],
+        1e-6,
+        1e-7,
+        1e-5,
+    )
+    .unwrap();
+    // A module with a forward hook runs it on the batch norm's own output, then the ReLU.
+    let bn = BatchNorm2d::new(4).unwrap();
+    let x = x243()
+        .reshape(&[2, 4, 3, 1])
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap();
+    let plain = bn.call_relu(&x).unwrap();
+    assert_close(
+        &plain,
+        &bn.call(&x).unwrap().relu().unwrap().to_vec_f64().unwrap(),
+        1e-6,
+    );
+    let _hook = bn
+        .register_forward_hook(|_, _, y| Ok(Some(y.neg()?)))
+        .unwrap();
+    let hooked = bn.call_relu(&x).unwrap();
+    assert_close(
+        &hooked,
+        &bn.call(&x).unwrap().relu().unwrap().to_vec_f64().unwrap(),
+        1e-6,
+    );
+    assert!(plain.to_vec_f64().unwrap() != hooked.to_vec_f64().unwrap());
 }
 
 fn norm_fixture() -> BTreeMap<String, Tensor> {

@@ -49,7 +49,7 @@ impl BasicBlock {
 
 impl Module for BasicBlock {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let out = self.bn1.call(&self.conv1.call(x)?)?.relu()?;
+        let out = self.bn1.call_relu(&self.conv1.call(x)?)?;
         let out = self.bn2.call(&self.conv2.call(&out)?)?;
         out.add(&self.shortcut(x)?)?.relu()
     }
@@ -154,7 +154,7 @@ impl ResNet {
 
 impl Module for ResNet {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let mut out = self.bn1.call(&self.conv1.call(x)?)?.relu()?;
+        let mut out = self.bn1.call_relu(&self.conv1.call(x)?)?;
         for block in self.stages.iter().flatten() {
             out = block.call(&out)?;
         }

@@ -184,6 +184,11 @@ fn hooks_of(m: &dyn Module) -> Option<Entry> {
     (entry.params == param_ids(m)).then_some(entry)
 }
 
+/// Whether `m` has hooks (so that `module(x)` is more than its forward).
+pub(crate) fn has_hooks(m: &dyn Module) -> bool {
+    hooks_of(m).is_some()
+}
+
 /// `module(x)`: the forward pre-hooks, `forward`, the forward hooks, with the full backward
 /// hooks wrapped around input and output.
 pub(crate) fn call(m: &dyn Module, x: &Tensor) -> Result<Tensor> {

@@ -4,7 +4,7 @@
 use super::Module;
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
-use crate::ops::norm::{batch_norm, group_norm, layer_norm, rms_norm};
+use crate::ops::norm::{batch_norm, batch_norm_relu, group_norm, layer_norm, rms_norm};
 use crate::tensor::{DType, Device, Tensor};
 
 fn param(shape: &[usize], value: f64) -> Result<Tensor> {
@@ -243,10 +243,19 @@ impl BatchNorm {
     pub fn momentum(&self) -> f64 {
         self.momentum
     }
-}
 
-impl Module for BatchNorm {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+    /// `module(x).relu()`, as one op ([`batch_norm_relu`]: in training on the CPU the ReLU
+    /// runs inside the batch norm's own passes) when the module has no hooks, which must see
+    /// the batch norm's own output.
+    pub fn call_relu(&self, x: &Tensor) -> Result<Tensor> {
+        if super::hooks::has_hooks(self) {
+            return self.call(x)?.relu();
+        }
+        self.normalise(x, true)
+    }
+
+    /// The forward, followed by a ReLU when `relu`.
+    fn normalise(&self, x: &Tensor, relu: bool) -> Result<Tensor> {
         // Without running stats, evaluation also uses the batch statistics, as in PyTorch.
         let use_batch_stats = self.training || self.running_mean.is_none();
         if self.training {
@@ -255,7 +264,8 @@ impl Module for BatchNorm {
                 n.add_scalar_(1)?;
             }
         }
-        batch_norm(
+        let op = if relu { batch_norm_relu } else { batch_norm };
+        op(
             x,
             self.running_mean.as_ref(),
             self.running_var.as_ref(),
@@ -265,6 +275,12 @@ impl Module for BatchNorm {
             self.momentum,
             self.eps,
         )
+    }
+}
+
+impl Module for BatchNorm {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.normalise(x, false)
     }
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
         named(&[("weight", &self.weight), ("bias", &self.bias)])

@@ -10,16 +10,22 @@
 //!           dx = w * rstd * (g - dbias / M - (x - mean) * rstd^2 * sum(g * (x - mean)) / M)
 //! ```
 //!
-//! which is the gradient through the batch statistics too. The forward reads the input three
-//! times (sum, centred sum of squares, normalise) and writes once; the backward reads input
-//! and gradient twice and writes once, where the composite of tensor ops makes about ten
+//! which is the gradient through the batch statistics too. The forward reads the input from
+//! memory twice (statistics, normalise) and writes once; the backward reads input and
+//! gradient twice and writes once, where the composite of tensor ops makes about ten
 //! full-size temporaries. Per-channel sums are accumulated in f64 from 8-lane partial sums
 //! of each row; the rows are split into fixed groups whose partial sums merge in order, so
 //! the result does not depend on the number of threads.
+//!
+//! With `relu` the forward's output is `max(y, 0)` (`batch_norm(...).relu()` in one pass),
+//! and the backward takes `g` only where the pre-activation `x * scale + shift` was positive,
+//! recomputing it from `x` with the forward's own operations (so the same bits): the ReLU's
+//! forward pass and its backward pass over memory disappear.
 
 use super::float::KernelFloat;
 use super::norm::lane_sum;
 use rayon::prelude::*;
+use std::mem::MaybeUninit;
 
 /// Elements per rayon task; problems of at most two tasks stay on the calling thread.
 const TASK_ELEMS: usize = 16 * 1024;
@@ -57,6 +63,82 @@ pub struct Stats<T> {
     pub rstd: Vec<T>,
     /// Biased batch variance (for the running statistics).
     pub var: Vec<T>,
+    /// The forward's `y = x * scale + shift` per channel (for a fused ReLU's mask).
+    scale: Vec<T>,
+    shift: Vec<T>,
+    /// Whether the forward applied a ReLU.
+    relu: bool,
+}
+
+/// A row's sum, and its sum of squares about its own mean (rounded to `T`) less what that
+/// rounding adds: the statistics of the forward.
+fn stat_row<T: KernelFloat>(xr: &[T]) -> [f64; 2] {
+    let len = xr.len() as f64;
+    let sum = lane_sum(xr, xr, |v, _| v).f64();
+    let row_mean = sum / len;
+    let m = T::of(row_mean);
+    let m2 = lane_sum(xr, xr, |v, _| (v - m) * (v - m)).f64();
+    [sum, m2 - len * (row_mean - m.f64()).powi(2)]
+}
+
+/// A row's `sum(g')` and `sum(g' * (x - mean))`, `g'` the gradient through the fused ReLU's
+/// mask `live = (scale, shift)` when there was one: the sums of the backward.
+fn grad_row<T: KernelFloat>(gr: &[T], xr: &[T], mean: T, live: Option<(T, T)>) -> [f64; 2] {
+    match live {
+        Some((sc, sh)) => [
+            lane_sum(gr, xr, |gv, v| gate(gv, v, sc, sh)).f64(),
+            lane_sum(gr, xr, |gv, v| gate(gv, v, sc, sh) * (v - mean)).f64(),
+        ],
+        None => [
+            lane_sum(gr, gr, |gv, _| gv).f64(),
+            lane_sum(gr, xr, |gv, v| gv * (v - mean)).f64(),
+        ],
+    }
+}
+
+/// One row of [`per_channel_affine`]: `o = x * a + b` in the form `pass` says, with the
+/// channel's `a`, `b`, and for the backward its `g` row and `gc` (and the ReLU's mask).
+fn affine_row<T: KernelFloat>(o: &mut [MaybeUninit<T>], xr: &[T], row: RowPass<'_, T>, a: T, b: T) {
+    match row {
+        RowPass::Forward { relu: false } => {
+            for (o, &v) in o.iter_mut().zip(xr) {
+                o.write(v * a + b);
+            }
+        }
+        RowPass::Forward { relu: true } => {
+            for (o, &v) in o.iter_mut().zip(xr) {
+                let y = v * a + b;
+                o.write(if y < T::ZERO { T::ZERO } else { y });
+            }
+        }
+        RowPass::Backward { g, gc, live: None } => {
+            for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(g) {
+                o.write(gv * gc + v * a + b);
+            }
+        }
+        RowPass::Backward {
+            g,
+            gc,
+            live: Some((sc, sh)),
+        } => {
+            for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(g) {
+                o.write(gate(gv, v, sc, sh) * gc + v * a + b);
+            }
+        }
+    }
+}
+
+/// [`Pass`] for one row: the channel's values picked.
+#[derive(Clone, Copy)]
+enum RowPass<'a, T> {
+    Forward {
+        relu: bool,
+    },
+    Backward {
+        g: &'a [T],
+        gc: T,
+        live: Option<(T, T)>,
+    },
 }
 
 /// `K` sums per channel of `row_sums(r)` over every row `r` of that channel.
@@ -93,35 +175,56 @@ fn per_channel<const K: usize>(
     total
 }
 
-/// `out[row] = x[row] * a[ch] + b[ch]` and, with `g`, `+ g[row] * gc[ch]`: the one
-/// elementwise pass of the forward and of the backward.
+/// One elementwise pass of [`per_channel_affine`].
+#[derive(Clone, Copy)]
+enum Pass<'a, T> {
+    /// `out = x * a + b`, clamped at 0 (NaN kept, as `relu`) when `relu`.
+    Forward { relu: bool },
+    /// `out = g' * gc + x * a + b`, with `g' = g`, or with `live = Some((scale, shift))`, `g`
+    /// where `x * scale + shift > 0` and 0 elsewhere (NaN passing, as ReLU's backward).
+    Backward {
+        g: &'a [T],
+        gc: &'a [T],
+        live: Option<(&'a [T], &'a [T])>,
+    },
+}
+
+/// `g` where the pre-activation `x * scale + shift` of a fused ReLU was positive (or NaN),
+/// else 0: the gradient that reaches the normalisation.
+#[inline(always)]
+fn gate<T: KernelFloat>(g: T, x: T, scale: T, shift: T) -> T {
+    if x * scale + shift <= T::ZERO {
+        T::ZERO
+    } else {
+        g
+    }
+}
+
+/// `out[row] = x[row] * a[ch] + b[ch]` and the other forms of [`Pass`]: the one elementwise
+/// pass of the forward and of the backward.
 fn per_channel_affine<T: KernelFloat>(
     d: Dims,
     x: &[T],
-    g: Option<(&[T], &[T])>,
+    pass: Pass<'_, T>,
     a: &[T],
     b: &[T],
 ) -> Vec<T> {
     let mut out = super::allocator::take::<T>(x.len());
     let dst = &mut out.spare_capacity_mut()[..x.len()];
-    let task = |r0: usize, rows: &mut [std::mem::MaybeUninit<T>]| {
+    let task = |r0: usize, rows: &mut [MaybeUninit<T>]| {
         for (i, o) in rows.chunks_exact_mut(d.s).enumerate() {
             let r = r0 + i;
             let ch = r % d.c;
-            let (xr, (ac, bc)) = (&x[r * d.s..(r + 1) * d.s], (a[ch], b[ch]));
-            match g {
-                Some((g, gc)) => {
-                    let (gr, gch) = (&g[r * d.s..(r + 1) * d.s], gc[ch]);
-                    for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(gr) {
-                        o.write(gv * gch + v * ac + bc);
-                    }
-                }
-                None => {
-                    for (o, &v) in o.iter_mut().zip(xr) {
-                        o.write(v * ac + bc);
-                    }
-                }
-            }
+            let span = r * d.s..(r + 1) * d.s;
+            let row = match pass {
+                Pass::Forward { relu } => RowPass::Forward { relu },
+                Pass::Backward { g, gc, live } => RowPass::Backward {
+                    g: &g[span.clone()],
+                    gc: gc[ch],
+                    live: live.map(|(sc, sh)| (sc[ch], sh[ch])),
+                },
+            };
+            affine_row(o, &x[span], row, a[ch], b[ch]);
         }
     };
     let per = d.rows_per_task();
@@ -137,24 +240,38 @@ fn per_channel_affine<T: KernelFloat>(
     out
 }
 
-/// Forward in training mode: `y` and the batch statistics. `x` holds `n * c * s` elements;
-/// `weight` and `bias` (one per channel) default to 1 and 0.
+/// Forward in training mode: `y` (then `max(y, 0)` with `relu`) and the batch statistics.
+/// `x` holds `n * c * s` elements; `weight` and `bias` (one per channel) default to 1 and 0.
 pub fn forward<T: KernelFloat>(
     x: &[T],
     d: Dims,
     weight: Option<&[T]>,
     bias: Option<&[T]>,
     eps: f64,
+    relu: bool,
 ) -> (Vec<T>, Stats<T>) {
     assert_eq!(x.len(), d.rows() * d.s, "batch_norm: bad input length");
     let row = |r: usize| &x[r * d.s..(r + 1) * d.s];
-    let sums = per_channel(d, |r| [lane_sum(row(r), row(r), |v, _| v).f64()]);
-    let mean: Vec<T> = sums.iter().map(|s| T::of(s[0] / d.count())).collect();
-    let sq = per_channel(d, |r| {
-        let m = mean[r % d.c];
-        [lane_sum(row(r), row(r), |v, _| (v - m) * (v - m)).f64()]
+    // The statistics in one pass over memory: each row, in L1 after its first read, gives its
+    // sum and its sum of squares about its own mean, and the channel's sum of squares is
+    // theirs plus the rows' spread about the channel mean (Chan et al.'s pairwise update),
+    // taken about the channel's first element `k` so that this part does not cancel.
+    let k = |ch: usize| x.get(ch * d.s).map_or(0.0, |v| v.f64());
+    let len = d.s as f64;
+    let sums = per_channel(d, |r| {
+        let [sum, m2] = stat_row(row(r));
+        let dk = sum / len - k(r % d.c);
+        [sum, m2, len * dk * dk]
     });
-    let var: Vec<f64> = sq.iter().map(|s| s[0] / d.count()).collect();
+    let count = d.count();
+    let mean_f64: Vec<f64> = sums.iter().map(|s| s[0] / count).collect();
+    let var: Vec<f64> = (0..d.c)
+        .map(|ch| {
+            let dk = mean_f64[ch] - k(ch);
+            ((sums[ch][1] + sums[ch][2] - count * dk * dk) / count).max(0.0)
+        })
+        .collect();
+    let mean: Vec<T> = mean_f64.iter().map(|&m| T::of(m)).collect();
     let rstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
     let w = |ch: usize| weight.map_or(1.0, |w| w[ch].f64());
     let scale: Vec<T> = (0..d.c).map(|ch| T::of(w(ch) * rstd[ch])).collect();
@@ -164,11 +281,14 @@ pub fn forward<T: KernelFloat>(
             T::of(b - mean[ch].f64() * w(ch) * rstd[ch])
         })
         .collect();
-    let y = per_channel_affine(d, x, None, &scale, &shift);
+    let y = per_channel_affine(d, x, Pass::Forward { relu }, &scale, &shift);
     let stats = Stats {
         mean,
         rstd: rstd.into_iter().map(T::of).collect(),
         var: var.into_iter().map(T::of).collect(),
+        scale,
+        shift,
+        relu,
     };
     (y, stats)
 }
@@ -182,7 +302,8 @@ pub struct Grads<T> {
     pub dbias: Vec<T>,
 }
 
-/// Backward of [`forward`] from the upstream gradient `g` (laid out like `x`).
+/// Backward of [`forward`] from the upstream gradient `g` (laid out like `x`), through the
+/// forward's ReLU when it had one.
 pub fn backward<T: KernelFloat>(
     x: &[T],
     g: &[T],
@@ -194,11 +315,10 @@ pub fn backward<T: KernelFloat>(
     let rows = |r: usize| (&x[r * d.s..(r + 1) * d.s], &g[r * d.s..(r + 1) * d.s]);
     let sums = per_channel(d, |r| {
         let (xr, gr) = rows(r);
-        let m = stats.mean[r % d.c];
-        [
-            lane_sum(gr, gr, |gv, _| gv).f64(),
-            lane_sum(gr, xr, |gv, v| gv * (v - m)).f64(),
-        ]
+        let ch = r % d.c;
+        let m = stats.mean[ch];
+        let live = stats.relu.then(|| (stats.scale[ch], stats.shift[ch]));
+        grad_row(gr, xr, m, live)
     });
     let dbias: Vec<T> = sums.iter().map(|s| T::of(s[0])).collect();
     let dweight: Vec<T> = (0..d.c)
@@ -219,7 +339,8 @@ pub fn backward<T: KernelFloat>(
                 -gcv * sums[ch][0] * inv_m - av * stats.mean[ch].f64(),
             ));
         }
-        per_channel_affine(d, x, Some((g, &gc)), &a, &b)
+        let live = stats.relu.then_some((&stats.scale[..], &stats.shift[..]));
+        per_channel_affine(d, x, Pass::Backward { g, gc: &gc, live }, &a, &b)
     });
     Grads { dx, dweight, dbias }
 }
@@ -228,7 +349,8 @@ pub fn backward<T: KernelFloat>(
 mod tests {
     use super::*;
 
-    /// Forward and backward written out in f64, one channel at a time.
+    /// Forward and backward written out in f64, one channel at a time (with `relu`, the
+    /// ReLU after it: `g` masked where the normalised value is not positive).
     #[allow(clippy::type_complexity)]
     fn reference(
         x: &[f64],
@@ -237,6 +359,7 @@ mod tests {
         w: &[f64],
         b: &[f64],
         eps: f64,
+        relu: bool,
     ) -> (Vec<f64>, Vec<f64>, Vec<f64>, Vec<f64>) {
         let (mut y, mut dx) = (vec![0.0; x.len()], vec![0.0; x.len()]);
         let (mut dw, mut db) = (vec![0.0; d.c], vec![0.0; d.c]);
@@ -248,14 +371,16 @@ mod tests {
             let mean = idx.iter().map(|&i| x[i]).sum::<f64>() / m;
             let var = idx.iter().map(|&i| (x[i] - mean).powi(2)).sum::<f64>() / m;
             let rstd = 1.0 / (var + eps).sqrt();
-            let sg: f64 = idx.iter().map(|&i| g[i]).sum();
-            let sgx: f64 = idx.iter().map(|&i| g[i] * (x[i] - mean)).sum();
+            let pre = |i: usize| (x[i] - mean) * rstd * w[ch] + b[ch];
+            let gm = |i: usize| if relu && pre(i) <= 0.0 { 0.0 } else { g[i] };
+            let sg: f64 = idx.iter().map(|&i| gm(i)).sum();
+            let sgx: f64 = idx.iter().map(|&i| gm(i) * (x[i] - mean)).sum();
             db[ch] = sg;
             dw[ch] = sgx * rstd;
             for &i in &idx {
                 let xhat = (x[i] - mean) * rstd;
-                y[i] = xhat * w[ch] + b[ch];
-                dx[i] = w[ch] * rstd * (g[i] - sg / m - xhat * rstd * sgx / m);
+                y[i] = if relu { pre(i).max(0.0) } else { pre(i) };
+                dx[i] = w[ch] * rstd * (gm(i) - sg / m - xhat * rstd * sgx / m);
             }
         }
         (y, dx, dw, db)
@@ -264,7 +389,7 @@ mod tests {
     #[test]
     fn forward_and_backward_match_the_formulas_on_one_and_many_threads() {
         // s = 1 ((N, C) input), a row with lanes and a tail, and a problem large enough for
-        // the parallel path.
+        // the parallel path; each without and with the fused ReLU.
         for d in [
             Dims { n: 5, c: 3, s: 1 },
             Dims { n: 4, c: 3, s: 13 },
@@ -283,21 +408,50 @@ mod tests {
                 .collect();
             let w: Vec<f64> = (0..d.c).map(|j| 0.5 + j as f64 * 0.1).collect();
             let b: Vec<f64> = (0..d.c).map(|j| j as f64 * -0.03).collect();
-            let (y, stats) = forward(&x, d, Some(&w), Some(&b), 1e-5);
-            let grads = backward(&x, &g, d, Some(&w), &stats, true);
-            let (ry, rdx, rdw, rdb) = reference(&x, &g, d, &w, &b, 1e-5);
-            let close = |a: &[f64], b: &[f64], what: &str| {
-                for (u, v) in a.iter().zip(b) {
-                    assert!(
-                        (u - v).abs() < 1e-10 * (1.0 + v.abs()),
-                        "{d:?} {what}: {u} vs {v}"
-                    );
+            for relu in [false, true] {
+                let (y, stats) = forward(&x, d, Some(&w), Some(&b), 1e-5, relu);
+                let grads = backward(&x, &g, d, Some(&w), &stats, true);
+                let (ry, rdx, rdw, rdb) = reference(&x, &g, d, &w, &b, 1e-5, relu);
+                let close = |a: &[f64], b: &[f64], what: &str| {
+                    for (u, v) in a.iter().zip(b) {
+                        assert!(
+                            (u - v).abs() < 1e-10 * (1.0 + v.abs()),
+                            "{d:?} relu {relu} {what}: {u} vs {v}"
+                        );
+                    }
+                };
+                close(&y, &ry, "y");
+                close(grads.dx.as_ref().unwrap(), &rdx, "dx");
+                close(&grads.dweight, &rdw, "dweight");
+                close(&grads.dbias, &rdb, "dbias");
+                if relu {
+                    assert!(y.contains(&0.0) && y.iter().any(|&v| v > 0.0));
                 }
-            };
-            close(&y, &ry, "y");
-            close(grads.dx.as_ref().unwrap(), &rdx, "dx");
-            close(&grads.dweight, &rdw, "dweight");
-            close(&grads.dbias, &rdb, "dbias");
+            }
+        }
+    }
+
+    #[test]
+    fn f32_variance_keeps_its_precision_far_from_zero() {
+        // Values 1000 + a spread of about 1 (a mean 1000 standard deviations out), in f32:
+        // the one-pass statistics must not lose the variance to cancellation. The reference
+        // is the two-pass definition in f64.
+        for d in [Dims { n: 64, c: 2, s: 1 }, Dims { n: 8, c: 2, s: 100 }] {
+            let len = d.rows() * d.s;
+            let x: Vec<f32> = (0..len)
+                .map(|i| 1000.0 + ((i * 37 % 101) as f32 - 50.0) * 0.02)
+                .collect();
+            let (_, stats) = forward(&x, d, None, None, 0.0, false);
+            for ch in 0..d.c {
+                let xs: Vec<f64> = (0..d.n)
+                    .flat_map(|n| (0..d.s).map(move |t| (n * d.c + ch) * d.s + t))
+                    .map(|i| x[i] as f64)
+                    .collect();
+                let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+                let e = xs.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / xs.len() as f64;
+                let v = stats.var[ch] as f64;
+                assert!((v - e).abs() < 1e-5 * e, "{d:?} channel {ch}: {v} vs {e}");
+            }
         }
     }
 }

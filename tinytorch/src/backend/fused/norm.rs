@@ -182,21 +182,23 @@ impl Storage {
     }
 
     /// Training-mode batch normalisation of `x` (`n * c * s` elements) with the batch's
-    /// statistics, then `* weight + bias` (one per channel, of x's dtype). `Ok(None)` where
-    /// the device has no kernel (CUDA composes it).
+    /// statistics, then `* weight + bias` (one per channel, of x's dtype), then, with `relu`,
+    /// a ReLU (whose backward [`Storage::batch_norm_backward`] then includes). `Ok(None)`
+    /// where the device has no kernel (CUDA composes it).
     pub fn batch_norm_forward(
         x: Span<'_>,
         d: BatchNormDims,
         weight: Option<Span<'_>>,
         bias: Option<Span<'_>>,
         eps: f64,
+        relu: bool,
     ) -> Result<Option<BatchNormForward>> {
         match (x.storage, x.dtype()) {
             (Storage::Cpu(_), DType::F32) => {
-                cpu_bn_forward::<f32>(x, d, weight, bias, eps, Saved::BatchF32)
+                cpu_bn_forward::<f32>(x, d, weight, bias, eps, relu, Saved::BatchF32)
             }
             (Storage::Cpu(_), DType::F64) => {
-                cpu_bn_forward::<f64>(x, d, weight, bias, eps, Saved::BatchF64)
+                cpu_bn_forward::<f64>(x, d, weight, bias, eps, relu, Saved::BatchF64)
             }
             _ => Ok(None),
         }
@@ -292,6 +294,7 @@ fn cpu_bn_forward<T: KernelFloat>(
     weight: Option<Span<'_>>,
     bias: Option<Span<'_>>,
     eps: f64,
+    relu: bool,
     keep: fn(cpu_bn::Stats<T>) -> Saved,
 ) -> Result<Option<BatchNormForward>> {
     const OP: &str = "batch_norm";
@@ -301,6 +304,7 @@ fn cpu_bn_forward<T: KernelFloat>(
         opt_cpu(OP, "weight", weight)?,
         opt_cpu(OP, "bias", bias)?,
         eps,
+        relu,
     );
     Ok(Some(BatchNormForward {
         y: host(y),

@@ -107,13 +107,15 @@ pub(crate) fn fused_norm(
 /// Training-mode batch normalisation of an `(N, C, *)` input through the fused kernel, as
 /// one autograd op. Returns `y` (x's dtype promoted with the parameters') and the batch mean
 /// and biased variance, `(C,)` in the compute dtype and outside the graph (for the running
-/// statistics); `None` where the device has no kernel. Arguments are checked by the caller;
-/// f16/bf16 compute in f32.
+/// statistics); `None` where the device has no kernel. With `relu`, `y` is the ReLU of the
+/// normalised value, in the same op. Arguments are checked by the caller; f16/bf16 compute
+/// in f32.
 pub(crate) fn fused_batch_norm(
     x: &Tensor,
     weight: Option<&Tensor>,
     bias: Option<&Tensor>,
     eps: f64,
+    relu: bool,
 ) -> Result<Option<(Tensor, Tensor, Tensor)>> {
     const OP: &str = "batch_norm";
     let (out_dtype, compute) = dtypes(x, &[weight, bias]);
@@ -130,7 +132,7 @@ pub(crate) fn fused_batch_norm(
     let (weight, bias) = (weight.as_ref(), bias.as_ref());
     let (w, b) = (kernel_copy(weight)?, kernel_copy(bias)?);
     let fwd = with_spans(&[Some(&x), w.as_ref(), b.as_ref()], |s| {
-        Storage::batch_norm_forward(s[0].expect("given"), d, s[1], s[2], eps)
+        Storage::batch_norm_forward(s[0].expect("given"), d, s[1], s[2], eps, relu)
     })?;
     let Some(fwd) = fwd else {
         return Ok(None);

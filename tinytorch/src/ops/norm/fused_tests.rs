@@ -125,9 +125,10 @@ fn fused_layer_and_rms_norm_match_the_composite_form() {
 
 #[test]
 fn fused_batch_norm_matches_the_composite_form() {
-    use super::{batch_norm, batch_norm_composite};
+    use super::{batch_norm, batch_norm_composite, batch_norm_relu};
     // (input shape, transpose the input's first two dims first): (N, C), (N, C, L), NCHW
-    // with a lane tail, non-contiguous, and large enough for the threaded path.
+    // with a lane tail, non-contiguous, and large enough for the threaded path; each also
+    // with the fused ReLU against the composite followed by `relu`.
     let cases: &[(&[usize], bool)] = &[
         (&[6, 3], false),
         (&[4, 3, 5], false),
@@ -147,15 +148,25 @@ fn fused_batch_norm_matches_the_composite_form() {
                     with_w.then(|| leaf(&[c], dtype, 1.0)),
                     with_b.then(|| leaf(&[c], dtype, 2.0)),
                 ];
-                let what = format!("{dtype} {shape:?} t={transpose} w={with_w} b={with_b}");
-                let fused = run(&x, &params, dtype, &|x, w, b| {
-                    batch_norm(x, None, None, w, b, true, 0.1, 1e-5).unwrap()
-                });
-                let comp = run(&x, &params, DType::F64, &|x, w, b| {
-                    batch_norm_composite(x, w, b, 1e-5).unwrap().0
-                });
-                for (i, (f, c)) in fused.iter().zip(&comp).enumerate() {
-                    assert_close(f, c, tol(dtype), &format!("batch_norm {what} #{i}"));
+                for relu in [false, true] {
+                    let what = format!(
+                        "{dtype} {shape:?} t={transpose} w={with_w} b={with_b} relu={relu}"
+                    );
+                    let fused = run(&x, &params, dtype, &|x, w, b| {
+                        let op = if relu { batch_norm_relu } else { batch_norm };
+                        op(x, None, None, w, b, true, 0.1, 1e-5).unwrap()
+                    });
+                    let comp = run(&x, &params, DType::F64, &|x, w, b| {
+                        let y = batch_norm_composite(x, w, b, 1e-5).unwrap().0;
+                        if relu {
+                            y.relu().unwrap()
+                        } else {
+                            y
+                        }
+                    });
+                    for (i, (f, c)) in fused.iter().zip(&comp).enumerate() {
+                        assert_close(f, c, tol(dtype), &format!("batch_norm {what} #{i}"));
+                    }
                 }
             }
         }

@@ -197,7 +197,61 @@ pub fn batch_norm(
     momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
+    let stats = RunningStats {
+        mean: running_mean,
+        var: running_var,
+        momentum,
+    };
+    batch_norm_then(x, stats, weight, bias, training, eps, false)
+}
+
+/// `batch_norm(...).relu()`, the pair that follows most convolutions, as one op: in
+/// training on the CPU the fused kernel applies the ReLU in its output pass and folds the
+/// ReLU's backward into its own (two fewer passes over the activation each way); elsewhere
+/// the two ops.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm_relu(
+    x: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<Tensor> {
+    let stats = RunningStats {
+        mean: running_mean,
+        var: running_var,
+        momentum,
+    };
+    batch_norm_then(x, stats, weight, bias, training, eps, true)
+}
+
+/// Batch norm's running statistics and the weight of a batch in them.
+struct RunningStats<'a> {
+    mean: Option<&'a Tensor>,
+    var: Option<&'a Tensor>,
+    momentum: f64,
+}
+
+/// [`batch_norm`], followed by a ReLU when `relu`.
+fn batch_norm_then(
+    x: &Tensor,
+    running: RunningStats<'_>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    training: bool,
+    eps: f64,
+    relu: bool,
+) -> Result<Tensor> {
     const OP: &str = "batch_norm";
+    let RunningStats {
+        mean: running_mean,
+        var: running_var,
+        momentum,
+    } = running;
+    let then = |y: Tensor| if relu { y.relu() } else { Ok(y) };
     require_float(OP, "input", x)?;
     if x.ndim() < 2 {
         return Err(Error::shape(
@@ -227,12 +281,15 @@ pub fn batch_norm(
             ));
         }
         let fused = match fused_applies(x, &[weight, bias]) {
-            true => fused::fused_batch_norm(x, weight, bias, eps)?,
+            true => fused::fused_batch_norm(x, weight, bias, eps, relu)?,
             false => None,
         };
         let (y, mean, var) = match fused {
             Some(fused) => fused,
-            None => batch_norm_composite(x, weight, bias, eps)?,
+            None => {
+                let (y, mean, var) = batch_norm_composite(x, weight, bias, eps)?;
+                (then(y)?, mean, var)
+            }
         };
         update_running(running_mean, running_var, &mean, &var, count, momentum)?;
         return Ok(y);
@@ -252,7 +309,7 @@ pub fn batch_norm(
     let b = bias.map(|b| b.reshape(&cs)).transpose()?;
     let scale = affine(var.add_scalar(eps)?.rsqrt()?, w.as_ref(), None)?;
     let shift = affine(mean.mul(&scale)?.neg()?, None, b.as_ref())?;
-    x.mul(&scale)?.add(&shift)
+    then(x.mul(&scale)?.add(&shift)?)
 }
 
 /// Training-mode batch norm composed from tensor ops (other devices, and the reference of
