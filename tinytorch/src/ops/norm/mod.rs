@@ -197,12 +197,8 @@ pub fn batch_norm(
     momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
-    let stats = RunningStats {
-        mean: running_mean,
-        var: running_var,
-        momentum,
-    };
-    batch_norm_then(x, stats, weight, bias, training, eps, false)
+    let running = (running_mean, running_var);
+    batch_norm_then(x, running, weight, bias, training, momentum, eps, false)
 }
 
 /// `batch_norm(...).relu()`, the pair that follows most convolutions, as one op: in
@@ -220,37 +216,23 @@ pub fn batch_norm_relu(
     momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
-    let stats = RunningStats {
-        mean: running_mean,
-        var: running_var,
-        momentum,
-    };
-    batch_norm_then(x, stats, weight, bias, training, eps, true)
+    let running = (running_mean, running_var);
+    batch_norm_then(x, running, weight, bias, training, momentum, eps, true)
 }
 
-/// Batch norm's running statistics and the weight of a batch in them.
-struct RunningStats<'a> {
-    mean: Option<&'a Tensor>,
-    var: Option<&'a Tensor>,
-    momentum: f64,
-}
-
-/// [`batch_norm`], followed by a ReLU when `relu`.
+/// [`batch_norm`] with the running `(mean, var)`, followed by a ReLU when `relu`.
+#[allow(clippy::too_many_arguments)]
 fn batch_norm_then(
     x: &Tensor,
-    running: RunningStats<'_>,
+    (running_mean, running_var): (Option<&Tensor>, Option<&Tensor>),
     weight: Option<&Tensor>,
     bias: Option<&Tensor>,
     training: bool,
+    momentum: f64,
     eps: f64,
     relu: bool,
 ) -> Result<Tensor> {
     const OP: &str = "batch_norm";
-    let RunningStats {
-        mean: running_mean,
-        var: running_var,
-        momentum,
-    } = running;
     let then = |y: Tensor| if relu { y.relu() } else { Ok(y) };
     require_float(OP, "input", x)?;
     if x.ndim() < 2 {
