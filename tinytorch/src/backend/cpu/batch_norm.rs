@@ -96,51 +96,6 @@ fn grad_row<T: KernelFloat>(gr: &[T], xr: &[T], mean: T, live: Option<(T, T)>) -
     }
 }
 
-/// One row of [`per_channel_affine`]: `o = x * a + b` in the form `pass` says, with the
-/// channel's `a`, `b`, and for the backward its `g` row and `gc` (and the ReLU's mask).
-fn affine_row<T: KernelFloat>(o: &mut [MaybeUninit<T>], xr: &[T], row: RowPass<'_, T>, a: T, b: T) {
-    match row {
-        RowPass::Forward { relu: false } => {
-            for (o, &v) in o.iter_mut().zip(xr) {
-                o.write(v * a + b);
-            }
-        }
-        RowPass::Forward { relu: true } => {
-            for (o, &v) in o.iter_mut().zip(xr) {
-                let y = v * a + b;
-                o.write(if y < T::ZERO { T::ZERO } else { y });
-            }
-        }
-        RowPass::Backward { g, gc, live: None } => {
-            for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(g) {
-                o.write(gv * gc + v * a + b);
-            }
-        }
-        RowPass::Backward {
-            g,
-            gc,
-            live: Some((sc, sh)),
-        } => {
-            for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(g) {
-                o.write(gate(gv, v, sc, sh) * gc + v * a + b);
-            }
-        }
-    }
-}
-
-/// [`Pass`] for one row: the channel's values picked.
-#[derive(Clone, Copy)]
-enum RowPass<'a, T> {
-    Forward {
-        relu: bool,
-    },
-    Backward {
-        g: &'a [T],
-        gc: T,
-        live: Option<(T, T)>,
-    },
-}
-
 /// `K` sums per channel of `row_sums(r)` over every row `r` of that channel.
 fn per_channel<const K: usize>(
     d: Dims,
@@ -216,15 +171,36 @@ fn per_channel_affine<T: KernelFloat>(
             let r = r0 + i;
             let ch = r % d.c;
             let span = r * d.s..(r + 1) * d.s;
-            let row = match pass {
-                Pass::Forward { relu } => RowPass::Forward { relu },
-                Pass::Backward { g, gc, live } => RowPass::Backward {
-                    g: &g[span.clone()],
-                    gc: gc[ch],
-                    live: live.map(|(sc, sh)| (sc[ch], sh[ch])),
-                },
-            };
-            affine_row(o, &x[span], row, a[ch], b[ch]);
+            let (xr, (ac, bc)) = (&x[span.clone()], (a[ch], b[ch]));
+            match pass {
+                Pass::Forward { relu: false } => {
+                    for (o, &v) in o.iter_mut().zip(xr) {
+                        o.write(v * ac + bc);
+                    }
+                }
+                Pass::Forward { relu: true } => {
+                    for (o, &v) in o.iter_mut().zip(xr) {
+                        let y = v * ac + bc;
+                        o.write(if y < T::ZERO { T::ZERO } else { y });
+                    }
+                }
+                Pass::Backward { g, gc, live } => {
+                    let (gr, gch) = (&g[span], gc[ch]);
+                    match live {
+                        None => {
+                            for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(gr) {
+                                o.write(gv * gch + v * ac + bc);
+                            }
+                        }
+                        Some((sc, sh)) => {
+                            let (sc, sh) = (sc[ch], sh[ch]);
+                            for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(gr) {
+                                o.write(gate(gv, v, sc, sh) * gch + v * ac + bc);
+                            }
+                        }
+                    }
+                }
+            }
         }
     };
     let per = d.rows_per_task();
