@@ -207,6 +207,25 @@ pub fn zeros<T: CpuElement>(n: usize) -> Vec<T> {
     v
 }
 
+/// `n` initialised elements of unspecified value: a cached buffer's stale contents, or zeros
+/// when none is free. For scratch space whose every element the caller writes before it
+/// reads it, without the memset of [`zeros`] (5-7% of a 512-channel Winograd convolution).
+pub fn scratch<T: CpuElement>(n: usize) -> Vec<T> {
+    if n * std::mem::size_of::<T>() >= MIN_BYTES {
+        let hit = global().take(<T as Element>::DTYPE, n);
+        if let Some(Ok(mut v)) = hit.map(T::from_storage) {
+            // A cached buffer is as long as its capacity unless its tensor was shorter.
+            if v.len() != n {
+                v.clear();
+                v.resize(n, T::zero());
+            }
+            return v;
+        }
+    }
+    // Fresh zeroed memory comes from the kernel as zero pages, without a memset.
+    vec![T::zero(); n]
+}
+
 /// Keep the buffer of a dying storage for reuse (large buffers only, within the limit).
 /// Foreign memory goes back to its owner, never into the pool.
 pub fn recycle(s: CpuStorage) {
@@ -351,5 +370,28 @@ mod tests {
         recycle(CpuStorage::F64(again.into()));
         let z = zeros::<f64>(n);
         assert!(z.iter().all(|&x| x == 0.0));
+    }
+
+    #[test]
+    fn scratch_hands_out_a_cached_buffer_whole_with_its_contents() {
+        // Lengths no other test asks for.
+        let n = MIN_BYTES / 8 + 1237;
+        let fresh = scratch::<f64>(n);
+        assert_eq!(fresh.len(), n);
+        assert!(fresh.iter().all(|&x| x == 0.0), "fresh memory is zeroed");
+        let v = vec![3.0; n];
+        let ptr = v.as_ptr();
+        recycle(CpuStorage::F64(v.into()));
+        let again = scratch::<f64>(n);
+        assert_eq!((again.as_ptr(), again.len()), (ptr, n));
+        assert!(again.iter().all(|&x| x == 3.0), "no memset");
+        // A cached buffer whose tensor was shorter than its capacity is filled up.
+        let m = MIN_BYTES / 8 + 1239;
+        let mut short = Vec::with_capacity(m);
+        short.resize(m - 5, 1.0f64);
+        let _ = take::<f64>(m); // demand for the size, so the pool keeps it
+        recycle(CpuStorage::F64(short.into()));
+        let filled = scratch::<f64>(m);
+        assert_eq!(filled.len(), m);
     }
 }

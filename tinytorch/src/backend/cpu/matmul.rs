@@ -8,6 +8,7 @@
 //! the reference that the tests compare the gemm path with.
 
 use super::strided::map1;
+use super::sync_ptr::SyncPtr;
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
 use crate::base::{Element, Layout};
@@ -53,24 +54,6 @@ fn split_output(d: Dims, threads: usize, block: impl Fn((usize, usize), (usize, 
             block((0, d.m), (w[0], w[1]))
         }
     });
-}
-
-/// A destination pointer shared by tasks that write disjoint blocks.
-#[derive(Clone, Copy)]
-struct SyncPtr<T>(*mut T);
-// SAFETY: the tasks holding copies write disjoint elements (see the callers).
-unsafe impl<T> Send for SyncPtr<T> {}
-unsafe impl<T> Sync for SyncPtr<T> {}
-
-impl<T> SyncPtr<T> {
-    /// The pointer `count` elements further (a method, so closures capture the whole
-    /// wrapper rather than its raw field).
-    ///
-    /// # Safety
-    /// As `pointer::add`.
-    unsafe fn add(self, count: usize) -> *mut T {
-        self.0.add(count)
-    }
 }
 
 /// Problem sizes: `batch` products of `(m, k) x (k, n)`.

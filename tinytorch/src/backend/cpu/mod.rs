@@ -23,6 +23,7 @@ mod rows;
 mod scan;
 mod softmax;
 pub mod strided;
+mod sync_ptr;
 pub(crate) mod unary;
 
 use crate::backend::{

@@ -42,6 +42,7 @@ use crate::backend::cpu::allocator;
 #[cfg(target_arch = "x86_64")]
 use crate::backend::cpu::fast_math::has_avx2_fma;
 use crate::backend::cpu::float::KernelFloat;
+use crate::backend::cpu::sync_ptr::SyncPtr;
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 use std::ops::Range;
@@ -58,6 +59,15 @@ const BLOCK_TILES: usize = 128;
 /// forward + backward, medians of three: 128 tiles 97 ms, 56 tiles 74 ms, 42 tiles 75 ms,
 /// 28 tiles 81 ms, 14 tiles 86 ms.
 const BLOCK_BYTES: usize = 3 << 19;
+/// Transformed kernels (`U`, `alpha^2 Ci Co` elements) larger than this get blocks of at
+/// least `LARGE_U_BLOCK_TILES` tiles, whatever `BLOCK_BYTES` says. Measured on the AMD EPYC
+/// (1 MB of L2 a core), 2 threads, forward + backward ms, blocks of the `BLOCK_BYTES` fit /
+/// 64 tiles: 256 -> 255 ch 14x14 batch 32 (20 tiles, U 9.4 MB) 85 / 58; 256 -> 255 28x28
+/// batch 8, 76 / 55; 128 -> 256 16x16 batch 32 (U 4.7 MB) 41 / 36; 128 -> 256 56x56 batch 4,
+/// 60 / 60.
+const LARGE_U_BYTES: usize = 2 << 20;
+/// See [`LARGE_U_BYTES`].
+const LARGE_U_BLOCK_TILES: usize = 64;
 /// A batch is cut into at least this many chunks, so that both threads get work.
 const MIN_CHUNKS: usize = 4;
 /// The gemms' work per tile grows with `Ci * Co`, the transforms' with `Ci + Co`: below
@@ -78,18 +88,32 @@ const MIN_CHUNKS: usize = 4;
 /// 13.2 / 15.5); 5x5 keeps 12 (32 -> 32 ch 28x28 12.3 / 14.8, 16 -> 32 6.6 / 6.0).
 ///
 /// With the AVX2 tile transforms (`winograd_avx2.rs`) 3x3 pays from a ratio of 32, and from
-/// 8 x 8 outputs (two whole tiles across). On an Intel Xeon (Emerald Rapids), Winograd /
+/// 7 x 7 outputs (two tiles across, 3/4 of the second used: 512 -> 127 ch 7x7 batch 32 on the
+/// AMD EPYC, forward + backward, 19-24 ms against 30-31 ms by the direct kernels). On an Intel Xeon (Emerald Rapids), Winograd /
 /// direct ms, two runs each, batch 64 unless said: 16 ch 32x32 7.8-9.4 / 7.8-8.3, 32 ch 16x16
 /// 6.5-6.6 / 6.9-7.1, 64 ch 8x8 4.8-5.7 / 6.4-6.5, 64 ch 28x28 batch 16 14.3-14.7 / 17.2-20.1.
+/// On the AMD EPYC (Zen 4, AVX-512 in 256-bit halves) the direct kernels are slower and the
+/// ratio is 24, as without them: Winograd / direct ms (min of 10, two runs each), 128 -> 32 ch
+/// 16x16 valid batch 32 7.2-6.7 / 9.3-9.2, 128 -> 32 ch 8x8 batch 64 3.0-3.5 / 5.0-5.1.
 fn min_channel_ratio(r: usize, direct: bool) -> usize {
     match (r, direct) {
         (5, _) => 12,
+        (_, true) if direct_kernels_in_halves() => 24,
         (_, true) => 32,
         (_, false) => 24,
     }
 }
+/// Whether the direct kernels run on AVX-512 in 256-bit halves (an AMD CPU), where they
+/// compete less well with Winograd.
+fn direct_kernels_in_halves() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return crate::backend::cpu::fast_math::is_amd();
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// See [`min_channel_ratio`].
-const MIN_OUTPUT: usize = 8;
+const MIN_OUTPUT: usize = 7;
 
 /// Whether the path is on: `TINYTORCH_WINOGRAD=0` in the environment switches it off at
 /// start-up, [`set_enabled`] at any time.
@@ -306,7 +330,16 @@ impl Corr {
     /// Tile rows per block: as many as `BLOCK_TILES` and `BLOCK_BYTES` allow, at least one.
     fn block_rows(&self) -> usize {
         let tile_bytes = self.alpha * self.alpha * (self.ci + self.co) * size_of::<f32>();
-        let tiles = BLOCK_TILES.min(BLOCK_BYTES / tile_bytes.max(1));
+        let fit = BLOCK_BYTES / tile_bytes.max(1);
+        // Every block's gemms read all of U (`alpha^2 Ci Co`): once U outgrows the L2 cache,
+        // blocks that few tiles fill re-read it from L3 over and over.
+        let u_bytes = self.alpha * self.alpha * self.ci * self.co * size_of::<f32>();
+        let tiles = if u_bytes > LARGE_U_BYTES {
+            fit.max(LARGE_U_BLOCK_TILES)
+        } else {
+            fit
+        };
+        let tiles = tiles.min(BLOCK_TILES);
         (tiles / self.tiles[1]).max(1)
     }
     /// The blocks (ranges of global tile rows `image * tiles[0] + row`) of images
@@ -349,6 +382,17 @@ fn padded_tiles(t: usize, simd: bool) -> usize {
     }
     let _ = simd;
     t
+}
+
+/// A block's buffer of transformed tiles or gemm results. The AVX2 transforms write every
+/// element the gemms and the output transform read (padding tiles as zeros), and gemm
+/// writes all of its result, so their buffers need no zero fill; the generic path's do.
+fn block_buffer<T: KernelFloat>(len: usize, simd: bool) -> Vec<T> {
+    if simd {
+        allocator::scratch(len)
+    } else {
+        allocator::zeros(len)
+    }
 }
 
 /// Elements from one transformed plane (one of the `alpha^2` gemm operands) of a block to the
@@ -846,12 +890,22 @@ fn transform_weight<T: KernelFloat>(
     let (r, g, alpha, tile) = (tr.r, &tr.g, tr.alpha, tr.tile);
     let rr = r * r;
     let (rows, cols) = if rotate { (ci, co) } else { (co, ci) };
-    let per_row: Vec<Vec<T>> = (0..rows)
+    let len = tile * rows * cols;
+    let mut u = allocator::take::<T>(len);
+    let dst = SyncPtr(u.spare_capacity_mut().as_mut_ptr().cast::<T>());
+    // One row's scratch per task, reused across its rows: fresh vectors per row were 130 KB
+    // each for 512 columns, every one a new mapping with its page faults.
+    let scratch = || {
+        (
+            vec![T::zero(); rr * cols],
+            vec![T::zero(); alpha * r * cols],
+        )
+    };
+    (0..rows)
         .into_par_iter()
-        .map(|row| {
+        .for_each_init(scratch, |(taps, gk), row| {
             // The row's kernels tap-major, (r*r, cols); turning a kernel by 180 degrees
             // reverses its taps.
-            let mut taps = vec![T::zero(); rr * cols];
             for col in 0..cols {
                 let (o, c) = if rotate { (col, row) } else { (row, col) };
                 let k = &w[(o * ci + c) * rr..][..rr];
@@ -860,34 +914,40 @@ fn transform_weight<T: KernelFloat>(
                     taps[at * cols + col] = v;
                 }
             }
-            // (G k) as (alpha, r, cols), then (G k) G^T as (alpha^2, cols).
-            let mut gk = vec![T::zero(); alpha * r * cols];
+            // (G k) as (alpha, r, cols), then (G k) G^T straight into U's (alpha^2, rows,
+            // cols) layout.
             for a in 0..alpha {
                 for j in 0..r {
                     let dst = &mut gk[(a * r + j) * cols..][..cols];
-                    for i in 0..r {
-                        axpy(dst, g[a * r + i], &taps[(i * r + j) * cols..][..cols]);
-                    }
+                    combine(
+                        dst,
+                        r,
+                        |i| g[a * r + i],
+                        |i| &taps[(i * r + j) * cols..][..cols],
+                    );
                 }
             }
-            let mut out = vec![T::zero(); tile * cols];
             for a in 0..alpha {
                 for b in 0..alpha {
-                    let dst = &mut out[(a * alpha + b) * cols..][..cols];
-                    for j in 0..r {
-                        axpy(dst, g[b * r + j], &gk[(a * r + j) * cols..][..cols]);
-                    }
+                    // SAFETY: element (a * alpha + b, row, 0..cols) of U: inside its `len`
+                    // elements, and written by this row's task only.
+                    let out = unsafe {
+                        std::slice::from_raw_parts_mut(
+                            dst.add(((a * alpha + b) * rows + row) * cols),
+                            cols,
+                        )
+                    };
+                    combine(
+                        out,
+                        r,
+                        |j| g[b * r + j],
+                        |j| &gk[(a * r + j) * cols..][..cols],
+                    );
                 }
             }
-            out
-        })
-        .collect();
-    let mut u = vec![T::zero(); tile * rows * cols];
-    for (row, out) in per_row.iter().enumerate() {
-        for xi in 0..tile {
-            u[(xi * rows + row) * cols..][..cols].copy_from_slice(&out[xi * cols..][..cols]);
-        }
-    }
+        });
+    // SAFETY: the tasks wrote every (xi, row) run of `cols` elements.
+    unsafe { u.set_len(len) };
     u
 }
 
@@ -900,41 +960,43 @@ fn untransform_weight_grad<T: KernelFloat>(
     tr: &Transforms<T>,
 ) -> Vec<T> {
     let (r, g, alpha) = (tr.r, &tr.g, tr.alpha);
-    let per_channel: Vec<Vec<T>> = (0..ci)
+    let rr = r * r;
+    let len = co * ci * rr;
+    let mut dw = allocator::take::<T>(len);
+    let out = SyncPtr(dw.spare_capacity_mut().as_mut_ptr().cast::<T>());
+    let scratch = || (vec![T::zero(); r * alpha * co], vec![T::zero(); rr * co]);
+    (0..ci)
         .into_par_iter()
-        .map(|ch| {
+        .for_each_init(scratch, |(gs, d), ch| {
             let srow = |xi: usize| &st[(xi * ci + ch) * co..][..co];
             // G^T S as (r, alpha, co), then (G^T S) G as (r, r, co).
-            let mut gs = vec![T::zero(); r * alpha * co];
             for u in 0..r {
                 for b in 0..alpha {
                     let dst = &mut gs[(u * alpha + b) * co..][..co];
-                    for a in 0..alpha {
-                        axpy(dst, g[a * r + u], srow(a * alpha + b));
-                    }
+                    combine(dst, alpha, |a| g[a * r + u], |a| srow(a * alpha + b));
                 }
             }
-            let mut d = vec![T::zero(); r * r * co];
             for u in 0..r {
                 for v in 0..r {
                     let dst = &mut d[(u * r + v) * co..][..co];
-                    for b in 0..alpha {
-                        axpy(dst, g[b * r + v], &gs[(u * alpha + b) * co..][..co]);
-                    }
+                    combine(
+                        dst,
+                        alpha,
+                        |b| g[b * r + v],
+                        |b| &gs[(u * alpha + b) * co..][..co],
+                    );
                 }
             }
-            d
-        })
-        .collect();
-    let rr = r * r;
-    let mut dw = vec![T::zero(); co * ci * rr];
-    for (ch, d) in per_channel.iter().enumerate() {
-        for o in 0..co {
-            for tap in 0..rr {
-                dw[(o * ci + ch) * rr + tap] = d[tap * co + o];
+            for o in 0..co {
+                for tap in 0..rr {
+                    // SAFETY: element (o, ch, tap) of dW, inside its `len` elements and
+                    // written by this channel's task only.
+                    unsafe { out.add((o * ci + ch) * rr + tap).write(d[tap * co + o]) };
+                }
             }
-        }
-    }
+        });
+    // SAFETY: the tasks wrote every (o, ch, tap).
+    unsafe { dw.set_len(len) };
     dw
 }
 
@@ -973,8 +1035,8 @@ fn correlate_chunk<T: KernelFloat>(
 ) {
     let simd = simd_tiles::<T>();
     let (tmax, tile) = (padded_tiles(c.max_block_tiles(nb), simd), tr.tile);
-    let mut v = allocator::zeros::<T>(tile * plane_stride(c.ci * tmax, simd));
-    let mut mm = allocator::zeros::<T>(tile * plane_stride(c.co * tmax, simd));
+    let mut v = block_buffer::<T>(tile * plane_stride(c.ci * tmax, simd), simd);
+    let mut mm = block_buffer::<T>(tile * plane_stride(c.co * tmax, simd), simd);
     let mut s = Scratch::new();
     for rows in c.blocks(start, nb) {
         let t = padded_tiles(rows.len() * c.tiles[1], simd);
@@ -1033,8 +1095,8 @@ fn weight_chunk<T: KernelFloat>(
     let (ci, co) = (corr.ci, corr.co);
     let simd = simd_tiles::<T>();
     let (tmax, tile) = (padded_tiles(corr.max_block_tiles(nb), simd), tr.tile);
-    let mut v = allocator::zeros::<T>(tile * plane_stride(ci * tmax, simd));
-    let mut gt = allocator::zeros::<T>(tile * plane_stride(co * tmax, simd));
+    let mut v = block_buffer::<T>(tile * plane_stride(ci * tmax, simd), simd);
+    let mut gt = block_buffer::<T>(tile * plane_stride(co * tmax, simd), simd);
     let mut st = allocator::take::<T>(tile * ci * co);
     let mut s = Scratch::new();
     for (block, rows) in corr.blocks(start, nb).enumerate() {
@@ -1168,6 +1230,84 @@ mod tests {
             / scale
     }
 
+    /// Forward and both gradients of `c` on random operands, in f64 and f32, against the
+    /// definition.
+    fn check_against_definition(c: &Conv, rng: &mut ChaCha8Rng) {
+        let (batch, input, output, r) =
+            (c.geom.batch, c.geom.input, c.geom.output, c.geom.kernel[0]);
+        let rand_vec = |rng: &mut ChaCha8Rng, n: usize| -> Vec<f64> {
+            (0..n).map(|_| rng.random_range(-1.0..1.0)).collect()
+        };
+        let (ci, co) = (c.geom.channels, c.out_channels);
+        let [oh, ow] = output;
+        let x = rand_vec(rng, batch * ci * input[0] * input[1]);
+        let w = rand_vec(rng, co * ci * r * r);
+        let gy = rand_vec(rng, batch * co * oh * ow);
+        let bias = rand_vec(rng, co);
+        let (y_ref, dx_ref, dw_ref) = naive(&x, &w, &gy, c);
+        let y_bias: Vec<f64> = y_ref
+            .iter()
+            .enumerate()
+            .map(|(i, v)| v + bias[(i / (oh * ow)) % co])
+            .collect();
+        let check = |got: &[f64], want: &[f64], tol: f64, what: &str| {
+            let e = rel_err(got, want);
+            assert!(e < tol, "{what} {c:?}: relative error {e:e}");
+        };
+        check(&forward(&x, &w, Some(&bias), c), &y_bias, 1e-12, "forward");
+        check(&backward_input(&gy, &w, c), &dx_ref, 1e-12, "grad input");
+        check(&backward_weight(&x, &gy, c), &dw_ref, 1e-12, "grad weight");
+        // f32: the transforms round; within a few ulps of the largest value.
+        let f = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
+        let d = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<f64>>();
+        let (x32, w32, gy32) = (f(&x), f(&w), f(&gy));
+        check(
+            &d(forward(&x32, &w32, Some(&f(&bias)), c)),
+            &y_bias,
+            1e-5,
+            "f32 forward",
+        );
+        check(
+            &d(backward_input(&gy32, &w32, c)),
+            &dx_ref,
+            1e-5,
+            "f32 grad input",
+        );
+        check(
+            &d(backward_weight(&x32, &gy32, c)),
+            &dw_ref,
+            1e-5,
+            "f32 grad weight",
+        );
+    }
+
+    #[test]
+    fn large_transformed_kernels_take_large_blocks() {
+        // 128 -> 128 channels: U is 36 * 128 * 128 f32 = 2.4 MB, so blocks take at least 64
+        // tiles where the chunk has them, though 64 tiles are 4.7 MB of transformed tiles.
+        let conv = |batch, side| Conv {
+            geom: ConvGeometry {
+                batch,
+                channels: 128,
+                input: [side, side],
+                kernel: [3, 3],
+                stride: [1, 1],
+                dilation: [1, 1],
+                padding: [1, 1],
+                output: [side, side],
+            },
+            out_channels: 128,
+            groups: 1,
+        };
+        let corr = Corr::forward(&conv(32, 16), 4);
+        assert_eq!(corr.max_block_tiles(8), 64);
+        // 160 -> 16: a small U, and 1.5 MB of L2 hold 62 tiles, so blocks have 60.
+        let mut narrow = conv(32, 16);
+        (narrow.geom.channels, narrow.out_channels) = (160, 16);
+        assert_eq!(Corr::forward(&narrow, 4).max_block_tiles(8), 60);
+        check_against_definition(&conv(2, 8), &mut ChaCha8Rng::seed_from_u64(3));
+    }
+
     #[test]
     fn winograd_convolution_matches_the_definition() {
         let mut rng = ChaCha8Rng::seed_from_u64(11);
@@ -1197,50 +1337,7 @@ mod tests {
                 out_channels: rng.random_range(1..7),
                 groups: 1,
             };
-            let rand_vec = |rng: &mut ChaCha8Rng, n: usize| -> Vec<f64> {
-                (0..n).map(|_| rng.random_range(-1.0..1.0)).collect()
-            };
-            let (ci, co) = (c.geom.channels, c.out_channels);
-            let [oh, ow] = output;
-            let x = rand_vec(&mut rng, batch * ci * input[0] * input[1]);
-            let w = rand_vec(&mut rng, co * ci * r * r);
-            let gy = rand_vec(&mut rng, batch * co * oh * ow);
-            let bias = rand_vec(&mut rng, co);
-            let (y_ref, dx_ref, dw_ref) = naive(&x, &w, &gy, &c);
-            let y_bias: Vec<f64> = y_ref
-                .iter()
-                .enumerate()
-                .map(|(i, v)| v + bias[(i / (oh * ow)) % co])
-                .collect();
-            let check = |got: &[f64], want: &[f64], tol: f64, what: &str| {
-                let e = rel_err(got, want);
-                assert!(e < tol, "{what} {c:?}: relative error {e:e}");
-            };
-            check(&forward(&x, &w, Some(&bias), &c), &y_bias, 1e-12, "forward");
-            check(&backward_input(&gy, &w, &c), &dx_ref, 1e-12, "grad input");
-            check(&backward_weight(&x, &gy, &c), &dw_ref, 1e-12, "grad weight");
-            // f32: the transforms round; within a few ulps of the largest value.
-            let f = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
-            let d = |v: Vec<f32>| v.into_iter().map(f64::from).collect::<Vec<f64>>();
-            let (x32, w32, gy32) = (f(&x), f(&w), f(&gy));
-            check(
-                &d(forward(&x32, &w32, Some(&f(&bias)), &c)),
-                &y_bias,
-                1e-5,
-                "f32 forward",
-            );
-            check(
-                &d(backward_input(&gy32, &w32, &c)),
-                &dx_ref,
-                1e-5,
-                "f32 grad input",
-            );
-            check(
-                &d(backward_weight(&x32, &gy32, &c)),
-                &dw_ref,
-                1e-5,
-                "f32 grad weight",
-            );
+            check_against_definition(&c, &mut rng);
             cases += 1;
         }
     }
