@@ -328,3 +328,41 @@ fn negative_pads_crop() {
         .unwrap();
     close(&grad(&x), &[0., 1., 1., 0., 1., 1.]);
 }
+
+// ---- casts keep the strides of a permuted dense tensor (preserve_format) --------------------
+
+#[test]
+fn a_cast_of_a_permuted_tensor_keeps_its_strides() {
+    // torch.arange(24.).reshape(2, 3, 4).permute(2, 0, 1).to(torch.bfloat16).stride() is
+    // (1, 12, 4); .contiguous() values are the same either way.
+    let x = t64(&(0..24).map(f64::from).collect::<Vec<_>>(), &[2, 3, 4])
+        .permute(&[2, 0, 1])
+        .unwrap();
+    for dtype in [DType::BF16, DType::F16, DType::F32] {
+        let y = x.to_dtype(dtype).unwrap();
+        assert_eq!(y.dtype(), dtype);
+        assert_eq!(y.layout().strides(), &[1, 12, 4], "{dtype:?}");
+        assert_eq!(vals(&y), vals(&x), "{dtype:?}");
+    }
+    // A transposed weight, as autocast casts it, and the gradient through the cast.
+    let w = leaf(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
+    let wt = w.t().unwrap().to_dtype(DType::F32).unwrap();
+    assert_eq!(wt.layout().strides(), &[1, 3]);
+    let g = t64(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2])
+        .to_dtype(DType::F32)
+        .unwrap();
+    wt.mul(&g).unwrap().sum_all().unwrap().backward().unwrap();
+    // d/dw of sum(w^T * g) = g^T.
+    close(&grad(&w), &[1.0, 3.0, 5.0, 2.0, 4.0, 6.0]);
+    // Overlapping (expanded) and sliced layouts are not dense: a row-major copy.
+    let e = t64(&[1.0, 2.0], &[2, 1]).expand(&[2, 3]).unwrap();
+    assert!(e.to_dtype(DType::F32).unwrap().is_contiguous());
+    let s = t64(&(0..12).map(f64::from).collect::<Vec<_>>(), &[3, 4])
+        .narrow(1, 1, 2)
+        .unwrap()
+        .t()
+        .unwrap();
+    let c = s.to_dtype(DType::F32).unwrap();
+    assert!(c.is_contiguous());
+    assert_eq!(vals(&c), vec![1.0, 5.0, 9.0, 2.0, 6.0, 10.0]);
+}

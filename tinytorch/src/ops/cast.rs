@@ -7,13 +7,30 @@ use crate::tensor::{DType, Device, Tensor};
 
 impl Tensor {
     /// Convert to `dtype` (`x.to(dtype)`). Returns the same handle when the dtype already
-    /// matches. Gradients flow back through float-to-float casts.
+    /// matches. Gradients flow back through float-to-float casts. As PyTorch's
+    /// `preserve_format`, a permuted dense tensor (a transposed weight, say) keeps its strides:
+    /// its buffer is cast in memory order, where a row-major copy would gather one element at
+    /// a time (autocast casts each Linear layer's `W^T` this way).
     pub fn to_dtype(&self, dtype: DType) -> Result<Tensor> {
         if self.dtype() == dtype {
             return Ok(self.clone());
         }
-        let s = self.storage().to_dtype(self.layout(), dtype)?;
-        let out = Tensor::from_contiguous(s, self.shape());
+        let out = match self.dense_order() {
+            Some(order) if !self.is_contiguous() && self.numel() > 0 => {
+                // Cast the dims in memory order (a contiguous view), then put them back.
+                let dense = self.detach().permute(&order)?;
+                let s = dense.storage().to_dtype(dense.layout(), dtype)?;
+                let mut back = vec![0; order.len()];
+                for (i, &d) in order.iter().enumerate() {
+                    back[d as usize] = i as isize;
+                }
+                Tensor::from_contiguous(s, dense.shape()).permute(&back)?
+            }
+            _ => Tensor::from_contiguous(
+                self.storage().to_dtype(self.layout(), dtype)?,
+                self.shape(),
+            ),
+        };
         if !needs_grad(&[self]) || !dtype.is_float() {
             return Ok(out);
         }
@@ -21,6 +38,29 @@ impl Tensor {
         Ok(out.record("to_dtype", &[self], move |g, _| {
             Ok(vec![Some(g.to_dtype(src)?)])
         }))
+    }
+
+    /// The dims from the largest stride to the smallest when they lay the elements out
+    /// densely without overlap (`self.permute(order)` is contiguous), else `None`.
+    fn dense_order(&self) -> Option<Vec<isize>> {
+        let (shape, strides) = (self.shape(), self.layout().strides());
+        let mut order: Vec<usize> = (0..shape.len()).collect();
+        // Dims of size 1 have no say in the layout: they go first, in their order.
+        order.sort_by_key(|&d| {
+            std::cmp::Reverse(if shape[d] == 1 {
+                usize::MAX
+            } else {
+                strides[d]
+            })
+        });
+        let mut expected = 1;
+        for &d in order.iter().rev() {
+            if shape[d] != 1 && strides[d] != expected {
+                return None;
+            }
+            expected *= shape[d];
+        }
+        Some(order.into_iter().map(|d| d as isize).collect())
     }
 
     /// Move to `device` (`x.to(device)`); the same handle when already there. Gradients

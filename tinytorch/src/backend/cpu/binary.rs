@@ -75,24 +75,31 @@ float_arith!(f64);
 macro_rules! half_arith {
     ($t:ty) => {
         impl Arith for $t {
+            #[inline(always)]
             fn add(self, o: Self) -> Self {
                 <$t as Element>::from_f32(self.to_f32() + o.to_f32())
             }
+            #[inline(always)]
             fn sub(self, o: Self) -> Self {
                 <$t as Element>::from_f32(self.to_f32() - o.to_f32())
             }
+            #[inline(always)]
             fn mul(self, o: Self) -> Self {
                 <$t as Element>::from_f32(self.to_f32() * o.to_f32())
             }
+            #[inline(always)]
             fn div(self, o: Self) -> Self {
                 <$t as Element>::from_f32(self.to_f32() / o.to_f32())
             }
+            #[inline(always)]
             fn pow(self, o: Self) -> Self {
                 <$t as Element>::from_f32(self.to_f32().powf(o.to_f32()))
             }
+            #[inline(always)]
             fn maximum(self, o: Self) -> Self {
                 <$t as Element>::from_f32(Arith::maximum(self.to_f32(), o.to_f32()))
             }
+            #[inline(always)]
             fn minimum(self, o: Self) -> Self {
                 <$t as Element>::from_f32(Arith::minimum(self.to_f32(), o.to_f32()))
             }

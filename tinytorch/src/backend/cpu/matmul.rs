@@ -3,8 +3,9 @@
 //! Float dtypes go through the `gemm` crate, which takes a row and a column stride per
 //! operand, so transposed, sliced and batch-broadcast (batch stride 0) operands are multiplied
 //! where they lie, without copies. `gemm` has kernels for f32, f64 and f16 (f16 accumulates in
-//! f32 inside gemm) but none for bf16: bf16 products run on AMX tiles where the CPU has them
-//! (`amx.rs`), else their operands are widened to f32, multiplied, and rounded back once. Integer dtypes use the naive triple loop (`naive_matmul`), which is also
+//! f32 inside gemm) but none for bf16: bf16 products run on AMX tiles or AVX512-BF16 dot
+//! products where the CPU has them (`bf16_gemm.rs`), else their operands are widened to f32,
+//! multiplied, and rounded back once. Integer dtypes use the naive triple loop (`naive_matmul`), which is also
 //! the reference that the tests compare the gemm path with.
 
 use super::strided::map1;
@@ -107,8 +108,8 @@ pub fn matmul(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout) -> Resul
             CpuStorage::F16(gemm_batched(x, ma, y, mb, d).into())
         }
         #[cfg(target_arch = "x86_64")]
-        (CpuStorage::BF16(x), CpuStorage::BF16(y)) if super::amx::available() => {
-            CpuStorage::BF16(amx_batched(x, ma, y, mb, d).into())
+        (CpuStorage::BF16(x), CpuStorage::BF16(y)) if super::bf16_gemm::engine().is_some() => {
+            CpuStorage::BF16(bf16_batched(x, ma, y, mb, d).into())
         }
         (CpuStorage::BF16(x), CpuStorage::BF16(y)) => {
             CpuStorage::BF16(bf16_via_f32(x, al, y, bl, d).into())
@@ -309,22 +310,24 @@ fn transpose_into<T: Copy + Send + Sync>(
     }
 }
 
-/// bf16 products on AMX tiles (`amx::gemm`, single-threaded), spread over the threads as
+/// bf16 products on the CPU's bf16 engine (`bf16_gemm::gemm`, single-threaded), spread over the threads as
 /// [`gemm_batched`] spreads gemm: a large product in one share of its longer output dim per
 /// thread, a batch of small ones one matrix per task.
 #[cfg(target_arch = "x86_64")]
-fn amx_batched(a: &[bf16], ma: Mat, b: &[bf16], mb: Mat, d: Dims) -> Vec<bf16> {
-    use super::amx::{self, MatRef};
+fn bf16_batched(a: &[bf16], ma: Mat, b: &[bf16], mb: Mat, d: Dims) -> Vec<bf16> {
+    use super::bf16_gemm::{self, MatRef};
+    let engine = bf16_gemm::engine().expect("matmul checked the bf16 engine");
     let len = d.batch * d.m * d.n;
     let mut out = super::allocator::take::<bf16>(len);
     let dst = SyncPtr(out.spare_capacity_mut().as_mut_ptr().cast::<bf16>());
     // Rows r0..r1, columns c0..c1 of product `i`.
     let block = |i: usize, (r0, r1): (usize, usize), (c0, c1): (usize, usize)| {
-        // SAFETY: `matmul` runs this only where amx::available(); `check` proved that every
+        // SAFETY: `engine` is the CPU's; `check` proved that every
         // element [i, r, c] of both layouts is inside its slice; the destination block lies
         // in the `len` elements of `out`, and blocks that run at once are disjoint.
         unsafe {
-            amx::gemm(
+            bf16_gemm::gemm(
+                engine,
                 r1 - r0,
                 c1 - c0,
                 d.k,
@@ -357,7 +360,7 @@ fn amx_batched(a: &[bf16], ma: Mat, b: &[bf16], mb: Mat, d: Dims) -> Vec<bf16> {
     } else {
         (0..d.batch).for_each(|i| block(i, all_rows, all_cols));
     }
-    // SAFETY: every (m, n) block of the first `len` elements was written by amx::gemm.
+    // SAFETY: every (m, n) block of the first `len` elements was written by bf16_gemm::gemm.
     unsafe { out.set_len(len) };
     out
 }

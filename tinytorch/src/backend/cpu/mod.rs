@@ -3,10 +3,10 @@
 
 pub(crate) mod adam;
 pub mod allocator;
-#[cfg(target_arch = "x86_64")]
-pub(crate) mod amx;
 pub(crate) mod attention;
 pub(crate) mod batch_norm;
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod bf16_gemm;
 pub(crate) mod binary;
 pub mod buffer;
 pub(crate) mod conv;

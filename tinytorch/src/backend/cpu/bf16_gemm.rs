@@ -1,21 +1,28 @@
-//! bf16 matrix products on AMX tiles (Intel Sapphire Rapids and later): `C = A @ B` with f32
-//! accumulation, rounded to bf16 once per element, as PyTorch's bf16 matmul on such CPUs
-//! (oneDNN) computes it.
+//! bf16 matrix products with f32 accumulation, rounded to bf16 once per element, as
+//! PyTorch's bf16 matmul on such CPUs (oneDNN) computes it, on one of two engines:
 //!
-//! One `tdpbf16ps` multiplies a 16 x 32 bf16 tile of A by a 32 x 16 tile of B into a 16 x 16
-//! f32 tile: 8,192 multiply-adds, sixteen times an AVX-512 f32 FMA's share of a cycle. The
-//! kernel computes C 32 x 32 at a time in four such tiles (tmm0-3) from two A tiles (tmm4-5)
-//! and two B tiles (tmm6-7). B's tiles hold k in pairs (row `p` is `B[2p][j], B[2p+1][j]` for
-//! the 16 columns `j`), so B is packed first, a block of `KC` x `NC` at a time that stays in
-//! L2 while the rows of A pass it; A is packed into 1 KiB tiles, whole when small, else `MC`
-//! rows at a time. Packing takes any strides and pads m, n and k to 32 with zeros, so the
-//! kernel has no edge cases. Partial sums of one column block wait in an f32 buffer between
-//! depth blocks and are rounded to bf16 when the block is done.
+//! - **AMX tiles** (Intel Sapphire Rapids and later): one `tdpbf16ps` multiplies a 16 x 32
+//!   bf16 tile of A by a 32 x 16 tile of B into a 16 x 16 f32 tile, 8,192 multiply-adds,
+//!   sixteen times an AVX-512 f32 FMA's share of a cycle. A 32 x 32 block of C is four such
+//!   tiles (tmm0-3) from two A tiles (tmm4-5) and two B tiles (tmm6-7).
+//! - **AVX512-BF16 dot products** (`vdpbf16ps`; AMD Zen 4, Intel Cooper Lake and later): each
+//!   f32 lane adds the products of one pair of bf16 values, 32 multiply-adds per instruction,
+//!   twice an f32 FMA's. The same 32 x 32 block is four pieces of 8 rows x 32 columns, 16
+//!   accumulators each, every pair of A broadcast against a row of B's panel.
+//!
+//! Both read the same packing. B holds k in pairs (row `p` of a panel is `B[2p][j],
+//! B[2p+1][j]` for its 16 columns `j`: an AMX tile row, and a `vdpbf16ps` operand), packed a
+//! block of `KC` x `NC` at a time that stays in L2 while the rows of A pass it; A is packed
+//! into 1 KiB tiles of 16 rows x 32 depths, whole when small, else `MC` rows at a time.
+//! Packing takes any strides and pads m, n and k to 32 with zeros, so the kernels have no
+//! edge cases. Partial sums of one column block wait in an f32 buffer between depth blocks
+//! and are rounded to bf16 when the block is done.
 //!
 //! The tile instructions are written with `asm!` (Rust's AMX intrinsics are not stable), and
 //! Linux gives a process the 8 KiB tile register state only once it asks
-//! (`arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)`): [`available`] does both checks once.
+//! (`arch_prctl(ARCH_REQ_XCOMP_PERM, XTILEDATA)`): [`engine`] does the checks once.
 
+use super::{allocator, CpuStorage};
 use half::bf16;
 use std::sync::LazyLock;
 
@@ -28,24 +35,45 @@ const MC: usize = 256;
 /// Packed A up to this size is packed whole, once per product.
 const A_WHOLE_BYTES: usize = 1 << 20;
 
-/// Whether bf16 products run on AMX here: the CPU has AMX-BF16 (and AVX512-BF16 for the
-/// rounding), Linux granted the tile state, and the environment variable `TINYTORCH_AMX` is
-/// not `0` (off, bf16 products are widened to f32 and multiplied by `gemm`).
-pub fn available() -> bool {
-    static ON: LazyLock<bool> =
-        LazyLock::new(|| std::env::var("TINYTORCH_AMX").map_or(true, |v| v != "0") && supported());
-    *ON
+/// The instructions that multiply bf16 here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    /// AMX tiles (`tdpbf16ps`).
+    Amx,
+    /// AVX512-BF16 dot products (`vdpbf16ps`).
+    DotProduct,
+}
+
+/// The engine bf16 products run on here, if any: AMX where the CPU has AMX-BF16 (and
+/// AVX512-BF16 for the rounding), Linux granted the tile state and the environment variable
+/// `TINYTORCH_AMX` is not `0`; else the AVX512-BF16 dot products where the CPU has them and
+/// `TINYTORCH_BF16_DOT` is not `0`; else none (bf16 products are widened to f32 and
+/// multiplied by `gemm`).
+pub fn engine() -> Option<Engine> {
+    static ENGINE: LazyLock<Option<Engine>> = LazyLock::new(|| {
+        let on = |var: &str| std::env::var(var).map_or(true, |v| v != "0");
+        if !has_avx512_bf16() {
+            None
+        } else if on("TINYTORCH_AMX") && amx_supported() {
+            Some(Engine::Amx)
+        } else if on("TINYTORCH_BF16_DOT") {
+            Some(Engine::DotProduct)
+        } else {
+            None
+        }
+    });
+    *ENGINE
+}
+
+/// The packing, rounding and dot-product kernels' features.
+fn has_avx512_bf16() -> bool {
+    is_x86_feature_detected!("avx512bf16")
+        && is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512vl")
 }
 
 #[cfg(target_os = "linux")]
-fn supported() -> bool {
-    // The packing and rounding kernels' features.
-    if !is_x86_feature_detected!("avx512bf16")
-        || !is_x86_feature_detected!("avx512f")
-        || !is_x86_feature_detected!("avx512vl")
-    {
-        return false;
-    }
+fn amx_supported() -> bool {
     // CPUID leaf 7: EDX bit 22 AMX-BF16, bit 24 AMX-TILE.
     #[allow(unused_unsafe)]
     // SAFETY: CPUID leaf 7 exists on every x86-64 CPU that has AVX-512.
@@ -66,7 +94,7 @@ fn supported() -> bool {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn supported() -> bool {
+fn amx_supported() -> bool {
     false
 }
 
@@ -94,13 +122,15 @@ impl MatRef {
 }
 
 /// `out[r * out_rs + c] = sum_t A[r, t] * B[t, c]` for `r < m`, `c < n`, `t < k`, summed in
-/// f32 and rounded to bf16 once. Single-threaded; callers split larger products.
+/// f32 on `engine` and rounded to bf16 once. Single-threaded; callers split larger products.
 ///
 /// # Safety
-/// [`available`] must have returned true; `a` must be readable for `m x k` elements and `b`
-/// for `k x n` at their strides, and `out` writable for `m` rows of `n` at row stride
-/// `out_rs`.
+/// `engine` must be what [`engine`] returned (or, for tests, an engine of a CPU that has
+/// both); `a` must be readable for `m x k` elements and `b` for `k x n` at their strides,
+/// and `out` writable for `m` rows of `n` at row stride `out_rs`.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn gemm(
+    engine: Engine,
     m: usize,
     n: usize,
     k: usize,
@@ -125,19 +155,24 @@ pub unsafe fn gemm(
     );
     // A small enough is packed once and serves every column block of B; a larger one is
     // packed a block at a time, again for each column block.
+    // The packers write every element the kernels read (zeros in the padding), and the
+    // first depth block writes every partial sum, so the buffers come without a zero fill
+    // (fresh ones per call were a tenth of a 512^3 product's time in page faults).
     let whole_a = mp * kp * 2 <= A_WHOLE_BYTES;
     let mut apack = if whole_a {
-        let mut packed = vec![bf16::ZERO; mp * kp];
+        let mut packed = allocator::scratch::<bf16>(mp * kp);
         pack_a(a, 0, mp, m, 0, k, &mut packed);
         packed
     } else {
-        vec![bf16::ZERO; MC * KC]
+        allocator::scratch::<bf16>(MC * KC)
     };
     let ncb = NC.min(np);
-    let mut bpack = vec![bf16::ZERO; KC.min(kp) * ncb];
+    let mut bpack = allocator::scratch::<bf16>(KC.min(kp) * ncb);
     // Partial sums of one column block, row stride `ncb`.
-    let mut acc = vec![0f32; mp * ncb];
-    tiles::configure();
+    let mut acc = allocator::scratch::<f32>(mp * ncb);
+    if engine == Engine::Amx {
+        tiles::configure();
+    }
     for n0 in (0..np).step_by(NC) {
         let nc = NC.min(np - n0);
         for k0 in (0..k).step_by(KC) {
@@ -157,15 +192,16 @@ pub unsafe fn gemm(
                 for j in (0..nc).step_by(32) {
                     let b_panels = bpack.as_ptr().add(j * kcp);
                     for i in (0..mc).step_by(32) {
-                        tiles::block(
+                        let (a, c) = (
                             a_first.add(i / 16 * a_block),
-                            a_block,
-                            b_panels,
-                            kcp,
                             acc.as_mut_ptr().add((m0 + i) * ncb + j),
-                            ncb,
-                            k0 == 0,
                         );
+                        match engine {
+                            Engine::Amx => tiles::block(a, a_block, b_panels, kcp, c, ncb, k0 == 0),
+                            Engine::DotProduct => {
+                                dot::block(a, a_block, b_panels, kcp, c, ncb, k0 == 0)
+                            }
+                        }
                     }
                 }
             }
@@ -177,7 +213,13 @@ pub unsafe fn gemm(
             round_to_bf16(&acc[r * ncb..r * ncb + cols], dst);
         }
     }
-    tiles::release();
+    if engine == Engine::Amx {
+        tiles::release();
+    }
+    for packed in [apack, bpack] {
+        allocator::recycle(CpuStorage::BF16(packed.into()));
+    }
+    allocator::recycle(CpuStorage::F32(acc.into()));
 }
 
 /// Packs rows `m0..m0 + mc` and depth `k0..k0 + kc` of A as tiles: blocks of 16 rows, each
@@ -205,7 +247,11 @@ unsafe fn pack_a(
             if rows < 16 || depth < 32 {
                 tile.fill(bf16::ZERO);
             }
-            if a.rs == 1 {
+            if a.rs == 1 && rows == 16 && depth == 32 {
+                // Transposed A, a whole tile: 32 contiguous columns of 16 rows, turned in
+                // registers.
+                transpose_tile(a.ptr.add(t0 * a.cs + r0), a.cs, tile.as_mut_ptr());
+            } else if a.rs == 1 {
                 // Transposed A: a column of 16 rows is contiguous.
                 for t in 0..depth {
                     let col = std::slice::from_raw_parts(a.ptr.add((t0 + t) * a.cs + r0), rows);
@@ -214,10 +260,17 @@ unsafe fn pack_a(
                     }
                 }
             } else if a.cs == 1 {
-                // Row-major A: 64-byte pieces of rows.
+                // Row-major A: 64-byte pieces of rows (a whole piece as one fixed-size copy,
+                // which compiles to vector moves: a memmove call per piece was 28% of a
+                // 128 x 1024 x 512 product).
                 for (r, row) in tile.chunks_exact_mut(32).take(rows).enumerate() {
-                    let src = std::slice::from_raw_parts(a.ptr.add((r0 + r) * a.rs + t0), depth);
-                    row[..depth].copy_from_slice(src);
+                    let src = a.ptr.add((r0 + r) * a.rs + t0);
+                    if depth == 32 {
+                        let piece: &mut [bf16; 32] = row.try_into().expect("rows of 32");
+                        *piece = src.cast::<[bf16; 32]>().read_unaligned();
+                    } else {
+                        row[..depth].copy_from_slice(std::slice::from_raw_parts(src, depth));
+                    }
                 }
             } else {
                 for (r, row) in tile.chunks_exact_mut(32).take(rows).enumerate() {
@@ -307,12 +360,69 @@ unsafe fn pack_b(
     }
 }
 
+/// One A tile from a transposed operand: `tile[32 r + t] = src[t * cs + r]` for 16 rows `r`
+/// and 32 depths `t`. Pairs of depths are interleaved into 32-bit words (as
+/// `interleave16`: word `r` of pair row `p` is row `r`'s pair), and the 16 x 16 words are
+/// transposed: 32-bit and 64-bit unpacks within 128-bit lanes, then two rounds of 128-bit
+/// lane shuffles.
+///
+/// # Safety
+/// 16 elements readable at each `src + t * cs` (`t < 32`), 512 writable at `tile`;
+/// AVX-512.
+#[target_feature(enable = "avx512f")]
+unsafe fn transpose_tile(src: *const bf16, cs: usize, tile: *mut bf16) {
+    use std::arch::x86_64::{
+        __m256i, __m512i, _mm256_loadu_si256, _mm512_cvtepu16_epi32, _mm512_or_si512,
+        _mm512_shuffle_i32x4, _mm512_slli_epi32, _mm512_storeu_si512, _mm512_unpackhi_epi32,
+        _mm512_unpackhi_epi64, _mm512_unpacklo_epi32, _mm512_unpacklo_epi64,
+    };
+    let column =
+        |t: usize| _mm512_cvtepu16_epi32(_mm256_loadu_si256(src.add(t * cs).cast::<__m256i>()));
+    // w[p], word r: the pair (A[r][2p], A[r][2p + 1]).
+    let w: [__m512i; 16] = std::array::from_fn(|p| {
+        _mm512_or_si512(column(2 * p), _mm512_slli_epi32::<16>(column(2 * p + 1)))
+    });
+    // t[2k], t[2k + 1]: words 4L + (0, 1) and 4L + (2, 3) of w[2k], w[2k + 1] interleaved,
+    // in each 128-bit lane L.
+    let mut t = w;
+    for k in 0..8 {
+        t[2 * k] = _mm512_unpacklo_epi32(w[2 * k], w[2 * k + 1]);
+        t[2 * k + 1] = _mm512_unpackhi_epi32(w[2 * k], w[2 * k + 1]);
+    }
+    // u[4k + j], lane L: word 4L + j of w[4k..4k + 4].
+    let mut u = t;
+    for k in 0..4 {
+        u[4 * k] = _mm512_unpacklo_epi64(t[4 * k], t[4 * k + 2]);
+        u[4 * k + 1] = _mm512_unpackhi_epi64(t[4 * k], t[4 * k + 2]);
+        u[4 * k + 2] = _mm512_unpacklo_epi64(t[4 * k + 1], t[4 * k + 3]);
+        u[4 * k + 3] = _mm512_unpackhi_epi64(t[4 * k + 1], t[4 * k + 3]);
+    }
+    // Row 4L + j is lane L of u[j], u[4 + j], u[8 + j], u[12 + j]: a 4 x 4 transpose of
+    // 128-bit lanes (0x88 takes lanes 0 and 2 of each operand, 0xdd lanes 1 and 3).
+    for j in 0..4 {
+        let (a, b, c, d) = (u[j], u[4 + j], u[8 + j], u[12 + j]);
+        let v0 = _mm512_shuffle_i32x4::<0x88>(a, b);
+        let v1 = _mm512_shuffle_i32x4::<0xdd>(a, b);
+        let v2 = _mm512_shuffle_i32x4::<0x88>(c, d);
+        let v3 = _mm512_shuffle_i32x4::<0xdd>(c, d);
+        let rows = [
+            _mm512_shuffle_i32x4::<0x88>(v0, v2),
+            _mm512_shuffle_i32x4::<0x88>(v1, v3),
+            _mm512_shuffle_i32x4::<0xdd>(v0, v2),
+            _mm512_shuffle_i32x4::<0xdd>(v1, v3),
+        ];
+        for (l, row) in rows.into_iter().enumerate() {
+            _mm512_storeu_si512(tile.add(32 * (4 * l + j)).cast(), row);
+        }
+    }
+}
+
 /// `dst[2j] = upper[j], dst[2j + 1] = lower[j]` for `j < 16`: both 32-byte rows widened to
 /// 32-bit lanes, the lower one shifted into the high halves.
 ///
 /// # Safety
 /// 16 elements readable at `upper` and `lower`, 32 writable at `dst`; AVX-512 (which
-/// [`available`] requires).
+/// [`engine`] requires).
 #[target_feature(enable = "avx512f")]
 unsafe fn interleave16(upper: *const bf16, lower: *const bf16, dst: *mut bf16) {
     use std::arch::x86_64::{
@@ -343,7 +453,7 @@ unsafe fn gather_pairs(src: *const bf16, cs: usize, dst: *mut bf16) {
 }
 
 /// `dst[i] = bf16(src[i])`, rounding to nearest even (AVX512-BF16's `vcvtneps2bf16`, which
-/// [`available`] requires).
+/// [`engine`] requires).
 ///
 /// # Safety
 /// The CPU must have AVX512-BF16.
@@ -379,7 +489,7 @@ mod tiles {
     /// bytes (16 f32, or 32 bf16, or 16 bf16 pairs).
     ///
     /// # Safety
-    /// AMX must be available (see `available`).
+    /// AMX must be available (see `engine`).
     pub unsafe fn configure() {
         let mut cfg = Config([0; 64]);
         cfg.0[0] = 1;
@@ -471,6 +581,86 @@ mod tiles {
     }
 }
 
+/// The AVX512-BF16 kernel.
+mod dot {
+    use half::bf16;
+    use std::arch::x86_64::{
+        __m512bh, _mm512_dpbf16_ps, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_set1_epi32,
+        _mm512_setzero_ps, _mm512_storeu_ps,
+    };
+
+    /// `C[32 x 32] (+)= A[32 x kcp] @ B[kcp x 32]` with the operands of `tiles::block`
+    /// (A as `pack_a`'s tiles, B as two of `pack_b`'s panels, C f32 at row stride `c_rs`),
+    /// as four pieces of 8 rows.
+    ///
+    /// # Safety
+    /// The CPU must have AVX512-BF16; the pointers hold those blocks.
+    #[inline]
+    pub unsafe fn block(
+        a: *const bf16,
+        a_block: usize,
+        b: *const bf16,
+        kcp: usize,
+        c: *mut f32,
+        c_rs: usize,
+        first: bool,
+    ) {
+        for piece in 0..4 {
+            // Rows 8 * piece..: in the upper or lower 16-row block of tiles, 32 elements a
+            // row within each tile.
+            let rows = a.add(piece / 2 * a_block + piece % 2 * 8 * 32);
+            rows8(rows, b, kcp, c.add(8 * piece * c_rs), c_rs, first);
+        }
+    }
+
+    /// Eight rows of [`block`]: 16 accumulators (8 rows x 2 vectors of 16 columns), one
+    /// broadcast of a row's pair of A against the pair row of each panel per pair of depths.
+    ///
+    /// # Safety
+    /// As [`block`], with `a` the first row's element in the first tile.
+    #[target_feature(enable = "avx512f,avx512bf16")]
+    unsafe fn rows8(
+        a: *const bf16,
+        b: *const bf16,
+        kcp: usize,
+        c: *mut f32,
+        c_rs: usize,
+        first: bool,
+    ) {
+        let mut acc = [[_mm512_setzero_ps(); 2]; 8];
+        if !first {
+            for (r, row) in acc.iter_mut().enumerate() {
+                row[0] = _mm512_loadu_ps(c.add(r * c_rs));
+                row[1] = _mm512_loadu_ps(c.add(r * c_rs + 16));
+            }
+        }
+        let b_right = b.add(16 * kcp);
+        // One A tile (32 depths, 16 pairs) at a time; tiles and the panels' 16 pair rows are
+        // 512 elements apart along the depth.
+        for step in 0..kcp / 32 {
+            let (at, bl, br) = (
+                a.add(step * 512),
+                b.add(step * 512),
+                b_right.add(step * 512),
+            );
+            for p in 0..16 {
+                let b0: __m512bh = std::mem::transmute(_mm512_loadu_si512(bl.add(32 * p).cast()));
+                let b1: __m512bh = std::mem::transmute(_mm512_loadu_si512(br.add(32 * p).cast()));
+                for (r, row) in acc.iter_mut().enumerate() {
+                    let pair = at.add(32 * r + 2 * p).cast::<i32>().read_unaligned();
+                    let x: __m512bh = std::mem::transmute(_mm512_set1_epi32(pair));
+                    row[0] = _mm512_dpbf16_ps(row[0], x, b0);
+                    row[1] = _mm512_dpbf16_ps(row[1], x, b1);
+                }
+            }
+        }
+        for (r, row) in acc.iter().enumerate() {
+            _mm512_storeu_ps(c.add(r * c_rs), row[0]);
+            _mm512_storeu_ps(c.add(r * c_rs + 16), row[1]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -481,11 +671,22 @@ mod tests {
     /// around 32 and past KC) and strides (row-major and transposed), against an f64 sum of
     /// the same bf16 values; skipped where the CPU has no AMX.
     #[test]
-    fn amx_gemm_matches_f64_reference() {
-        if !available() {
-            eprintln!("skipped: no AMX-BF16 here");
-            return;
+    fn bf16_gemm_matches_f64_reference_on_every_engine_here() {
+        let engines: Vec<Engine> = match engine() {
+            // A CPU with AMX has AVX512-BF16 too.
+            Some(Engine::Amx) => vec![Engine::Amx, Engine::DotProduct],
+            Some(Engine::DotProduct) => vec![Engine::DotProduct],
+            None => {
+                eprintln!("skipped: no AMX-BF16 or AVX512-BF16 here");
+                return;
+            }
+        };
+        for e in engines {
+            products_match_f64_reference(e);
         }
+    }
+
+    fn products_match_f64_reference(engine: Engine) {
         let mut rng = ChaCha8Rng::seed_from_u64(3);
         // Past every edge: tiles (16, 32), the 2x2 block (32), KC and NC (256), MC and the
         // size where A stops being packed whole (600 x 1100).
@@ -526,9 +727,9 @@ mod tests {
             };
             let out_rs = n + 3;
             let mut out = vec![bf16::from_f32(7.0); m * out_rs];
-            // SAFETY: available() held; the operands have m*k and k*n elements at these
+            // SAFETY: the CPU has `engine`; the operands have m*k and k*n elements at these
             // strides and out has m rows of out_rs >= n.
-            unsafe { gemm(m, n, k, a, b, out.as_mut_ptr(), out_rs) };
+            unsafe { gemm(engine, m, n, k, a, b, out.as_mut_ptr(), out_rs) };
             for r in 0..m {
                 for c in 0..n {
                     // SAFETY: r < m, c < n, t < k.
@@ -540,7 +741,7 @@ mod tests {
                     let tol = 1e-5 * k as f64 + want.abs() / 256.0;
                     assert!(
                         (got - want).abs() <= tol,
-                        "{m}x{n}x{k} [{r},{c}]: {got} vs {want}"
+                        "{engine:?} {m}x{n}x{k} [{r},{c}]: {got} vs {want}"
                     );
                 }
                 assert_eq!(out[r * out_rs + n].to_f32(), 7.0, "wrote past column n");
