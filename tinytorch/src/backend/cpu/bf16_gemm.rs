@@ -69,6 +69,7 @@ pub fn engine() -> Option<Engine> {
 fn has_avx512_bf16() -> bool {
     is_x86_feature_detected!("avx512bf16")
         && is_x86_feature_detected!("avx512f")
+        && is_x86_feature_detected!("avx512bw")
         && is_x86_feature_detected!("avx512vl")
 }
 
@@ -199,18 +200,28 @@ pub unsafe fn gemm(
                         match engine {
                             Engine::Amx => tiles::block(a, a_block, b_panels, kcp, c, ncb, k0 == 0),
                             Engine::DotProduct => {
-                                dot::block(a, a_block, b_panels, kcp, c, ncb, k0 == 0)
+                                // The last depth block rounds its sums into `out` itself.
+                                let (r0, c0) = (m0 + i, n0 + j);
+                                let last = (k0 + kc == k && r0 < m && c0 < n).then(|| dot::Out {
+                                    ptr: out.add(r0 * out_rs + c0),
+                                    rs: out_rs,
+                                    rows: (m - r0).min(32),
+                                    cols: (n - c0).min(32),
+                                });
+                                dot::block(a, a_block, b_panels, kcp, c, ncb, k0 == 0, last)
                             }
                         }
                     }
                 }
             }
         }
-        // n0 < np and both are multiples of 32, so n0 < n.
-        let cols = nc.min(n - n0);
-        for r in 0..m {
-            let dst = std::slice::from_raw_parts_mut(out.add(r * out_rs + n0), cols);
-            round_to_bf16(&acc[r * ncb..r * ncb + cols], dst);
+        if engine == Engine::Amx {
+            // n0 < np and both are multiples of 32, so n0 < n.
+            let cols = nc.min(n - n0);
+            for r in 0..m {
+                let dst = std::slice::from_raw_parts_mut(out.add(r * out_rs + n0), cols);
+                round_to_bf16(&acc[r * ncb..r * ncb + cols], dst);
+            }
         }
     }
     if engine == Engine::Amx {
@@ -585,17 +596,30 @@ mod tiles {
 mod dot {
     use half::bf16;
     use std::arch::x86_64::{
-        __m512bh, _mm512_dpbf16_ps, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_set1_epi32,
-        _mm512_setzero_ps, _mm512_storeu_ps,
+        __m256i, __m512bh, _mm256_mask_storeu_epi16, _mm512_cvtneps_pbh, _mm512_dpbf16_ps,
+        _mm512_loadu_ps, _mm512_loadu_si512, _mm512_set1_epi32, _mm512_setzero_ps,
+        _mm512_storeu_ps,
     };
+
+    /// Where a block's finished sums go, rounded to bf16: `rows` x `cols` (at most 32 x 32;
+    /// fewer at the edges of the product) at `ptr`, row stride `rs`.
+    #[derive(Clone, Copy)]
+    pub struct Out {
+        pub ptr: *mut bf16,
+        pub rs: usize,
+        pub rows: usize,
+        pub cols: usize,
+    }
 
     /// `C[32 x 32] (+)= A[32 x kcp] @ B[kcp x 32]` with the operands of `tiles::block`
     /// (A as `pack_a`'s tiles, B as two of `pack_b`'s panels, C f32 at row stride `c_rs`),
-    /// as four pieces of 8 rows.
+    /// as four pieces of 8 rows. With `last` (the last depth block) the sums are rounded
+    /// into `last` instead of stored in C, saving a pass over C.
     ///
     /// # Safety
-    /// The CPU must have AVX512-BF16; the pointers hold those blocks.
+    /// The CPU must have AVX512-BF16 and -BW; the pointers hold those blocks.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub unsafe fn block(
         a: *const bf16,
         a_block: usize,
@@ -604,12 +628,23 @@ mod dot {
         c: *mut f32,
         c_rs: usize,
         first: bool,
+        last: Option<Out>,
     ) {
         for piece in 0..4 {
             // Rows 8 * piece..: in the upper or lower 16-row block of tiles, 32 elements a
             // row within each tile.
             let rows = a.add(piece / 2 * a_block + piece % 2 * 8 * 32);
-            rows8(rows, b, kcp, c.add(8 * piece * c_rs), c_rs, first);
+            let last = match last {
+                Some(o) if o.rows > 8 * piece => Some(Out {
+                    ptr: o.ptr.add(8 * piece * o.rs),
+                    rows: o.rows - 8 * piece,
+                    ..o
+                }),
+                // Rows past the product's end: nothing to keep.
+                Some(_) => continue,
+                None => None,
+            };
+            rows8(rows, b, kcp, c.add(8 * piece * c_rs), c_rs, first, last);
         }
     }
 
@@ -618,7 +653,7 @@ mod dot {
     ///
     /// # Safety
     /// As [`block`], with `a` the first row's element in the first tile.
-    #[target_feature(enable = "avx512f,avx512bf16")]
+    #[target_feature(enable = "avx512f,avx512bf16,avx512bw,avx512vl")]
     unsafe fn rows8(
         a: *const bf16,
         b: *const bf16,
@@ -626,6 +661,7 @@ mod dot {
         c: *mut f32,
         c_rs: usize,
         first: bool,
+        last: Option<Out>,
     ) {
         let mut acc = [[_mm512_setzero_ps(); 2]; 8];
         if !first {
@@ -654,9 +690,25 @@ mod dot {
                 }
             }
         }
-        for (r, row) in acc.iter().enumerate() {
-            _mm512_storeu_ps(c.add(r * c_rs), row[0]);
-            _mm512_storeu_ps(c.add(r * c_rs + 16), row[1]);
+        let Some(o) = last else {
+            for (r, row) in acc.iter().enumerate() {
+                _mm512_storeu_ps(c.add(r * c_rs), row[0]);
+                _mm512_storeu_ps(c.add(r * c_rs + 16), row[1]);
+            }
+            return;
+        };
+        // Round to nearest even (`vcvtneps2bf16`), the columns past `cols` masked off.
+        let mask = |from: usize| -> u16 {
+            let n = o.cols.saturating_sub(from).min(16);
+            ((1u32 << n) - 1) as u16
+        };
+        let (left, right) = (mask(0), mask(16));
+        for (r, row) in acc.iter().enumerate().take(o.rows.min(8)) {
+            let dst = o.ptr.add(r * o.rs);
+            for (half, m, v) in [(0, left, row[0]), (16, right, row[1])] {
+                let h: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(v));
+                _mm256_mask_storeu_epi16(dst.add(half).cast(), m, h);
+            }
         }
     }
 }

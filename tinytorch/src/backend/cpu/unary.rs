@@ -8,7 +8,7 @@
 //! once per element.
 
 use super::fast_math;
-use super::strided::{map1, map2, update1, PAR_CHUNK};
+use super::strided::{map1, map2, update1, wide, Loop, PAR_CHUNK};
 use super::{CpuElement, CpuStorage};
 use crate::backend::UnaryOp;
 use crate::base::{Element, Layout};
@@ -603,24 +603,54 @@ fn half_through_f32<S: FloatStore<C = f32>>(
             let (start, n) = (i * PIECE, dst.len());
             let (mut wx, mut wy) = ([0f32; PIECE], [0f32; PIECE]);
             let mut wo = [MaybeUninit::<f32>::uninit(); PIECE];
-            for (w, v) in wx.iter_mut().zip(&x[start..start + n]) {
-                *w = v.up();
-            }
-            for (w, v) in wy
-                .iter_mut()
-                .zip(y.map_or(&[][..], |y| &y[start..start + n]))
-            {
-                *w = v.up();
+            wide(Widen {
+                dst: &mut wx[..n],
+                src: &x[start..start + n],
+            });
+            if let Some(y) = y {
+                wide(Widen {
+                    dst: &mut wy[..n],
+                    src: &y[start..start + n],
+                });
             }
             kernel(&wx[..n], &wy[..n], &mut wo[..n]);
-            for (d, w) in dst.iter_mut().zip(&wo[..n]) {
-                // SAFETY: the kernel wrote its n outputs.
-                d.write(S::down(unsafe { w.assume_init() }));
-            }
+            // SAFETY: the kernel wrote its n outputs.
+            let wo = unsafe { &*(&wo[..n] as *const [MaybeUninit<f32>] as *const [f32]) };
+            wide(Narrow { dst, src: wo });
         });
     // SAFETY: every piece of the first `len` elements was written above.
     unsafe { out.set_len(len) };
     out
+}
+
+/// `dst[i] = src[i]` widened to f32 (in `wide`'s AVX-512 copy where the CPU has it).
+struct Widen<'a, S> {
+    dst: &'a mut [f32],
+    src: &'a [S],
+}
+
+impl<S: FloatStore<C = f32>> Loop for Widen<'_, S> {
+    #[inline(always)]
+    fn run(self) {
+        for (w, v) in self.dst.iter_mut().zip(self.src) {
+            *w = v.up();
+        }
+    }
+}
+
+/// `dst[i] = src[i]` rounded to the storage type.
+struct Narrow<'a, S> {
+    dst: &'a mut [MaybeUninit<S>],
+    src: &'a [f32],
+}
+
+impl<S: FloatStore<C = f32>> Loop for Narrow<'_, S> {
+    #[inline(always)]
+    fn run(self) {
+        for (d, &w) in self.dst.iter_mut().zip(self.src) {
+            d.write(S::down(w));
+        }
+    }
 }
 
 /// `half_through_f32`'s GELU backward: `x` the input, `g` the upstream gradient.
