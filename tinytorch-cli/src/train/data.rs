@@ -1,14 +1,14 @@
-//! The data sets of `tinytorch train`, loaded whole into memory as scaled float images
-//! (pixels / 255) and integer labels; a recipe's normalisation is applied as batches are
-//! drawn.
+//! The data sets of `tinytorch train`, loaded whole into memory as u8 pixels and integer
+//! labels; batches come out as scaled float images (pixels / 255, scaled as they are
+//! gathered) with a recipe's normalisation applied.
 
 use super::{DatasetKind, RunConfig};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tinytorch::data::cifar10::load_cifar10_dir;
-use tinytorch::data::mnist::{load_mnist_dir, FASHION_MNIST_DIR};
-use tinytorch::data::transforms::{to_float_scaled, Normalize};
-use tinytorch::data::{DataLoader, DataLoaderIter, DataLoaderOptions, Dataset, TensorDataset};
+use tinytorch::data::mnist::{MnistDataset, FASHION_MNIST_DIR};
+use tinytorch::data::transforms::Normalize;
+use tinytorch::data::{DataLoader, DataLoaderIter, DataLoaderOptions, Dataset, U8Images};
 use tinytorch::models::ImageShape;
 use tinytorch::{Error, Result};
 
@@ -23,7 +23,7 @@ pub enum Split {
 
 /// One split in memory, with what a model needs to know about it.
 pub struct LoadedSplit {
-    /// `(image, label)` pairs: f32 `[C, H, W]` in [0, 1] and an i64 class.
+    /// `(image, label)` pairs: f32 `[C, H, W]` in [0, 1] (from u8 pixels) and an i64 class.
     pub dataset: Arc<dyn Dataset>,
     /// The image shape.
     pub shape: ImageShape,
@@ -60,14 +60,19 @@ fn data_dir(config: &RunConfig) -> Result<PathBuf> {
 pub fn load_split(config: &RunConfig, split: Split) -> Result<LoadedSplit> {
     let dir = data_dir(config)?;
     let train = split == Split::Train;
+    // Kept as u8 pixels, scaled as each batch is gathered (a quarter of the memory a batch
+    // reads).
     let set = match config.dataset {
-        DatasetKind::FashionMnist | DatasetKind::Mnist => load_mnist_dir(&dir, train)?,
+        DatasetKind::FashionMnist | DatasetKind::Mnist => {
+            let m = MnistDataset::load(&dir, train)?;
+            U8Images::new(m.images_u8, m.labels_i64)?
+        }
         DatasetKind::Cifar10 => {
             let (images, labels) = load_cifar10_dir(&dir, train)?;
-            TensorDataset::new(to_float_scaled(&images)?, labels)?
+            U8Images::new(images, labels)?
         }
     };
-    let dims = set.inputs().shape().to_vec();
+    let dims = set.images().shape().to_vec();
     if dims[0] == 0 {
         return Err(Error::invalid(
             "data",

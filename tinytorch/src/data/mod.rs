@@ -31,11 +31,13 @@ pub mod cifar10;
 mod distributed_sampler;
 mod gzip;
 pub mod idx;
+mod images;
 mod loader;
 pub mod mnist;
 pub mod transforms;
 
 pub use distributed_sampler::DistributedSampler;
+pub use images::U8Images;
 pub use loader::{CollateFn, DataLoader, DataLoaderIter, DataLoaderOptions};
 pub use transforms::{Compose, Transform};
 
