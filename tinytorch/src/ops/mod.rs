@@ -18,6 +18,7 @@ mod matmul;
 pub mod norm;
 mod operators;
 mod pixel_shuffle;
+mod pixels;
 mod pool;
 mod reduce;
 mod shape;

@@ -12,7 +12,13 @@ use std::mem::MaybeUninit;
 /// The elements of `layout` in row-major order.
 pub fn to_contiguous(s: &CpuStorage, layout: &Layout) -> CpuStorage {
     if let Some((a, b)) = layout.contiguous_range() {
-        return with_cpu_storage!(s, v => CpuStorage::from_vec(v[a..b].to_vec()));
+        // Into a pooled buffer: a large copy (a `clone()`, a data set copied once) then gets
+        // the cache's reuse and its 2 MiB pages instead of a fresh `mmap`.
+        return with_cpu_storage!(s, v => {
+            let mut out = super::allocator::take(b - a);
+            out.extend_from_slice(&v[a..b]);
+            CpuStorage::from_vec(out)
+        });
     }
     with_cpu_storage!(s, v => CpuStorage::from_vec(map1(v, layout, |x| x)))
 }

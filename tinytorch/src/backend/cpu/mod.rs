@@ -18,6 +18,7 @@ pub(crate) mod index;
 mod matmul;
 pub(crate) mod max_pool;
 pub(crate) mod norm;
+pub(crate) mod pixels;
 pub(crate) mod reduce;
 mod rows;
 mod scan;

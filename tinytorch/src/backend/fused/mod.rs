@@ -15,6 +15,7 @@ mod attention;
 mod conv;
 mod cross_entropy;
 mod norm;
+mod pixels;
 mod pointwise;
 mod pool;
 
