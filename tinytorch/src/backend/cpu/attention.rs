@@ -11,6 +11,7 @@
 //! threads.
 
 use super::float::KernelFloat;
+use super::strided::{wide, Loop};
 use rayon::prelude::*;
 
 /// Queries per block.
@@ -243,6 +244,72 @@ pub fn forward<T: KernelFloat>(
     (out, lse)
 }
 
+/// Lanes of the row loops below: one AVX-512 vector of f32. Independent accumulators let
+/// the max and the sum vectorise (a float sum in one accumulator is a serial chain).
+const LANES: usize = 16;
+
+/// The largest score of a row (masked `-inf` scores included; NaN ignored, as `f64::max`).
+fn row_max<T: KernelFloat>(row: &[T]) -> T {
+    let mut lanes = [T::NEG_INFINITY; LANES];
+    let chunks = row.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for c in chunks {
+        for (m, &x) in lanes.iter_mut().zip(c) {
+            *m = if x > *m { x } else { *m };
+        }
+    }
+    rest.iter()
+        .chain(&lanes)
+        .fold(T::NEG_INFINITY, |m, &x| if x > m { x } else { m })
+}
+
+/// `row[c] = e^(row[c] - m)` (0 for a masked score) and the sum of the results, in
+/// [`LANES`] accumulators: the forward's online softmax over one key block.
+struct ExpSum<'a, T> {
+    row: &'a mut [T],
+    m: T,
+    sum: &'a mut T,
+}
+
+impl<T: KernelFloat> Loop for ExpSum<'_, T> {
+    #[inline(always)]
+    fn run(self) {
+        let mut lanes = [T::ZERO; LANES];
+        let mut chunks = self.row.chunks_exact_mut(LANES);
+        for c in &mut chunks {
+            for (acc, x) in lanes.iter_mut().zip(c.iter_mut()) {
+                *x = x.exp_shifted(self.m);
+                *acc += *x;
+            }
+        }
+        let mut total = T::ZERO;
+        for x in chunks.into_remainder() {
+            *x = x.exp_shifted(self.m);
+            total += *x;
+        }
+        *self.sum = lanes.iter().fold(total, |s, &a| s + a);
+    }
+}
+
+/// The backward's row without dropout: `p = e^(score - lse)` (the attention weights) and
+/// `dp = p * (dp - delta)` (the scores' gradient, `dS = P * (dP - D)`).
+struct ProbsAndDscores<'a, T> {
+    p: &'a mut [T],
+    dp: &'a mut [T],
+    lse: T,
+    delta: T,
+}
+
+impl<T: KernelFloat> Loop for ProbsAndDscores<'_, T> {
+    #[inline(always)]
+    fn run(self) {
+        for (p, dp) in self.p.iter_mut().zip(self.dp.iter_mut()) {
+            *p = p.exp_shifted(self.lse);
+            *dp = *p * (*dp - self.delta);
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn forward_block<T: KernelFloat>(
     [q, k, v]: [AttnInput<T>; 3],
@@ -274,16 +341,15 @@ fn forward_block<T: KernelFloat>(
         );
         for r in 0..rows {
             let row = &mut sc[r * cols..(r + 1) * cols];
-            let blk_max = row.iter().fold(f64::NEG_INFINITY, |a, x| a.max(x.f64()));
-            let m_new = m[r].max(blk_max);
+            let m_new = m[r].max(row_max(row).f64());
             let alpha = exp_shifted(m[r], m_new);
-            let m_t = T::of(m_new);
-            // The row's sum in T lanes (vectorised; at most BLOCK_K terms, each <= 1).
-            let mut sum = T::of(0.0);
-            for x in row.iter_mut() {
-                *x = x.exp_shifted(m_t);
-                sum += *x;
-            }
+            // The row's sum in T lanes (at most BLOCK_K terms, each <= 1).
+            let mut sum = T::ZERO;
+            wide(ExpSum {
+                row,
+                m: T::of(m_new),
+                sum: &mut sum,
+            });
             if o.dropout > 0.0 {
                 // Dropout weights the values; the normaliser `l` sums the undropped weights.
                 for (c, x) in row.iter_mut().enumerate() {
@@ -438,12 +504,12 @@ impl<T: KernelFloat> BackwardCtx<'_, T> {
                 &mut dp[r * cols..(r + 1) * cols],
             );
             if self.o.dropout == 0.0 {
-                // dS = P * (dP - D), in T lanes (vectorised).
-                let delta = T::of(delta);
-                for (p, dp) in p.iter_mut().zip(dp.iter_mut()) {
-                    *p = p.exp_shifted(lse);
-                    *dp = *p * (*dp - delta);
-                }
+                wide(ProbsAndDscores {
+                    p,
+                    dp,
+                    lse,
+                    delta: T::of(delta),
+                });
                 continue;
             }
             for (c, (p, dp)) in p.iter_mut().zip(dp.iter_mut()).enumerate() {

@@ -14,9 +14,10 @@
 //! B[2p+1][j]` for its 16 columns `j`: an AMX tile row, and a `vdpbf16ps` operand), packed a
 //! block of `KC` x `NC` at a time that stays in L2 while the rows of A pass it; A is packed
 //! into 1 KiB tiles of 16 rows x 32 depths, whole when small, else `MC` rows at a time.
-//! Packing takes any strides and pads m, n and k to 32 with zeros, so the kernels have no
-//! edge cases. Partial sums of one column block wait in an f32 buffer between depth blocks
-//! and are rounded to bf16 when the block is done.
+//! Packing takes any strides and pads m, n and k to 32 with zeros, so the kernels compute
+//! whole blocks; only the rounding into the output is cut at its edges. Partial sums of one
+//! column block wait in an f32 buffer between depth blocks; AMX rounds them to bf16 when the
+//! block is done, the dot-product engine in its last depth block (masked stores).
 //!
 //! The tile instructions are written with `asm!` (Rust's AMX intrinsics are not stable), and
 //! Linux gives a process the 8 KiB tile register state only once it asks
@@ -202,7 +203,7 @@ pub unsafe fn gemm(
                             Engine::DotProduct => {
                                 // The last depth block rounds its sums into `out` itself.
                                 let (r0, c0) = (m0 + i, n0 + j);
-                                let last = (k0 + kc == k && r0 < m && c0 < n).then(|| dot::Out {
+                                let last = (k0 + kc == k).then(|| dot::Out {
                                     ptr: out.add(r0 * out_rs + c0),
                                     rs: out_rs,
                                     rows: (m - r0).min(32),
@@ -605,9 +606,13 @@ mod dot {
     /// fewer at the edges of the product) at `ptr`, row stride `rs`.
     #[derive(Clone, Copy)]
     pub struct Out {
+        /// The block's first output element.
         pub ptr: *mut bf16,
+        /// Row stride of the output, in elements.
         pub rs: usize,
+        /// Rows of the block inside the output.
         pub rows: usize,
+        /// Columns of the block inside the output.
         pub cols: usize,
     }
 
@@ -706,8 +711,11 @@ mod dot {
         for (r, row) in acc.iter().enumerate().take(o.rows.min(8)) {
             let dst = o.ptr.add(r * o.rs);
             for (half, m, v) in [(0, left, row[0]), (16, right, row[1])] {
-                let h: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(v));
-                _mm256_mask_storeu_epi16(dst.add(half).cast(), m, h);
+                // A half with no columns is skipped: its address may lie past the output.
+                if m != 0 {
+                    let h: __m256i = std::mem::transmute(_mm512_cvtneps_pbh(v));
+                    _mm256_mask_storeu_epi16(dst.add(half).cast(), m, h);
+                }
             }
         }
     }
@@ -721,7 +729,7 @@ mod tests {
 
     /// Products of random sizes (edges of every tile and block: m, n around 16/32/64, k
     /// around 32 and past KC) and strides (row-major and transposed), against an f64 sum of
-    /// the same bf16 values; skipped where the CPU has no AMX.
+    /// the same bf16 values, on every engine this CPU has; skipped where it has neither.
     #[test]
     fn bf16_gemm_matches_f64_reference_on_every_engine_here() {
         let engines: Vec<Engine> = match engine() {

@@ -174,7 +174,9 @@ pub(crate) fn wide(loop_: impl Loop) {
         unsafe fn avx512(loop_: impl Loop) {
             loop_.run()
         }
-        if std::arch::is_x86_feature_detected!("avx512bw") {
+        if std::arch::is_x86_feature_detected!("avx512f")
+            && std::arch::is_x86_feature_detected!("avx512bw")
+        {
             // SAFETY: the CPU has AVX512-F and -BW.
             return unsafe { avx512(loop_) };
         }

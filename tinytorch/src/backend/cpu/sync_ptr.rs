@@ -5,8 +5,8 @@
 #[derive(Clone, Copy)]
 pub(crate) struct SyncPtr<T>(pub(crate) *mut T);
 // SAFETY: the tasks holding copies write disjoint elements (see the callers).
-unsafe impl<T> Send for SyncPtr<T> {}
-unsafe impl<T> Sync for SyncPtr<T> {}
+unsafe impl<T: Send> Send for SyncPtr<T> {}
+unsafe impl<T: Send> Sync for SyncPtr<T> {}
 
 impl<T> SyncPtr<T> {
     /// The pointer `count` elements further (a method, so closures capture the whole

@@ -87,14 +87,18 @@ const MIN_CHUNKS: usize = 4;
 /// 14.0 / 11.4; 64 -> 64 ch 16x16, batch 16, 7.7 / 5.6; 64 -> 128 ch 28x28, batch 8,
 /// 13.2 / 15.5); 5x5 keeps 12 (32 -> 32 ch 28x28 12.3 / 14.8, 16 -> 32 6.6 / 6.0).
 ///
-/// With the AVX2 tile transforms (`winograd_avx2.rs`) 3x3 pays from a ratio of 32, and from
-/// 7 x 7 outputs (two tiles across, 3/4 of the second used: 512 -> 127 ch 7x7 batch 32 on the
-/// AMD EPYC, forward + backward, 19-24 ms against 30-31 ms by the direct kernels). On an Intel Xeon (Emerald Rapids), Winograd /
-/// direct ms, two runs each, batch 64 unless said: 16 ch 32x32 7.8-9.4 / 7.8-8.3, 32 ch 16x16
-/// 6.5-6.6 / 6.9-7.1, 64 ch 8x8 4.8-5.7 / 6.4-6.5, 64 ch 28x28 batch 16 14.3-14.7 / 17.2-20.1.
-/// On the AMD EPYC (Zen 4, AVX-512 in 256-bit halves) the direct kernels are slower and the
-/// ratio is 24, as without them: Winograd / direct ms (min of 10, two runs each), 128 -> 32 ch
-/// 16x16 valid batch 32 7.2-6.7 / 9.3-9.2, 128 -> 32 ch 8x8 batch 64 3.0-3.5 / 5.0-5.1.
+/// With the AVX2 tile transforms (`winograd_avx2.rs`) 3x3 pays from a ratio of 32. On an
+/// Intel Xeon (Emerald Rapids), Winograd / direct ms, two runs each, batch 64 unless said:
+/// 16 ch 32x32 7.8-9.4 / 7.8-8.3, 32 ch 16x16 6.5-6.6 / 6.9-7.1, 64 ch 8x8 4.8-5.7 /
+/// 6.4-6.5, 64 ch 28x28 batch 16 14.3-14.7 / 17.2-20.1. On the AMD EPYC (Zen 4, AVX-512 in
+/// 256-bit halves) the direct kernels are slower and the ratio is 24, as without them:
+/// Winograd / direct ms (min of 10, two runs each), 128 -> 32 ch 16x16 valid batch 32
+/// 7.2-6.7 / 9.3-9.2, 128 -> 32 ch 8x8 batch 64 3.0-3.5 / 5.0-5.1.
+///
+/// Outputs need at least 7 x 7 (two tiles across, 3/4 of the second used): 512 -> 127 ch
+/// 7x7 batch 32 on the AMD EPYC, forward + backward, 19-24 ms against 30-31 ms by the
+/// direct kernels. The Xeon's figures were taken with a bound of 8 x 8; 7 x 7 is unmeasured
+/// there.
 fn min_channel_ratio(r: usize, direct: bool) -> usize {
     match (r, direct) {
         (5, _) => 12,
@@ -103,8 +107,9 @@ fn min_channel_ratio(r: usize, direct: bool) -> usize {
         (_, false) => 24,
     }
 }
-/// Whether the direct kernels run on AVX-512 in 256-bit halves (an AMD CPU), where they
-/// compete less well with Winograd.
+/// Whether the direct kernels run on AVX-512 in 256-bit halves, where they compete less
+/// well with Winograd: taken as "an AMD CPU" (Zen 4, where it was measured; Zen 5's full
+/// 512-bit units are unmeasured).
 fn direct_kernels_in_halves() -> bool {
     #[cfg(target_arch = "x86_64")]
     return crate::backend::cpu::fast_math::is_amd();
