@@ -669,6 +669,95 @@ fn half_precision_conv2d_matches_f32() {
     }
 }
 
+/// On the CPU, f16 and bf16 convolutions run the f32 kernels on their widened operands
+/// (exact): the output and the input and weight gradients are the f32 results rounded once,
+/// bit for bit, on shapes that take im2col, Winograd (3x3 and 5x5) and strides.
+#[test]
+fn half_precision_conv2d_is_the_f32_result_rounded_once() {
+    let cases: [(&[usize], &[usize], usize, usize); 4] = [
+        (&[2, 3, 9, 9], &[8, 3, 3, 3], 1, 1),
+        (&[2, 32, 12, 12], &[32, 32, 3, 3], 1, 1),
+        (&[2, 16, 10, 10], &[24, 16, 5, 5], 2, 1),
+        (&[1, 8, 11, 11], &[8, 8, 3, 3], 1, 2),
+    ];
+    for (xs, ws, pad, stride) in cases {
+        let co = ws[0];
+        for dt in [DType::F16, DType::BF16] {
+            let half = |t: Tensor| t.to_dtype(dt).unwrap();
+            let (x, w, b) = (
+                half(det(xs, 0.37)),
+                half(det(ws, 0.53).mul_scalar(0.2).unwrap()),
+                half(det(&[co], 0.71)),
+            );
+            let run = |x: &Tensor, w: &Tensor, b: &Tensor, g_dtype: DType| {
+                let (x, w, b) = (
+                    x.detach().requires_grad_(true).unwrap(),
+                    w.detach().requires_grad_(true).unwrap(),
+                    b.detach().requires_grad_(true).unwrap(),
+                );
+                let pad = ConvPadding::Explicit(pad, pad);
+                let y = x
+                    .conv2d(&w, Some(&b), [stride, stride], pad, [1, 1], 1)
+                    .unwrap();
+                let g = half(det(y.shape(), 0.29)).to_dtype(g_dtype).unwrap();
+                y.backward_with(Some(&g), false).unwrap();
+                [y, x.grad().unwrap(), w.grad().unwrap(), b.grad().unwrap()]
+            };
+            let got = run(&x, &w, &b, dt);
+            let f32 = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
+            let want = run(&f32(&x), &f32(&w), &f32(&b), DType::F32);
+            for (i, name) in ["y", "grad x", "grad w"].iter().enumerate() {
+                assert_eq!(got[i].dtype(), dt);
+                assert_eq!(
+                    got[i].to_vec_f64().unwrap(),
+                    half(want[i].clone()).to_vec_f64().unwrap(),
+                    "{dt:?} {name} of {xs:?} * {ws:?}"
+                );
+            }
+            // The bias gradient is the op layer's sum of the half-precision gradient.
+            let (gb, wb) = (got[3].to_vec_f64().unwrap(), want[3].to_vec_f64().unwrap());
+            for (p, q) in gb.iter().zip(&wb) {
+                assert!(
+                    (p - q).abs() <= 2e-2 * (1.0 + q.abs()),
+                    "{dt:?} grad b: {p} vs {q}"
+                );
+            }
+        }
+    }
+}
+
+/// On the CPU, f16 and bf16 max pooling run the f32 kernel widened: the maxima are the
+/// same values, and the input gradient (overlapping windows, sums at shared maxima) is the
+/// f32 gradient rounded once.
+#[test]
+fn half_precision_max_pool2d_is_the_f32_result_rounded_once() {
+    for dt in [DType::F16, DType::BF16] {
+        // Rounded to the half type first, so that repeated values make shared maxima.
+        let x = det(&[2, 3, 9, 9], 0.9)
+            .mul_scalar(4.0)
+            .unwrap()
+            .round()
+            .unwrap();
+        let x = x.to_dtype(dt).unwrap();
+        let run = |x: &Tensor| {
+            let x = x.detach().requires_grad_(true).unwrap();
+            let y = x
+                .max_pool2d([3, 3], Some([2, 2]), [1, 1], [1, 1], false)
+                .unwrap();
+            let g = det(y.shape(), 0.31).to_dtype(dt).unwrap();
+            let g = g.to_dtype(x.dtype()).unwrap();
+            y.backward_with(Some(&g), false).unwrap();
+            (y, x.grad().unwrap())
+        };
+        let (y, gx) = run(&x);
+        let (yf, gxf) = run(&x.to_dtype(DType::F32).unwrap());
+        assert_eq!((y.dtype(), gx.dtype()), (dt, dt));
+        let half = |t: &Tensor| t.to_dtype(dt).unwrap().to_vec_f64().unwrap();
+        assert_eq!(y.to_vec_f64().unwrap(), half(&yf), "{dt:?} y");
+        assert_eq!(gx.to_vec_f64().unwrap(), half(&gxf), "{dt:?} grad x");
+    }
+}
+
 /// Zero input channels (an empty reduction: the output is the bias) and an empty batch with
 /// gradients.
 #[test]

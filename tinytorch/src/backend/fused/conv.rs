@@ -1,10 +1,14 @@
 //! Fused 2-D convolution kernels (forward and both gradients in one call each, no column
 //! matrix kept between them): `Storage::conv2d_forward` picks the CPU's algorithm once
 //! (`cpu/conv/mod.rs`: Winograd, direct AVX-512 or chunked im2col + gemm, f32 and f64) and the
-//! backward runs the one it picked. Devices without such kernels answer `None`, and the op
-//! layer composes the convolution from the im2col/col2im primitives and matmul.
+//! backward runs the one it picked. f16 and bf16 operands are widened to f32 (exactly), run
+//! through the f32 kernels and the results rounded once: the products and sums of a half-
+//! precision convolution with f32 accumulation, as PyTorch's CPU convolutions compute them,
+//! at f32's speed (the im2col composition with bf16 products was 3-4x slower than f32's
+//! Winograd). Devices without such kernels answer `None`, and the op layer composes the
+//! convolution from the im2col/col2im primitives and matmul.
 
-use super::{host, Span};
+use super::{host, narrow, whole, widen, Span};
 use crate::backend::cpu::conv::{self as cpu, Algo, Conv};
 use crate::backend::cpu::float::KernelFloat;
 use crate::backend::{ConvGeometry, Storage};
@@ -52,6 +56,14 @@ impl Storage {
         match (x.storage, x.dtype()) {
             (Storage::Cpu(_), DType::F32) => cpu_forward::<f32>(x, w, bias, conv).map(Some),
             (Storage::Cpu(_), DType::F64) => cpu_forward::<f64>(x, w, bias, conv).map(Some),
+            (Storage::Cpu(_), half @ (DType::F16 | DType::BF16)) => {
+                let (xf, wf) = (widen(OP, x, "input")?, widen(OP, w, "weight")?);
+                let bf = bias.map(|b| widen(OP, b, "bias")).transpose()?;
+                let (y, mut plan) =
+                    cpu_forward::<f32>(whole(&xf), whole(&wf), bf.as_ref().map(whole), conv)?;
+                plan.dtype = half;
+                Ok(Some((narrow(OP, &y, half)?, plan)))
+            }
             _ => Ok(None),
         }
     }
@@ -61,6 +73,14 @@ impl Storage {
         match plan.dtype {
             DType::F32 => cpu_backward_input::<f32>(gy, w, plan),
             DType::F64 => cpu_backward_input::<f64>(gy, w, plan),
+            half @ (DType::F16 | DType::BF16) => {
+                let (gyf, wf) = (widen(OP, gy, "grad_output")?, widen(OP, w, "weight")?);
+                narrow(
+                    OP,
+                    &cpu_backward_input::<f32>(whole(&gyf), whole(&wf), plan)?,
+                    half,
+                )
+            }
             other => Err(Error::unsupported_dtype("conv2d", other)),
         }
     }
@@ -70,6 +90,14 @@ impl Storage {
         match plan.dtype {
             DType::F32 => cpu_backward_weight::<f32>(x, gy, plan),
             DType::F64 => cpu_backward_weight::<f64>(x, gy, plan),
+            half @ (DType::F16 | DType::BF16) => {
+                let (xf, gyf) = (widen(OP, x, "input")?, widen(OP, gy, "grad_output")?);
+                narrow(
+                    OP,
+                    &cpu_backward_weight::<f32>(whole(&xf), whole(&gyf), plan)?,
+                    half,
+                )
+            }
             other => Err(Error::unsupported_dtype("conv2d", other)),
         }
     }

@@ -29,8 +29,8 @@ pub use norm::{
 pub use pointwise::ActivationGrad;
 pub use pool::PoolPlane;
 
-use crate::backend::{CpuElement, Storage};
-use crate::base::DType;
+use crate::backend::{BackendStorage, CpuElement, Storage};
+use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
 
 /// `len` elements of a buffer, contiguous from element `offset`: how a fused kernel reads an
@@ -107,4 +107,45 @@ fn cuda_buffer<'a>(op: &'static str, s: &'a Storage) -> Result<&'a crate::backen
 /// A host vector as a buffer.
 fn host<T: CpuElement>(v: Vec<T>) -> Storage {
     Storage::Cpu(crate::backend::CpuStorage::from_vec(v))
+}
+
+/// An f16/bf16 host operand of `op` as a new f32 buffer (every half value is exact in f32):
+/// where a CPU kernel exists for f32 only, half-precision operands run it widened and the
+/// results are rounded once ([`narrow`]).
+fn widen(op: &'static str, s: Span<'_>, what: &str) -> Result<Storage> {
+    let buffer = s
+        .storage
+        .as_cpu()
+        .filter(|c| s.offset + s.len <= c.len())
+        .ok_or_else(|| {
+            Error::invalid(
+                op,
+                format!(
+                    "{what} must be a host buffer holding {} elements from {}",
+                    s.len, s.offset
+                ),
+            )
+        })?;
+    let layout = Layout::from_parts(vec![s.len], vec![1], s.offset);
+    Ok(Storage::Cpu(buffer.to_dtype(&layout, DType::F32)?))
+}
+
+/// The whole of a buffer as an operand.
+fn whole(s: &Storage) -> Span<'_> {
+    Span {
+        storage: s,
+        offset: 0,
+        len: s.len(),
+    }
+}
+
+/// An f32 result of a CPU kernel of `op` rounded to `half` (to nearest even), as the
+/// half-precision op's output.
+fn narrow(op: &'static str, s: &Storage, half: DType) -> Result<Storage> {
+    let buffer = s
+        .as_cpu()
+        .ok_or_else(|| Error::invalid(op, "the CPU kernel's result is not on the host"))?;
+    Ok(Storage::Cpu(
+        buffer.to_dtype(&Layout::contiguous(&[buffer.len()]), half)?,
+    ))
 }

@@ -1,9 +1,9 @@
 //! Fused 2-D max pooling: `Storage::max_pool2d_forward` writes each window's maximum and
 //! where it was, `max_pool2d_backward` adds each output gradient there (CPU:
-//! `cpu/max_pool.rs`, f32 and f64). Other devices answer `None`, and the op layer reduces
-//! the windows gathered as a tensor.
+//! `cpu/max_pool.rs`, f32 and f64; f16 and bf16 through the f32 kernel, widened). Other
+//! devices answer `None`, and the op layer reduces the windows gathered as a tensor.
 
-use super::{host, Span};
+use super::{host, narrow, whole, widen, Span};
 use crate::backend::cpu::max_pool as cpu;
 use crate::backend::{CpuElement, Storage};
 use crate::base::DType;
@@ -51,6 +51,12 @@ impl Storage {
         match (x.storage, x.dtype()) {
             (Storage::Cpu(_), DType::F32) => cpu_forward::<f32>(x, planes, g).map(Some),
             (Storage::Cpu(_), DType::F64) => cpu_forward::<f64>(x, planes, g).map(Some),
+            // A maximum is exact in any precision: the f32 kernel on the widened input.
+            (Storage::Cpu(_), half @ (DType::F16 | DType::BF16)) => {
+                let xf = widen(OP, x, "input")?;
+                let (y, argmax) = cpu_forward::<f32>(whole(&xf), planes, g)?;
+                Ok(Some((narrow(OP, &y, half)?, argmax)))
+            }
             _ => Ok(None),
         }
     }
@@ -65,6 +71,12 @@ impl Storage {
         match grad_out.dtype() {
             DType::F32 => cpu_backward::<f32>(grad_out, argmax, planes, g),
             DType::F64 => cpu_backward::<f64>(grad_out, argmax, planes, g),
+            // Overlapping windows' gradients summed in f32, rounded once.
+            half @ (DType::F16 | DType::BF16) => {
+                let gf = widen(OP, grad_out, "grad_output")?;
+                let gx = cpu_backward::<f32>(whole(&gf), argmax, planes, g)?;
+                narrow(OP, &gx, half)
+            }
             other => Err(Error::unsupported_dtype(OP, other)),
         }
     }
