@@ -1,6 +1,6 @@
 //! Copies and casts: strided-to-contiguous, dtype conversion, strided writes and fills.
 
-use super::strided::{map1, update1, update2, MultiStrided};
+use super::strided::{map1, update1, update2, wide, Loop, MultiStrided};
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
 use crate::base::{DType, Element, Layout};
@@ -44,32 +44,27 @@ fn cast_map<T: Copy + Sync, U: CpuElement>(
     })
 }
 
-/// `cast` of a contiguous run. The build's baseline ISA is SSE2, so on CPUs with AVX-512 the
-/// loop runs in a copy compiled for it: the bf16 casts of autocast (weights and activations
-/// before each product, logits and gradients back) are branch-free and vectorise 16
-/// elements at a time.
+/// `cast` of a contiguous run, in `wide`'s AVX-512 copy where the CPU has it: the bf16 casts
+/// of autocast (weights and activations before each product, logits and gradients back) are
+/// branch-free and vectorise 16 elements at a time.
 fn cast_run<T: Copy, U>(dst: &mut [MaybeUninit<U>], src: &[T], cast: impl Fn(T) -> U + Copy) {
+    wide(Cast { dst, src, cast });
+}
+
+/// `dst[i] = cast(src[i])`, the loop of [`cast_run`].
+struct Cast<'a, T, U, F> {
+    dst: &'a mut [MaybeUninit<U>],
+    src: &'a [T],
+    cast: F,
+}
+
+impl<T: Copy, U, F: Fn(T) -> U> Loop for Cast<'_, T, U, F> {
     #[inline(always)]
-    fn fill<T: Copy, U>(dst: &mut [MaybeUninit<U>], src: &[T], cast: impl Fn(T) -> U) {
-        for (d, &x) in dst.iter_mut().zip(src) {
-            d.write(cast(x));
+    fn run(self) {
+        for (d, &x) in self.dst.iter_mut().zip(self.src) {
+            d.write((self.cast)(x));
         }
     }
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx512f,avx512bw")]
-    unsafe fn fill_avx512<T: Copy, U>(
-        dst: &mut [MaybeUninit<U>],
-        src: &[T],
-        cast: impl Fn(T) -> U,
-    ) {
-        fill(dst, src, cast)
-    }
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx512bw") {
-        // SAFETY: the CPU has AVX512-F and -BW (BW implies F).
-        return unsafe { fill_avx512(dst, src, cast) };
-    }
-    fill(dst, src, cast)
 }
 
 /// The elements of `layout` converted to `dtype`. Floats to integers truncate toward zero
