@@ -6,7 +6,7 @@
 //! 47 MB and a batch reads 50 KB, scaled as it is gathered ([`Tensor::gather_rows_scaled`]).
 
 use super::transforms::to_float_scaled;
-use super::{check_index, Dataset};
+use super::{check_index, check_samples, index_tensor, Dataset};
 use crate::error::{Error, Result};
 use crate::tensor::DType;
 use crate::Tensor;
@@ -30,16 +30,7 @@ impl U8Images {
                 format!("expected u8 images, got {}", images.dtype()),
             ));
         }
-        if images.ndim() == 0 || targets.ndim() == 0 || images.shape()[0] != targets.shape()[0] {
-            return Err(Error::shape(
-                OP,
-                format!(
-                    "images {:?} and targets {:?} need the same first dimension",
-                    images.shape(),
-                    targets.shape()
-                ),
-            ));
-        }
+        check_samples(OP, &images, &targets)?;
         // A copy (on the CPU, in a buffer of the caching allocator, which asks for 2 MiB
         // pages): batches read rows from all over the set, and with 4 KiB pages each row cost
         // a TLB miss.
@@ -79,8 +70,7 @@ impl Dataset for U8Images {
         if let Some(&bad) = indices.iter().find(|&&i| i >= len) {
             check_index("U8Images::get_batch", bad, len)?;
         }
-        let index: Vec<i64> = indices.iter().map(|&i| i as i64).collect();
-        let index = Tensor::from_vec(index, &[indices.len()])?.to_device(self.targets.device())?;
+        let index = index_tensor(indices, self.targets.device())?;
         Ok((
             self.images.gather_rows_scaled(indices)?,
             self.targets.index_select(0, &index)?,

@@ -104,6 +104,32 @@ fn index_tensor(indices: &[usize], device: Device) -> Result<Tensor> {
     Tensor::from_vec(values, &[indices.len()])?.to_device(device)
 }
 
+/// `inputs` and `targets` of a data set of `op`: at least one dimension each and the same
+/// number of samples (the first dimension).
+fn check_samples(op: &'static str, inputs: &Tensor, targets: &Tensor) -> Result<()> {
+    if inputs.ndim() == 0 || targets.ndim() == 0 {
+        return Err(Error::shape(
+            op,
+            format!(
+                "tensors need at least one dimension, got inputs {:?} and targets {:?}",
+                inputs.shape(),
+                targets.shape()
+            ),
+        ));
+    }
+    if inputs.shape()[0] != targets.shape()[0] {
+        return Err(Error::shape(
+            op,
+            format!(
+                "size mismatch between tensors: inputs {:?} and targets {:?} differ in the first dimension",
+                inputs.shape(),
+                targets.shape()
+            ),
+        ));
+    }
+    Ok(())
+}
+
 /// Inputs and targets stored as two tensors whose first dimension indexes the samples
 /// (`torch.utils.data.TensorDataset` with two tensors).
 #[derive(Clone)]
@@ -116,27 +142,7 @@ impl TensorDataset {
     /// Pair `inputs` and `targets`; both need at least one dimension and the same size of
     /// the first one.
     pub fn new(inputs: Tensor, targets: Tensor) -> Result<TensorDataset> {
-        const OP: &str = "TensorDataset";
-        if inputs.ndim() == 0 || targets.ndim() == 0 {
-            return Err(Error::shape(
-                OP,
-                format!(
-                    "tensors need at least one dimension, got inputs {:?} and targets {:?}",
-                    inputs.shape(),
-                    targets.shape()
-                ),
-            ));
-        }
-        if inputs.shape()[0] != targets.shape()[0] {
-            return Err(Error::shape(
-                OP,
-                format!(
-                    "size mismatch between tensors: inputs {:?} and targets {:?} differ in the first dimension",
-                    inputs.shape(),
-                    targets.shape()
-                ),
-            ));
-        }
+        check_samples("TensorDataset", &inputs, &targets)?;
         Ok(TensorDataset { inputs, targets })
     }
 

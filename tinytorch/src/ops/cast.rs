@@ -1,5 +1,6 @@
 //! Dtype casts and contiguous copies.
 
+use super::view::inverse_permutation;
 use crate::autograd::needs_grad;
 use crate::backend::Storage;
 use crate::error::Result;
@@ -20,10 +21,7 @@ impl Tensor {
                 // Cast the dims in memory order (a contiguous view), then put them back.
                 let dense = self.detach().permute(&order)?;
                 let s = dense.storage().to_dtype(dense.layout(), dtype)?;
-                let mut back = vec![0; order.len()];
-                for (i, &d) in order.iter().enumerate() {
-                    back[d as usize] = i as isize;
-                }
+                let back = inverse_permutation(order.iter().map(|&d| d as usize));
                 Tensor::from_contiguous(s, dense.shape()).permute(&back)?
             }
             _ => Tensor::from_contiguous(

@@ -11,6 +11,7 @@
 
 use crate::error::{Error, Result};
 use crate::ops::same_device;
+use crate::ops::view::inverse_permutation;
 use crate::tensor::Tensor;
 
 const OP: &str = "einsum";
@@ -440,9 +441,6 @@ fn sumproduct_pair(a: &Tensor, b: &Tensor, sum_dims: &[usize]) -> Result<Tensor>
         shape.push(b.shape()[d] as isize);
     }
     shape.resize(ndim, 1);
-    let mut inverse = vec![0isize; ndim];
-    for (pos, &d) in order.iter().enumerate() {
-        inverse[d as usize] = pos as isize;
-    }
-    prod.reshape(&shape)?.permute(&inverse)
+    prod.reshape(&shape)?
+        .permute(&inverse_permutation(order.iter().map(|&d| d as usize)))
 }

@@ -43,7 +43,7 @@ impl Tensor {
         }
         let index: Vec<i64> = rows.iter().map(|&i| i as i64).collect();
         let index = Tensor::from_vec(index, &[rows.len()])?.to_device(self.device())?;
-        self.index_select(0, &index)?
+        x.index_select(0, &index)?
             .to_dtype(DType::F32)?
             .div_scalar(255.0)
     }

@@ -6,6 +6,7 @@
 //! keepdim shape, then broadcast it back over the reduced dims.
 
 use super::as_isize;
+use super::view::inverse_permutation;
 use crate::autograd::{needs_grad, no_grad};
 use crate::backend::{ArgReduceOp, ReduceOp, ScanOp};
 use crate::error::{Error, Result};
@@ -427,11 +428,7 @@ impl Tensor {
         if self.ndim() == 0 {
             return Ok(p);
         }
-        let mut inverse = vec![0isize; perm.len()];
-        for (pos, &i) in perm.iter().enumerate() {
-            inverse[i] = pos as isize;
-        }
-        p.permute(&inverse)
+        p.permute(&inverse_permutation(perm.iter().copied()))
     }
 
     /// Vector p-norm over `dims` (empty: all) (`torch.linalg.vector_norm(x, p, dims,

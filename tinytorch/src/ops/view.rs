@@ -18,6 +18,16 @@ pub struct SliceArg {
     pub step: usize,
 }
 
+/// The permutation that undoes `perm` (valid, normalised dims): `x.permute(perm)` permuted
+/// by it is `x` again.
+pub(crate) fn inverse_permutation(perm: impl ExactSizeIterator<Item = usize>) -> Vec<isize> {
+    let mut inverse = vec![0isize; perm.len()];
+    for (pos, d) in perm.enumerate() {
+        inverse[d] = pos as isize;
+    }
+    inverse
+}
+
 /// Error for a 0-d tensor: chunk and split need a dim to cut (PyTorch's rule).
 fn require_dims(op: &'static str, t: &Tensor) -> Result<()> {
     if t.ndim() == 0 {

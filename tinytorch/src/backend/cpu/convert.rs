@@ -1,6 +1,6 @@
 //! Copies and casts: strided-to-contiguous, dtype conversion, strided writes and fills.
 
-use super::strided::{map1, update1, update2, wide, Loop, MultiStrided};
+use super::strided::{map1, update1, update2, wide, Map1, MultiStrided};
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
 use crate::base::{DType, Element, Layout};
@@ -48,23 +48,11 @@ fn cast_map<T: Copy + Sync, U: CpuElement>(
 /// of autocast (weights and activations before each product, logits and gradients back) are
 /// branch-free and vectorise 16 elements at a time.
 fn cast_run<T: Copy, U>(dst: &mut [MaybeUninit<U>], src: &[T], cast: impl Fn(T) -> U + Copy) {
-    wide(Cast { dst, src, cast });
-}
-
-/// `dst[i] = cast(src[i])`, the loop of [`cast_run`].
-struct Cast<'a, T, U, F> {
-    dst: &'a mut [MaybeUninit<U>],
-    src: &'a [T],
-    cast: F,
-}
-
-impl<T: Copy, U, F: Fn(T) -> U> Loop for Cast<'_, T, U, F> {
-    #[inline(always)]
-    fn run(self) {
-        for (d, &x) in self.dst.iter_mut().zip(self.src) {
-            d.write((self.cast)(x));
-        }
-    }
+    wide(Map1 {
+        o: dst,
+        x: src,
+        f: &cast,
+    });
 }
 
 /// The elements of `layout` converted to `dtype`. Floats to integers truncate toward zero

@@ -8,7 +8,7 @@
 //! once per element.
 
 use super::fast_math;
-use super::strided::{map1, map2, update1, wide, Loop, PAR_CHUNK};
+use super::strided::{map1, map2, update1, wide, Loop, Map1, PAR_CHUNK};
 use super::{CpuElement, CpuStorage};
 use crate::backend::UnaryOp;
 use crate::base::{Element, Layout};
@@ -616,7 +616,11 @@ fn half_through_f32<S: FloatStore<C = f32>>(
             kernel(&wx[..n], &wy[..n], &mut wo[..n]);
             // SAFETY: the kernel wrote its n outputs.
             let wo = unsafe { &*(&wo[..n] as *const [MaybeUninit<f32>] as *const [f32]) };
-            wide(Narrow { dst, src: wo });
+            wide(Map1 {
+                o: dst,
+                x: wo,
+                f: &S::down,
+            });
         });
     // SAFETY: every piece of the first `len` elements was written above.
     unsafe { out.set_len(len) };
@@ -634,21 +638,6 @@ impl<S: FloatStore<C = f32>> Loop for Widen<'_, S> {
     fn run(self) {
         for (w, v) in self.dst.iter_mut().zip(self.src) {
             *w = v.up();
-        }
-    }
-}
-
-/// `dst[i] = src[i]` rounded to the storage type.
-struct Narrow<'a, S> {
-    dst: &'a mut [MaybeUninit<S>],
-    src: &'a [f32],
-}
-
-impl<S: FloatStore<C = f32>> Loop for Narrow<'_, S> {
-    #[inline(always)]
-    fn run(self) {
-        for (d, &w) in self.dst.iter_mut().zip(self.src) {
-            d.write(S::down(w));
         }
     }
 }
