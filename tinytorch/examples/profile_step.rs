@@ -2,7 +2,7 @@
 //! `valgrind --tool=callgrind`): `cargo run --release -p tinytorch --example profile_step --
 //! MODEL [STEPS] [BATCH]` with MODEL one of mlp, seed-cnn, lenet5, resnet20 (SGD step on
 //! random images) or gpt (the small GPT of `tinytorch bench`: 4 layers, d=128, context 64,
-//! AdamW; BATCH sequences, default 16). Prints the median step time. Same steps as
+//! AdamW; BATCH sequences, default 16). Prints the median and mean step times. Same steps as
 //! `tinytorch bench --suite cpu`'s train_step rows. With `AMP=bf16` in the environment the
 //! forward pass and the loss run under `autocast(bf16)`, as `tinytorch train --amp bf16`.
 
@@ -103,7 +103,12 @@ fn main() -> Result<()> {
         tinytorch::parallel::run(&mut step)?;
         times.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    // The mean is what a whole epoch's samples/s sees (slow steps included).
+    let mean = times.iter().sum::<f64>() / steps as f64;
     times.sort_by(f64::total_cmp);
-    println!("{name} x{steps}: median {:.4} ms", times[steps / 2]);
+    println!(
+        "{name} x{steps}: median {:.4} ms, mean {mean:.4} ms",
+        times[steps / 2]
+    );
     Ok(())
 }
