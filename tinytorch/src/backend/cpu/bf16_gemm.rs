@@ -170,8 +170,11 @@ pub unsafe fn gemm(
     };
     let ncb = NC.min(np);
     let mut bpack = allocator::scratch::<bf16>(KC.min(kp) * ncb);
-    // Partial sums of one column block, row stride `ncb`.
-    let mut acc = allocator::scratch::<f32>(mp * ncb);
+    // Partial sums of one column block, row stride `ncb`: AMX's output, and the dot
+    // engine's from one depth block to the next (none where one block covers the depth:
+    // its kernel rounds its registers into `out`).
+    let acc_len = if engine == Engine::Amx || k > KC { mp * ncb } else { 0 };
+    let mut acc = allocator::scratch::<f32>(acc_len);
     if engine == Engine::Amx {
         tiles::configure();
     }
@@ -194,10 +197,11 @@ pub unsafe fn gemm(
                 for j in (0..nc).step_by(32) {
                     let b_panels = bpack.as_ptr().add(j * kcp);
                     for i in (0..mc).step_by(32) {
-                        let (a, c) = (
-                            a_first.add(i / 16 * a_block),
-                            acc.as_mut_ptr().add((m0 + i) * ncb + j),
-                        );
+                        let a = a_first.add(i / 16 * a_block);
+                        let c = match acc.is_empty() {
+                            true => std::ptr::null_mut(),
+                            false => acc.as_mut_ptr().add((m0 + i) * ncb + j),
+                        };
                         match engine {
                             Engine::Amx => tiles::block(a, a_block, b_panels, kcp, c, ncb, k0 == 0),
                             Engine::DotProduct => {
@@ -619,7 +623,8 @@ mod dot {
     /// `C[32 x 32] (+)= A[32 x kcp] @ B[kcp x 32]` with the operands of `tiles::block`
     /// (A as `pack_a`'s tiles, B as two of `pack_b`'s panels, C f32 at row stride `c_rs`),
     /// as four pieces of 8 rows. With `last` (the last depth block) the sums are rounded
-    /// into `last` instead of stored in C, saving a pass over C.
+    /// into `last` instead of stored in C, saving a pass over C; with `first` too, C is
+    /// neither read nor written and may be null.
     ///
     /// # Safety
     /// The CPU must have AVX512-BF16 and -BW; the pointers hold those blocks.
@@ -649,7 +654,7 @@ mod dot {
                 Some(_) => continue,
                 None => None,
             };
-            rows8(rows, b, kcp, c.add(8 * piece * c_rs), c_rs, first, last);
+            rows8(rows, b, kcp, c.wrapping_add(8 * piece * c_rs), c_rs, first, last);
         }
     }
 

@@ -904,11 +904,12 @@ fn transform_weight<T: KernelFloat>(
         (
             vec![T::zero(); rr * cols],
             vec![T::zero(); alpha * r * cols],
+            vec![T::zero(); cols],
         )
     };
     (0..rows)
         .into_par_iter()
-        .for_each_init(scratch, |(taps, gk), row| {
+        .for_each_init(scratch, |(taps, gk, run), row| {
             // The row's kernels tap-major, (r*r, cols); turning a kernel by 180 degrees
             // reverses its taps.
             for col in 0..cols {
@@ -934,20 +935,20 @@ fn transform_weight<T: KernelFloat>(
             }
             for a in 0..alpha {
                 for b in 0..alpha {
-                    // SAFETY: element (a * alpha + b, row, 0..cols) of U: inside its `len`
-                    // elements, and written by this row's task only.
-                    let out = unsafe {
-                        std::slice::from_raw_parts_mut(
-                            dst.add(((a * alpha + b) * rows + row) * cols),
-                            cols,
-                        )
-                    };
+                    // Combined in `run` and copied: U's memory is uninitialised until
+                    // written, so no `&mut [T]` of it may exist before.
                     combine(
-                        out,
+                        run,
                         r,
                         |j| g[b * r + j],
                         |j| &gk[(a * r + j) * cols..][..cols],
                     );
+                    // SAFETY: elements (a * alpha + b, row, 0..cols) of U: inside its `len`
+                    // elements, and written by this row's task only.
+                    unsafe {
+                        let out = dst.add(((a * alpha + b) * rows + row) * cols);
+                        std::ptr::copy_nonoverlapping(run.as_ptr(), out, cols);
+                    }
                 }
             }
         });
