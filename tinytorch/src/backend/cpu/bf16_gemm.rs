@@ -173,7 +173,11 @@ pub unsafe fn gemm(
     // Partial sums of one column block, row stride `ncb`: AMX's output, and the dot
     // engine's from one depth block to the next (none where one block covers the depth:
     // its kernel rounds its registers into `out`).
-    let acc_len = if engine == Engine::Amx || k > KC { mp * ncb } else { 0 };
+    let acc_len = if engine == Engine::Amx || k > KC {
+        mp * ncb
+    } else {
+        0
+    };
     let mut acc = allocator::scratch::<f32>(acc_len);
     if engine == Engine::Amx {
         tiles::configure();
@@ -654,7 +658,15 @@ mod dot {
                 Some(_) => continue,
                 None => None,
             };
-            rows8(rows, b, kcp, c.wrapping_add(8 * piece * c_rs), c_rs, first, last);
+            rows8(
+                rows,
+                b,
+                kcp,
+                c.wrapping_add(8 * piece * c_rs),
+                c_rs,
+                first,
+                last,
+            );
         }
     }
 
