@@ -202,9 +202,10 @@ pub unsafe fn gemm(
                     let b_panels = bpack.as_ptr().add(j * kcp);
                     for i in (0..mc).step_by(32) {
                         let a = a_first.add(i / 16 * a_block);
-                        let c = match acc.is_empty() {
-                            true => std::ptr::null_mut(),
-                            false => acc.as_mut_ptr().add((m0 + i) * ncb + j),
+                        let c = if acc.is_empty() {
+                            std::ptr::null_mut()
+                        } else {
+                            acc.as_mut_ptr().add((m0 + i) * ncb + j)
                         };
                         match engine {
                             Engine::Amx => tiles::block(a, a_block, b_panels, kcp, c, ncb, k0 == 0),
