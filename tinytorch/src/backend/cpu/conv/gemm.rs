@@ -7,7 +7,9 @@
 //! weight gradient). Splitting every gemm over the threads instead costs a fork and join per
 //! product and duplicates the operand packing; on two cores the chunk-parallel form is
 //! measured at about 1.5x the gemm throughput (`gemm` crate, f32, the 5x5 48->96 layer of
-//! seed-cnn: 83 GFLOP/s per core against 121 GFLOP/s for both cores on one product).
+//! seed-cnn: 83 GFLOP/s per core against 121 GFLOP/s for both cores on one product). Where
+//! the chunks are fewer than the threads (a batch of one image), the work inside each chunk
+//! is spread instead: im2col and col2im over rows and planes, the gemms over their output.
 //!
 //! Matrices per chunk of `nb` images (`L = OH*OW`, `K = Cg*kh*kw`, `Cog = Co/G` per group):
 //! ```text
@@ -76,9 +78,20 @@ impl Conv {
             .map(|s| (s, per.min(self.geom.batch - s)))
             .collect()
     }
+    /// Threads for the work inside one chunk: the pool's where the chunks are fewer than its
+    /// threads (a batch of one image is one chunk: 3 -> 64 channels 7x7 at 224x224 ran its
+    /// input gradient on one core), else 1 (the chunks are the parallel work).
+    fn inner_threads<T>(&self) -> usize {
+        let threads = rayon::current_num_threads();
+        if self.geom.batch.div_ceil(self.per_chunk::<T>()) < threads {
+            threads
+        } else {
+            1
+        }
+    }
     /// The column matrix of images `start..start + nb` of the contiguous input `x`, in a
-    /// pooled buffer.
-    fn cols<T: KernelFloat>(&self, x: &[T], start: usize, nb: usize) -> Vec<T> {
+    /// pooled buffer; in parallel over its rows when `parallel`.
+    fn cols<T: KernelFloat>(&self, x: &[T], start: usize, nb: usize, parallel: bool) -> Vec<T> {
         let g = self.geom.with_batch(nb);
         let (img, len) = (self.image(), g.rows() * g.cols());
         let shape = [nb, g.channels, g.input[0], g.input[1]];
@@ -89,7 +102,7 @@ impl Conv {
             &Layout::contiguous(&shape),
             &g,
             &mut cols.spare_capacity_mut()[..len],
-            false,
+            parallel,
         );
         // SAFETY: `im2col_into` wrote every element of the first `len`.
         unsafe { cols.set_len(len) };
@@ -137,14 +150,16 @@ impl<T> Mat<T> {
     }
 }
 
-/// `dst (m, n; row stride dst_rs, unit column stride) = [dst +] a (m, k) @ b (k, n)` on the
-/// calling thread.
+/// `dst (m, n; row stride dst_rs, unit column stride) = [dst +] a (m, k) @ b (k, n)` on
+/// `threads` threads of the pool (1: the calling thread). gemm splits the output, never the
+/// sum, so the result does not depend on `threads`.
 ///
 /// # Safety
 /// Every element the strides address must lie inside the allocations behind the pointers,
 /// and `dst` must not overlap `a` or `b`.
 #[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn gemm_serial<T: KernelFloat>(
+pub(super) unsafe fn gemm_on<T: KernelFloat>(
+    threads: usize,
     m: usize,
     n: usize,
     k: usize,
@@ -173,7 +188,11 @@ pub(super) unsafe fn gemm_serial<T: KernelFloat>(
         false,
         false,
         false,
-        Parallelism::None,
+        if threads > 1 {
+            Parallelism::Rayon(threads)
+        } else {
+            Parallelism::None
+        },
     )
 }
 
@@ -210,6 +229,7 @@ fn write_by_chunks<T: KernelFloat>(
 /// `(Co, Ci/G, kh, kw)` and optional bias `(Co,)`.
 pub fn forward<T: KernelFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -> Vec<T> {
     let (co, l, k, cog) = (c.out_channels, c.l(), c.k(), c.cog());
+    let inner = c.inner_threads::<T>();
     // Y (Co, nl) = W @ cols, one gemm per group, into `y` (room for co * nl elements).
     let products = |cols: &[T], nl: usize, y: &mut [MaybeUninit<T>]| {
         if k == 0 {
@@ -225,12 +245,12 @@ pub fn forward<T: KernelFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -
                 let wg = Mat::new(w.as_ptr().add(g * cog * k), k, 1);
                 let cg = Mat::new(cols.as_ptr().add(g * k * nl), nl, 1);
                 let yg = y.as_mut_ptr().add(g * cog * nl).cast::<T>();
-                gemm_serial(cog, nl, k, yg, nl, false, wg, cg);
+                gemm_on(inner, cog, nl, k, yg, nl, false, wg, cg);
             }
         }
     };
     let task = |(start, nb): (usize, usize), dst: &mut [MaybeUninit<T>]| {
-        let cols = c.cols(x, start, nb);
+        let cols = c.cols(x, start, nb, inner > 1);
         if nb == 1 {
             // One image's output has Y's layout: multiply straight into it.
             products(&cols, l, dst);
@@ -273,6 +293,7 @@ pub fn forward<T: KernelFloat>(x: &[T], w: &[T], bias: Option<&[T]>, c: &Conv) -
 /// `(N, Co, OH, OW)` and the weight.
 pub fn backward_input<T: KernelFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
     let (l, k, cog) = (c.l(), c.k(), c.cog());
+    let inner = c.inner_threads::<T>();
     let task = |(start, nb): (usize, usize), dst: &mut [MaybeUninit<T>]| {
         let gc = c.geom.with_batch(nb);
         let nl = nb * l;
@@ -293,13 +314,13 @@ pub fn backward_input<T: KernelFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
                     let gp = gm.as_ptr().add(g * cog * nl);
                     let gg = Mat::new(gp, nl, 1);
                     let dst = spare.as_mut_ptr().add(g * k * nl).cast::<T>();
-                    gemm_serial(k, nl, cog, dst, nl, false, wt, gg);
+                    gemm_on(inner, k, nl, cog, dst, nl, false, wt, gg);
                 }
             }
         }
         // SAFETY: the gemms (or the zero fill) wrote every row.
         unsafe { gcols.set_len(gc.rows() * nl) };
-        col2im_into(&gcols, &gc, dst, false);
+        col2im_into(&gcols, &gc, dst, inner > 1);
         recycle(gcols);
         if let Cow::Owned(v) = gm {
             recycle(v);
@@ -312,10 +333,11 @@ pub fn backward_input<T: KernelFloat>(gy: &[T], w: &[T], c: &Conv) -> Vec<T> {
 /// gradient.
 pub fn backward_weight<T: KernelFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
     let (l, k, cog, groups) = (c.l(), c.k(), c.cog(), c.groups);
+    let inner = c.inner_threads::<T>();
     // dW_g^T (K, Cog) of one chunk, for every group: (G, K, Cog).
     let part = |(start, nb): (usize, usize)| -> Vec<T> {
         let nl = nb * l;
-        let cols = c.cols(x, start, nb);
+        let cols = c.cols(x, start, nb, inner > 1);
         let gm = c.grad_matrix(gy, start, nb);
         let mut dwt = vec![T::zero(); groups * k * cog];
         if nl > 0 && k > 0 && cog > 0 {
@@ -327,7 +349,7 @@ pub fn backward_weight<T: KernelFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
                     let cg = Mat::new(cols.as_ptr().add(g * k * nl), nl, 1);
                     let gt = Mat::new(gm.as_ptr().add(g * cog * nl), 1, nl);
                     let dst = dwt.as_mut_ptr().add(g * k * cog);
-                    gemm_serial(k, cog, nl, dst, cog, false, cg, gt);
+                    gemm_on(inner, k, cog, nl, dst, cog, false, cg, gt);
                 }
             }
         }
@@ -524,5 +546,45 @@ pub(super) mod tests {
             }
             cases += 1;
         }
+    }
+
+    #[test]
+    fn one_image_spread_over_threads_matches_one_thread_and_the_definition() {
+        // A batch of one image is one chunk: its column matrices, gemms and col2im run on
+        // every thread of the pool, with results bit for bit those of one thread.
+        let c = Conv {
+            geom: ConvGeometry {
+                batch: 1,
+                channels: 6,
+                input: [40, 37],
+                kernel: [3, 3],
+                stride: [1, 1],
+                dilation: [1, 1],
+                padding: [1, 1],
+                output: [40, 37],
+            },
+            out_channels: 40,
+            groups: 1,
+        };
+        let r = Reference::new(&c, &mut ChaCha8Rng::seed_from_u64(8));
+        let run = |threads: usize| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .expect("a thread pool");
+            pool.install(|| {
+                assert_eq!(c.inner_threads::<f32>(), threads);
+                (
+                    forward(&r.x, &r.w, Some(&r.bias), &c),
+                    backward_input(&r.gy, &r.w, &c),
+                    backward_weight(&r.x, &r.gy, &c),
+                )
+            })
+        };
+        let (one, two) = (run(1), run(2));
+        Reference::check(&two.0, &r.y, "forward", &c);
+        Reference::check(&two.1, &r.dx, "grad input", &c);
+        Reference::check(&two.2, &r.dw, "grad weight", &c);
+        assert!(one == two, "results depend on the number of threads");
     }
 }

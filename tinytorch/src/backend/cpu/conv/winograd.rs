@@ -35,7 +35,7 @@
 //! `winograd_avx2.rs`; the generic ones here (any float type, any CPU) work plane-wise.
 
 use super::direct;
-use super::gemm::{gemm_serial, Conv, Mat};
+use super::gemm::{gemm_on, Conv, Mat};
 #[cfg(target_arch = "x86_64")]
 use super::winograd_avx2::{self as avx2, Planes, TileAt, F43, F45};
 use crate::backend::cpu::allocator;
@@ -1054,7 +1054,8 @@ fn correlate_chunk<T: KernelFloat>(
             unsafe {
                 let ux = Mat::new(u.as_ptr().add(xi * c.co * c.ci), c.ci, 1);
                 let vx = Mat::new(v.as_ptr().add(xi * sv), t, 1);
-                gemm_serial(
+                gemm_on(
+                    1,
                     c.co,
                     t,
                     c.ci,
@@ -1119,7 +1120,7 @@ fn weight_chunk<T: KernelFloat>(
                 let vx = Mat::new(v.as_ptr().add(xi * sv), t, 1);
                 let gx = Mat::new(gt.as_ptr().add(xi * sg), 1, t);
                 let dst = st.spare_capacity_mut().as_mut_ptr().add(xi * ci * co);
-                gemm_serial(ci, co, t, dst.cast::<T>(), co, block > 0, vx, gx);
+                gemm_on(1, ci, co, t, dst.cast::<T>(), co, block > 0, vx, gx);
             }
         }
     }
