@@ -27,9 +27,10 @@
 //!
 //! Work is split like `gemm.rs`: a rayon task per chunk of images, and inside it blocks of
 //! whole tile rows, small enough (`BLOCK_TILES`, `BLOCK_BYTES`) that one block's transformed
-//! tiles stay in cache between the transform and the gemms. Chunk boundaries depend only on
-//! the sizes, and partial weight gradients are added in chunk order, so results do not depend
-//! on the number of threads.
+//! tiles stay in cache between the transform and the gemms; where the chunks are fewer than
+//! the threads (a batch of one image), each block's gemms are spread over the threads
+//! instead. Chunk boundaries depend only on the sizes, and partial weight gradients are
+//! added in chunk order, so results do not depend on the number of threads.
 //!
 //! The tile transforms of f32 on CPUs with AVX2 and FMA are the vector kernels of
 //! `winograd_avx2.rs`; the generic ones here (any float type, any CPU) work plane-wise.
@@ -331,6 +332,12 @@ impl Corr {
             .step_by(per)
             .map(|s| (s, per.min(self.n - s)))
             .collect()
+    }
+    /// Whether the chunks are fewer than the threads (a batch of one image is one chunk), so
+    /// that each block's gemms, one per point of the transformed tile, are spread over the
+    /// threads instead (each is the same product either way).
+    fn spread(&self) -> bool {
+        self.n.div_ceil(self.per_chunk()) < rayon::current_num_threads()
     }
     /// Tile rows per block: as many as `BLOCK_TILES` and `BLOCK_BYTES` allow, at least one.
     fn block_rows(&self) -> usize {
@@ -1044,33 +1051,35 @@ fn correlate_chunk<T: KernelFloat>(
     let mut v = block_buffer::<T>(tile * plane_stride(c.ci * tmax, simd), simd);
     let mut mm = block_buffer::<T>(tile * plane_stride(c.co * tmax, simd), simd);
     let mut s = Scratch::new();
+    let spread = c.spread();
     for rows in c.blocks(start, nb) {
         let t = padded_tiles(rows.len() * c.tiles[1], simd);
         let (sv, sm) = (plane_stride(c.ci * t, simd), plane_stride(c.co * t, simd));
         input_block(x, c, tr, rows.clone(), &mut v, sv, &mut s, simd);
-        for xi in 0..tile {
+        let (v, mp) = (&v, SyncPtr(mm.as_mut_ptr()));
+        each_point(tile, spread, |xi| {
             // SAFETY: U[xi] is (Co, Ci), V[xi] (Ci, t) and M[xi] (Co, t), each inside its
-            // buffer; `mm` is a buffer of its own.
+            // buffer; `mm` is a buffer of its own, and each point writes its own M[xi].
             unsafe {
                 let ux = Mat::new(u.as_ptr().add(xi * c.co * c.ci), c.ci, 1);
                 let vx = Mat::new(v.as_ptr().add(xi * sv), t, 1);
-                gemm_on(
-                    1,
-                    c.co,
-                    t,
-                    c.ci,
-                    mm.as_mut_ptr().add(xi * sm),
-                    t,
-                    false,
-                    ux,
-                    vx,
-                );
+                gemm_on(1, c.co, t, c.ci, mp.add(xi * sm), t, false, ux, vx);
             }
-        }
+        });
         output_block(&mm, c, tr, rows, start, sm, bias, dst, &mut s, simd);
     }
     allocator::recycle(T::into_storage(v));
     allocator::recycle(T::into_storage(mm));
+}
+
+/// `f(xi)` for every point `xi < tile` of the transformed tiles: in parallel when `spread`,
+/// else on the calling thread.
+fn each_point(tile: usize, spread: bool, f: impl Fn(usize) + Send + Sync) {
+    if spread {
+        (0..tile).into_par_iter().for_each(f);
+    } else {
+        (0..tile).for_each(f);
+    }
 }
 
 /// Forward: `(N, Co, OH, OW)` from the contiguous input `x` `(N, Ci, H, W)`, weight `w`
@@ -1105,24 +1114,27 @@ fn weight_chunk<T: KernelFloat>(
     let mut v = block_buffer::<T>(tile * plane_stride(ci * tmax, simd), simd);
     let mut gt = block_buffer::<T>(tile * plane_stride(co * tmax, simd), simd);
     let mut st = allocator::take::<T>(tile * ci * co);
+    let sp = SyncPtr(st.spare_capacity_mut().as_mut_ptr().cast::<T>());
     let mut s = Scratch::new();
+    let spread = corr.spread();
     for (block, rows) in corr.blocks(start, nb).enumerate() {
         let t = padded_tiles(rows.len() * corr.tiles[1], simd);
         let (sv, sg) = (plane_stride(ci * t, simd), plane_stride(co * t, simd));
         input_block(x, corr, tr, rows.clone(), &mut v, sv, &mut s, simd);
         grad_block(gy, corr, tr, rows, &mut gt, sg, &mut s, simd);
-        for xi in 0..tile {
+        let (v, gt) = (&v, &gt);
+        each_point(tile, spread, |xi| {
             // SAFETY: V[xi] is (Ci, t), Gt[xi]^T the transposed view of the (Co, t) block
             // and S^T[xi] (Ci, Co), each inside its buffer (`st` has room for tile * ci *
-            // co); `st` is a buffer of its own. The first block overwrites, later ones add.
-            // Padding tiles (the AVX2 path's) are zero in both.
+            // co); `st` is a buffer of its own, and each point writes its own S^T[xi]. The
+            // first block overwrites, later ones add. Padding tiles (the AVX2 path's) are
+            // zero in both.
             unsafe {
                 let vx = Mat::new(v.as_ptr().add(xi * sv), t, 1);
                 let gx = Mat::new(gt.as_ptr().add(xi * sg), 1, t);
-                let dst = st.spare_capacity_mut().as_mut_ptr().add(xi * ci * co);
-                gemm_on(1, ci, co, t, dst.cast::<T>(), co, block > 0, vx, gx);
+                gemm_on(1, ci, co, t, sp.add(xi * ci * co), co, block > 0, vx, gx);
             }
-        }
+        });
     }
     // SAFETY: the first block's gemms (every chunk has one) wrote every element.
     unsafe { st.set_len(tile * ci * co) };
@@ -1346,6 +1358,52 @@ mod tests {
             };
             check_against_definition(&c, &mut rng);
             cases += 1;
+        }
+    }
+
+    #[test]
+    fn one_image_spread_over_threads_matches_one_thread() {
+        // A batch of one image is one chunk, whose gemms (one per tile point) are spread over
+        // the pool: the results are bit for bit those of one thread.
+        for r in [3, 5] {
+            let c = Conv {
+                geom: ConvGeometry {
+                    batch: 1,
+                    channels: 12,
+                    input: [30, 27],
+                    kernel: [r, r],
+                    stride: [1, 1],
+                    dilation: [1, 1],
+                    padding: [r / 2, r / 2],
+                    output: [30, 27],
+                },
+                out_channels: 10,
+                groups: 1,
+            };
+            let mut rng = ChaCha8Rng::seed_from_u64(12);
+            let mut rand_vec =
+                |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0..1.0)).collect() };
+            let x = rand_vec(12 * 30 * 27);
+            let w = rand_vec(10 * 12 * r * r);
+            let gy = rand_vec(10 * 30 * 27);
+            let run = |threads: usize| {
+                let pool = rayon::ThreadPoolBuilder::new()
+                    .num_threads(threads)
+                    .build()
+                    .expect("a thread pool");
+                pool.install(|| {
+                    assert_eq!(Corr::forward(&c, 4).spread(), threads > 1);
+                    (
+                        forward(&x, &w, None, &c),
+                        backward_input(&gy, &w, &c),
+                        backward_weight(&x, &gy, &c),
+                    )
+                })
+            };
+            assert!(
+                run(1) == run(2),
+                "{r}x{r}: results depend on the number of threads"
+            );
         }
     }
 }
