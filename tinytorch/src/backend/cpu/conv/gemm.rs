@@ -427,6 +427,18 @@ pub(super) mod tests {
         (y, dx, dw)
     }
 
+    /// `f` run in a pool of `threads` threads.
+    pub(in crate::backend::cpu) fn on_threads<R: Send>(
+        threads: usize,
+        f: impl FnOnce() -> R + Send,
+    ) -> R {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a thread pool")
+            .install(f)
+    }
+
     /// Random operands in [-1, 1) for `c` with the definition's results in f64: the output
     /// plus bias, and both gradients for the upstream gradient `gy`.
     pub(in crate::backend::cpu) struct Reference {
@@ -568,11 +580,7 @@ pub(super) mod tests {
         };
         let r = Reference::new(&c, &mut ChaCha8Rng::seed_from_u64(8));
         let run = |threads: usize| {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(threads)
-                .build()
-                .expect("a thread pool");
-            pool.install(|| {
+            on_threads(threads, || {
                 assert_eq!(c.inner_threads::<f32>(), threads);
                 (
                     forward(&r.x, &r.w, Some(&r.bias), &c),

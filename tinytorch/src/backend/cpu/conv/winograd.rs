@@ -1174,7 +1174,7 @@ pub fn backward_weight<T: KernelFloat>(x: &[T], gy: &[T], c: &Conv) -> Vec<T> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::gemm::tests::naive;
+    use super::super::gemm::tests::{naive, on_threads, Reference};
     use super::super::im2col::tests::out_len;
     use super::*;
     use crate::backend::ConvGeometry;
@@ -1380,23 +1380,14 @@ mod tests {
                 out_channels: 10,
                 groups: 1,
             };
-            let mut rng = ChaCha8Rng::seed_from_u64(12);
-            let mut rand_vec =
-                |n: usize| -> Vec<f32> { (0..n).map(|_| rng.random_range(-1.0..1.0)).collect() };
-            let x = rand_vec(12 * 30 * 27);
-            let w = rand_vec(10 * 12 * r * r);
-            let gy = rand_vec(10 * 30 * 27);
+            let op = Reference::new(&c, &mut ChaCha8Rng::seed_from_u64(12));
             let run = |threads: usize| {
-                let pool = rayon::ThreadPoolBuilder::new()
-                    .num_threads(threads)
-                    .build()
-                    .expect("a thread pool");
-                pool.install(|| {
+                on_threads(threads, || {
                     assert_eq!(Corr::forward(&c, 4).spread(), threads > 1);
                     (
-                        forward(&x, &w, None, &c),
-                        backward_input(&gy, &w, &c),
-                        backward_weight(&x, &gy, &c),
+                        forward(&op.x, &op.w, None, &c),
+                        backward_input(&op.gy, &op.w, &c),
+                        backward_weight(&op.x, &op.gy, &c),
                     )
                 })
             };
