@@ -712,7 +712,7 @@ impl PyTensor {
     }
     /// `scatter(dim, index, src)` or `scatter(dim, index, value=)`.
     #[pyo3(signature = (dim, index, src=None, *, value=None))]
-    fn scatter(
+    pub(crate) fn scatter(
         &self,
         dim: isize,
         index: PyRef<'_, PyTensor>,
@@ -738,7 +738,7 @@ impl PyTensor {
         Ok(self.t.scatter_add(dim, &index.t, &src.t).py()?.into())
     }
     #[pyo3(signature = (dim, index, source, *, alpha=None))]
-    fn index_add(
+    pub(crate) fn index_add(
         &self,
         dim: isize,
         index: PyRef<'_, PyTensor>,
@@ -752,7 +752,7 @@ impl PyTensor {
         Ok(self.t.index_add(dim, &index.t, &src).py()?.into())
     }
     /// `masked_fill(mask, value)`, the value a number or a 0-d tensor.
-    fn masked_fill(
+    pub(crate) fn masked_fill(
         &self,
         mask: PyRef<'_, PyTensor>,
         value: &Bound<'_, PyAny>,

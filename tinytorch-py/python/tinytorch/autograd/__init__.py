@@ -5,6 +5,14 @@ from .._grad_mode import enable_grad, no_grad, set_grad_enabled  # noqa: F401
 from .function import Function, FunctionCtx  # noqa: F401
 
 
+def Variable(data, requires_grad=False, volatile=False):
+    """``torch.autograd.Variable(t, requires_grad=False)``, the pre-0.4 wrapper: since
+    PyTorch 0.4 a Variable is a tensor, so this returns ``t`` (requiring grad if asked)."""
+    if not isinstance(data, _C.Tensor):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+    return data.requires_grad_(True) if requires_grad else data
+
+
 def _as_list(x):
     return [x] if isinstance(x, _C.Tensor) else list(x)
 

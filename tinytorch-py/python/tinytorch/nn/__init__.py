@@ -1,6 +1,6 @@
 """``torch.nn``: Module, Parameter, the layers, the losses, ``functional`` and ``init``."""
 
-from . import functional, init, parallel, utils  # noqa: F401
+from . import attention, functional, init, parallel, utils  # noqa: F401
 from .container import ModuleDict, ModuleList, ParameterList, Sequential  # noqa: F401
 from .layers import *  # noqa: F401,F403
 from .layers import (  # noqa: F401
@@ -13,6 +13,12 @@ from .layers import (  # noqa: F401
 from .module import Module  # noqa: F401
 from .parameter import Buffer, Parameter  # noqa: F401
 from .rnn import GRU, LSTM, RNN  # noqa: F401
+from .rnn_cell import GRUCell, LSTMCell, RNNCell, RNNCellBase  # noqa: F401
+from .composed import (  # noqa: F401
+    GLU, Dropout2d, Hardswish, Hardtanh, PReLU, ReLU6, ZeroPad2d,
+)
+from .parallel import DataParallel  # noqa: F401
+from . import modules  # noqa: F401,E402 (after the classes it re-exports)
 from .transformer import (  # noqa: F401
     MultiheadAttention, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
 )

@@ -58,3 +58,54 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 
 def flatten(input, start_dim=0, end_dim=-1):
     return input.flatten(start_dim, end_dim)
+
+
+def hardswish(input, inplace=False):
+    """``x * relu6(x + 3) / 6``."""
+    return input * (input + 3).clamp(0.0, 6.0) / 6
+
+
+def prelu(input, weight):
+    """``max(0, x) + weight * min(0, x)``; a weight of several values applies one per
+    channel (dim 1)."""
+    if weight.numel() != 1:
+        if input.dim() < 2 or input.shape[1] != weight.numel():
+            raise RuntimeError(f"prelu: mismatch of parameter numbers ({weight.numel()}) and "
+                               f"input channel size ({input.shape[1] if input.dim() > 1 else 1})")
+        weight = weight.reshape(-1, *([1] * (input.dim() - 2)))
+    positive = input.clamp_min(0.0)
+    return positive + weight * (input - positive)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``input`` clamped to [min_val, max_val]."""
+    return input.clamp(min_val, max_val)
+
+
+def logsigmoid(input):
+    """``log(sigmoid(x)) = -softplus(-x)``, computed stably."""
+    return -softplus(-input)
+
+
+def glu(input, dim=-1):
+    """The gated linear unit: the first half of ``dim`` times the sigmoid of the second."""
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {dim} is size "
+                           f"{input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels (dim 1 of (N, C, H, W), dim 0 of (C, H, W)) with probability
+    ``p``, scaling the rest by ``1 / (1 - p)``."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    from .. import _tinytorch as _C
+
+    batched = input.dim() == 4
+    shape = tuple(input.shape[:2] if batched else input.shape[:1]) + (1,) * 2
+    keep = (_C.rand(*shape, dtype=_C.float32) >= p).to(input.dtype).to(input.device)
+    return input * keep / (1.0 - p) if p < 1.0 else input * 0.0

@@ -83,3 +83,25 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std)
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Fill with N(mean, std) draws truncated to [a, b], PyTorch's inverse-CDF method:
+    uniform draws between the normal CDF at a and at b, mapped back through ``erfinv``, then
+    clamped to [a, b] against rounding."""
+    from .._composite import erfinv
+
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    if mean < a - 2 * std or mean > b + 2 * std:
+        import warnings
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
+                      "distribution of values may be incorrect.", stacklevel=2)
+    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
+    with no_grad():
+        from .. import _tinytorch as _C
+        u = _C.rand(*tensor.shape, generator=generator, dtype=_C.float64) * (2 * hi - 2 * lo) \
+            + (2 * lo - 1)
+        values = (erfinv(u) * (std * math.sqrt(2.0)) + mean).clamp(a, b)
+        return tensor.copy_(values)

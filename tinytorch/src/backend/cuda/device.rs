@@ -34,6 +34,18 @@ pub fn device_count() -> usize {
     CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
 }
 
+/// The name the driver gives GPU `ordinal` (`torch.cuda.get_device_name`).
+pub fn device_name(ordinal: usize) -> Result<String> {
+    if !is_available() {
+        return Err(Error::Cuda {
+            op: "get_device_name",
+            msg: "no CUDA device is available".into(),
+        });
+    }
+    let ctx = CudaContext::new(ordinal).map_err(|e| cuda_err("get_device_name", e))?;
+    ctx.name().map_err(|e| cuda_err("get_device_name", e))
+}
+
 /// True when libnvrtc loads (kernels can be compiled).
 pub fn nvrtc_available() -> bool {
     // SAFETY: only probes whether the shared library can be opened.

@@ -1,4 +1,4 @@
-"""``torch.nn.utils``: gradient clipping; pruning in ``prune``."""
+"""``torch.nn.utils``: gradient clipping; pruning in ``prune``; ``rnn.pad_sequence``."""
 
 import math
 
@@ -21,4 +21,4 @@ def clip_grad_value_(parameters, clip_value):
     params = list(parameters) if not isinstance(parameters, _C.Tensor) else [parameters]
     with no_grad():
         _C.clip_grad_value_(params, float(clip_value))
-from . import prune  # noqa: E402,F401
+from . import prune, rnn  # noqa: E402,F401
