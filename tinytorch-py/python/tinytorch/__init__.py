@@ -50,6 +50,9 @@ from ._tinytorch import randperm  # noqa: E402
 from ._multinomial import multinomial  # noqa: E402
 from . import _tensor  # noqa: E402
 from ._legacy_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
+from ._memory_format import (  # noqa: E402
+    channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format,
+)
 from ._compile import compile  # noqa: E402,A001
 from . import nn, optim, utils, autograd, cuda, profile, ao, distributed  # noqa: E402
 from . import accelerator, amp, backends, distributions, onnx  # noqa: E402
@@ -108,27 +111,49 @@ def get_float32_matmul_precision():
     return _float32_matmul_precision
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               layout=None, pin_memory=False):
+    """A tensor of ``input``'s shape (and dtype and device unless given): ``torch.zeros``'s
+    values. ``memory_format`` and ``pin_memory`` change nothing in TinyTorch (row-major
+    tensors)."""
     return _C._like("zeros", input, None, dtype, device, requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              layout=None, pin_memory=False):
+    """A tensor of ``input``'s shape (and dtype and device unless given): ``torch.ones``'s
+    values. ``memory_format`` and ``pin_memory`` change nothing in TinyTorch (row-major
+    tensors)."""
     return _C._like("ones", input, None, dtype, device, requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               layout=None, pin_memory=False):
+    """A tensor of ``input``'s shape (and dtype and device unless given): ``torch.empty``'s
+    values. ``memory_format`` and ``pin_memory`` change nothing in TinyTorch (row-major
+    tensors)."""
     return _C._like("empty", input, None, dtype, device, requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None, layout=None, pin_memory=False):
+    """A tensor of ``input``'s shape filled with ``fill_value``."""
     return _C._like("full", input, fill_value, dtype, device, requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False):
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              layout=None, pin_memory=False):
+    """A tensor of ``input``'s shape (and dtype and device unless given): ``torch.rand``'s
+    values. ``memory_format`` and ``pin_memory`` change nothing in TinyTorch (row-major
+    tensors)."""
     return _C._like("rand", input, None, dtype, device, requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False):
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               layout=None, pin_memory=False):
+    """A tensor of ``input``'s shape (and dtype and device unless given): ``torch.randn``'s
+    values. ``memory_format`` and ``pin_memory`` change nothing in TinyTorch (row-major
+    tensors)."""
     return _C._like("randn", input, None, dtype, device, requires_grad)
 
 

@@ -35,11 +35,15 @@ def _root(outputs, grad_outputs):
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, materialize_grads=False):
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, returned as a tuple; no
     ``.grad`` changes. With ``create_graph=True`` the gradients are themselves differentiable
     (Hessian-vector products, gradient penalties); ``retain_graph`` defaults to
     ``create_graph``."""
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad(is_grads_batched=True) is not supported by "
+                                  "TinyTorch")
+    # only_inputs is deprecated in PyTorch and ignored there too
     root, g = _root(outputs, grad_outputs)
     single = isinstance(inputs, _C.Tensor)
     inputs = _as_list(inputs)

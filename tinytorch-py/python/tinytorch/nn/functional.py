@@ -33,7 +33,6 @@ layer_norm = _F.layer_norm
 rms_norm = _F.rms_norm
 group_norm = _F.group_norm
 batch_norm = _F.batch_norm
-scaled_dot_product_attention = _F.scaled_dot_product_attention
 cross_entropy = _F.cross_entropy
 nll_loss = _F.nll_loss
 mse_loss = _F.mse_loss
@@ -109,3 +108,19 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     shape = tuple(input.shape[:2] if batched else input.shape[:1]) + (1,) * 2
     keep = (_C.rand(*shape, dtype=_C.float32) >= p).to(input.dtype).to(input.device)
     return input * keep / (1.0 - p) if p < 1.0 else input * 0.0
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(q k^T * scale + mask) v`` (the Rust fused attention). With ``enable_gqa``,
+    ``key``/``value`` with fewer heads (dim -3) than ``query`` are shared by groups of query
+    heads, as in PyTorch (grouped-query attention)."""
+    if enable_gqa and key.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        heads, kv_heads = query.shape[-3], key.shape[-3]
+        if heads % kv_heads:
+            raise RuntimeError(f"scaled_dot_product_attention: the query's {heads} heads are not "
+                               f"a multiple of the key's {kv_heads}")
+        key = key.repeat_interleave(heads // kv_heads, -3)
+        value = value.repeat_interleave(heads // kv_heads, -3)
+    return _F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal,
+                                           scale)

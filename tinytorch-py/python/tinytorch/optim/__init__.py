@@ -61,21 +61,36 @@ class _EngineOptimizer(Optimizer):
                     group[k] = v
 
 
+# PyTorch's implementation switches: which kernels run (a loop over tensors, a "foreach"
+# batch, a fused kernel) or whether CUDA graphs may capture the step. The Rust engine is one
+# fused update whichever is asked for, so they are accepted and kept in the param groups, as
+# PyTorch keeps them; differentiable=True (autograd through the step) is refused.
+_IMPLEMENTATION_FLAGS = {"foreach": None, "fused": None, "capturable": False,
+                         "differentiable": False}
+
+
 def _optimizer(name, defaults, check=None):
     def __init__(self, params, lr=None, **kwargs):
-        opts = dict(defaults)
+        opts = dict(defaults, **_IMPLEMENTATION_FLAGS)
         if lr is not None:
             opts["lr"] = lr
-        unknown = set(kwargs) - set(defaults)
+        unknown = set(kwargs) - set(opts)
         if unknown:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(unknown)}")
         opts.update(kwargs)
         if opts["lr"] < 0:
             raise ValueError(f"Invalid learning rate: {opts['lr']}")
+        if opts["fused"] and opts["foreach"]:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        if opts["differentiable"]:
+            raise RuntimeError(f"{name}(differentiable=True): TinyTorch's optimizer steps are "
+                               "not recorded by autograd")
         _EngineOptimizer.__init__(self, params, opts)
 
     return type(name, (_EngineOptimizer,), {"__init__": __init__, "_kind": name,
-                                     "__doc__": f"``torch.optim.{name}``; defaults {defaults}."})
+                                            "__doc__": f"``torch.optim.{name}``; defaults "
+                                                       f"{defaults}, and PyTorch's "
+                                                       "foreach/fused/capturable switches."})
 
 
 SGD = _optimizer("SGD", {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
