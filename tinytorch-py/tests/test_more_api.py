@@ -249,3 +249,26 @@ def test_more_layers():
     with sdpa_kernel(SDPBackend.MATH):
         assert torch.nn.attention._current_backends() == [SDPBackend.MATH]
     assert SDPBackend.FLASH_ATTENTION in torch.nn.attention._current_backends()
+
+
+def test_pytree_fx_and_index_copy():
+    import collections
+
+    from tinytorch.utils._pytree import tree_flatten, tree_map, tree_unflatten
+
+    Pair = collections.namedtuple("Pair", "a b")
+    tree = {"x": [1, (2, 3)], "y": None, "z": Pair(4, {"k": 5})}
+    leaves, spec = tree_flatten(tree)
+    assert leaves == [1, 2, 3, 4, 5] and spec.num_leaves == 5
+    assert tree_unflatten([v * 10 for v in leaves], spec) == {
+        "x": [10, (20, 30)], "y": None, "z": Pair(40, {"k": 50})}
+    assert tree_map(lambda v: -v, [1, {"a": 2}]) == [-1, {"a": -2}]
+    with pytest.raises(ValueError, match="has length 2"):
+        tree_unflatten([1, 2], spec)
+    assert torch.fx.wrap(len) is len
+    x = torch.zeros(3, 2)
+    out = x.index_copy_(0, torch.tensor([2, 0]), torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    assert out is x and x.tolist() == [[3, 4], [0, 0], [1, 2]]
+    y = torch.ones(2, 2)
+    assert y.index_copy(1, torch.tensor([1]), torch.zeros(2, 1)).tolist() == [[1, 0], [1, 0]]
+    assert y.tolist() == [[1, 1], [1, 1]]

@@ -172,6 +172,14 @@ def _new(self, *args, **kwargs):
     raise TypeError(f"new(): expected sizes or data, got {args!r}")
 
 
+def _index_copy_(self, dim, index, source):
+    """Copy the slices of ``source`` into this tensor at positions ``index`` along ``dim``
+    (``index`` without repeats, as PyTorch requires): the old slices are subtracted and the
+    new ones added with ``index_add``."""
+    old = self.index_select(dim, index)
+    return self.copy_(self.index_add(dim, index, source - old))
+
+
 def _property(fn, doc):
     prop = property(fn)
     prop.__doc__ = doc
@@ -201,6 +209,9 @@ def install(tensor_class):
         "sqrt_": lambda self: self.copy_(self.sqrt()),
         "exponential_": _exponential_,
         "new": _new,
+        "index_copy_": _index_copy_,
+        "index_copy": lambda self, dim, index, source: _index_copy_(self.clone(), dim, index,
+                                                                    source),
         "is_complex": lambda self: False,
         "nbytes": _property(lambda self: self.numel() * self.element_size(),
                             "The bytes of the tensor's elements (numel * element_size)."),
