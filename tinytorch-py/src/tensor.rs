@@ -321,6 +321,12 @@ impl PyTensor {
     fn detach(&self) -> PyTensor {
         self.t.detach().into()
     }
+    /// `detach_()`: this object becomes a leaf outside the graph (no grad_fn, no
+    /// requires_grad), sharing the same memory; returns it.
+    fn detach_(mut slf: PyRefMut<'_, Self>) -> PyRefMut<'_, Self> {
+        slf.t = slf.t.detach();
+        slf
+    }
     /// `contiguous(memory_format=torch.contiguous_format)`: TinyTorch's tensors are
     /// row-major, so every memory format gives the same (row-major) tensor.
     #[pyo3(signature = (memory_format=None))]

@@ -272,3 +272,31 @@ def test_pytree_fx_and_index_copy():
     y = torch.ones(2, 2)
     assert y.index_copy(1, torch.tensor([1]), torch.zeros(2, 1)).tolist() == [[1, 0], [1, 0]]
     assert y.tolist() == [[1, 1], [1, 1]]
+
+
+def test_sync_batchnorm_detach_and_pin_memory(monkeypatch):
+    model = nn.Sequential(nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3), nn.Sequential(nn.BatchNorm1d(3)))
+    model[1].running_mean.fill_(0.5)
+    converted = nn.SyncBatchNorm.convert_sync_batchnorm(model)
+    assert isinstance(converted[1], nn.SyncBatchNorm) and isinstance(converted[2][0],
+                                                                     nn.SyncBatchNorm)
+    assert converted[1].weight is model[1].weight
+    assert converted[1].running_mean.tolist() == [0.5, 0.5, 0.5]
+    from tinytorch.nn.modules.batchnorm import SyncBatchNorm
+
+    assert SyncBatchNorm is nn.SyncBatchNorm
+    x = torch.randn(4, 3, 2, 2)
+    plain, sync = nn.BatchNorm2d(3), nn.SyncBatchNorm(3)
+    assert torch.allclose(sync(x), plain(x)) and torch.allclose(sync.running_var,
+                                                                plain.running_var)
+    with pytest.raises(ValueError, match="expected at least 2D input"):
+        sync(torch.ones(3))
+    monkeypatch.setattr(torch.distributed, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.distributed, "get_world_size", lambda group=None: 2)
+    with pytest.raises(NotImplementedError, match="SyncBatchNorm across processes"):
+        sync(x)
+    assert torch.allclose(sync.eval()(x), plain.eval()(x))
+    t = torch.ones(2, requires_grad=True) * 2
+    assert t.grad_fn is not None
+    assert t.detach_() is t and t.grad_fn is None and not t.requires_grad
+    assert t.pin_memory() is t and t.is_pinned() is False

@@ -180,6 +180,12 @@ def _index_copy_(self, dim, index, source):
     return self.copy_(self.index_add(dim, index, source - old))
 
 
+def _pin_memory(self, device=None):
+    """The tensor itself: TinyTorch does not page-lock host memory (copies to the GPU are
+    synchronous), and the values are what a pinned copy would hold."""
+    return self
+
+
 def _property(fn, doc):
     prop = property(fn)
     prop.__doc__ = doc
@@ -213,6 +219,8 @@ def install(tensor_class):
         "index_copy": lambda self, dim, index, source: _index_copy_(self.clone(), dim, index,
                                                                     source),
         "is_complex": lambda self: False,
+        "pin_memory": _pin_memory,
+        "is_pinned": lambda self, device=None: False,
         "nbytes": _property(lambda self: self.numel() * self.element_size(),
                             "The bytes of the tensor's elements (numel * element_size)."),
         "itemsize": _property(lambda self: self.element_size(),

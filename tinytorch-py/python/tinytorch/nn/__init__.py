@@ -18,6 +18,7 @@ from .composed import (  # noqa: F401
     GLU, Dropout2d, Hardswish, Hardtanh, PReLU, ReLU6, ZeroPad2d,
 )
 from .parallel import DataParallel  # noqa: F401
+from .sync_batchnorm import SyncBatchNorm  # noqa: F401
 from . import modules  # noqa: F401,E402 (after the classes it re-exports)
 from .transformer import (  # noqa: F401
     MultiheadAttention, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,

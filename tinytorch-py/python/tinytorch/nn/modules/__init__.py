@@ -7,7 +7,7 @@ file only gives them PyTorch's longer import paths, registering each submodule s
 import sys
 import types
 
-from .. import container, layers, module, rnn, rnn_cell, transformer
+from .. import container, layers, module, rnn, rnn_cell, sync_batchnorm, transformer
 
 # submodule -> (the file that holds the classes, their names)
 _TREE = {
@@ -36,6 +36,7 @@ _TREE = {
 _EXTRA = {
     "activation": (transformer, ["MultiheadAttention"]),
     "rnn": (rnn_cell, ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]),
+    "batchnorm": (sync_batchnorm, ["SyncBatchNorm"]),
 }
 
 
