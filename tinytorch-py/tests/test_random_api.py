@@ -73,3 +73,13 @@ def test_randperm():
     assert torch.randperm(0).tolist() == []
     with pytest.raises(RuntimeError, match="non-negative"):
         torch.randperm(-1)
+
+
+def test_multinomial_many_categories():
+    # The search runs per draw: memory is rows x draws, not rows x draws x categories.
+    p = torch.zeros(100000)
+    p[77777] = 1.0
+    assert set(torch.multinomial(p, 50000, True).tolist()) == {77777}
+    edges = torch.tensor([0.0, 0.0, 1.0, 0.0, 3.0, 0.0, 0.0])
+    drawn = torch.multinomial(edges, 20000, True, generator=gen(9)).tolist()
+    assert set(drawn) == {2, 4} and abs(drawn.count(4) / 20000 - 0.75) < 0.015

@@ -2,8 +2,8 @@
 from tensor ops (the Rust library has no multinomial kernel).
 
 With replacement, each draw is the number of entries of the normalised cumulative sum at or
-below a uniform number (inverse-CDF sampling; a zero-probability category never has the
-interval to be picked, and the sum's last entry is exactly 1). Without replacement, PyTorch's
+below a uniform number (inverse-CDF sampling, found by binary search; a zero-probability
+category never has the interval to be picked, and the sum's last entry is exactly 1). Without replacement, PyTorch's
 own method: the ``num_samples`` largest of ``p_i / E_i`` with ``E_i = -log U_i ~ Exp(1)``, which
 draws in the order that sampling one category at a time without putting it back would
 (categories of probability zero come after all others)."""
@@ -37,6 +37,22 @@ def _check(input, num_samples, replacement):
                            "probabilities <= 0)")
 
 
+def _count_at_or_below(cdf, u):
+    """For each ``u[r, j]``, how many entries of the non-decreasing row ``cdf[r]`` are
+    ``<= u[r, j]``: a binary search run for all draws at once (``log2(categories)`` rounds
+    of gathers), so memory stays ``rows * num_samples`` whatever the number of categories."""
+    k = cdf.shape[-1]
+    lo = _C.zeros(*u.shape, dtype=_C.int64)
+    hi = _C.full(tuple(u.shape), k, dtype=_C.int64)
+    for _ in range(k.bit_length()):
+        mid = (lo + hi) // 2
+        right = cdf.gather(-1, mid.clamp_max(k - 1)) <= u
+        right = right & (mid < hi)
+        lo = _C.where(right, mid + 1, lo)
+        hi = _C.where(right, hi, mid)
+    return lo
+
+
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """``torch.multinomial(input, num_samples, replacement=False, *, generator=None)``: for
     each row of ``input`` (1-D: one row), ``num_samples`` category indices (int64) drawn with
@@ -54,8 +70,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
         cdf = probs.cumsum(-1)
         cdf = cdf / cdf[:, -1:]
         u = _C.rand(rows, num_samples, generator=generator, dtype=_C.float64)
-        # (rows, num_samples, categories): how many cumulative sums lie at or below u.
-        out = (cdf.unsqueeze(1) <= u.unsqueeze(-1)).sum(-1)
+        out = _count_at_or_below(cdf, u)
     else:
         u = _C.rand(rows, probs.shape[1], generator=generator, dtype=_C.float64)
         exponential = -u.log()  # Exp(1); u = 0 gives inf, a draw of probability 2^-53
