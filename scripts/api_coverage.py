@@ -13,7 +13,7 @@ and at least 3 repositories, reports
 each as a count of names and weighted by repositories (a name used by 40 repositories counts
 40 times). Then it lists the missing names, most-used first.
 
-    python scripts/api_coverage.py [path/to/torch_api_usage.tsv] [--missing-min-repos 10]
+    python scripts/api_coverage.py [path/to/torch_api_usage.tsv] [--missing-min-repos 3]
 
 Run it with the `tinytorch` package installed (`maturin develop` or `pip install`).
 """
@@ -101,7 +101,7 @@ def main(argv=None):
     p.add_argument("tsv", nargs="?", default=str(DEFAULT_TSV),
                    help="path of torch_api_usage.tsv (default: ../shared/ from the repo root)")
     p.add_argument("--tests", default=str(TESTS), help="folder of the Python tests")
-    p.add_argument("--missing-min-repos", type=int, default=10,
+    p.add_argument("--missing-min-repos", type=int, default=3,
                    help="list the missing names used by at least this many repos")
     args = p.parse_args(argv)
 

@@ -63,7 +63,7 @@ from ._composite import (  # noqa: E402
     bernoulli, bincount, cdist, diag, erfinv, hann_window, hstack, is_complex, normal, ravel,
     tensor_split, vstack,
 )
-from . import _utils, fx, hub, jit  # noqa: E402
+from . import _utils, fx, hub, jit, multiprocessing  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .ao.quantization import qint8  # noqa: E402
 quantization = ao.quantization  # ``torch.quantization``, the older name

@@ -1,6 +1,7 @@
 """Layers whose math is a short composition of existing ops, written in Python:
 ``PReLU`` (learned negative slope), ``Hardswish``, ``ZeroPad2d``, ``ReLU6``, ``Hardtanh``,
-``GLU``, ``Dropout2d``."""
+``GLU``, ``Dropout2d``, ``ConvTranspose1d`` (the 2-D kernel over a height of one),
+``InstanceNorm1d``/``InstanceNorm2d`` (batch norm of N * C channels)."""
 
 from .. import _tinytorch as _C
 from . import functional as F
@@ -108,3 +109,90 @@ class Dropout2d(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class ConvTranspose1d(Module):
+    """``ConvTranspose1d(in_channels, out_channels, kernel_size, stride=1, padding=0,
+    output_padding=0, groups=1, bias=True, dilation=1)``: ``F.conv_transpose1d`` with
+    PyTorch's parameters (weight (C_in, C_out / groups, K)) and initialisation."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups=1, bias=True, dilation=1, padding_mode="zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        from .layers import _ConvNd
+
+        if padding_mode != "zeros":
+            raise ValueError("Only \"zeros\" padding mode is supported for ConvTranspose1d")
+        # _ConvNd builds and initialises the parameters; this Module takes them over.
+        conv = _ConvNd(1, in_channels, out_channels, kernel_size, stride, padding, dilation,
+                       groups, bias, device, dtype, transposed=True,
+                       output_padding=output_padding)
+        for name in ("in_channels", "out_channels", "kernel_size", "stride", "padding",
+                     "dilation", "groups", "output_padding"):
+            setattr(self, name, getattr(conv, name))
+        self.weight, self.bias = conv.weight, conv.bias
+        if bias is False:
+            self.register_parameter("bias", None)
+        self._repr = conv.extra_repr
+
+    def forward(self, input):
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self.output_padding, self.groups, self.dilation)
+
+    def extra_repr(self):
+        return self._repr()
+
+
+class _InstanceNorm(Module):
+    """Instance norm over the positions of each (sample, channel); ``affine`` adds a weight
+    and bias per channel, ``track_running_stats`` running averages used in eval mode."""
+
+    _dims = None
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
+                 track_running_stats=False, device=None, dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        if affine:
+            self.weight = Parameter(_C.ones(num_features, dtype=dtype, device=device))
+            self.bias = Parameter(_C.zeros(num_features, dtype=dtype, device=device))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", _C.zeros(num_features, dtype=dtype,
+                                                          device=device))
+            self.register_buffer("running_var", _C.ones(num_features, dtype=dtype,
+                                                        device=device))
+            self.register_buffer("num_batches_tracked", _C.tensor(0, device=device))
+        else:
+            self.running_mean = self.running_var = self.num_batches_tracked = None
+
+    def forward(self, input):
+        if input.dim() not in (self._dims, self._dims + 1):
+            raise ValueError(f"expected {self._dims}D or {self._dims + 1}D input (got "
+                             f"{input.dim()}D input)")
+        unbatched = input.dim() == self._dims
+        x = input.unsqueeze(0) if unbatched else input
+        use_input_stats = self.training or not self.track_running_stats
+        out = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                              use_input_stats, self.momentum, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance norm of (N, C, L) or (C, L) inputs."""
+
+    _dims = 2
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance norm of (N, C, H, W) or (C, H, W) inputs."""
+
+    _dims = 3

@@ -124,3 +124,39 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         value = value.repeat_interleave(heads // kv_heads, -3)
     return _F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal,
                                            scale)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """The 1-D transposed convolution, as ``conv_transpose2d`` over a height of one: input
+    (N, C_in, L) or (C_in, L), weight (C_in, C_out / groups, K)."""
+    def one(v):
+        return v[0] if isinstance(v, (tuple, list)) else v
+
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    out = conv_transpose2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, one(stride)),
+                           (0, one(padding)), (0, one(output_padding)), groups,
+                           (1, one(dilation))).squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each channel of each sample over its positions: batch norm of the input seen
+    as one sample of N * C channels (PyTorch's method); running statistics, when given, are
+    updated with the average over the batch."""
+    n, c = input.shape[0], input.shape[1]
+    x = input.reshape(1, n * c, *input.shape[2:])
+    rm = running_mean.repeat(n) if running_mean is not None else None
+    rv = running_var.repeat(n) if running_var is not None else None
+    w = weight.repeat(n) if weight is not None else None
+    b = bias.repeat(n) if bias is not None else None
+    out = batch_norm(x, rm, rv, w, b, use_input_stats, momentum, eps)
+    if use_input_stats and running_mean is not None:
+        from .. import _grad_mode
+
+        with _grad_mode.no_grad():
+            running_mean.copy_(rm.reshape(n, c).mean(0))
+            running_var.copy_(rv.reshape(n, c).mean(0))
+    return out.reshape(*input.shape)

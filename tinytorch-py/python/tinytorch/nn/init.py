@@ -105,3 +105,34 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
             + (2 * lo - 1)
         values = (erfinv(u) * (std * math.sqrt(2.0)) + mean).clamp(a, b)
         return tensor.copy_(values)
+
+
+def orthogonal_(tensor, gain=1.0, generator=None):
+    """Fill with a (semi-)orthogonal matrix times ``gain``: the orthonormal factor of a
+    Gaussian matrix (rows = ``tensor.shape[0]``, the other dims flattened), as PyTorch's QR
+    with the signs of R's diagonal made positive gives it; here by Gram-Schmidt with a second
+    orthogonalisation pass per column, in float64."""
+    from .. import _tinytorch as _C
+
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    a = _C.randn(rows, cols, generator=generator, dtype=_C.float64)
+    if rows < cols:
+        a = a.t()
+    n, k = a.shape
+    q = _C.zeros(n, k, dtype=_C.float64)
+    with no_grad():
+        for j in range(k):
+            v = a[:, j]
+            for _ in range(2):  # "twice is enough" (Kahan, Parlett)
+                if j:
+                    basis = q[:, :j]
+                    v = v - basis @ (basis.t() @ v)
+            q[:, j] = v / v.norm()
+        if rows < cols:
+            q = q.t()
+        return tensor.copy_((q * gain).reshape(*tensor.shape))

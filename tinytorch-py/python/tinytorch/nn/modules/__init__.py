@@ -7,16 +7,18 @@ file only gives them PyTorch's longer import paths, registering each submodule s
 import sys
 import types
 
-from .. import container, layers, module, rnn, rnn_cell, sync_batchnorm, transformer
+from .. import composed, container, layers, module, rnn, rnn_cell, sync_batchnorm, transformer
 
 # submodule -> (the file that holds the classes, their names)
 _TREE = {
     "module": (module, ["Module"]),
     "linear": (layers, ["Identity", "Linear"]),
     "conv": (layers, ["_ConvNd", "Conv1d", "Conv2d", "ConvTranspose2d"]),
+    "instancenorm": (composed, ["_InstanceNorm", "InstanceNorm1d", "InstanceNorm2d"]),
+    "padding": (composed, ["ZeroPad2d"]),
     "activation": (layers, ["ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "LeakyReLU", "ELU",
                             "Softplus", "Softmax", "LogSoftmax"]),
-    "batchnorm": (layers, ["_BatchNorm", "BatchNorm1d", "BatchNorm2d"]),
+    "batchnorm": (layers, ["_BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]),
     "container": (container, ["Sequential", "ModuleList", "ModuleDict", "ParameterList"]),
     "dropout": (layers, ["Dropout"]),
     "loss": (layers, ["CrossEntropyLoss", "NLLLoss", "MSELoss", "L1Loss", "SmoothL1Loss",
@@ -34,9 +36,12 @@ _TREE = {
 }
 # Classes defined elsewhere that PyTorch also lists in these submodules.
 _EXTRA = {
-    "activation": (transformer, ["MultiheadAttention"]),
-    "rnn": (rnn_cell, ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]),
-    "batchnorm": (sync_batchnorm, ["SyncBatchNorm"]),
+    "activation": [(transformer, ["MultiheadAttention"]),
+                   (composed, ["PReLU", "Hardswish", "ReLU6", "Hardtanh", "GLU"])],
+    "rnn": [(rnn_cell, ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"])],
+    "batchnorm": [(sync_batchnorm, ["SyncBatchNorm"])],
+    "conv": [(composed, ["ConvTranspose1d"])],
+    "dropout": [(composed, ["Dropout2d"])],
 }
 
 
@@ -63,7 +68,7 @@ def _build():
         full = f"{__name__}.{name}"
         mod = types.ModuleType(full, f"``torch.nn.modules.{name}``: TinyTorch's "
                                      f"{', '.join(classes)}.")
-        pairs = [(source, classes)] + ([_EXTRA[name]] if name in _EXTRA else [])
+        pairs = [(source, classes)] + _EXTRA.get(name, [])
         for src, names in pairs:
             for cls_name in names:
                 if hasattr(src, cls_name):
