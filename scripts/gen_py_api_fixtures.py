@@ -1,6 +1,6 @@
 # Regenerate with: /work/venv48/bin/python scripts/gen_py_api_fixtures.py  (needs torch; CI does not)
-"""PyTorch reference values for tinytorch-py/tests/test_rnn_cells.py, test_lbfgs.py and
-test_distributions.py, written as JSON to tinytorch-py/tests/fixtures/py_api.json:
+"""PyTorch reference values for tinytorch-py/tests/test_rnn_cells.py, test_lbfgs.py,
+test_distributions.py and test_layers_extra.py, written as JSON to tinytorch-py/tests/fixtures/py_api.json:
 
 - cells: outputs of nn.RNNCell/LSTMCell/GRUCell for weights and inputs given by
   ``values(n, phase)`` (below; the tests compute the same numbers), and the gradients of
@@ -10,7 +10,9 @@ test_distributions.py, written as JSON to tinytorch-py/tests/fixtures/py_api.jso
   problems and settings (a fixed step with a short history, strong Wolfe line searches on
   Rosenbrock's function and on a small tanh network), float64;
 - mvn: MultivariateNormal's log_prob, entropy, variance, precision-derived scale_tril and
-  the KL divergence of two of them, for matrices given by ``values``.
+  the KL divergence of two of them, for matrices given by ``values``;
+- grid: F.grid_sample's outputs and gradients (input and grid) for each mode, padding and
+  align_corners setting, and F.affine_grid's grids.
 """
 
 import json
@@ -177,11 +179,39 @@ def mvn():
     }
 
 
+GRID_CASES = [
+    # mode, padding_mode, align_corners
+    ("bilinear", "zeros", False), ("bilinear", "zeros", True), ("bilinear", "border", False),
+    ("nearest", "zeros", False), ("nearest", "border", True),
+]
+
+
+def grids():
+    """grid_sample outputs and (bilinear) gradients for GRID_CASES, and affine_grid."""
+    out = {}
+    x = filled((2, 3, 4, 5), 0.3, torch.float64)
+    # positions inside, on and beyond the border; 1.37 * values keeps clear of pixel centres
+    g = (filled((2, 3, 4, 2), 1.1, torch.float64) * 2.6)
+    for mode, padding, align in GRID_CASES:
+        xi = x.clone().requires_grad_(True)
+        gi = g.clone().requires_grad_(True)
+        y = torch.nn.functional.grid_sample(xi, gi, mode=mode, padding_mode=padding,
+                                            align_corners=align)
+        (y * upstream(y)).sum().backward()
+        out[f"{mode}_{padding}_{align}"] = {"out": tolist(y), "grad_input": tolist(xi.grad),
+                                            "grad_grid": tolist(gi.grad)}
+    theta = filled((2, 2, 3), 2.0, torch.float64)
+    for align in (False, True):
+        out[f"affine_{align}"] = tolist(torch.nn.functional.affine_grid(theta, (2, 3, 4, 5),
+                                                                       align_corners=align))
+    return out
+
+
 def main():
     """Write the fixtures."""
     torch.manual_seed(0)
     data = {"torch_version": torch.__version__, "cells": cells(), "lbfgs": lbfgs(),
-            "mvn": mvn()}
+            "mvn": mvn(), "grid": grids()}
     with open(OUT, "w") as f:
         json.dump(data, f, indent=1)
     print("wrote", OUT)

@@ -123,3 +123,72 @@ def test_spawn(tmp_path):
     with pytest.raises(torch.multiprocessing.ProcessRaisedException, match="rank one fails"):
         torch.multiprocessing.spawn(spawn_target.fail_on_one, nprocs=2)
     assert torch.multiprocessing.cpu_count() >= 1
+
+
+GRID_CASES = [("bilinear", "zeros", False), ("bilinear", "zeros", True),
+              ("bilinear", "border", False), ("nearest", "zeros", False),
+              ("nearest", "border", True)]
+
+
+@pytest.mark.parametrize("mode,padding,align", GRID_CASES)
+def test_grid_sample_matches_pytorch(mode, padding, align):
+    from py_api_fixtures import DATA, assert_list_close, filled, upstream
+
+    want = DATA["grid"][f"{mode}_{padding}_{align}"]
+    x = filled((2, 3, 4, 5), 0.3, torch.float64).requires_grad_(True)
+    g = (filled((2, 3, 4, 2), 1.1, torch.float64) * 2.6).requires_grad_(True)
+    y = F.grid_sample(x, g, mode=mode, padding_mode=padding, align_corners=align)
+    assert tuple(y.shape) == (2, 3, 3, 4)
+    assert_list_close(y, want["out"], atol=1e-12, what="out")
+    (y * upstream(y)).sum().backward()
+    assert_list_close(x.grad, want["grad_input"], atol=1e-12, what="grad input")
+    if mode == "bilinear":
+        assert_list_close(g.grad, want["grad_grid"], atol=1e-10, what="grad grid")
+
+
+def test_affine_grid_and_grid_errors():
+    from py_api_fixtures import DATA, assert_list_close, filled
+
+    theta = filled((2, 2, 3), 2.0, torch.float64)
+    for align in (False, True):
+        assert_list_close(F.affine_grid(theta, (2, 3, 4, 5), align_corners=align),
+                          DATA["grid"][f"affine_{align}"], atol=1e-12)
+    # the identity map samples every pixel at its centre
+    img = torch.arange(12.0).reshape(1, 1, 3, 4)
+    eye = torch.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+    grid = F.affine_grid(eye, (1, 1, 3, 4), align_corners=False)
+    assert torch.allclose(F.grid_sample(img, grid, align_corners=False), img, atol=1e-6)
+    with pytest.warns(UserWarning, match="align_corners=False"):
+        F.grid_sample(img, grid)
+    with pytest.raises(NotImplementedError, match="reflection"):
+        F.grid_sample(img, grid, padding_mode="reflection", align_corners=False)
+
+
+def test_spectral_norm():
+    torch.manual_seed(3)
+    lin = nn.Linear(5, 4)
+    w0 = lin.weight.detach().clone()
+    nn.utils.spectral_norm(lin)
+    assert list(lin.state_dict()) == ["bias", "weight_orig", "weight_u", "weight_v"]
+    x = torch.randn(2, 5)
+    for _ in range(50):  # power iterations converge to the top singular vectors
+        lin(x)
+    # the top singular value of w0, by power iteration on w0^T w0
+    v = torch.ones(5)
+    for _ in range(500):
+        v = w0.t() @ (w0 @ v)
+        v = v / v.norm()
+    sigma = (w0 @ v).norm().item()
+    assert torch.allclose(lin.weight, w0 / sigma, atol=1e-4)
+    lin.eval()
+    u_before = lin.weight_u.clone()
+    lin(x)
+    assert torch.equal(lin.weight_u, u_before)  # no power iteration in eval mode
+    lin.train()
+    lin(x).sum().backward()
+    assert lin.weight_orig.grad is not None
+    nn.utils.remove_spectral_norm(lin)
+    assert sorted(n for n, _ in lin.named_parameters()) == ["bias", "weight"]
+    assert torch.allclose(lin.weight, w0 / sigma, atol=1e-4)
+    convt = nn.utils.spectral_norm(nn.ConvTranspose2d(2, 3, 2))
+    assert tuple(convt.weight_u.shape) == (3,)

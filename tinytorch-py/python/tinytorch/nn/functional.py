@@ -160,3 +160,6 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             running_mean.copy_(rm.reshape(n, c).mean(0))
             running_var.copy_(rv.reshape(n, c).mean(0))
     return out.reshape(*input.shape)
+
+
+from ._grid import affine_grid, grid_sample  # noqa: E402,F401

@@ -1,5 +1,5 @@
 """``torch.nn.utils``: gradient clipping; pruning in ``prune``; ``rnn.pad_sequence``;
-``weight_norm``."""
+``weight_norm``; ``spectral_norm``."""
 
 import math
 
@@ -23,4 +23,5 @@ def clip_grad_value_(parameters, clip_value):
     with no_grad():
         _C.clip_grad_value_(params, float(clip_value))
 from . import prune, rnn  # noqa: E402,F401
+from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: E402,F401
 from .weight_norm import remove_weight_norm, weight_norm  # noqa: E402,F401
