@@ -12,7 +12,7 @@ test_distributions.py and test_layers_extra.py, written as JSON to tinytorch-py/
 - mvn: MultivariateNormal's log_prob, entropy, variance, precision-derived scale_tril and
   the KL divergence of two of them, for matrices given by ``values``;
 - grid: F.grid_sample's outputs and gradients (input and grid) for each mode, padding and
-  align_corners setting, and F.affine_grid's grids.
+  align_corners setting, F.affine_grid's grids, and F.unfold/F.fold of one setting.
 """
 
 import json
@@ -200,6 +200,12 @@ def grids():
         (y * upstream(y)).sum().backward()
         out[f"{mode}_{padding}_{align}"] = {"out": tolist(y), "grad_input": tolist(xi.grad),
                                             "grad_grid": tolist(gi.grad)}
+    xi = x.clone().requires_grad_(True)
+    cols = torch.nn.functional.unfold(xi, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+    (cols * upstream(cols)).sum().backward()
+    out["unfold"] = {"out": tolist(cols), "grad_input": tolist(xi.grad),
+                     "fold": tolist(torch.nn.functional.fold(cols, (4, 5), (2, 3), dilation=(1, 2),
+                                                             padding=1, stride=(2, 1)))}
     theta = filled((2, 2, 3), 2.0, torch.float64)
     for align in (False, True):
         out[f"affine_{align}"] = tolist(torch.nn.functional.affine_grid(theta, (2, 3, 4, 5),

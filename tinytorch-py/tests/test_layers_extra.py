@@ -192,3 +192,20 @@ def test_spectral_norm():
     assert torch.allclose(lin.weight, w0 / sigma, atol=1e-4)
     convt = nn.utils.spectral_norm(nn.ConvTranspose2d(2, 3, 2))
     assert tuple(convt.weight_u.shape) == (3,)
+
+
+def test_unfold_fold_match_pytorch():
+    from py_api_fixtures import DATA, assert_list_close, filled, upstream
+
+    want = DATA["grid"]["unfold"]
+    x = filled((2, 3, 4, 5), 0.3, torch.float64).requires_grad_(True)
+    cols = F.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))
+    assert_list_close(cols, want["out"], atol=1e-12, what="unfold")
+    (cols * upstream(cols)).sum().backward()
+    assert_list_close(x.grad, want["grad_input"], atol=1e-12, what="unfold grad")
+    back = nn.Fold((4, 5), (2, 3), dilation=(1, 2), padding=1, stride=(2, 1))(cols.detach())
+    assert_list_close(back, want["fold"], atol=1e-12, what="fold")
+    patches = nn.Unfold(2, stride=2)(torch.arange(16.0).reshape(1, 1, 4, 4))
+    assert patches[0, :, 0].tolist() == [0.0, 1.0, 4.0, 5.0] and patches.shape == (1, 4, 4)
+    with pytest.raises(RuntimeError, match="number of sliding blocks"):
+        F.fold(torch.ones(1, 4, 3), (4, 4), 2, stride=2)

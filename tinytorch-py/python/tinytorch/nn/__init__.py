@@ -16,8 +16,8 @@ from .parameter import Buffer, Parameter  # noqa: F401
 from .rnn import GRU, LSTM, RNN  # noqa: F401
 from .rnn_cell import GRUCell, LSTMCell, RNNCell, RNNCellBase  # noqa: F401
 from .composed import (  # noqa: F401
-    GLU, ConvTranspose1d, Dropout2d, Hardswish, Hardtanh, InstanceNorm1d, InstanceNorm2d, PReLU,
-    ReLU6, ZeroPad2d,
+    GLU, ConvTranspose1d, Dropout2d, Fold, Hardswish, Hardtanh, InstanceNorm1d, InstanceNorm2d,
+    PReLU, ReLU6, Unfold, ZeroPad2d,
 )
 from .parallel import DataParallel  # noqa: F401
 from .sync_batchnorm import SyncBatchNorm  # noqa: F401

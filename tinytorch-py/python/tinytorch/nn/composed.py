@@ -1,7 +1,7 @@
 """Layers whose math is a short composition of existing ops, written in Python:
 ``PReLU`` (learned negative slope), ``Hardswish``, ``ZeroPad2d``, ``ReLU6``, ``Hardtanh``,
 ``GLU``, ``Dropout2d``, ``ConvTranspose1d`` (the 2-D kernel over a height of one),
-``InstanceNorm1d``/``InstanceNorm2d`` (batch norm of N * C channels)."""
+``InstanceNorm1d``/``InstanceNorm2d`` (batch norm of N * C channels), ``Unfold``/``Fold``."""
 
 from .. import _tinytorch as _C
 from . import functional as F
@@ -196,3 +196,36 @@ class InstanceNorm2d(_InstanceNorm):
     """Instance norm of (N, C, H, W) or (C, H, W) inputs."""
 
     _dims = 3
+
+
+class Unfold(Module):
+    """``Unfold(kernel_size, dilation=1, padding=0, stride=1)``: ``F.unfold``."""
+
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation = kernel_size, dilation
+        self.padding, self.stride = padding, stride
+
+    def forward(self, input):
+        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class Fold(Module):
+    """``Fold(output_size, kernel_size, dilation=1, padding=0, stride=1)``: ``F.fold``."""
+
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.output_size, self.kernel_size = output_size, kernel_size
+        self.dilation, self.padding, self.stride = dilation, padding, stride
+
+    def forward(self, input):
+        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
+                      self.stride)
+
+    def extra_repr(self):
+        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
+                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")

@@ -163,3 +163,4 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
 
 
 from ._grid import affine_grid, grid_sample  # noqa: E402,F401
+from ._fold import fold, unfold  # noqa: E402,F401

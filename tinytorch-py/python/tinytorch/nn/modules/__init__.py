@@ -16,6 +16,7 @@ _TREE = {
     "conv": (layers, ["_ConvNd", "Conv1d", "Conv2d", "ConvTranspose2d"]),
     "instancenorm": (composed, ["_InstanceNorm", "InstanceNorm1d", "InstanceNorm2d"]),
     "padding": (composed, ["ZeroPad2d"]),
+    "fold": (composed, ["Fold", "Unfold"]),
     "activation": (layers, ["ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "LeakyReLU", "ELU",
                             "Softplus", "Softmax", "LogSoftmax"]),
     "batchnorm": (layers, ["_BatchNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]),
