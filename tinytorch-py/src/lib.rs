@@ -124,6 +124,30 @@ fn _cuda_device_name(ordinal: usize) -> PyResult<String> {
     }
 }
 
+/// `(name, major, minor, total_memory, multi_processor_count)` of GPU `ordinal`
+/// (`torch.cuda.get_device_properties`).
+#[pyfunction]
+fn _cuda_device_properties(ordinal: usize) -> PyResult<(String, i32, i32, usize, i32)> {
+    #[cfg(feature = "cuda")]
+    {
+        use crate::error::IntoPyResult;
+        let p = tinytorch::backend::cuda::device_properties(ordinal).py()?;
+        Ok((
+            p.name,
+            p.major,
+            p.minor,
+            p.total_memory,
+            p.multi_processor_count,
+        ))
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Err(pyo3::exceptions::PyAssertionError::new_err(format!(
+            "get_device_properties(cuda:{ordinal}): Torch not compiled with CUDA enabled"
+        )))
+    }
+}
+
 #[pymodule]
 fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tensor::PyTensor>()?;
@@ -205,6 +229,7 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         _cuda_set_allow_tf32,
         _cuda_synchronize,
         _cuda_device_name,
+        _cuda_device_properties,
         _use_this_thread_for_compute,
     );
     let f = PyModule::new(m.py(), "_functional")?;

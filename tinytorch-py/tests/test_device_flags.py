@@ -47,7 +47,8 @@ def test_cuda_without_a_gpu():
     assert torch.cuda.device_count() == 0
     torch.cuda.empty_cache()
     err = AssertionError if not torch.backends.cuda.is_built() else RuntimeError
-    for fn in (torch.cuda.synchronize, torch.cuda.get_device_name, torch.cuda.current_device):
+    for fn in (torch.cuda.synchronize, torch.cuda.get_device_name, torch.cuda.current_device,
+               torch.cuda.get_device_properties, torch.cuda.get_device_capability):
         with pytest.raises(err, match="CUDA|NVIDIA"):
             fn()
 

@@ -73,6 +73,33 @@ def get_device_name(device=None):
     return _C._cuda_device_name(_ordinal(device, "get_device_name"))
 
 
+class _CudaDeviceProperties:
+    """What ``get_device_properties`` returns: ``name``, ``major``, ``minor``,
+    ``total_memory`` (bytes), ``multi_processor_count``."""
+
+    def __init__(self, name, major, minor, total_memory, multi_processor_count):
+        self.name, self.major, self.minor = name, major, minor
+        self.total_memory, self.multi_processor_count = total_memory, multi_processor_count
+
+    def __repr__(self):
+        return (f"_CudaDeviceProperties(name='{self.name}', major={self.major}, "
+                f"minor={self.minor}, total_memory={self.total_memory // (1024 * 1024)}MB, "
+                f"multi_processor_count={self.multi_processor_count})")
+
+
+def get_device_properties(device=None):
+    """The GPU's name, compute capability, memory and multiprocessor count, as the driver
+    reports them."""
+    return _CudaDeviceProperties(*_C._cuda_device_properties(
+        _ordinal(device, "get_device_properties")))
+
+
+def get_device_capability(device=None):
+    """The GPU's compute capability ``(major, minor)``."""
+    p = get_device_properties(device)
+    return p.major, p.minor
+
+
 def manual_seed(seed):
     """Seed the GPU's random stream. TinyTorch draws random numbers for GPU tensors from the
     same generator as the CPU's (``torch.manual_seed``), so, as PyTorch does without a GPU,
