@@ -125,7 +125,25 @@ pub struct PyScalar(pub Scalar);
 
 impl<'a, 'py> FromPyObject<'a, 'py> for PyScalar {
     type Error = PyErr;
+    /// A Python number, or a one-element tensor's value (`add_(t, alpha=lr_tensor)`, as
+    /// PyTorch converts a tensor argument to a Scalar).
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
+        if let Ok(t) = obj.cast::<crate::tensor::PyTensor>() {
+            let t = t.borrow().t.clone();
+            if t.numel() != 1 {
+                return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+                    "a Tensor with {} elements cannot be converted to Scalar",
+                    t.numel()
+                )));
+            }
+            let v = t.item_f64().py()?;
+            return Ok(PyScalar(match t.dtype() {
+                DType::Bool => Scalar::Bool(v != 0.0),
+                DType::I64 => Scalar::Int(t.item::<i64>().py()?),
+                DType::U8 => Scalar::Int(v as i64),
+                _ => Scalar::Float(v),
+            }));
+        }
         scalar_of(&obj).map(PyScalar)
     }
 }

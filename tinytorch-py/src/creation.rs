@@ -153,13 +153,15 @@ fn finish(t: Tensor, device: Device, requires_grad: bool) -> PyResult<PyTensor> 
 /// NumPy array keeps its dtype, as in PyTorch (a copy of `torch.from_numpy`'s tensor, taken
 /// from a C-contiguous copy of the array when its strides are negative).
 #[pyfunction]
-#[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (data, *, dtype=None, device=None, requires_grad=false, pin_memory=false))]
 pub fn tensor(
     data: &Bound<'_, PyAny>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
+    pin_memory: bool,
 ) -> PyResult<PyTensor> {
+    let _ = pin_memory; // only speeds up copies to a GPU
     let dtype = opt_dtype(dtype)?;
     let t = match data.cast::<PyTensor>() {
         Ok(t) => {
@@ -196,13 +198,18 @@ macro_rules! filled {
     ($name:ident, $value:expr, $doc:expr) => {
         #[doc = $doc]
         #[pyfunction]
-        #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false))]
+        #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, pin_memory=false, memory_format=None))]
         pub fn $name(
             size: &Bound<'_, PyTuple>,
             dtype: Option<&Bound<'_, PyAny>>,
             device: Option<&Bound<'_, PyAny>>,
             requires_grad: bool,
+            pin_memory: bool,
+            memory_format: Option<&Bound<'_, PyAny>>,
         ) -> PyResult<PyTensor> {
+            // Pinned host memory only speeds up copies to a GPU, and TinyTorch's tensors
+            // are row-major in every memory format: neither changes the values.
+            let _ = (pin_memory, memory_format);
             let dtype = opt_dtype(dtype)?.unwrap_or(DType::F32);
             let device = opt_device(device)?;
             let t = Tensor::full(&sizes_of(size)?, $value, dtype, device).py()?;
@@ -272,10 +279,13 @@ pub fn randn(
 
 /// `torch.randint(low=0, high, size, dtype=int64, ...)`.
 #[pyfunction]
-#[pyo3(signature = (*args, size=None, dtype=None, device=None, requires_grad=false, generator=None))]
+#[pyo3(signature = (*args, size=None, low=None, high=None, dtype=None, device=None, requires_grad=false, generator=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn randint(
     args: &Bound<'_, PyTuple>,
     size: Option<&Bound<'_, PyAny>>,
+    low: Option<i64>,
+    high: Option<i64>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
@@ -289,6 +299,14 @@ pub fn randint(
             Ok(v) if shape.is_none() || ints.len() < 2 => ints.push(v),
             _ => shape = Some(a.extract()?),
         }
+    }
+    // `randint(0, high=10, size=...)`, `randint(low=2, high=10, size=...)`
+    if let Some(h) = high {
+        ints = match (low, ints.as_slice()) {
+            (Some(l), _) => vec![l, h],
+            (None, [l]) => vec![*l, h],
+            _ => vec![h],
+        };
     }
     let (low, high) = match ints.as_slice() {
         [high] => (0, *high),
@@ -327,11 +345,16 @@ pub fn full(
     finish(t, opt_device(device)?, requires_grad)
 }
 
-/// `torch.arange(end)`, `arange(start, end, step=1)`: int64 when every bound is an int.
+/// `torch.arange(end)`, `arange(start, end, step=1)`, the bounds positional or by keyword
+/// (`arange(start=0, end=n)`): int64 when every bound is an int.
 #[pyfunction]
-#[pyo3(signature = (*args, dtype=None, device=None, requires_grad=false))]
+#[pyo3(signature = (*args, start=None, end=None, step=None, dtype=None, device=None, requires_grad=false))]
+#[allow(clippy::too_many_arguments)]
 pub fn arange(
     args: &Bound<'_, PyTuple>,
+    start: Option<&Bound<'_, PyAny>>,
+    end: Option<&Bound<'_, PyAny>>,
+    step: Option<&Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     device: Option<&Bound<'_, PyAny>>,
     requires_grad: bool,
@@ -340,12 +363,26 @@ pub fn arange(
         .iter()
         .map(|a| scalar_of(&a))
         .collect::<PyResult<_>>()?;
-    let (start, end, step) = match nums.as_slice() {
-        [e] => (Scalar::Int(0), *e, Scalar::Int(1)),
-        [s, e] => (*s, *e, Scalar::Int(1)),
-        [s, e, st] => (*s, *e, *st),
+    let (mut s, mut e, mut st) = (None, None, None);
+    match nums.as_slice() {
+        [] => {}
+        [x] if end.is_none() => e = Some(*x),
+        [x] => s = Some(*x),
+        [a, b] => (s, e) = (Some(*a), Some(*b)),
+        [a, b, c] => (s, e, st) = (Some(*a), Some(*b), Some(*c)),
         _ => return Err(PyTypeError::new_err("arange(start=0, end, step=1)")),
-    };
+    }
+    for (slot, kw) in [(&mut s, start), (&mut e, end), (&mut st, step)] {
+        if let Some(v) = kw {
+            *slot = Some(scalar_of(v)?);
+        }
+    }
+    let end = e.ok_or_else(|| PyTypeError::new_err("arange() missing required argument 'end'"))?;
+    let (start, end, step) = (
+        s.unwrap_or(Scalar::Int(0)),
+        end,
+        st.unwrap_or(Scalar::Int(1)),
+    );
     let all_int = [start, end, step].iter().all(|s| !s.is_float());
     let dtype = opt_dtype(dtype)?.unwrap_or(if all_int { DType::I64 } else { DType::F32 });
     let t = Tensor::arange(

@@ -72,6 +72,12 @@ fn item_of(obj: &Bound<'_, PyAny>) -> PyResult<Item> {
     if obj.is_instance_of::<PyList>() {
         return Ok(Item::Advanced(crate::creation::from_python(obj, None)?));
     }
+    if obj.get_type().name()? == "range" {
+        // `x[range(n), target]`: a range indexes as the list of its values.
+        let values: Vec<i64> = obj.extract()?;
+        let n = values.len();
+        return Ok(Item::Advanced(Tensor::from_vec(values, &[n]).py()?));
+    }
     Err(PyTypeError::new_err(format!(
         "only integers, slices (`:`), ellipsis (`...`), None and integer or boolean tensors \
          are valid indices (got {})",

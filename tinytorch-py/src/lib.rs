@@ -5,15 +5,16 @@
 //! optimizer classes around the engine, the learning-rate schedulers.
 //!
 //! One file per job: tensor.rs (the Tensor class: attributes, conversions, autograd), ops.rs
-//! (its operations), index.rs (`x[...]`), creation.rs (`torch.tensor`, `zeros`, ...),
-//! functional.rs (`nn.functional`), recurrent.rs (RNN/LSTM/GRU), optim.rs (the optimizer
-//! engine), io.rs (safetensors
-//! files for `torch.save`/`load`), random.rs (seeds), profile.rs (`tinytorch.profile`),
+//! (its operations), index.rs (`x[...]`), inplace_index.rs (`scatter_`, `masked_fill_`, ...), creation.rs (`torch.tensor`, `zeros`, ...),
+//! functional.rs (`nn.functional`), recurrent.rs (RNN/LSTM/GRU), rnn_cell.rs (their cells), optim.rs (the optimizer
+//! engine), io.rs (safetensors files for `torch.save`/`load`), random.rs (seeds, `randperm`),
+//! profile.rs (`tinytorch.profile`),
 //! benchmark.rs (`tinytorch.utils.benchmark`'s statistics), prune.rs (pruning masks),
 //! quant.rs (the int8 layer of `quantize_dynamic`), distributed.rs (`tinytorch.distributed`),
-//! autograd.rs (`autograd.grad`, `autograd.Function`'s node), convert.rs (dtype/device
-//! objects and argument parsing), error.rs (exceptions).
+//! amp.rs (`torch.autocast`'s scope), autograd.rs (`autograd.grad`, `autograd.Function`'s
+//! node), convert.rs (dtype/device objects and argument parsing), error.rs (exceptions).
 
+mod amp;
 mod autograd;
 mod benchmark;
 mod convert;
@@ -22,6 +23,7 @@ mod distributed;
 mod error;
 mod functional;
 mod index;
+mod inplace_index;
 mod io;
 mod ops;
 mod optim;
@@ -30,6 +32,7 @@ mod prune;
 mod quant;
 mod random;
 mod recurrent;
+mod rnn_cell;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -68,6 +71,80 @@ fn _cuda_is_available() -> bool {
     #[cfg(not(feature = "cuda"))]
     {
         false
+    }
+}
+
+/// Whether this build has CUDA compiled in (`torch.backends.cuda.is_built()`).
+#[pyfunction]
+fn _cuda_is_built() -> bool {
+    cfg!(feature = "cuda")
+}
+
+/// Let f32 matmuls on the GPU use TF32 (`torch.backends.cuda.matmul.allow_tf32 = on`);
+/// without CUDA compiled in there is no GPU matmul for the flag to change.
+#[pyfunction]
+fn _cuda_set_allow_tf32(on: bool) {
+    #[cfg(feature = "cuda")]
+    tinytorch::backend::cuda::set_allow_tf32(on);
+    #[cfg(not(feature = "cuda"))]
+    let _ = on;
+}
+
+/// Wait until the work queued on GPU `ordinal` has finished (`torch.cuda.synchronize`).
+#[pyfunction]
+fn _cuda_synchronize(ordinal: usize) -> PyResult<()> {
+    #[cfg(feature = "cuda")]
+    {
+        use crate::error::IntoPyResult;
+        tinytorch::backend::cuda::device::get(ordinal)
+            .and_then(|d| d.synchronize())
+            .py()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Err(pyo3::exceptions::PyAssertionError::new_err(format!(
+            "synchronize(cuda:{ordinal}): Torch not compiled with CUDA enabled"
+        )))
+    }
+}
+
+/// The name the driver gives GPU `ordinal` (`torch.cuda.get_device_name`).
+#[pyfunction]
+fn _cuda_device_name(ordinal: usize) -> PyResult<String> {
+    #[cfg(feature = "cuda")]
+    {
+        use crate::error::IntoPyResult;
+        tinytorch::backend::cuda::device_name(ordinal).py()
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Err(pyo3::exceptions::PyAssertionError::new_err(format!(
+            "get_device_name(cuda:{ordinal}): Torch not compiled with CUDA enabled"
+        )))
+    }
+}
+
+/// `(name, major, minor, total_memory, multi_processor_count)` of GPU `ordinal`
+/// (`torch.cuda.get_device_properties`).
+#[pyfunction]
+fn _cuda_device_properties(ordinal: usize) -> PyResult<(String, i32, i32, usize, i32)> {
+    #[cfg(feature = "cuda")]
+    {
+        use crate::error::IntoPyResult;
+        let p = tinytorch::backend::cuda::device_properties(ordinal).py()?;
+        Ok((
+            p.name,
+            p.major,
+            p.minor,
+            p.total_memory,
+            p.multi_processor_count,
+        ))
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        Err(pyo3::exceptions::PyAssertionError::new_err(format!(
+            "get_device_properties(cuda:{ordinal}): Torch not compiled with CUDA enabled"
+        )))
     }
 }
 
@@ -111,6 +188,11 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ops::einsum,
         ops::r#where,
         random::manual_seed,
+        random::randperm,
+        rnn_cell::_cell_init,
+        rnn_cell::_cell_forward,
+        amp::_autocast_dtype,
+        amp::_set_autocast_dtype,
         autograd::_custom_function,
         autograd::_autograd_grad,
         autograd::_checkpoint,
@@ -143,6 +225,11 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         _set_grad_enabled,
         is_grad_enabled,
         _cuda_is_available,
+        _cuda_is_built,
+        _cuda_set_allow_tf32,
+        _cuda_synchronize,
+        _cuda_device_name,
+        _cuda_device_properties,
         _use_this_thread_for_compute,
     );
     let f = PyModule::new(m.py(), "_functional")?;

@@ -421,76 +421,136 @@ impl PyTensor {
     fn clamp_max(&self, max: Operand) -> PyResult<PyTensor> {
         self.clamp(None, Some(max))
     }
-    fn softmax(&self, py: Python<'_>, dim: isize) -> PyResult<PyTensor> {
-        let t = self.t.clone();
+    /// `softmax(dim, dtype=None)`: with a dtype, the input is cast to it first.
+    #[pyo3(signature = (dim, dtype=None))]
+    fn softmax(
+        &self,
+        py: Python<'_>,
+        dim: isize,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        let t = cast_to_opt_dtype(&self.t, dtype)?;
         nogil(py, t.numel(), || t.softmax(dim)).map(Into::into)
     }
-    fn log_softmax(&self, py: Python<'_>, dim: isize) -> PyResult<PyTensor> {
-        let t = self.t.clone();
+    /// `log_softmax(dim, dtype=None)`: with a dtype, the input is cast to it first.
+    #[pyo3(signature = (dim, dtype=None))]
+    fn log_softmax(
+        &self,
+        py: Python<'_>,
+        dim: isize,
+        dtype: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        let t = cast_to_opt_dtype(&self.t, dtype)?;
         nogil(py, t.numel(), || t.log_softmax(dim)).map(Into::into)
     }
 
     // ---- reductions -------------------------------------------------------------------
 
-    /// `sum(dim=None, keepdim=False, *, dtype=None)`.
-    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
-    fn sum(
+    /// `sum(dim=None, keepdim=False, *, dtype=None)`; NumPy's `axis=`/`keepdims=` are
+    /// aliases, as in PyTorch (also for the other reductions).
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None, axis=None, keepdims=None))]
+    fn sum<'py>(
         &self,
-        dim: Option<&Bound<'_, PyAny>>,
+        dim: Option<&Bound<'py, PyAny>>,
         keepdim: bool,
-        dtype: Option<&Bound<'_, PyAny>>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        axis: Option<&Bound<'py, PyAny>>,
+        keepdims: Option<bool>,
     ) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
         let x = cast_to_opt_dtype(&self.t, dtype)?;
         Ok(x.sum(&dims_of(dim)?, keepdim).py()?.into())
     }
-    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None))]
-    fn mean(
+    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None, axis=None, keepdims=None))]
+    fn mean<'py>(
         &self,
-        dim: Option<&Bound<'_, PyAny>>,
+        dim: Option<&Bound<'py, PyAny>>,
         keepdim: bool,
-        dtype: Option<&Bound<'_, PyAny>>,
+        dtype: Option<&Bound<'py, PyAny>>,
+        axis: Option<&Bound<'py, PyAny>>,
+        keepdims: Option<bool>,
     ) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
         let x = cast_to_opt_dtype(&self.t, dtype)?;
         Ok(x.mean(&dims_of(dim)?, keepdim).py()?.into())
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn prod(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn prod<'py>(
+        &self,
+        dim: Option<&Bound<'py, PyAny>>,
+        keepdim: bool,
+        axis: Option<&Bound<'py, PyAny>>,
+        keepdims: Option<bool>,
+    ) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
         Ok(self.t.prod(&dims_of(dim)?, keepdim).py()?.into())
     }
     /// `max()` (the largest element), `max(dim, keepdim=False)` (values and indices), or
     /// `max(other)` (elementwise).
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn max(
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn max<'py>(
         &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
+        py: Python<'py>,
+        dim: Option<&Bound<'py, PyAny>>,
         keepdim: bool,
+        axis: Option<&Bound<'py, PyAny>>,
+        keepdims: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
-        self.extreme(py, dim, keepdim, true)
+        self.extreme(py, dim.or(axis), keepdims.unwrap_or(keepdim), true)
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn min(
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn min<'py>(
         &self,
-        py: Python<'_>,
-        dim: Option<&Bound<'_, PyAny>>,
+        py: Python<'py>,
+        dim: Option<&Bound<'py, PyAny>>,
         keepdim: bool,
+        axis: Option<&Bound<'py, PyAny>>,
+        keepdims: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
-        self.extreme(py, dim, keepdim, false)
+        self.extreme(py, dim.or(axis), keepdims.unwrap_or(keepdim), false)
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn amax(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn amax<'py>(
+        &self,
+        dim: Option<&Bound<'py, PyAny>>,
+        keepdim: bool,
+        axis: Option<&Bound<'py, PyAny>>,
+        keepdims: Option<bool>,
+    ) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
         Ok(self.t.amax(&dims_of(dim)?, keepdim).py()?.into())
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn amin(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn amin<'py>(
+        &self,
+        dim: Option<&Bound<'py, PyAny>>,
+        keepdim: bool,
+        axis: Option<&Bound<'py, PyAny>>,
+        keepdims: Option<bool>,
+    ) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
         Ok(self.t.amin(&dims_of(dim)?, keepdim).py()?.into())
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn argmax(&self, dim: Option<isize>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn argmax(
+        &self,
+        dim: Option<isize>,
+        keepdim: bool,
+        axis: Option<isize>,
+        keepdims: Option<bool>,
+    ) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
         Ok(self.t.argmax(dim, keepdim).py()?.into())
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn argmin(&self, dim: Option<isize>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn argmin(
+        &self,
+        dim: Option<isize>,
+        keepdim: bool,
+        axis: Option<isize>,
+        keepdims: Option<bool>,
+    ) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
         Ok(self.t.argmin(dim, keepdim).py()?.into())
     }
     /// `var(dim=None, unbiased=True, keepdim=False, *, correction=None)`.
@@ -534,19 +594,37 @@ impl PyTensor {
             .py()?
             .into())
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn all(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn all<'py>(
+        &self,
+        dim: Option<&Bound<'py, PyAny>>,
+        keepdim: bool,
+        axis: Option<&Bound<'py, PyAny>>,
+        keepdims: Option<bool>,
+    ) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
         Ok(self.t.all_dims(&dims_of(dim)?, keepdim).py()?.into())
     }
-    #[pyo3(signature = (dim=None, keepdim=false))]
-    fn any(&self, dim: Option<&Bound<'_, PyAny>>, keepdim: bool) -> PyResult<PyTensor> {
+    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+    fn any<'py>(
+        &self,
+        dim: Option<&Bound<'py, PyAny>>,
+        keepdim: bool,
+        axis: Option<&Bound<'py, PyAny>>,
+        keepdims: Option<bool>,
+    ) -> PyResult<PyTensor> {
+        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
         Ok(self.t.any_dims(&dims_of(dim)?, keepdim).py()?.into())
     }
-    fn cumsum(&self, dim: isize) -> PyResult<PyTensor> {
-        Ok(self.t.cumsum(dim).py()?.into())
+    /// `cumsum(dim, *, dtype=None)`: with a dtype, the input is cast to it first.
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn cumsum(&self, dim: isize, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        Ok(cast_to_opt_dtype(&self.t, dtype)?.cumsum(dim).py()?.into())
     }
-    fn cumprod(&self, dim: isize) -> PyResult<PyTensor> {
-        Ok(self.t.cumprod(dim).py()?.into())
+    /// `cumprod(dim, *, dtype=None)`: with a dtype, the input is cast to it first.
+    #[pyo3(signature = (dim, *, dtype=None))]
+    fn cumprod(&self, dim: isize, dtype: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        Ok(cast_to_opt_dtype(&self.t, dtype)?.cumprod(dim).py()?.into())
     }
 
     // ---- shapes -----------------------------------------------------------------------
@@ -622,9 +700,29 @@ impl PyTensor {
     fn repeat(&self, sizes: &Bound<'_, PyTuple>) -> PyResult<PyTensor> {
         Ok(self.t.repeat(&sizes_of(sizes)?).py()?.into())
     }
-    #[pyo3(signature = (repeats, dim=None))]
-    fn repeat_interleave(&self, repeats: usize, dim: Option<isize>) -> PyResult<PyTensor> {
-        Ok(self.t.repeat_interleave(repeats, dim).py()?.into())
+    /// `repeat_interleave(repeats, dim=None, *, output_size=None)`; `output_size` (a hint
+    /// that spares PyTorch a device sync) is checked against the result.
+    #[pyo3(signature = (repeats, dim=None, *, output_size=None))]
+    fn repeat_interleave(
+        &self,
+        repeats: usize,
+        dim: Option<isize>,
+        output_size: Option<usize>,
+    ) -> PyResult<PyTensor> {
+        let out = self.t.repeat_interleave(repeats, dim).py()?;
+        if let Some(n) = output_size {
+            let got = match dim {
+                // the op succeeded, so `d` is a valid (possibly negative) dim
+                Some(d) => out.shape()[d.rem_euclid(out.ndim() as isize) as usize],
+                None => out.numel(),
+            };
+            if got != n {
+                return Err(PyValueError::new_err(format!(
+                    "repeat_interleave: output_size={n} but the result has {got} elements along the dim"
+                )));
+            }
+        }
+        Ok(out.into())
     }
     fn narrow(&self, dim: isize, start: isize, length: usize) -> PyResult<PyTensor> {
         Ok(self.t.narrow(dim, start, length).py()?.into())
@@ -647,13 +745,17 @@ impl PyTensor {
         tuple_of(py, self.t.chunk(chunks, dim).py()?)
     }
     /// `split(split_size_or_sections, dim=0)`: an int size or a list of sizes.
-    #[pyo3(signature = (split_size_or_sections, dim=0))]
+    #[pyo3(signature = (split_size_or_sections=None, dim=0, *, split_size=None))]
     fn split<'py>(
         &self,
         py: Python<'py>,
-        split_size_or_sections: &Bound<'py, PyAny>,
+        split_size_or_sections: Option<&Bound<'py, PyAny>>,
         dim: isize,
+        split_size: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyTuple>> {
+        let split_size_or_sections = split_size_or_sections.or(split_size).ok_or_else(|| {
+            PyTypeError::new_err("split() missing required argument 'split_size_or_sections'")
+        })?;
         let parts = match split_size_or_sections.extract::<usize>() {
             Ok(size) => self.t.split(size, dim),
             Err(_) => self
@@ -671,8 +773,20 @@ impl PyTensor {
             .py()?;
         tuple_of(py, parts)
     }
-    fn flip(&self, dims: &Bound<'_, PyAny>) -> PyResult<PyTensor> {
-        Ok(self.t.flip(&dims_of(Some(dims))?).py()?.into())
+    /// `flip(dims)`, `flip(*dims)` or `flip(dims=...)`.
+    #[pyo3(signature = (*args, dims=None))]
+    fn flip(
+        &self,
+        args: &Bound<'_, PyTuple>,
+        dims: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<PyTensor> {
+        let dims = match (dims, args.len()) {
+            (Some(d), 0) => dims_of(Some(d))?,
+            (None, 1) => dims_of(Some(&args.get_item(0)?))?,
+            (None, n) if n > 1 => dims_of(Some(args.as_any()))?,
+            _ => return Err(PyTypeError::new_err("flip() takes the dims to flip, once")),
+        };
+        Ok(self.t.flip(&dims).py()?.into())
     }
     /// `roll(shifts, dims=None)`: without dims, over the flattened tensor.
     #[pyo3(signature = (shifts, dims=None))]
@@ -712,7 +826,7 @@ impl PyTensor {
     }
     /// `scatter(dim, index, src)` or `scatter(dim, index, value=)`.
     #[pyo3(signature = (dim, index, src=None, *, value=None))]
-    fn scatter(
+    pub(crate) fn scatter(
         &self,
         dim: isize,
         index: PyRef<'_, PyTensor>,
@@ -738,7 +852,7 @@ impl PyTensor {
         Ok(self.t.scatter_add(dim, &index.t, &src.t).py()?.into())
     }
     #[pyo3(signature = (dim, index, source, *, alpha=None))]
-    fn index_add(
+    pub(crate) fn index_add(
         &self,
         dim: isize,
         index: PyRef<'_, PyTensor>,
@@ -752,7 +866,7 @@ impl PyTensor {
         Ok(self.t.index_add(dim, &index.t, &src).py()?.into())
     }
     /// `masked_fill(mask, value)`, the value a number or a 0-d tensor.
-    fn masked_fill(
+    pub(crate) fn masked_fill(
         &self,
         mask: PyRef<'_, PyTensor>,
         value: &Bound<'_, PyAny>,
@@ -898,7 +1012,14 @@ impl PyTensor {
     fn __itruediv__(slf: PyRef<'_, Self>, other: Operand) -> PyResult<()> {
         Self::div_(slf, other).map(drop)
     }
-    fn copy_<'py>(slf: PyRef<'py, Self>, src: PyRef<'_, PyTensor>) -> PyResult<PyRef<'py, Self>> {
+    /// `copy_(src, non_blocking=False)`: copies finish before returning either way.
+    #[pyo3(signature = (src, non_blocking=false))]
+    fn copy_<'py>(
+        slf: PyRef<'py, Self>,
+        src: PyRef<'_, PyTensor>,
+        non_blocking: bool,
+    ) -> PyResult<PyRef<'py, Self>> {
+        let _ = non_blocking;
         slf.t.copy_(&src.t).py()?;
         Ok(slf)
     }
@@ -999,8 +1120,9 @@ pub fn tensor_list(seq: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
 
 /// `torch.cat(tensors, dim=0)`.
 #[pyfunction]
-#[pyo3(signature = (tensors, dim=0))]
-pub fn cat(tensors: &Bound<'_, PyAny>, dim: isize) -> PyResult<PyTensor> {
+#[pyo3(signature = (tensors, dim=0, *, axis=None))]
+pub fn cat(tensors: &Bound<'_, PyAny>, dim: isize, axis: Option<isize>) -> PyResult<PyTensor> {
+    let dim = axis.unwrap_or(dim);
     let ts = tensor_list(tensors)?;
     Ok(Tensor::cat(&ts.iter().collect::<Vec<_>>(), dim)
         .py()?
@@ -1009,8 +1131,9 @@ pub fn cat(tensors: &Bound<'_, PyAny>, dim: isize) -> PyResult<PyTensor> {
 
 /// `torch.stack(tensors, dim=0)`.
 #[pyfunction]
-#[pyo3(signature = (tensors, dim=0))]
-pub fn stack(tensors: &Bound<'_, PyAny>, dim: isize) -> PyResult<PyTensor> {
+#[pyo3(signature = (tensors, dim=0, *, axis=None))]
+pub fn stack(tensors: &Bound<'_, PyAny>, dim: isize, axis: Option<isize>) -> PyResult<PyTensor> {
+    let dim = axis.unwrap_or(dim);
     let ts = tensor_list(tensors)?;
     Ok(Tensor::stack(&ts.iter().collect::<Vec<_>>(), dim)
         .py()?

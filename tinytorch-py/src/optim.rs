@@ -17,14 +17,17 @@ use tinytorch::optim::{
 use tinytorch::Tensor;
 
 /// A group's hyperparameters as TinyTorch names them: `betas` splits into `beta1`/`beta2`,
-/// booleans become 0/1; `params` and unknown entries (user keys) are left out.
+/// booleans become 0/1; `params`, PyTorch's implementation switches and entries that are
+/// not numbers are left out.
 fn options_of(group: &Bound<'_, PyDict>) -> PyResult<(f64, BTreeMap<String, f64>)> {
     let mut lr = None;
     let mut out = BTreeMap::new();
     for (k, v) in group.iter() {
         let k: String = k.extract()?;
         match k.as_str() {
-            "params" => {}
+            // PyTorch's implementation switches: the engine is one fused update whichever
+            // is asked for (optim/__init__.py refuses differentiable=True).
+            "params" | "foreach" | "fused" | "capturable" | "differentiable" => {}
             "lr" => lr = Some(v.extract::<f64>()?),
             "betas" => {
                 let (b1, b2): (f64, f64) = v.extract()?;

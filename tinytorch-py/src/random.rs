@@ -35,7 +35,7 @@ impl PyGenerator {
 }
 
 /// A seed from the global stream, as a fresh `torch.Generator()` gets a default seed.
-fn rand_seed() -> u64 {
+pub(crate) fn rand_seed() -> u64 {
     tinytorch::Tensor::randint(0, i64::MAX, &[], tinytorch::Device::Cpu)
         .and_then(|t| t.item::<i64>())
         .map_or(67280421310721, |v| v as u64)
@@ -45,4 +45,45 @@ fn rand_seed() -> u64 {
 #[pyfunction]
 pub fn manual_seed(seed: u64) {
     tinytorch::manual_seed(seed);
+}
+
+/// `torch.randperm(n, *, generator=None, dtype=torch.int64, device=None,
+/// requires_grad=False)`: a random permutation of `0..n` (TinyTorch's Fisher-Yates,
+/// `tinytorch::data::randperm`); without a generator, one seeded from the global stream, so
+/// `manual_seed` makes it repeat.
+#[pyfunction]
+#[pyo3(signature = (n, *, generator=None, dtype=None, device=None, requires_grad=false))]
+pub fn randperm(
+    n: i64,
+    generator: Option<PyRefMut<'_, PyGenerator>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+    device: Option<&Bound<'_, PyAny>>,
+    requires_grad: bool,
+) -> PyResult<crate::tensor::PyTensor> {
+    use crate::error::IntoPyResult;
+    if n < 0 {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "randperm: n must be non-negative, got {n}"
+        )));
+    }
+    let perm = match generator {
+        Some(mut g) => tinytorch::data::randperm(n as usize, &mut g.0),
+        None => tinytorch::data::randperm(n as usize, &mut Generator::new(rand_seed())),
+    }
+    .py()?;
+    let values: Vec<i64> = perm.into_iter().map(|i| i as i64).collect();
+    let t = tinytorch::Tensor::from_vec(values, &[n as usize]).py()?;
+    let t = crate::convert::cast_to_opt_dtype(&t, dtype)?;
+    let device = crate::convert::opt_device(device)?;
+    let t = if device != tinytorch::Device::Cpu {
+        t.to_device(device).py()?
+    } else {
+        t
+    };
+    let t = if requires_grad {
+        t.requires_grad_(true).py()?
+    } else {
+        t
+    };
+    Ok(t.into())
 }

@@ -321,11 +321,23 @@ impl PyTensor {
     fn detach(&self) -> PyTensor {
         self.t.detach().into()
     }
-    fn contiguous(&self) -> PyResult<PyTensor> {
+    /// `detach_()`: this object becomes a leaf outside the graph (no grad_fn, no
+    /// requires_grad), sharing the same memory; returns it.
+    fn detach_(mut slf: PyRefMut<'_, Self>) -> PyRefMut<'_, Self> {
+        slf.t = slf.t.detach();
+        slf
+    }
+    /// `contiguous(memory_format=torch.contiguous_format)`: TinyTorch's tensors are
+    /// row-major, so every memory format gives the same (row-major) tensor.
+    #[pyo3(signature = (memory_format=None))]
+    fn contiguous(&self, memory_format: Option<&Bound<'_, PyAny>>) -> PyResult<PyTensor> {
+        let _ = memory_format;
         Ok(self.t.contiguous().py()?.into())
     }
     /// `to(dtype)`, `to(device)`, `to(device, dtype)`, `to(other_tensor)`, or keywords.
-    #[pyo3(signature = (*args, dtype=None, device=None, non_blocking=false, copy=false))]
+    /// `non_blocking` changes nothing (copies finish before returning); `memory_format`
+    /// neither (TinyTorch's tensors are row-major).
+    #[pyo3(signature = (*args, dtype=None, device=None, non_blocking=false, copy=false, memory_format=None))]
     fn to(
         &self,
         args: &Bound<'_, PyTuple>,
@@ -333,8 +345,9 @@ impl PyTensor {
         device: Option<&Bound<'_, PyAny>>,
         non_blocking: bool,
         copy: bool,
+        memory_format: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyTensor> {
-        let _ = non_blocking;
+        let _ = (non_blocking, memory_format);
         let mut to_dtype = opt_dtype(dtype)?;
         let mut to_device = match device {
             Some(d) if !d.is_none() => Some(device_of(d)?),
@@ -384,8 +397,10 @@ impl PyTensor {
     fn bool(&self) -> PyResult<PyTensor> {
         self.cast(DType::Bool)
     }
-    #[pyo3(signature = (device=None))]
-    fn cuda(&self, device: Option<usize>) -> PyResult<PyTensor> {
+    /// `cuda(device=None, non_blocking=False)`; the copy finishes before returning.
+    #[pyo3(signature = (device=None, non_blocking=false))]
+    fn cuda(&self, device: Option<usize>, non_blocking: bool) -> PyResult<PyTensor> {
+        let _ = non_blocking;
         Ok(self
             .t
             .to_device(Device::Cuda(device.unwrap_or(0)))

@@ -140,3 +140,28 @@ def test_mixing_devices_is_an_error_naming_both():
         a + b
     with pytest.raises(RuntimeError, match=r"(?i)cpu.*cuda|cuda.*cpu"):
         nn.Linear(3, 2)(b)
+
+
+def test_device_queries_and_flags():
+    """torch.cuda's device queries read the driver; the TF32 flag reaches the matmul."""
+    assert torch.cuda.device_count() == 1 and torch.cuda.current_device() == 0
+    name = torch.cuda.get_device_name()
+    props = torch.cuda.get_device_properties(0)
+    assert name and props.name == name and props.total_memory > 2 ** 30
+    assert torch.cuda.get_device_capability() == (props.major, props.minor)
+    assert props.multi_processor_count > 0 and torch.cuda.is_bf16_supported()
+    torch.cuda.synchronize()
+    a = torch.randn(256, 256, device="cuda")
+    exact = (a @ a).cpu()
+    torch.backends.cuda.matmul.allow_tf32 = True
+    try:
+        tf32 = (a @ a).cpu()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = False
+    assert torch.allclose(tf32, exact, rtol=1e-2, atol=1e-1)
+    assert torch.accelerator.is_available() and torch.accelerator.current_accelerator().type \
+        == "cuda"
+    x = torch.ones(2, device="cuda")
+    assert x.type() == "torch.cuda.FloatTensor" and isinstance(x, torch.cuda.FloatTensor)
+    with torch.autocast("cuda"):
+        assert nn.Linear(4, 4).cuda()(torch.ones(2, 4, device="cuda")).dtype == torch.float16

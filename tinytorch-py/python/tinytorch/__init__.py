@@ -46,7 +46,25 @@ from ._grad_mode import no_grad, enable_grad, set_grad_enabled, inference_mode
 from ._functions import *  # noqa: F401,F403 (the torch.* forms of the tensor methods)
 from ._functions import __all__ as _function_names
 from ._serialization import save, load
+from ._tinytorch import randperm  # noqa: E402
+from ._multinomial import multinomial  # noqa: E402
+from . import _tensor  # noqa: E402
+from ._legacy_types import CPU_TYPES as _CPU_TYPES  # noqa: E402
+from ._memory_format import (  # noqa: E402
+    channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format,
+)
+from ._compile import compile  # noqa: E402,A001
 from . import nn, optim, utils, autograd, cuda, profile, ao, distributed  # noqa: E402
+from . import accelerator, amp, backends, distributions, onnx  # noqa: E402
+from ._dtype_info import finfo, iinfo  # noqa: E402
+from . import functional  # noqa: E402
+from .functional import meshgrid, unique, median  # noqa: E402
+from ._composite import (  # noqa: E402
+    bernoulli, bincount, cdist, diag, erfinv, hann_window, hstack, is_complex, normal, ravel,
+    tensor_split, vstack,
+)
+from . import _utils, fx, hub, jit, multiprocessing  # noqa: E402
+from .amp import autocast  # noqa: E402
 from .ao.quantization import qint8  # noqa: E402
 quantization = ao.quantization  # ``torch.quantization``, the older name
 
@@ -60,31 +78,82 @@ def _join_compute_pool():
 
 
 _join_compute_pool()
+_tensor.install(Tensor)
+globals().update(_CPU_TYPES)  # torch.FloatTensor, torch.LongTensor, ...
+
+import math as _math  # noqa: E402 (``float`` here is torch.float, the dtype)
+
+inf = _math.inf
+nan = _math.nan
+pi = _math.pi
+e = _math.e
 
 concatenate = cat
+concat = cat
 
 
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+def set_float32_matmul_precision(precision):
+    """``"highest"`` keeps float32 matmuls in float32 on the GPU; ``"high"`` and
+    ``"medium"`` let them use TF32 (``torch.backends.cuda.matmul.allow_tf32``)."""
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"set_float32_matmul_precision: invalid precision {precision!r} "
+                           "(expected 'highest', 'high' or 'medium')")
+    backends.cuda.matmul.allow_tf32 = precision != "highest"
+    global _float32_matmul_precision
+    _float32_matmul_precision = precision
+
+
+_float32_matmul_precision = "highest"
+
+
+def get_float32_matmul_precision():
+    """The setting of ``set_float32_matmul_precision`` (``"highest"`` at start)."""
+    return _float32_matmul_precision
+
+
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               layout=None, pin_memory=False):
+    """A tensor of ``input``'s shape (and dtype and device unless given): ``torch.zeros``'s
+    values. ``memory_format`` and ``pin_memory`` change nothing in TinyTorch (row-major
+    tensors)."""
     return _C._like("zeros", input, None, dtype, device, requires_grad)
 
 
-def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              layout=None, pin_memory=False):
+    """A tensor of ``input``'s shape (and dtype and device unless given): ``torch.ones``'s
+    values. ``memory_format`` and ``pin_memory`` change nothing in TinyTorch (row-major
+    tensors)."""
     return _C._like("ones", input, None, dtype, device, requires_grad)
 
 
-def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               layout=None, pin_memory=False):
+    """A tensor of ``input``'s shape (and dtype and device unless given): ``torch.empty``'s
+    values. ``memory_format`` and ``pin_memory`` change nothing in TinyTorch (row-major
+    tensors)."""
     return _C._like("empty", input, None, dtype, device, requires_grad)
 
 
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False,
+              memory_format=None, layout=None, pin_memory=False):
+    """A tensor of ``input``'s shape filled with ``fill_value``."""
     return _C._like("full", input, fill_value, dtype, device, requires_grad)
 
 
-def rand_like(input, *, dtype=None, device=None, requires_grad=False):
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+              layout=None, pin_memory=False):
+    """A tensor of ``input``'s shape (and dtype and device unless given): ``torch.rand``'s
+    values. ``memory_format`` and ``pin_memory`` change nothing in TinyTorch (row-major
+    tensors)."""
     return _C._like("rand", input, None, dtype, device, requires_grad)
 
 
-def randn_like(input, *, dtype=None, device=None, requires_grad=False):
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,
+               layout=None, pin_memory=False):
+    """A tensor of ``input``'s shape (and dtype and device unless given): ``torch.randn``'s
+    values. ``memory_format`` and ``pin_memory`` change nothing in TinyTorch (row-major
+    tensors)."""
     return _C._like("randn", input, None, dtype, device, requires_grad)
 
 

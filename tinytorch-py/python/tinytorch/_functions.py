@@ -3,8 +3,16 @@
 the two forms cannot disagree."""
 
 
+from ._tinytorch import Tensor as _Tensor
+
+
 def _method(name):
     def op(input, *args, **kwargs):
+        if not isinstance(input, _Tensor):
+            if name == "pow" and args and isinstance(args[0], _Tensor):
+                return args[0].__rpow__(input)  # torch.pow(2.0, x): a number's powers
+            raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                            f"{type(input).__name__}")
         return getattr(input, name)(*args, **kwargs)
 
     op.__name__ = name

@@ -100,9 +100,10 @@ def save(obj, f):
         _C._save_safetensors(os.fspath(f), tensors, metadata)
 
 
-def load(f, map_location=None, weights_only=True):
+def load(f, map_location=None, weights_only=True, mmap=None):
     """Read what ``save`` wrote (or any safetensors file: a dict of tensors) from a path or a
-    binary file object. A corrupt file raises ``RuntimeError`` naming it and the problem."""
+    binary file object. A corrupt file raises ``RuntimeError`` naming it and the problem.
+    ``mmap`` (map the file instead of reading it) gives the same tensors, read in full."""
     if hasattr(f, "read"):
         tensors, metadata = _C._deserialize_safetensors(f.read())
     else:

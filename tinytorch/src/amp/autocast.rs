@@ -34,8 +34,9 @@ pub fn autocast(dtype: DType) -> Result<AutocastGuard> {
 }
 
 /// Set the autocast state of this thread (`None`: off) until the guard drops; carries a
-/// caller's state onto the thread that runs its ops (`parallel::run`).
-pub(crate) fn set_autocast_dtype(dtype: Option<DType>) -> AutocastGuard {
+/// caller's state onto the thread that runs its ops (`parallel::run`), and is how the Python
+/// package enters and leaves its scopes.
+pub fn set_autocast_dtype(dtype: Option<DType>) -> AutocastGuard {
     let previous = TARGET.with(|t| t.replace(dtype));
     AutocastGuard { previous }
 }

@@ -6,6 +6,6 @@
 pub(crate) mod autocast;
 mod grad_scaler;
 
-pub use autocast::{autocast, autocast_dtype, AutocastGuard};
+pub use autocast::{autocast, autocast_dtype, set_autocast_dtype, AutocastGuard};
 pub(crate) use autocast::{runs_in_f32, to_autocast};
 pub use grad_scaler::{GradScaler, GradScalerOptions};

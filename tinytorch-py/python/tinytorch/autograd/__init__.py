@@ -5,6 +5,14 @@ from .._grad_mode import enable_grad, no_grad, set_grad_enabled  # noqa: F401
 from .function import Function, FunctionCtx  # noqa: F401
 
 
+def Variable(data, requires_grad=False, volatile=False):
+    """``torch.autograd.Variable(t, requires_grad=False)``, the pre-0.4 wrapper: since
+    PyTorch 0.4 a Variable is a tensor, so this returns ``t`` (requiring grad if asked)."""
+    if not isinstance(data, _C.Tensor):
+        raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+    return data.requires_grad_(True) if requires_grad else data
+
+
 def _as_list(x):
     return [x] if isinstance(x, _C.Tensor) else list(x)
 
@@ -27,11 +35,15 @@ def _root(outputs, grad_outputs):
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=None, materialize_grads=False):
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """The gradients of ``outputs`` with respect to ``inputs``, returned as a tuple; no
     ``.grad`` changes. With ``create_graph=True`` the gradients are themselves differentiable
     (Hessian-vector products, gradient penalties); ``retain_graph`` defaults to
     ``create_graph``."""
+    if is_grads_batched:
+        raise NotImplementedError("autograd.grad(is_grads_batched=True) is not supported by "
+                                  "TinyTorch")
+    # only_inputs is deprecated in PyTorch and ignored there too
     root, g = _root(outputs, grad_outputs)
     single = isinstance(inputs, _C.Tensor)
     inputs = _as_list(inputs)

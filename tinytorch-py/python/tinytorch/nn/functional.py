@@ -33,7 +33,6 @@ layer_norm = _F.layer_norm
 rms_norm = _F.rms_norm
 group_norm = _F.group_norm
 batch_norm = _F.batch_norm
-scaled_dot_product_attention = _F.scaled_dot_product_attention
 cross_entropy = _F.cross_entropy
 nll_loss = _F.nll_loss
 mse_loss = _F.mse_loss
@@ -58,3 +57,110 @@ def normalize(input, p=2.0, dim=1, eps=1e-12):
 
 def flatten(input, start_dim=0, end_dim=-1):
     return input.flatten(start_dim, end_dim)
+
+
+def hardswish(input, inplace=False):
+    """``x * relu6(x + 3) / 6``."""
+    return input * (input + 3).clamp(0.0, 6.0) / 6
+
+
+def prelu(input, weight):
+    """``max(0, x) + weight * min(0, x)``; a weight of several values applies one per
+    channel (dim 1)."""
+    if weight.numel() != 1:
+        if input.dim() < 2 or input.shape[1] != weight.numel():
+            raise RuntimeError(f"prelu: mismatch of parameter numbers ({weight.numel()}) and "
+                               f"input channel size ({input.shape[1] if input.dim() > 1 else 1})")
+        weight = weight.reshape(-1, *([1] * (input.dim() - 2)))
+    positive = input.clamp_min(0.0)
+    return positive + weight * (input - positive)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``input`` clamped to [min_val, max_val]."""
+    return input.clamp(min_val, max_val)
+
+
+def logsigmoid(input):
+    """``log(sigmoid(x)) = -softplus(-x)``, computed stably."""
+    return -softplus(-input)
+
+
+def glu(input, dim=-1):
+    """The gated linear unit: the first half of ``dim`` times the sigmoid of the second."""
+    if input.shape[dim] % 2:
+        raise RuntimeError(f"glu: Halving dimension must be even, but dimension {dim} is size "
+                           f"{input.shape[dim]}")
+    a, b = input.chunk(2, dim)
+    return a * b.sigmoid()
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels (dim 1 of (N, C, H, W), dim 0 of (C, H, W)) with probability
+    ``p``, scaling the rest by ``1 / (1 - p)``."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    from .. import _tinytorch as _C
+
+    batched = input.dim() == 4
+    shape = tuple(input.shape[:2] if batched else input.shape[:1]) + (1,) * 2
+    keep = (_C.rand(*shape, dtype=_C.float32) >= p).to(input.dtype).to(input.device)
+    return input * keep / (1.0 - p) if p < 1.0 else input * 0.0
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(q k^T * scale + mask) v`` (the Rust fused attention). With ``enable_gqa``,
+    ``key``/``value`` with fewer heads (dim -3) than ``query`` are shared by groups of query
+    heads, as in PyTorch (grouped-query attention)."""
+    if enable_gqa and key.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        heads, kv_heads = query.shape[-3], key.shape[-3]
+        if heads % kv_heads:
+            raise RuntimeError(f"scaled_dot_product_attention: the query's {heads} heads are not "
+                               f"a multiple of the key's {kv_heads}")
+        key = key.repeat_interleave(heads // kv_heads, -3)
+        value = value.repeat_interleave(heads // kv_heads, -3)
+    return _F.scaled_dot_product_attention(query, key, value, attn_mask, dropout_p, is_causal,
+                                           scale)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """The 1-D transposed convolution, as ``conv_transpose2d`` over a height of one: input
+    (N, C_in, L) or (C_in, L), weight (C_in, C_out / groups, K)."""
+    def one(v):
+        return v[0] if isinstance(v, (tuple, list)) else v
+
+    unbatched = input.dim() == 2
+    x = input.unsqueeze(0) if unbatched else input
+    out = conv_transpose2d(x.unsqueeze(2), weight.unsqueeze(2), bias, (1, one(stride)),
+                           (0, one(padding)), (0, one(output_padding)), groups,
+                           (1, one(dilation))).squeeze(2)
+    return out.squeeze(0) if unbatched else out
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    """Normalise each channel of each sample over its positions: batch norm of the input seen
+    as one sample of N * C channels (PyTorch's method); running statistics, when given, are
+    updated with the average over the batch."""
+    n, c = input.shape[0], input.shape[1]
+    x = input.reshape(1, n * c, *input.shape[2:])
+    rm = running_mean.repeat(n) if running_mean is not None else None
+    rv = running_var.repeat(n) if running_var is not None else None
+    w = weight.repeat(n) if weight is not None else None
+    b = bias.repeat(n) if bias is not None else None
+    out = batch_norm(x, rm, rv, w, b, use_input_stats, momentum, eps)
+    if use_input_stats and running_mean is not None:
+        from .. import _grad_mode
+
+        with _grad_mode.no_grad():
+            running_mean.copy_(rm.reshape(n, c).mean(0))
+            running_var.copy_(rv.reshape(n, c).mean(0))
+    return out.reshape(*input.shape)
+
+
+from ._grid import affine_grid, grid_sample  # noqa: E402,F401
+from ._fold import fold, unfold  # noqa: E402,F401

@@ -83,3 +83,56 @@ def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", gene
 def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan(tensor, mode))
     return normal_(tensor, 0.0, std)
+
+
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
+    """Fill with N(mean, std) draws truncated to [a, b], PyTorch's inverse-CDF method:
+    uniform draws between the normal CDF at a and at b, mapped back through ``erfinv``, then
+    clamped to [a, b] against rounding."""
+    from .._composite import erfinv
+
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    if mean < a - 2 * std or mean > b + 2 * std:
+        import warnings
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
+                      "distribution of values may be incorrect.", stacklevel=2)
+    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
+    with no_grad():
+        from .. import _tinytorch as _C
+        u = _C.rand(*tensor.shape, generator=generator, dtype=_C.float64) * (2 * hi - 2 * lo) \
+            + (2 * lo - 1)
+        values = (erfinv(u) * (std * math.sqrt(2.0)) + mean).clamp(a, b)
+        return tensor.copy_(values)
+
+
+def orthogonal_(tensor, gain=1.0, generator=None):
+    """Fill with a (semi-)orthogonal matrix times ``gain``: the orthonormal factor of a
+    Gaussian matrix (rows = ``tensor.shape[0]``, the other dims flattened), as PyTorch's QR
+    with the signs of R's diagonal made positive gives it; here by Gram-Schmidt with a second
+    orthogonalisation pass per column, in float64."""
+    from .. import _tinytorch as _C
+
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    a = _C.randn(rows, cols, generator=generator, dtype=_C.float64)
+    if rows < cols:
+        a = a.t()
+    n, k = a.shape
+    q = _C.zeros(n, k, dtype=_C.float64)
+    with no_grad():
+        for j in range(k):
+            v = a[:, j]
+            for _ in range(2):  # "twice is enough" (Kahan, Parlett)
+                if j:
+                    basis = q[:, :j]
+                    v = v - basis @ (basis.t() @ v)
+            q[:, j] = v / v.norm()
+        if rows < cols:
+            q = q.t()
+        return tensor.copy_((q * gain).reshape(*tensor.shape))

@@ -306,6 +306,15 @@ class BatchNorm2d(_BatchNorm):
     pass
 
 
+class BatchNorm3d(_BatchNorm):
+    """Batch norm of (N, C, D, H, W) inputs."""
+
+    def forward(self, input):
+        if input.dim() != 5:
+            raise ValueError(f"expected 5D input (got {input.dim()}D input)")
+        return super().forward(input)
+
+
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):

@@ -179,6 +179,20 @@ class Module:
                 seen.add(id(m))
                 yield name, m
 
+    def get_submodule(self, target):
+        """The submodule at dotted path ``target`` (``"layers.0.attn"``; ``""`` is this
+        module); AttributeError naming the missing part."""
+        module = self
+        if target == "":
+            return module
+        for item in target.split("."):
+            if not hasattr(module, item):
+                raise AttributeError(f"{type(module).__name__} has no attribute `{item}`")
+            module = getattr(module, item)
+            if not isinstance(module, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return module
+
     def children(self):
         for _, m in self.named_children():
             yield m
@@ -302,6 +316,10 @@ class Module:
             return t
 
         return self._apply(move)
+
+    def type(self, dst_type):
+        """Cast every parameter and buffer to ``dst_type`` (a dtype or legacy type name)."""
+        return self._apply(lambda t: t.type(dst_type))
 
     def cuda(self, device=None):
         return self.to(f"cuda:{device or 0}")

@@ -27,6 +27,10 @@ class _RNNBase(Module):
         if device is not None:
             self.to(device)
 
+    def flatten_parameters(self):
+        """Compact the weights into one buffer for cuDNN: TinyTorch's layers need no such
+        buffer, so, as PyTorch on the CPU, this does nothing."""
+
     def train(self, mode=True):
         super().train(mode)
         self._engine.set_training(mode)

@@ -1,27 +1,25 @@
-"""``torch.optim``: PyTorch's optimizer classes over TinyTorch's Rust optimizers.
+"""``torch.optim``: PyTorch's optimizer classes over TinyTorch's Rust optimizers, the
+``Optimizer`` base class for Python optimizers (optimizer.py) and ``LBFGS`` (lbfgs.py).
 
 ``param_groups`` is a list of dicts, as in PyTorch (schedulers and user code change their
 ``lr``); ``step`` hands each group's hyperparameters to the Rust engine, which updates every
 parameter in place with the GIL released."""
 
 from .. import _tinytorch as _C
-from . import lr_scheduler  # noqa: F401
+from . import lr_scheduler, optimizer  # noqa: F401
+from .optimizer import Optimizer, required  # noqa: F401
 
 
-class Optimizer:
-    """Param groups with defaults, ``step``, ``zero_grad``, state dicts."""
+class _EngineOptimizer(Optimizer):
+    """An optimizer whose update is the Rust engine's (``_kind``): ``step`` hands each
+    group's hyperparameters to the engine, whose state (momentum buffers, moments) is also
+    what ``state_dict`` saves."""
 
     _kind = None
 
     def __init__(self, params, defaults):
-        self.defaults = dict(defaults)
-        params = list(params)
-        if not params:
-            raise ValueError("optimizer got an empty parameter list")
-        groups = params if isinstance(params[0], dict) else [{"params": params}]
-        self.param_groups = []
-        for g in groups:
-            self._add_group(g)
+        self._engine = None
+        super().__init__(params, defaults)
         self._engine = self._make_engine()
         self.state = {}
 
@@ -33,25 +31,10 @@ class Optimizer:
         except RuntimeError as e:
             raise ValueError(str(e)) from None
 
-    def _add_group(self, group):
-        group = dict(group)
-        group["params"] = list(group["params"])
-        for k, v in self.defaults.items():
-            group.setdefault(k, v)
-        self.param_groups.append(group)
-
     def add_param_group(self, param_group):
-        self._add_group(param_group)
-        self._engine = self._make_engine()
-
-    def zero_grad(self, set_to_none=True):
-        for g in self.param_groups:
-            for p in g["params"]:
-                if p.grad is not None:
-                    if set_to_none:
-                        p.grad = None
-                    else:
-                        p.grad.zero_()
+        super().add_param_group(param_group)
+        if self.__dict__.get("_engine") is not None:
+            self._engine = self._make_engine()
 
     def step(self, closure=None):
         loss = None
@@ -77,29 +60,37 @@ class Optimizer:
                 if k != "params" and k in group:
                     group[k] = v
 
-    def __repr__(self):
-        lines = [f"{type(self).__name__} ("]
-        for i, g in enumerate(self.param_groups):
-            lines.append(f"Parameter Group {i}")
-            lines += [f"    {k}: {v}" for k, v in sorted(g.items()) if k != "params"]
-        return "\n".join(lines) + "\n)"
+
+# PyTorch's implementation switches: which kernels run (a loop over tensors, a "foreach"
+# batch, a fused kernel) or whether CUDA graphs may capture the step. The Rust engine is one
+# fused update whichever is asked for, so they are accepted and kept in the param groups, as
+# PyTorch keeps them; differentiable=True (autograd through the step) is refused.
+_IMPLEMENTATION_FLAGS = {"foreach": None, "fused": None, "capturable": False,
+                         "differentiable": False}
 
 
 def _optimizer(name, defaults, check=None):
     def __init__(self, params, lr=None, **kwargs):
-        opts = dict(defaults)
+        opts = dict(defaults, **_IMPLEMENTATION_FLAGS)
         if lr is not None:
             opts["lr"] = lr
-        unknown = set(kwargs) - set(defaults)
+        unknown = set(kwargs) - set(opts)
         if unknown:
             raise TypeError(f"{name}() got unexpected keyword arguments {sorted(unknown)}")
         opts.update(kwargs)
         if opts["lr"] < 0:
             raise ValueError(f"Invalid learning rate: {opts['lr']}")
-        Optimizer.__init__(self, params, opts)
+        if opts["fused"] and opts["foreach"]:
+            raise RuntimeError("`fused` and `foreach` cannot be `True` together.")
+        if opts["differentiable"]:
+            raise RuntimeError(f"{name}(differentiable=True): TinyTorch's optimizer steps are "
+                               "not recorded by autograd")
+        _EngineOptimizer.__init__(self, params, opts)
 
-    return type(name, (Optimizer,), {"__init__": __init__, "_kind": name,
-                                     "__doc__": f"``torch.optim.{name}``; defaults {defaults}."})
+    return type(name, (_EngineOptimizer,), {"__init__": __init__, "_kind": name,
+                                            "__doc__": f"``torch.optim.{name}``; defaults "
+                                                       f"{defaults}, and PyTorch's "
+                                                       "foreach/fused/capturable switches."})
 
 
 SGD = _optimizer("SGD", {"lr": 1e-3, "momentum": 0.0, "dampening": 0.0, "weight_decay": 0.0,
@@ -115,3 +106,5 @@ Adagrad = _optimizer("Adagrad", {"lr": 1e-2, "lr_decay": 0.0, "weight_decay": 0.
                                  "maximize": False})
 Adadelta = _optimizer("Adadelta", {"lr": 1.0, "rho": 0.9, "eps": 1e-6, "weight_decay": 0.0,
                                    "maximize": False})
+
+from .lbfgs import LBFGS  # noqa: E402,F401

@@ -34,6 +34,54 @@ pub fn device_count() -> usize {
     CudaContext::device_count().map_or(0, |n| n.max(0) as usize)
 }
 
+/// The name the driver gives GPU `ordinal` (`torch.cuda.get_device_name`).
+pub fn device_name(ordinal: usize) -> Result<String> {
+    if !is_available() {
+        return Err(Error::Cuda {
+            op: "get_device_name",
+            msg: "no CUDA device is available".into(),
+        });
+    }
+    let ctx = CudaContext::new(ordinal).map_err(|e| cuda_err("get_device_name", e))?;
+    ctx.name().map_err(|e| cuda_err("get_device_name", e))
+}
+
+/// What `torch.cuda.get_device_properties` reports of a GPU.
+#[derive(Clone, Debug)]
+pub struct DeviceProperties {
+    /// The driver's name for it.
+    pub name: String,
+    /// Compute capability, major and minor.
+    pub major: i32,
+    /// See `major`.
+    pub minor: i32,
+    /// Device memory in bytes.
+    pub total_memory: usize,
+    /// Streaming multiprocessors.
+    pub multi_processor_count: i32,
+}
+
+/// The properties of GPU `ordinal`, as the driver reports them.
+pub fn device_properties(ordinal: usize) -> Result<DeviceProperties> {
+    const OP: &str = "get_device_properties";
+    if !is_available() {
+        return Err(Error::Cuda {
+            op: OP,
+            msg: "no CUDA device is available".into(),
+        });
+    }
+    let ctx = CudaContext::new(ordinal).map_err(|e| cuda_err(OP, e))?;
+    let (major, minor) = ctx.compute_capability().map_err(|e| cuda_err(OP, e))?;
+    let sm = cudarc::driver::sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT;
+    Ok(DeviceProperties {
+        name: ctx.name().map_err(|e| cuda_err(OP, e))?,
+        major,
+        minor,
+        total_memory: ctx.total_mem().map_err(|e| cuda_err(OP, e))?,
+        multi_processor_count: ctx.attribute(sm).map_err(|e| cuda_err(OP, e))?,
+    })
+}
+
 /// True when libnvrtc loads (kernels can be compiled).
 pub fn nvrtc_available() -> bool {
     // SAFETY: only probes whether the shared library can be opened.

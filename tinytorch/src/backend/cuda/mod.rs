@@ -19,7 +19,8 @@ pub(crate) mod norm;
 mod reduce;
 
 pub use device::{
-    allow_tf32, device_count, is_available, nvrtc_available, set_allow_tf32, CudaDevice,
+    allow_tf32, device_count, device_name, device_properties, is_available, nvrtc_available,
+    set_allow_tf32, CudaDevice, DeviceProperties,
 };
 
 use crate::backend::{

@@ -1,4 +1,5 @@
-"""``torch.nn.utils``: gradient clipping; pruning in ``prune``."""
+"""``torch.nn.utils``: gradient clipping; pruning in ``prune``; ``rnn.pad_sequence``;
+``weight_norm``; ``spectral_norm``."""
 
 import math
 
@@ -21,4 +22,6 @@ def clip_grad_value_(parameters, clip_value):
     params = list(parameters) if not isinstance(parameters, _C.Tensor) else [parameters]
     with no_grad():
         _C.clip_grad_value_(params, float(clip_value))
-from . import prune  # noqa: E402,F401
+from . import prune, rnn  # noqa: E402,F401
+from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: E402,F401
+from .weight_norm import remove_weight_norm, weight_norm  # noqa: E402,F401

@@ -5,8 +5,8 @@ produces them)."""
 
 import contextlib
 
-from .. import _tinytorch as _C
-from .module import Module
+from ... import _tinytorch as _C
+from ..module import Module
 
 
 class DistributedDataParallel(Module):
@@ -38,3 +38,4 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self._reducer.set_sync(True)
+
