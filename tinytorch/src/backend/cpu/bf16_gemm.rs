@@ -123,54 +123,22 @@ impl MatRef {
     }
 }
 
-/// What a product's f32 sums become in its output: bf16 (rounded once, a bf16 matmul's
-/// result) or f32 (kept, for sums that go on: a convolution's col2im, its weight gradient
-/// over chunks of images).
-pub trait GemmOut: Copy + Send + Sync + 'static {
-    /// The value of an empty sum.
-    const ZERO: Self;
-    /// bf16: the dot-product engine rounds its registers straight into the output.
-    const ROUNDED_IN_KERNEL: bool;
-    /// `dst[i] = src[i]` as this type.
-    ///
-    /// # Safety
-    /// The CPU must have AVX512-BF16 (which [`engine`] requires); `dst.len() == src.len()`.
-    unsafe fn store(src: &[f32], dst: &mut [Self]);
-}
-
-impl GemmOut for bf16 {
-    const ZERO: Self = bf16::ZERO;
-    const ROUNDED_IN_KERNEL: bool = true;
-    unsafe fn store(src: &[f32], dst: &mut [bf16]) {
-        round_to_bf16(src, dst)
-    }
-}
-
-impl GemmOut for f32 {
-    const ZERO: Self = 0.0;
-    const ROUNDED_IN_KERNEL: bool = false;
-    unsafe fn store(src: &[f32], dst: &mut [f32]) {
-        dst.copy_from_slice(src)
-    }
-}
-
 /// `out[r * out_rs + c] = sum_t A[r, t] * B[t, c]` for `r < m`, `c < n`, `t < k`, summed in
-/// f32 on `engine` and stored as `O` once (bf16: rounded to nearest even). Single-threaded;
-/// callers split larger products.
+/// f32 on `engine` and rounded to bf16 once. Single-threaded; callers split larger products.
 ///
 /// # Safety
 /// `engine` must be what [`engine`] returned (or, for tests, an engine of a CPU that has
 /// both); `a` must be readable for `m x k` elements and `b` for `k x n` at their strides,
 /// and `out` writable for `m` rows of `n` at row stride `out_rs`.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn gemm<O: GemmOut>(
+pub unsafe fn gemm(
     engine: Engine,
     m: usize,
     n: usize,
     k: usize,
     a: MatRef,
     b: MatRef,
-    out: *mut O,
+    out: *mut bf16,
     out_rs: usize,
 ) {
     if m == 0 || n == 0 {
@@ -178,7 +146,7 @@ pub unsafe fn gemm<O: GemmOut>(
     }
     if k == 0 {
         for r in 0..m {
-            std::slice::from_raw_parts_mut(out.add(r * out_rs), n).fill(O::ZERO);
+            std::slice::from_raw_parts_mut(out.add(r * out_rs), n).fill(bf16::ZERO);
         }
         return;
     }
@@ -203,10 +171,9 @@ pub unsafe fn gemm<O: GemmOut>(
     let ncb = NC.min(np);
     let mut bpack = allocator::scratch::<bf16>(KC.min(kp) * ncb);
     // Partial sums of one column block, row stride `ncb`: AMX's output, and the dot
-    // engine's from one depth block to the next (none where one block covers the depth and
+    // engine's from one depth block to the next (none where one block covers the depth:
     // its kernel rounds its registers into `out`).
-    let sums_in_acc = engine == Engine::Amx || !O::ROUNDED_IN_KERNEL;
-    let acc_len = if sums_in_acc || k > KC {
+    let acc_len = if engine == Engine::Amx || k > KC {
         mp * ncb
     } else {
         0
@@ -245,9 +212,8 @@ pub unsafe fn gemm<O: GemmOut>(
                             Engine::DotProduct => {
                                 // The last depth block rounds its sums into `out` itself.
                                 let (r0, c0) = (m0 + i, n0 + j);
-                                let last = (!sums_in_acc && k0 + kc == k).then(|| dot::Out {
-                                    // Only bf16 outputs are rounded in the kernel.
-                                    ptr: out.add(r0 * out_rs + c0).cast::<bf16>(),
+                                let last = (k0 + kc == k).then(|| dot::Out {
+                                    ptr: out.add(r0 * out_rs + c0),
                                     rs: out_rs,
                                     rows: (m - r0).min(32),
                                     cols: (n - c0).min(32),
@@ -259,12 +225,12 @@ pub unsafe fn gemm<O: GemmOut>(
                 }
             }
         }
-        if sums_in_acc {
+        if engine == Engine::Amx {
             // n0 < np and both are multiples of 32, so n0 < n.
             let cols = nc.min(n - n0);
             for r in 0..m {
                 let dst = std::slice::from_raw_parts_mut(out.add(r * out_rs + n0), cols);
-                O::store(&acc[r * ncb..r * ncb + cols], dst);
+                round_to_bf16(&acc[r * ncb..r * ncb + cols], dst);
             }
         }
     }
@@ -839,35 +805,24 @@ mod tests {
             };
             let out_rs = n + 3;
             let mut out = vec![bf16::from_f32(7.0); m * out_rs];
-            let mut out32 = vec![7.0f32; m * out_rs];
             // SAFETY: the CPU has `engine`; the operands have m*k and k*n elements at these
-            // strides and both outputs have m rows of out_rs >= n.
-            unsafe {
-                gemm(engine, m, n, k, a, b, out.as_mut_ptr(), out_rs);
-                gemm(engine, m, n, k, a, b, out32.as_mut_ptr(), out_rs);
-            }
+            // strides and out has m rows of out_rs >= n.
+            unsafe { gemm(engine, m, n, k, a, b, out.as_mut_ptr(), out_rs) };
             for r in 0..m {
                 for c in 0..n {
                     // SAFETY: r < m, c < n, t < k.
                     let want: f64 = (0..k)
                         .map(|t| unsafe { a.at(r, t).to_f64() * b.at(t, c).to_f64() })
                         .sum();
-                    let (got, got32) = (out[r * out_rs + c], out32[r * out_rs + c]);
+                    let got = out[r * out_rs + c].to_f64();
                     // f32 accumulation plus one bf16 rounding (2^-8 relative).
                     let tol = 1e-5 * k as f64 + want.abs() / 256.0;
                     assert!(
-                        (got.to_f64() - want).abs() <= tol,
+                        (got - want).abs() <= tol,
                         "{engine:?} {m}x{n}x{k} [{r},{c}]: {got} vs {want}"
                     );
-                    // The f32 output is the same sums, unrounded.
-                    assert!(
-                        (got32 as f64 - want).abs() <= 1e-5 * k as f64,
-                        "{engine:?} f32 out {m}x{n}x{k} [{r},{c}]: {got32} vs {want}"
-                    );
-                    assert_eq!(bf16::from_f32(got32), got, "bf16 out = f32 out rounded");
                 }
                 assert_eq!(out[r * out_rs + n].to_f32(), 7.0, "wrote past column n");
-                assert_eq!(out32[r * out_rs + n], 7.0, "f32 out: wrote past column n");
             }
         }
     }

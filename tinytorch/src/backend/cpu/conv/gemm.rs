@@ -49,29 +49,29 @@ pub struct Conv {
 
 impl Conv {
     /// Output positions per image (`OH * OW`).
-    pub(super) fn l(&self) -> usize {
+    fn l(&self) -> usize {
         self.geom.output[0] * self.geom.output[1]
     }
     /// Input elements per image.
-    pub(super) fn image(&self) -> usize {
+    fn image(&self) -> usize {
         self.geom.channels * self.geom.input[0] * self.geom.input[1]
     }
     /// Rows of the column matrix per group.
-    pub(super) fn k(&self) -> usize {
+    fn k(&self) -> usize {
         self.geom.rows() / self.groups
     }
     /// Output channels per group.
-    pub(super) fn cog(&self) -> usize {
+    fn cog(&self) -> usize {
         self.out_channels / self.groups
     }
     /// Images per chunk.
-    pub(super) fn per_chunk<T>(&self) -> usize {
+    fn per_chunk<T>(&self) -> usize {
         let per_image = (self.geom.rows() * self.l() * std::mem::size_of::<T>()).max(1);
         let by_size = (CHUNK_BYTES / per_image).max(1);
         by_size.min(self.geom.batch.div_ceil(MIN_CHUNKS)).max(1)
     }
     /// `(first image, images)` of every chunk.
-    pub(super) fn chunks<T>(&self) -> Vec<(usize, usize)> {
+    fn chunks<T>(&self) -> Vec<(usize, usize)> {
         let per = self.per_chunk::<T>();
         (0..self.geom.batch)
             .step_by(per)
@@ -91,13 +91,7 @@ impl Conv {
     }
     /// The column matrix of images `start..start + nb` of the contiguous input `x`, in a
     /// pooled buffer; in parallel over its rows when `parallel`.
-    pub(super) fn cols<T: CpuElement>(
-        &self,
-        x: &[T],
-        start: usize,
-        nb: usize,
-        parallel: bool,
-    ) -> Vec<T> {
+    fn cols<T: KernelFloat>(&self, x: &[T], start: usize, nb: usize, parallel: bool) -> Vec<T> {
         let g = self.geom.with_batch(nb);
         let (img, len) = (self.image(), g.rows() * g.cols());
         let shape = [nb, g.channels, g.input[0], g.input[1]];
@@ -116,7 +110,7 @@ impl Conv {
     }
     /// The upstream gradient of images `start..start + nb` as the `(Co, nb*L)` matrix
     /// (borrowed as is for a single image).
-    pub(super) fn grad_matrix<'a, T: CpuElement>(
+    fn grad_matrix<'a, T: KernelFloat>(
         &self,
         gy: &'a [T],
         start: usize,
@@ -138,7 +132,7 @@ impl Conv {
 }
 
 /// Hand a scratch buffer back to the caching allocator.
-pub(super) fn recycle<T: CpuElement>(v: Vec<T>) {
+fn recycle<T: CpuElement>(v: Vec<T>) {
     allocator::recycle(T::into_storage(v));
 }
 
@@ -212,7 +206,7 @@ unsafe fn assume_init_mut<T>(s: &mut [MaybeUninit<T>]) -> &mut [T] {
 
 /// A fresh output of `per_image` elements per image, its chunks of images written in
 /// parallel by `task(chunk, slice)`, which must write every element of its slice.
-pub(super) fn write_by_chunks<T: CpuElement>(
+fn write_by_chunks<T: KernelFloat>(
     c: &Conv,
     per_image: usize,
     task: impl Fn((usize, usize), &mut [MaybeUninit<T>]) + Sync,

@@ -7,8 +7,6 @@
 //! is the one place that picks among them; forward and backward run the algorithm the
 //! forward picked.
 
-#[cfg(target_arch = "x86_64")]
-pub mod bf16_tiles;
 mod direct;
 mod gemm;
 pub(super) mod im2col;
