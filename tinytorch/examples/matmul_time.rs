@@ -16,7 +16,9 @@ fn main() -> Result<()> {
         "bf16" => DType::BF16,
         _ => DType::F32,
     };
-    let reps = args.get(5).map_or(50, |s| s.parse().expect("REPS must be an integer"));
+    let reps = args
+        .get(5)
+        .map_or(50, |s| s.parse().expect("REPS must be an integer"));
     let operand = |rows: usize, cols: usize, transposed: bool| -> Result<Tensor> {
         let t = if transposed {
             Tensor::randn(&[cols, rows], DType::F32, Device::Cpu)?.t()?

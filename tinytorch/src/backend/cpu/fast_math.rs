@@ -133,21 +133,6 @@ pub fn has_avx512() -> bool {
         && has_avx2_fma()
 }
 
-/// True on an AMD CPU. Its AVX-512 (Zen 4) runs each 512-bit operation as two 256-bit
-/// halves, so kernels built around wide vectors gain less there than on an Intel CPU and
-/// some thresholds between algorithms differ.
-#[cfg(target_arch = "x86_64")]
-pub fn is_amd() -> bool {
-    static AMD: std::sync::LazyLock<bool> = std::sync::LazyLock::new(|| {
-        // SAFETY: CPUID leaf 0 exists on every x86-64 CPU.
-        #[allow(unused_unsafe)]
-        let id = unsafe { std::arch::x86_64::__cpuid(0) };
-        // The vendor string "AuthenticAMD" in EBX, EDX, ECX.
-        [id.ebx, id.edx, id.ecx] == [0x6874_7541, 0x6974_6e65, 0x444d_4163]
-    });
-    *AMD
-}
-
 /// GELU `out = gelu(x)` over contiguous f32 slices of one length, in the widest vector
 /// unit the CPU has (the baseline x86-64 target only allows 4-wide SSE).
 pub fn gelu_forward_f32(x: &[f32], out: &mut [MaybeUninit<f32>]) {

@@ -35,7 +35,6 @@
 //! The tile transforms of f32 on CPUs with AVX2 and FMA are the vector kernels of
 //! `winograd_avx2.rs`; the generic ones here (any float type, any CPU) work plane-wise.
 
-use super::direct;
 use super::gemm::{gemm_on, Conv, Mat};
 #[cfg(target_arch = "x86_64")]
 use super::winograd_avx2::{self as avx2, Planes, TileAt, F43, F45};
@@ -83,39 +82,31 @@ const MIN_CHUNKS: usize = 4;
 /// 2.95 / 2.57, 16 -> 16 5.75 / 4.14, 16 -> 32 6.38 / 6.58, 32 -> 32 9.3 / 13.1, 24 -> 48
 /// 10.4 / 13.2.
 ///
-/// Where the direct AVX-512 kernels (`direct.rs`) would take the convolution instead of
-/// im2col, 3x3 needs a ratio of 40 (Winograd / direct ms: 128 -> 32 ch 16x16 valid, batch 32,
-/// 14.0 / 11.4; 64 -> 64 ch 16x16, batch 16, 7.7 / 5.6; 64 -> 128 ch 28x28, batch 8,
-/// 13.2 / 15.5); 5x5 keeps 12 (32 -> 32 ch 28x28 12.3 / 14.8, 16 -> 32 6.6 / 6.0).
+/// Against the direct AVX-512 kernels (`direct.rs`) with the first, scalar transforms, 3x3
+/// needed a ratio of 40 (Winograd / direct ms: 128 -> 32 ch 16x16 valid, batch 32, 14.0 /
+/// 11.4; 64 -> 64 ch 16x16, batch 16, 7.7 / 5.6; 64 -> 128 ch 28x28, batch 8, 13.2 / 15.5);
+/// 5x5 keeps 12 (32 -> 32 ch 28x28 12.3 / 14.8, 16 -> 32 6.6 / 6.0).
 ///
-/// With the AVX2 tile transforms (`winograd_avx2.rs`) 3x3 pays from a ratio of 32. On an
-/// Intel Xeon (Emerald Rapids), Winograd / direct ms, two runs each, batch 64 unless said:
-/// 16 ch 32x32 7.8-9.4 / 7.8-8.3, 32 ch 16x16 6.5-6.6 / 6.9-7.1, 64 ch 8x8 4.8-5.7 /
-/// 6.4-6.5, 64 ch 28x28 batch 16 14.3-14.7 / 17.2-20.1. On the AMD EPYC (Zen 4, AVX-512 in
-/// 256-bit halves) the direct kernels are slower and the ratio is 24, as without them:
-/// Winograd / direct ms (min of 10, two runs each), 128 -> 32 ch 16x16 valid batch 32
-/// 7.2-6.7 / 9.3-9.2, 128 -> 32 ch 8x8 batch 64 3.0-3.5 / 5.0-5.1.
+/// With the AVX2 tile transforms (`winograd_avx2.rs`) 3x3 pays from a ratio of 24 on both
+/// CPUs this project runs on, one rule for both. On an Intel Xeon (Emerald Rapids, AVX-512
+/// in full 512-bit units), Winograd / direct ms, two runs each, batch 64 unless said: 16 ch
+/// 32x32 7.8-9.4 / 7.8-8.3, 32 ch 16x16 6.5-6.6 / 6.9-7.1, 64 ch 8x8 4.8-5.7 / 6.4-6.5, 64
+/// ch 28x28 batch 16 14.3-14.7 / 17.2-20.1 (2026-11-26); and between ratios 24 and 32
+/// (2026-11-28, `conv_time`, forward + both gradients), 128 -> 32 ch 16x16 valid batch 32
+/// 8.1-8.2 / 11.3-11.9, 32 -> 128 ch 16x16 batch 32 7.8-7.9 / 11.7-12.2, 128 -> 32 ch 8x8
+/// batch 32 2.8-2.9 / 3.1. On the AMD EPYC (Zen 4, AVX-512 in 256-bit halves), 128 -> 32
+/// ch 16x16 valid batch 32 7.2-6.7 / 9.3-9.2, 128 -> 32 ch 8x8 batch 64 3.0-3.5 / 5.0-5.1.
 ///
 /// Outputs need at least 7 x 7 (two tiles across, 3/4 of the second used): 512 -> 127 ch
 /// 7x7 batch 32 on the AMD EPYC, forward + backward, 19-24 ms against 30-31 ms by the
 /// direct kernels. The Xeon's figures were taken with a bound of 8 x 8; 7 x 7 is unmeasured
 /// there.
-fn min_channel_ratio(r: usize, direct: bool) -> usize {
-    match (r, direct) {
-        (5, _) => 12,
-        (_, true) if direct_kernels_in_halves() => 24,
-        (_, true) => 32,
-        (_, false) => 24,
+fn min_channel_ratio(r: usize) -> usize {
+    if r == 5 {
+        12
+    } else {
+        24
     }
-}
-/// Whether the direct kernels run on AVX-512 in 256-bit halves, where they compete less
-/// well with Winograd: taken as "an AMD CPU" (Zen 4, where it was measured; Zen 5's full
-/// 512-bit units are unmeasured).
-fn direct_kernels_in_halves() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return crate::backend::cpu::fast_math::is_amd();
-    #[cfg(not(target_arch = "x86_64"))]
-    false
 }
 
 /// See [`min_channel_ratio`].
@@ -145,8 +136,7 @@ pub fn applies<T: KernelFloat>(c: &Conv) -> bool {
         && g.kernel[0] == g.kernel[1]
         && matches!(g.kernel[0], 3 | 5)
         && g.channels * c.out_channels
-            >= min_channel_ratio(g.kernel[0], direct::applies::<T>(c))
-                * (g.channels + c.out_channels)
+            >= min_channel_ratio(g.kernel[0]) * (g.channels + c.out_channels)
         && g.output[0].min(g.output[1]) >= MIN_OUTPUT
         && g.batch > 0
 }
