@@ -299,3 +299,23 @@ def test_old_safetensors_files_still_load():
     assert torch.load(io.BytesIO(blob))["step"] == 3
     plain = torch._C._serialize_safetensors(tensors, {})
     assert torch.load(io.BytesIO(plain))["t0"].tolist() == [1.0, 1.0]
+
+
+def test_without_numpy_views_load_as_copies(monkeypatch):
+    from tinytorch import _pt_load
+    monkeypatch.setattr(_pt_load.Storage, "array", lambda self: None)
+    base = torch.arange(12).float().reshape(3, 4)
+    back, _ = _roundtrip({"b": base, "v": base[1:, ::2], "r": base[1]})
+    assert back["v"].tolist() == [[4.0, 6.0], [8.0, 10.0]]
+    assert back["r"].data_ptr() - back["b"].data_ptr() == 16   # contiguous views still share
+
+
+def test_map_location_and_cuda_locations():
+    data = _zip(_storage_pkl(2).replace(b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0"),
+                {"data/0": struct.pack("<2f", 1, 2)})
+    for loc in ("cpu", torch.device("cpu"), {"cuda:0": "cpu"}):
+        t = torch.load(io.BytesIO(data), map_location=loc)
+        assert t.device.type == "cpu" and t.tolist() == [1.0, 2.0]
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="torch.cuda.is_available\\(\\) is False"):
+            torch.load(io.BytesIO(data))
