@@ -273,6 +273,10 @@ def test_hostile_sizes_are_refused_before_allocating():
         pkl = b"\x80\x02" + glob + b"\x8a\x06\x00\x00\x00\x00\x00\x01\x85R."
         with pytest.raises(pickle.UnpicklingError):
             torch.load(io.BytesIO(_zip(pkl)))
+    # _codecs.encode with a codec other than latin1 (its module would be imported).
+    pkl = b"\x80\x02c_codecs\nencode\nX\x01\x00\x00\x00xX\x03\x00\x00\x00hex\x86R."
+    with pytest.raises(pickle.UnpicklingError, match="_codecs.encode"):
+        torch.load(io.BytesIO(_zip(pkl)))
     # A zero-stride view of 2**60 elements over a storage of 2.
     data = _zip(_storage_pkl(2, size=(2 ** 60,)).replace(b"K\x01\x85", b"K\x00\x85"),
                 {"data/0": b"\x00" * 8})
@@ -319,3 +323,8 @@ def test_map_location_and_cuda_locations():
     if not torch.cuda.is_available():
         with pytest.raises(RuntimeError, match="torch.cuda.is_available\\(\\) is False"):
             torch.load(io.BytesIO(data))
+    mps = _zip(_storage_pkl(2).replace(b"X\x03\x00\x00\x00cpu", b"X\x03\x00\x00\x00mps"),
+               {"data/0": struct.pack("<2f", 1, 2)})
+    with pytest.raises(RuntimeError, match="location 'mps'"):
+        torch.load(io.BytesIO(mps))
+    assert torch.load(io.BytesIO(mps), map_location="cpu").tolist() == [1.0, 2.0]

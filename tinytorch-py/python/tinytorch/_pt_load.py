@@ -142,6 +142,9 @@ def rebuild_tensor(storage, storage_offset, size, stride, requires_grad=False,
                            f"{storage.numel} elements")
     t = _view(storage, storage_offset, size, stride, numel)
     if storage.location != "cpu":
+        if not storage.location.startswith("cuda"):
+            raise RuntimeError(f"torch.load: storage location {storage.location[:40]!r} is not "
+                               "a device TinyTorch has (map_location='cpu' loads it)")
         if storage.location.startswith("cuda") and not _C._cuda_is_available():
             raise RuntimeError(
                 f"Attempting to deserialize object on a CUDA device ({storage.location}) but "
@@ -224,6 +227,14 @@ def _unsupported(name):
     return refuse
 
 
+def _latin1(text, encoding="utf-8", errors="strict"):
+    # Protocol 2 writes bytes as _codecs.encode(str, "latin1"); another codec name would
+    # import that codec's module.
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError(f"torch.load: _codecs.encode with {str(encoding)[:20]!r}")
+    return _codecs.encode(text, "latin1")
+
+
 def _bytearray(*args):
     # bytearray(n) would allocate n bytes that the file never held.
     if args and not isinstance(args[0], (bytes, bytearray, str, list, tuple)):
@@ -259,7 +270,7 @@ def _allowed():
         "torch.Size": tuple,             # tinytorch.Size is tuple
         "torch.Tensor": _TensorType(),
         "torch.device": _C.device,
-        "_codecs.encode": _codecs.encode,        # bytes, in a protocol-2 pickle
+        "_codecs.encode": _latin1,               # bytes, in a protocol-2 pickle
         "builtins.bytearray": _bytearray,
         "builtins.set": set,
         "builtins.complex": complex,
