@@ -182,8 +182,9 @@ def _padding(offset, name):
     return b"FB" + struct.pack("<H", pad) + b"Z" * pad
 
 
-def serialize(obj):
-    """The bytes of ``torch.save(obj, f)``: PyTorch's zip archive."""
+def serialize(obj, out=None):
+    """PyTorch's zip archive of ``obj``, written to the seekable binary file ``out`` (one
+    storage in memory at a time), or returned as bytes when ``out`` is None."""
     storages = _Storages()
     # First pass: find every tensor and the extent of each storage that the views reach
     # (the persistent ids, written in the second pass, carry each storage's size).
@@ -192,7 +193,9 @@ def serialize(obj):
     storages.new_pass()
     _Pickler(pkl, storages, final=True).dump(obj)
 
-    out = io.BytesIO()
+    into_memory = out is None
+    if into_memory:
+        out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as z:
         def put(name, data):
             name = "archive/" + name
@@ -209,4 +212,4 @@ def serialize(obj):
         put("version", b"3\n")
         # PyTorch writes a random 40-digit id that tells apart files of one process.
         put(".data/serialization_id", "".join(random.choice("0123456789") for _ in range(40)))
-    return out.getvalue()
+    return out.getvalue() if into_memory else None

@@ -104,16 +104,16 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=2, _use_new_zipfile_seria
     if not _use_new_zipfile_serialization:
         raise NotImplementedError("torch.save: TinyTorch writes only the zip format "
                                   "(_use_new_zipfile_serialization=True)")
-    data = _pt_save.serialize(obj)
     if hasattr(f, "write"):
-        f.write(data)
+        # Built in memory: the file object need not be seekable.
+        f.write(_pt_save.serialize(obj))
         return
     path = os.fspath(f)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=directory)
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
+            _pt_save.serialize(obj, out)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
