@@ -329,3 +329,7 @@ def test_map_location_and_cuda_locations():
     with pytest.raises(RuntimeError, match="location 'mps'"):
         torch.load(io.BytesIO(mps))
     assert torch.load(io.BytesIO(mps), map_location="cpu").tolist() == [1.0, 2.0]
+    # PyTorch's callable form: (storage, location) -> storage.
+    assert torch.load(io.BytesIO(data), map_location=lambda s, loc: s.cpu()).tolist() == [1.0, 2.0]
+    with pytest.raises(RuntimeError, match="map_location returned"):
+        torch.load(io.BytesIO(data), map_location=lambda s, loc: None)

@@ -82,6 +82,16 @@ class Storage:
         self._flat = None
         self._array = None
 
+    def cpu(self):
+        """For ``map_location`` callables: this storage, loaded on the CPU."""
+        self.location = "cpu"
+        return self
+
+    def cuda(self, device=None):
+        """For ``map_location`` callables: this storage, loaded on ``cuda:device``."""
+        self.location = "cuda" if device is None else f"cuda:{int(device)}"
+        return self
+
     def array(self):
         """The storage as a NumPy array whose memory the tensors share, or None (no NumPy, or
         bf16, which NumPy lacks)."""
@@ -430,17 +440,26 @@ class Archive:
         data = bytearray(self.entry(name))
         if len(data) != numel * itemsize:
             raise RuntimeError(f"torch.load: storage {key} is truncated")
-        storage = Storage(storage_type.dtype, data, self._location(location))
+        storage = self._locate(Storage(storage_type.dtype, data, location), location)
         self.storages[key] = storage
         return storage
 
-    def _location(self, location):
+    def _locate(self, storage, location):
+        """Applies ``map_location``: a device or string, a dict of locations, or PyTorch's
+        callable ``(storage, location) -> storage`` (``storage.cpu()``/``.cuda(i)`` or the
+        storage itself)."""
         m = self.location_map
         if isinstance(m, dict):
-            return str(m.get(location, location))
-        if m is not None and not callable(m):
-            return str(m)
-        return location
+            storage.location = str(m.get(location, location))
+        elif callable(m) and not isinstance(m, (str, _C.device)):
+            got = m(storage, location)
+            if not isinstance(got, Storage):
+                raise RuntimeError(f"torch.load: map_location returned {type(got).__name__}, "
+                                   "not the storage it was given")
+            storage = got
+        elif m is not None:
+            storage.location = str(m)
+        return storage
 
 
 _PUTS = {"PUT", "BINPUT", "LONG_BINPUT"}

@@ -136,7 +136,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     ``torch.serialization.add_safe_globals`` allows; any other global raises
     ``pickle.UnpicklingError`` without being imported. ``weights_only=False`` unpickles
     anything (only for trusted files), reading ``torch.*`` names as ``tinytorch.*``.
-    ``map_location`` (a device, string or dict of locations) moves the tensors.
+    ``map_location`` (a device, a string, a dict of locations or PyTorch's callable
+    ``(storage, location) -> storage``) moves the tensors.
     ``mmap`` gives the same tensors, read in full. A corrupt file raises ``RuntimeError``
     (or ``pickle.UnpicklingError``) naming the problem."""
     if weights_only is None:
