@@ -16,8 +16,10 @@ _STRUCTURE = "tinytorch.structure"
 _MAX_DEPTH = 100
 
 
-def _encode(obj, tensors):  # the former save's format (kept for its tests and fuzz target)
-    """JSON-able form of ``obj``; tensors go into ``tensors`` and are referenced by key."""
+def _encode(obj, tensors):
+    """JSON-able form of ``obj`` in the former ``save``'s structure metadata; tensors go into
+    ``tensors`` and are referenced by key. ``save`` no longer writes it: kept so that the
+    fuzz harness can seed files of the format ``load`` still reads."""
     if isinstance(obj, _C.Tensor):
         key = f"t{len(tensors)}"
         tensors[key] = obj.detach().cpu()
