@@ -175,6 +175,9 @@ def test_save_to_path_is_atomic(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         torch.save({"w": torch.zeros(2)}, path)
     assert path.read_bytes() == good and os.listdir(tmp_path) == ["ckpt.pt"]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert path.stat().st_mode & 0o777 == 0o666 & ~mask      # as open() would create it
 
 
 def _zip(pkl, entries=None, prefix="archive/"):

@@ -7,7 +7,7 @@ tensors as entries, the structure as JSON in the metadata ``tinytorch.structure`
 import json
 import os
 import pickle
-import tempfile
+import secrets
 
 from . import _tinytorch as _C
 from . import _pt_load, _pt_save
@@ -112,7 +112,9 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=2, _use_new_zipfile_seria
         return
     path = os.fspath(f)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".pt", dir=directory)
+    # Not mkstemp: its mode 0600 would outlive the rename; 0666 less the umask, as open() gives.
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as out:
             _pt_save.serialize(obj, out)
