@@ -168,7 +168,7 @@ def test_save_to_path_is_atomic(tmp_path, monkeypatch):
     torch.save({"w": torch.ones(2)}, path)
     good = path.read_bytes()
 
-    def crash(obj, out=None):
+    def crash(obj, out=None, byteorder=True):
         out.write(b"PK\x03\x04 half an archive")
         raise KeyboardInterrupt("crash while saving")
     monkeypatch.setattr(_pt_save, "serialize", crash)

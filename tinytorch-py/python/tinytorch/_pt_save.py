@@ -182,7 +182,7 @@ def _padding(offset, name):
     return b"FB" + struct.pack("<H", pad) + b"Z" * pad
 
 
-def serialize(obj, out=None):
+def serialize(obj, out=None, byteorder=True):
     """PyTorch's zip archive of ``obj``, written to the seekable binary file ``out`` (one
     storage in memory at a time), or returned as bytes when ``out`` is None."""
     storages = _Storages()
@@ -206,7 +206,8 @@ def serialize(obj, out=None):
         put("data.pkl", pkl.getvalue())
         put(".format_version", b"1")
         put(".storage_alignment", b"64")
-        put("byteorder", b"little")
+        if byteorder:
+            put("byteorder", b"little")
         for ref in storages.all():
             put(f"data/{ref.key}", ref.data())
         put("version", b"3\n")

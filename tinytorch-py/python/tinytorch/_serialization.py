@@ -108,7 +108,7 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=2, _use_new_zipfile_seria
                                   "(_use_new_zipfile_serialization=True)")
     if hasattr(f, "write"):
         # Built in memory: the file object need not be seekable.
-        f.write(_pt_save.serialize(obj))
+        f.write(_pt_save.serialize(obj, byteorder=not _disable_byteorder_record))
         return
     path = os.fspath(f)
     directory = os.path.dirname(os.path.abspath(path))
@@ -117,7 +117,7 @@ def save(obj, f, pickle_module=pickle, pickle_protocol=2, _use_new_zipfile_seria
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
     try:
         with os.fdopen(fd, "wb") as out:
-            _pt_save.serialize(obj, out)
+            _pt_save.serialize(obj, out, byteorder=not _disable_byteorder_record)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
