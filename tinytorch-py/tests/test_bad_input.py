@@ -6,6 +6,7 @@ TypeError, OSError) with a message that names the operation and the offending va
 A crash of the interpreter, a hang or a silent result fails the row."""
 
 import io
+import pickle
 import json
 
 import pytest
@@ -25,6 +26,12 @@ def _structure_file(structure):
     object, or its JSON text)."""
     text = structure if isinstance(structure, str) else json.dumps(structure)
     return torch._C._serialize_safetensors({"t0": torch.zeros(2)}, {"tinytorch.structure": text})
+
+
+def _saved(obj):
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    return buf.getvalue()
 
 
 def _load_bytes(data):
@@ -104,7 +111,8 @@ ROWS = [
     ("load of an unhashable key", lambda: _load_bytes(_structure_file({"__dict__": [[{"__dict__": []}, 1]]})), RuntimeError, r"corrupt structure.*key"),
     ("load of an unknown tag", lambda: _load_bytes(_structure_file({"__pickle__": "os.system"})), RuntimeError, r"corrupt structure.*__pickle__"),
     ("load of nesting 10000 deep", lambda: _load_bytes(_structure_file("[" * 10000 + "]" * 10000)), RuntimeError, r"corrupt structure"),
-    ("save of an object that needs pickle", lambda: torch.save({"f": object()}, io.BytesIO()), TypeError, r"pickle"),
+    ("save of an object pickle cannot write", lambda: torch.save({"f": lambda: 0}, io.BytesIO()), pickle.PicklingError, r"Can't pickle"),
+    ("weights-only load of a pickled class", lambda: _load_bytes(_saved({"f": Exception("x")})), pickle.UnpicklingError, r"Unsupported global: GLOBAL builtins.Exception"),
 ]
 
 

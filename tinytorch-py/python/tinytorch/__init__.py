@@ -64,6 +64,7 @@ from ._composite import (  # noqa: E402
     tensor_split, vstack,
 )
 from . import _utils, fx, hub, jit, multiprocessing  # noqa: E402
+from . import serialization  # noqa: E402
 from .amp import autocast  # noqa: E402
 from .ao.quantization import qint8  # noqa: E402
 quantization = ao.quantization  # ``torch.quantization``, the older name

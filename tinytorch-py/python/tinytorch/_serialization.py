@@ -1,22 +1,25 @@
-"""``torch.save`` / ``torch.load`` without pickle: objects made of tensors, numbers, strings,
-None, lists, tuples and dicts (state dicts, optimizer state, checkpoints) are stored as one
-safetensors file — the tensors as its entries, the structure as JSON in its metadata — so
-loading a file never runs code. ``load`` also reads plain ``.safetensors`` files (those of
-``safetensors.torch.save_file``), giving a dict of tensors. Both take a path or a binary file
-object (``io.BytesIO``, an open file)."""
+"""``torch.save`` / ``torch.load``: PyTorch's zip format (``_pt_save`` writes it, ``_pt_load``
+reads it, PyTorch's own files included), dispatched by the file's first bytes; ``load`` also
+reads the safetensors files that earlier TinyTorch versions wrote for ``torch.save`` (the
+tensors as entries, the structure as JSON in the metadata ``tinytorch.structure``) and plain
+``.safetensors`` files (a dict of tensors). Both take a path or a binary file object."""
 
 import json
 import os
+import pickle
+import secrets
 
 from . import _tinytorch as _C
-
+from . import _pt_load, _pt_save
 _STRUCTURE = "tinytorch.structure"
 # Nesting deeper than this is not a state dict: refused before Python's recursion limit.
 _MAX_DEPTH = 100
 
 
 def _encode(obj, tensors):
-    """JSON-able form of ``obj``; tensors go into ``tensors`` and are referenced by key."""
+    """JSON-able form of ``obj`` in the former ``save``'s structure metadata; tensors go into
+    ``tensors`` and are referenced by key. ``save`` no longer writes it: kept so that the
+    fuzz harness can seed files of the format ``load`` still reads."""
     if isinstance(obj, _C.Tensor):
         key = f"t{len(tensors)}"
         tensors[key] = obj.detach().cpu()
@@ -88,27 +91,82 @@ def _name(f):
     return repr(os.fspath(f)) if isinstance(f, (str, bytes, os.PathLike)) else type(f).__name__
 
 
-def save(obj, f):
-    """Write ``obj`` to the path or binary file object ``f`` (to a path atomically: a crash
-    leaves any previous file whole)."""
-    tensors = {}
-    structure = _encode(obj, tensors)
-    metadata = {_STRUCTURE: json.dumps(structure)}
+_ZIP_MAGIC = b"PK\x03\x04"
+# PyTorch's legacy (before 1.6) format: a pickled magic number first.
+_LEGACY_MAGIC = b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19"
+
+
+def save(obj, f, pickle_module=pickle, pickle_protocol=2, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
+    """Saves ``obj`` to ``f`` (a path or a binary file object) in PyTorch's zip format, which
+    PyTorch's ``torch.load`` reads. Tensors are stored by storage (views of one storage share
+    one entry); other objects are pickled, classes by reference (``tinytorch.*`` names).
+    A path is written through a temporary file in its directory and renamed over it, so a
+    crash while saving leaves any previous file whole."""
+    if not _use_new_zipfile_serialization:
+        raise NotImplementedError("torch.save: TinyTorch writes only the zip format "
+                                  "(_use_new_zipfile_serialization=True)")
     if hasattr(f, "write"):
-        f.write(_C._serialize_safetensors(tensors, metadata))
-    else:
-        _C._save_safetensors(os.fspath(f), tensors, metadata)
+        # Built in memory: the file object need not be seekable.
+        f.write(_pt_save.serialize(obj, byteorder=not _disable_byteorder_record))
+        return
+    path = os.fspath(f)
+    directory = os.path.dirname(os.path.abspath(path))
+    # Not mkstemp: its mode 0600 would outlive the rename; 0666 less the umask, as open() gives.
+    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            _pt_save.serialize(obj, out, byteorder=not _disable_byteorder_record)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
-def load(f, map_location=None, weights_only=True, mmap=None):
-    """Read what ``save`` wrote (or any safetensors file: a dict of tensors) from a path or a
-    binary file object. A corrupt file raises ``RuntimeError`` naming it and the problem.
-    ``mmap`` (map the file instead of reading it) gives the same tensors, read in full."""
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
+         **pickle_load_args):
+    """Loads an object that ``torch.save`` wrote (PyTorch's or TinyTorch's; also the
+    safetensors files of older TinyTorch and plain ``.safetensors``) from a path or a binary
+    file object.
+
+    ``weights_only`` (default ``True``, as in PyTorch 2.6+) unpickles with an allow-list:
+    tensors, storages, dtypes, ``torch.Size``/``device``, containers and what
+    ``torch.serialization.add_safe_globals`` allows; any other global raises
+    ``pickle.UnpicklingError`` without being imported. ``weights_only=False`` unpickles
+    anything (only for trusted files), reading ``torch.*`` names as ``tinytorch.*``.
+    ``map_location`` (a device, a string, a dict of locations or PyTorch's callable
+    ``(storage, location) -> storage``) moves the tensors.
+    ``mmap`` gives the same tensors, read in full. A corrupt file raises ``RuntimeError``
+    (or ``pickle.UnpicklingError``) naming the problem."""
+    if weights_only is None:
+        weights_only = os.environ.get("TORCH_FORCE_NO_WEIGHTS_ONLY_LOAD", "0") in ("0", "")
     if hasattr(f, "read"):
-        tensors, metadata = _C._deserialize_safetensors(f.read())
+        data = f.read()
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError("torch.load: the file object must be opened in binary mode")
+        head = bytes(data[:16])
+    else:
+        with open(os.fspath(f), "rb") as fh:
+            head = fh.read(16)
+            data = None
+            if head.startswith(_ZIP_MAGIC):
+                data = head + fh.read()
+    if head.startswith(_ZIP_MAGIC):
+        return _pt_load.load_zip(bytes(data), map_location, weights_only)
+    if head.startswith(_LEGACY_MAGIC):
+        raise RuntimeError(f"torch.load: {_name(f)} is in PyTorch's legacy (before 1.6) format, "
+                           "which TinyTorch does not read; re-save it with PyTorch >= 1.6")
+    if data is not None:
+        tensors, metadata = _C._deserialize_safetensors(bytes(data))
     else:
         tensors, metadata = _C._load_safetensors(os.fspath(f))
-    if map_location is not None:
+    if map_location is not None and not isinstance(map_location, dict) and not callable(map_location):
         tensors = {k: v.to(map_location) for k, v in tensors.items()}
     if _STRUCTURE not in metadata:
         return dict(tensors)

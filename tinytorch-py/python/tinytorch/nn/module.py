@@ -43,6 +43,21 @@ class Module:
         object.__setattr__(self, "_forward_hooks", OrderedDict())
         object.__setattr__(self, "_backward_hooks", OrderedDict())
 
+    def __setstate__(self, state):
+        # A pickled module (torch.save(model)), PyTorch's or TinyTorch's: PyTorch names the
+        # non-persistent buffer set differently and has hook tables TinyTorch lacks, which
+        # stay as plain attributes; the tables TinyTorch needs are made if missing.
+        state = dict(state)
+        if "_non_persistent_buffers_set" in state:
+            state.setdefault("_non_persistent", set(state.pop("_non_persistent_buffers_set")))
+        self.__dict__.update(state)
+        for name, make in (("training", lambda: True), ("_parameters", OrderedDict),
+                           ("_buffers", OrderedDict), ("_non_persistent", set),
+                           ("_modules", OrderedDict), ("_forward_pre_hooks", OrderedDict),
+                           ("_forward_hooks", OrderedDict), ("_backward_hooks", OrderedDict)):
+            if name not in self.__dict__:
+                object.__setattr__(self, name, make())
+
     # ---- registration ------------------------------------------------------------------
 
     def __setattr__(self, name, value):

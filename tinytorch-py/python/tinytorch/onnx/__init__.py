@@ -5,8 +5,8 @@ graph capture, which TinyTorch does not have)."""
 
 def export(model, args=(), f=None, *pargs, **kwargs):
     """Raises: TinyTorch cannot export ONNX. Save the weights with ``torch.save(
-    model.state_dict(), path)`` (safetensors inside) and export from PyTorch, whose module
-    names and state-dict keys are the same."""
+    model.state_dict(), path)`` (PyTorch's ``.pt`` format, which PyTorch loads) and export
+    from PyTorch, whose module names and state-dict keys are the same."""
     raise RuntimeError(
         f"torch.onnx.export({type(model).__name__}): TinyTorch has no ONNX exporter (it has "
         "no graph capture to trace the model with); save model.state_dict() with torch.save "
