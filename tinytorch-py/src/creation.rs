@@ -135,7 +135,7 @@ fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {
 }
 
 /// Apply the common keywords: device, then requires_grad.
-fn finish(t: Tensor, device: Device, requires_grad: bool) -> PyResult<PyTensor> {
+pub(crate) fn finish(t: Tensor, device: Device, requires_grad: bool) -> PyResult<PyTensor> {
     let t = if device != Device::Cpu {
         t.to_device(device).py()?
     } else {

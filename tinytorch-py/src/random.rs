@@ -74,16 +74,5 @@ pub fn randperm(
     let values: Vec<i64> = perm.into_iter().map(|i| i as i64).collect();
     let t = tinytorch::Tensor::from_vec(values, &[n as usize]).py()?;
     let t = crate::convert::cast_to_opt_dtype(&t, dtype)?;
-    let device = crate::convert::opt_device(device)?;
-    let t = if device != tinytorch::Device::Cpu {
-        t.to_device(device).py()?
-    } else {
-        t
-    };
-    let t = if requires_grad {
-        t.requires_grad_(true).py()?
-    } else {
-        t
-    };
-    Ok(t.into())
+    crate::creation::finish(t, crate::convert::opt_device(device)?, requires_grad)
 }
