@@ -91,8 +91,9 @@ const MIN_CHUNKS: usize = 4;
 /// CPUs this project runs on, one rule for both. On an Intel Xeon (Emerald Rapids, AVX-512
 /// in full 512-bit units), Winograd / direct ms, two runs each, batch 64 unless said: 16 ch
 /// 32x32 7.8-9.4 / 7.8-8.3, 32 ch 16x16 6.5-6.6 / 6.9-7.1, 64 ch 8x8 4.8-5.7 / 6.4-6.5, 64
-/// ch 28x28 batch 16 14.3-14.7 / 17.2-20.1 (2026-11-26); and between ratios 24 and 32
-/// (2026-11-28, `conv_time`, forward + both gradients), 128 -> 32 ch 16x16 valid batch 32
+/// ch 28x28 batch 16 14.3-14.7 / 17.2-20.1 (2026-11-26); and between ratios 24 and 32, on
+/// a Xeon that `lscpu` gives as family 6 model 167 with AMX (2026-11-28, `conv_time`,
+/// forward + both gradients), 128 -> 32 ch 16x16 valid batch 32
 /// 8.1-8.2 / 11.3-11.9, 32 -> 128 ch 16x16 batch 32 7.8-7.9 / 11.7-12.2, 128 -> 32 ch 8x8
 /// batch 32 2.8-2.9 / 3.1. On the AMD EPYC (Zen 4, AVX-512 in 256-bit halves), 128 -> 32
 /// ch 16x16 valid batch 32 7.2-6.7 / 9.3-9.2, 128 -> 32 ch 8x8 batch 64 3.0-3.5 / 5.0-5.1.
