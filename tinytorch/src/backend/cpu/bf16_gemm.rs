@@ -461,7 +461,7 @@ unsafe fn interleave16(upper: *const bf16, lower: *const bf16, dst: *mut bf16) {
 /// Two elements readable at each `src + j * cs`, `15 * cs` below `i32::MAX / 2`, 32 elements
 /// writable at `dst`; AVX-512.
 #[target_feature(enable = "avx512f")]
-unsafe fn gather_pairs(src: *const bf16, cs: usize, dst: *mut bf16) {
+pub(crate) unsafe fn gather_pairs(src: *const bf16, cs: usize, dst: *mut bf16) {
     use std::arch::x86_64::{
         _mm512_i32gather_epi32, _mm512_mullo_epi32, _mm512_set1_epi32, _mm512_setr_epi32,
         _mm512_storeu_si512,
@@ -498,7 +498,7 @@ unsafe fn round_to_bf16(src: &[f32], dst: &mut [bf16]) {
 }
 
 /// The tile instructions.
-mod tiles {
+pub(crate) mod tiles {
     use half::bf16;
     use std::arch::asm;
 
@@ -512,11 +512,28 @@ mod tiles {
     /// # Safety
     /// AMX must be available (see `engine`).
     pub unsafe fn configure() {
+        configure_depth(32);
+    }
+
+    /// As [`configure`], for products of depth `kc` (16 or 32) per instruction: the A tiles
+    /// (tmm4-5) 16 rows of `kc` bf16, the B tiles (tmm6-7) `kc / 2` rows of 16 pairs, the C
+    /// tiles (tmm0-3) 16 x 16 f32. Depth 16 serves operands with 16 or fewer channels
+    /// without multiplying zeros.
+    ///
+    /// # Safety
+    /// AMX must be available (see `engine`); `kc` is 16 or 32.
+    pub unsafe fn configure_depth(kc: usize) {
+        debug_assert!(kc == 16 || kc == 32);
         let mut cfg = Config([0; 64]);
         cfg.0[0] = 1;
         for t in 0..8 {
-            cfg.0[16 + 2 * t..18 + 2 * t].copy_from_slice(&64u16.to_le_bytes());
-            cfg.0[48 + t] = 16;
+            let (colsb, rows) = match t {
+                4 | 5 => (2 * kc as u16, 16),
+                6 | 7 => (64, kc as u8 / 2),
+                _ => (64, 16),
+            };
+            cfg.0[16 + 2 * t..18 + 2 * t].copy_from_slice(&colsb.to_le_bytes());
+            cfg.0[48 + t] = rows;
         }
         asm!("ldtilecfg [{}]", in(reg) cfg.0.as_ptr(), options(nostack, readonly));
     }

@@ -5,12 +5,15 @@
 //! through the f32 kernels and the results rounded once: the products and sums of a half-
 //! precision convolution with f32 accumulation, as PyTorch's CPU convolutions compute them,
 //! at f32's speed (the im2col composition with bf16 products was 3-4x slower than f32's
-//! Winograd). Devices without such kernels answer `None`, and the op layer composes the
+//! Winograd). bf16 convolutions of stride 1 on CPUs with AMX run on its tiles instead
+//! (`cpu/conv/bf16_tiles.rs`: implicit GEMMs, 16 times an FMA's work per instruction).
+//! Devices without such kernels answer `None`, and the op layer composes the
 //! convolution from the im2col/col2im primitives and matmul.
 
 use super::{host, narrow, whole, widen, Span};
 use crate::backend::cpu::conv::{self as cpu, Algo, Conv};
 use crate::backend::cpu::float::KernelFloat;
+use crate::backend::cpu::CpuElement;
 use crate::backend::{ConvGeometry, Storage};
 use crate::base::DType;
 use crate::error::{Error, Result};
@@ -36,6 +39,22 @@ pub struct ConvPlan {
     conv: Conv,
     algo: Algo,
     dtype: DType,
+    /// bf16 ran on the CPU's AMX tiles (`cpu/conv/bf16_tiles.rs`), not widened to f32.
+    bf16_tiles: bool,
+}
+
+/// True where this bf16 convolution runs on AMX tiles rather than widened through the f32
+/// kernels.
+fn bf16_on_tiles(conv: &Conv) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        cpu::bf16_tiles::applies(conv)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = conv;
+        false
+    }
 }
 
 impl Storage {
@@ -56,6 +75,10 @@ impl Storage {
         match (x.storage, x.dtype()) {
             (Storage::Cpu(_), DType::F32) => cpu_forward::<f32>(x, w, bias, conv).map(Some),
             (Storage::Cpu(_), DType::F64) => cpu_forward::<f64>(x, w, bias, conv).map(Some),
+            #[cfg(target_arch = "x86_64")]
+            (Storage::Cpu(_), DType::BF16) if bf16_on_tiles(&conv) => {
+                tiles_forward(x, w, bias, conv).map(Some)
+            }
             (Storage::Cpu(_), half @ (DType::F16 | DType::BF16)) => {
                 let (xf, wf) = (widen(OP, x, "input")?, widen(OP, w, "weight")?);
                 let bf = bias.map(|b| widen(OP, b, "bias")).transpose()?;
@@ -70,6 +93,13 @@ impl Storage {
 
     /// The input's gradient `(N, Ci, H, W)` from the output's gradient `gy` and the weight.
     pub fn conv2d_backward_input(gy: Span<'_>, w: Span<'_>, plan: &ConvPlan) -> Result<Storage> {
+        #[cfg(target_arch = "x86_64")]
+        if plan.bf16_tiles {
+            let (_, nw, ny) = sizes(&plan.conv);
+            let gy = host_slice::<half::bf16>(gy, "grad_output", ny)?;
+            let w = host_slice::<half::bf16>(w, "weight", nw)?;
+            return Ok(host(cpu::bf16_tiles::backward_input(gy, w, &plan.conv)));
+        }
         match plan.dtype {
             DType::F32 => cpu_backward_input::<f32>(gy, w, plan),
             DType::F64 => cpu_backward_input::<f64>(gy, w, plan),
@@ -87,6 +117,13 @@ impl Storage {
 
     /// The weight's gradient `(Co, Ci/G, kh, kw)` from the input and the output's gradient.
     pub fn conv2d_backward_weight(x: Span<'_>, gy: Span<'_>, plan: &ConvPlan) -> Result<Storage> {
+        #[cfg(target_arch = "x86_64")]
+        if plan.bf16_tiles {
+            let (nx, _, ny) = sizes(&plan.conv);
+            let gy = host_slice::<half::bf16>(gy, "grad_output", ny)?;
+            let x = host_slice::<half::bf16>(x, "input", nx)?;
+            return Ok(host(cpu::bf16_tiles::backward_weight(x, gy, &plan.conv)));
+        }
         match plan.dtype {
             DType::F32 => cpu_backward_weight::<f32>(x, gy, plan),
             DType::F64 => cpu_backward_weight::<f64>(x, gy, plan),
@@ -111,6 +148,37 @@ fn sizes(c: &Conv) -> (usize, usize, usize) {
     let w = c.out_channels * g.rows() / c.groups;
     let y = g.batch * c.out_channels * g.output[0] * g.output[1];
     (x, w, y)
+}
+
+/// The `len` elements of host operand `what` as `T`s; an error for another length, dtype
+/// or device.
+fn host_slice<'a, T: CpuElement>(s: Span<'a>, what: &str, len: usize) -> Result<&'a [T]> {
+    s.check_len(OP, what, len)?;
+    s.cpu_or_err::<T>(OP, what)
+}
+
+/// The bf16 forward on AMX tiles.
+#[cfg(target_arch = "x86_64")]
+fn tiles_forward(
+    x: Span<'_>,
+    w: Span<'_>,
+    bias: Option<Span<'_>>,
+    conv: Conv,
+) -> Result<(Storage, ConvPlan)> {
+    let (nx, nw, _) = sizes(&conv);
+    let x = host_slice::<half::bf16>(x, "input", nx)?;
+    let w = host_slice::<half::bf16>(w, "weight", nw)?;
+    let bias = bias
+        .map(|b| host_slice::<half::bf16>(b, "bias", conv.out_channels))
+        .transpose()?;
+    let y = cpu::bf16_tiles::forward(x, w, bias, &conv);
+    let plan = ConvPlan {
+        conv,
+        algo: Algo::Gemm,
+        dtype: DType::BF16,
+        bf16_tiles: true,
+    };
+    Ok((host(y), plan))
 }
 
 fn cpu_forward<T: KernelFloat>(
@@ -138,6 +206,7 @@ fn cpu_forward<T: KernelFloat>(
         conv,
         algo,
         dtype: T::DTYPE,
+        bf16_tiles: false,
     };
     Ok((host(y), plan))
 }

@@ -3,10 +3,13 @@
 //! f32/f64 convolution), Winograd F(4x4, 3x3)/F(4x4, 5x5) (`winograd.rs`, f32 stride-1 with
 //! enough channels; its AVX2 tile transforms in `winograd_avx2.rs`) and the direct AVX-512
 //! kernels (`lanes.rs` with output positions in the lanes for stride 1, `direct.rs` with
-//! channels in the lanes for the other f32 convolutions on CPUs that have it). [`Algo::of`]
+//! channels in the lanes for the other f32 convolutions on CPUs that have it); bf16 ones of
+//! stride 1 on AMX tiles (`bf16_tiles.rs`, chosen by `fused/conv.rs`). [`Algo::of`]
 //! is the one place that picks among them; forward and backward run the algorithm the
 //! forward picked.
 
+#[cfg(target_arch = "x86_64")]
+pub mod bf16_tiles;
 mod direct;
 mod gemm;
 pub(super) mod im2col;
