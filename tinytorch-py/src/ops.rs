@@ -1124,6 +1124,12 @@ pub fn tensor_list(seq: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
 pub fn cat(tensors: &Bound<'_, PyAny>, dim: isize, axis: Option<isize>) -> PyResult<PyTensor> {
     let dim = axis.unwrap_or(dim);
     let ts = tensor_list(tensors)?;
+    if ts.is_empty() {
+        // ValueError, as PyTorch's Python layer (torch.stack([]) is a RuntimeError there).
+        return Err(PyValueError::new_err(
+            "torch.cat(): expected a non-empty list of Tensors",
+        ));
+    }
     Ok(Tensor::cat(&ts.iter().collect::<Vec<_>>(), dim)
         .py()?
         .into())
