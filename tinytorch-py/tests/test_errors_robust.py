@@ -173,6 +173,8 @@ CASES = [
     ("torch.randint(5, 3, (2,))", RuntimeError),
     ("F.mse_loss(torch.zeros(3), torch.zeros(3, 2))", RuntimeError),
     ("F.cross_entropy(torch.zeros(2, 3), torch.zeros(2))", RuntimeError),
+    ("torch.tensor([1]) // torch.tensor([0])", RuntimeError),
+    ("torch.tensor([5, 3]) % 0", RuntimeError),
     ("torch.utils.data.DataLoader([1, 2], batch_size=0)", ValueError),
     ("nn.Linear(2, 2).nonexistent", AttributeError),
     ("x.nonexistent", AttributeError),
