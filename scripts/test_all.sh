@@ -28,7 +28,8 @@ step "Python package (pip install, pytest)"
 py_venv="${TINYTORCH_PY_VENV:-$HOME/.cache/tinytorch/py-venv}"
 [ -x "$py_venv/bin/python" ] || python3 -m venv "$py_venv"
 "$py_venv/bin/pip" install -q --upgrade pip >/dev/null
-"$py_venv/bin/pip" install -q pytest numpy
+# mypy: tests/test_stubs.py runs `mypy --strict` over example scripts against the stubs.
+"$py_venv/bin/pip" install -q pytest numpy mypy
 # With the MPI backend, so that tinytorch.distributed's tests run (Open MPI from install_deps.sh).
 MATURIN_PEP517_ARGS="--features mpi" "$py_venv/bin/pip" install -q ./tinytorch-py
 "$py_venv/bin/python" -m pytest -q tinytorch-py/tests

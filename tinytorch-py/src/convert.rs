@@ -42,7 +42,7 @@ impl PyDevice {
     fn new(kind: &str, index: Option<usize>) -> PyResult<Self> {
         let d: Device = kind
             .parse()
-            .map_err(|e: tinytorch::Error| PyValueError::new_err(e.to_string()))?;
+            .map_err(|e: tinytorch::Error| PyRuntimeError::new_err(e.to_string()))?;
         Ok(PyDevice(match (d, index) {
             (Device::Cuda(_), Some(i)) => Device::Cuda(i),
             (Device::Cpu, Some(_)) => {
@@ -87,7 +87,7 @@ pub fn device_of(obj: &Bound<'_, PyAny>) -> PyResult<Device> {
         return s
             .extract::<String>()?
             .parse()
-            .map_err(|e: tinytorch::Error| PyValueError::new_err(e.to_string()));
+            .map_err(|e: tinytorch::Error| PyRuntimeError::new_err(e.to_string()));
     }
     Err(PyTypeError::new_err(format!(
         "expected a torch.device or a string, got {}",

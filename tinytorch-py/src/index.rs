@@ -7,7 +7,7 @@
 
 use crate::error::IntoPyResult;
 use crate::tensor::{Operand, PyTensor};
-use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyEllipsis, PyInt, PyList, PySlice, PyTuple};
 use tinytorch::{DType, Device, Tensor};
@@ -78,7 +78,8 @@ fn item_of(obj: &Bound<'_, PyAny>) -> PyResult<Item> {
         let n = values.len();
         return Ok(Item::Advanced(Tensor::from_vec(values, &[n]).py()?));
     }
-    Err(PyTypeError::new_err(format!(
+    // IndexError, as PyTorch (`x[1.5]`), though Python itself would say TypeError.
+    Err(PyIndexError::new_err(format!(
         "only integers, slices (`:`), ellipsis (`...`), None and integer or boolean tensors \
          are valid indices (got {})",
         obj.get_type().name()?

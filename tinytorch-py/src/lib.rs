@@ -150,6 +150,11 @@ fn _cuda_device_properties(ordinal: usize) -> PyResult<(String, i32, i32, usize,
 
 #[pymodule]
 fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    error::panics_are_runtime_errors(m.py())?;
+    m.add(
+        "OutOfMemoryError",
+        m.py().get_type::<error::OutOfMemoryError>(),
+    )?;
     m.add_class::<tensor::PyTensor>()?;
     m.add_class::<tensor::GradFn>()?;
     m.add_class::<autograd::PyHookHandle>()?;
@@ -231,6 +236,7 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         _cuda_device_name,
         _cuda_device_properties,
         _use_this_thread_for_compute,
+        error::_test_panic,
     );
     let f = PyModule::new(m.py(), "_functional")?;
     functional::register(&f)?;

@@ -5,7 +5,7 @@
 use crate::convert::{cast_to_opt_dtype, dims_of, scalar_of, shape_of, sizes_of, PyScalar};
 use crate::error::IntoPyResult;
 use crate::tensor::{bad_value, nogil, Operand, PyTensor};
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::types::PyTuple;
@@ -77,6 +77,23 @@ fn binary(x: &Tensor, other: Operand, tt: TensorFn, ts: ScalarFn) -> PyResult<Py
     }
     .py()
     .map(Into::into)
+}
+
+/// Whether an integer divisor holds a zero (PyTorch raises `ZeroDivisionError` as a
+/// RuntimeError for an integer `//` or `%` by zero). A float divisor never counts.
+fn has_integer_zero(other: &Operand) -> PyResult<bool> {
+    Ok(match other {
+        Operand::Scalar(Scalar::Int(0)) | Operand::Scalar(Scalar::Bool(false)) => true,
+        Operand::Scalar(_) => false,
+        Operand::Tensor(t) if t.dtype().is_float() => false,
+        Operand::Tensor(t) => {
+            t.eq_scalar(0)
+                .and_then(|z| z.any())
+                .and_then(|a| a.item_f64())
+                .py()?
+                != 0.0
+        }
+    })
 }
 
 /// Multiply by `alpha` unless it is 1 (`add(other, alpha=2)`).
@@ -178,6 +195,10 @@ impl PyTensor {
     /// the inputs' integer dtype when both are integers, as PyTorch).
     #[pyo3(signature = (other, *, rounding_mode=None))]
     fn div(&self, other: Operand, rounding_mode: Option<&str>) -> PyResult<PyTensor> {
+        if rounding_mode.is_some() && !self.t.dtype().is_float() && has_integer_zero(&other)? {
+            // An integer quotient has no value for x // 0 (a float one is inf or nan).
+            return Err(PyRuntimeError::new_err("ZeroDivisionError"));
+        }
         let q = binary(&self.t, other, Tensor::div, |x, s| x.div_scalar(s))?;
         let Some(mode) = rounding_mode else {
             return Ok(q);
@@ -1124,6 +1145,12 @@ pub fn tensor_list(seq: &Bound<'_, PyAny>) -> PyResult<Vec<Tensor>> {
 pub fn cat(tensors: &Bound<'_, PyAny>, dim: isize, axis: Option<isize>) -> PyResult<PyTensor> {
     let dim = axis.unwrap_or(dim);
     let ts = tensor_list(tensors)?;
+    if ts.is_empty() {
+        // ValueError, as PyTorch's Python layer (torch.stack([]) is a RuntimeError there).
+        return Err(PyValueError::new_err(
+            "torch.cat(): expected a non-empty list of Tensors",
+        ));
+    }
     Ok(Tensor::cat(&ts.iter().collect::<Vec<_>>(), dim)
         .py()?
         .into())

@@ -16,6 +16,20 @@ pub struct PyTensor {
     pub t: Tensor,
 }
 
+impl PyTensor {
+    /// `float(x)` and `int(x)` of a tensor that is not one element: ValueError, as PyTorch
+    /// (where `x.item()` raises RuntimeError).
+    fn one_element(&self) -> PyResult<()> {
+        if self.t.numel() == 1 {
+            return Ok(());
+        }
+        Err(PyValueError::new_err(format!(
+            "only one element tensors can be converted to Python scalars (got {} elements)",
+            self.t.numel()
+        )))
+    }
+}
+
 impl From<Tensor> for PyTensor {
     fn from(t: Tensor) -> Self {
         PyTensor { t }
@@ -217,15 +231,30 @@ impl PyTensor {
         }
         Ok(values(py, &self.t)?.remove(0))
     }
+    /// `for row in x`: the sub-tensors along dim 0 (`unbind(0)`, as PyTorch iterates).
+    /// A 0-d tensor has no dim 0 to iterate: TypeError, as PyTorch, where the default
+    /// `__getitem__` protocol would hand out an iterator that fails only when advanced.
+    fn __iter__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        if slf.borrow().t.ndim() == 0 {
+            return Err(PyTypeError::new_err("iteration over a 0-d tensor"));
+        }
+        Ok(slf
+            .call_method1("unbind", (0,))?
+            .try_iter()?
+            .into_any()
+            .unbind())
+    }
     /// Nested lists of Python numbers (a number for a 0-d tensor).
     fn tolist(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let flat = values(py, &self.t)?;
         nest(py, self.t.shape(), &mut flat.into_iter())
     }
     fn __float__(&self, py: Python<'_>) -> PyResult<f64> {
+        self.one_element()?;
         self.item(py)?.extract::<f64>(py)
     }
     fn __int__(&self, py: Python<'_>) -> PyResult<i64> {
+        self.one_element()?;
         let v = self.item(py)?;
         v.extract::<i64>(py)
             .or_else(|_| v.extract::<f64>(py).map(|f| f.trunc() as i64))

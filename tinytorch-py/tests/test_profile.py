@@ -62,5 +62,5 @@ def test_memory_counters_follow_tensors():
     torch.profile.reset_peak_memory_stats(torch.device("cpu"))
     assert torch.profile.max_memory_allocated() == before
     assert torch.cuda.memory_allocated() == 0  # no GPU tensors
-    with pytest.raises(ValueError):
+    with pytest.raises(RuntimeError):  # a bad device string, as torch.device("tpu")
         torch.profile.memory_allocated("tpu")

@@ -46,9 +46,30 @@ pub enum Error {
     #[error("{op}: distributed error: {msg}")]
     Distributed { op: &'static str, msg: String },
 
+    /// An allocation the device refused, or a size too large to allocate at all (an element
+    /// count times the dtype's size beyond what an address can hold). `bytes` is wide enough
+    /// for the overflowing products, so the message names the size that was asked for.
+    #[error("{}", out_of_memory_message(*device, *bytes))]
+    OutOfMemory { device: Device, bytes: u128 },
+
     /// File and stream errors.
     #[error("io: {0}")]
     Io(#[from] std::io::Error),
+}
+
+/// PyTorch's wording, so that a user who searches for the message finds the answer that
+/// applies (`DefaultCPUAllocator: not enough memory: you tried to allocate N bytes.` on the
+/// CPU, `CUDA out of memory. Tried to allocate ...` on a GPU).
+fn out_of_memory_message(device: Device, bytes: u128) -> String {
+    let gib = bytes as f64 / (1u64 << 30) as f64;
+    match device {
+        Device::Cpu => format!(
+            "DefaultCPUAllocator: not enough memory: you tried to allocate {bytes} bytes ({gib:.2} GiB)."
+        ),
+        Device::Cuda(i) => format!(
+            "CUDA out of memory. Tried to allocate {bytes} bytes ({gib:.2} GiB) on GPU {i}, after freeing every cached buffer."
+        ),
+    }
 }
 
 /// `Result` with TinyTorch's [`Error`].
@@ -89,6 +110,14 @@ impl Error {
         Error::Invalid {
             op,
             msg: msg.into(),
+        }
+    }
+    /// The allocation of `n` elements of `dtype` on `device` failed (or `n` times the dtype's
+    /// size overflows).
+    pub fn out_of_memory(device: Device, dtype: DType, n: usize) -> Self {
+        Error::OutOfMemory {
+            device,
+            bytes: n as u128 * dtype.size_in_bytes() as u128,
         }
     }
     /// A dtype the operation does not support.

@@ -420,3 +420,63 @@ fn backward_with_a_gradient_of_the_wrong_shape() {
         &["backward", "[3]", "[2]"],
     );
 }
+
+/// A tensor the system cannot hold is an `OutOfMemory` error naming the bytes asked for,
+/// from every creation path, where `Vec::with_capacity` would abort the process (issue 48).
+#[test]
+fn a_tensor_too_large_for_memory_is_an_error_not_an_abort() {
+    let shape = [1_000_000_000_000, 1_000_000]; // 10^18 elements, 4e18 bytes of f32
+    let oom = |e: &Error| matches!(e, Error::OutOfMemory { .. });
+    let bytes = "you tried to allocate 4000000000000000000 bytes";
+    assert_err(
+        Tensor::zeros(&shape, DType::F32, Device::Cpu),
+        oom,
+        &[bytes],
+    );
+    assert_err(
+        Tensor::full(&shape, 2.0, DType::F32, Device::Cpu),
+        oom,
+        &[bytes],
+    );
+    assert_err(Tensor::rand(&shape, DType::F32, Device::Cpu), oom, &[bytes]);
+    assert_err(
+        Tensor::randn(&shape, DType::F32, Device::Cpu),
+        oom,
+        &[bytes],
+    );
+    assert_err(
+        Tensor::randint(0, 3, &shape, Device::Cpu),
+        oom,
+        &["8000000000000000000 bytes"],
+    );
+    // Still usable afterwards.
+    assert_eq!(
+        Tensor::ones(&[3], DType::F32, Device::Cpu).unwrap().numel(),
+        3
+    );
+}
+
+/// A shape whose element count or byte size overflows is PyTorch's "Storage size
+/// calculation overflowed" error, never a wrapped (small) allocation.
+#[test]
+fn a_shape_whose_size_overflows_is_an_error() {
+    for shape in [
+        vec![1 << 40, 1 << 40],
+        vec![1 << 62, 4],
+        vec![usize::MAX, 2],
+    ] {
+        assert_err(
+            Tensor::zeros(&shape, DType::F32, Device::Cpu),
+            invalid_err,
+            &["overflowed", "full"],
+        );
+        assert_err(
+            Tensor::randn(&shape, DType::F64, Device::Cpu),
+            invalid_err,
+            &["overflowed"],
+        );
+    }
+    // A zero dim makes any other dims fine: no elements, no memory.
+    let empty = Tensor::zeros(&[0, 1 << 40, 1 << 40], DType::F32, Device::Cpu).unwrap();
+    assert_eq!(empty.numel(), 0);
+}

@@ -30,6 +30,7 @@ from ._tinytorch import (
     is_tensor,
     manual_seed,
     is_grad_enabled,
+    OutOfMemoryError,
     float32,
     float,
     float64,

@@ -233,7 +233,7 @@ impl Storage {
     /// A zero-filled buffer of `n` elements.
     pub fn zeros(device: Device, dtype: DType, n: usize) -> Result<Storage> {
         match device {
-            Device::Cpu => Ok(Storage::Cpu(CpuStorage::zeros(dtype, n))),
+            Device::Cpu => Ok(Storage::Cpu(CpuStorage::zeros(dtype, n)?)),
             #[cfg(feature = "cuda")]
             Device::Cuda(i) => Ok(Storage::Cuda(CudaStorage::zeros(i, dtype, n)?)),
             #[cfg(not(feature = "cuda"))]

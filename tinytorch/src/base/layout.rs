@@ -2,6 +2,7 @@
 //! Every view (permute, narrow, expand, ...) is a function from one layout to another; no data
 //! moves. Kernels receive layouts and walk them with `StridedIter`.
 
+use super::DType;
 use crate::error::{Error, Result};
 use smallvec::SmallVec;
 
@@ -37,8 +38,42 @@ fn contiguous_dims(shape: &[usize]) -> Dims {
 }
 
 /// Number of elements of a shape (1 for a 0-d shape).
+///
+/// Panics when the count overflows `usize` (a release build would otherwise wrap it, and a
+/// kernel would size its output by the wrapped count). No such tensor can be allocated:
+/// creation goes through [`storage_numel`], which returns the error instead, so only a view
+/// such as `expand(2**40, 2**40)` can get here; the Python bindings turn the panic into a
+/// `RuntimeError`.
 pub fn numel(shape: &[usize]) -> usize {
-    shape.iter().product()
+    checked_numel(shape)
+        .unwrap_or_else(|| panic!("numel: the shape {shape:?} has more elements than usize holds"))
+}
+
+/// Number of elements of a shape, or `None` when the product overflows `usize`. A shape
+/// with a zero dim has none, whatever the other dims multiply to.
+pub fn checked_numel(shape: &[usize]) -> Option<usize> {
+    if shape.contains(&0) {
+        return Some(0);
+    }
+    shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+}
+
+/// Number of elements of a new tensor of `shape` and `dtype`, or PyTorch's error
+/// (`Storage size calculation overflowed with sizes=[...]`) when the element count or its
+/// size in bytes does not fit in an address. Whether that many bytes are free is the
+/// allocator's question (`Error::OutOfMemory`).
+pub fn storage_numel(op: &'static str, shape: &[usize], dtype: DType) -> Result<usize> {
+    checked_numel(shape)
+        .filter(|n| {
+            n.checked_mul(dtype.size_in_bytes())
+                .is_some_and(|b| b <= isize::MAX as usize)
+        })
+        .ok_or_else(|| {
+            Error::invalid(
+                op,
+                format!("Storage size calculation overflowed with sizes={shape:?} ({dtype})"),
+            )
+        })
 }
 
 /// The broadcast shape of two shapes under NumPy rules.
@@ -459,6 +494,21 @@ pub fn merge_dims<const K: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn element_counts_that_overflow_are_caught() {
+        assert_eq!(checked_numel(&[]), Some(1));
+        assert_eq!(checked_numel(&[3, 4]), Some(12));
+        assert_eq!(checked_numel(&[1 << 40, 1 << 40]), None);
+        assert_eq!(checked_numel(&[1 << 40, 1 << 40, 0]), Some(0));
+        assert_eq!(storage_numel("t", &[2, 3], DType::F64).unwrap(), 6);
+        // 2^61 elements fit in usize, their 2^64 bytes of f64 do not.
+        let e = storage_numel("t", &[1 << 61], DType::F64).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("overflowed with sizes=[2305843009213693952]"));
+        assert!(std::panic::catch_unwind(|| numel(&[usize::MAX, 2])).is_err());
+    }
 
     #[test]
     fn view_of_transposed_needs_copy() {

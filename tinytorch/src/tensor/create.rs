@@ -1,6 +1,6 @@
 //! Creating tensors: from host data, constant fills, ranges and identity matrices.
 
-use super::layout::numel;
+use super::layout::{numel, storage_numel};
 use super::{DType, Device, Layout, Scalar, Tensor};
 use crate::backend::CpuElement;
 use crate::backend::{CpuStorage, Storage};
@@ -153,7 +153,7 @@ impl Tensor {
 
     /// A tensor of `shape` filled with `value` (converted to `dtype`).
     pub fn full(shape: &[usize], value: f64, dtype: DType, device: Device) -> Result<Tensor> {
-        let n = numel(shape);
+        let n = storage_numel("full", shape, dtype)?;
         let mut s = Storage::zeros(device, dtype, n)?;
         if value != 0.0 {
             s.fill(&Layout::contiguous(&[n]), value)?;

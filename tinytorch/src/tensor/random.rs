@@ -7,9 +7,10 @@
 //! result never depends on the thread count. The streams differ from PyTorch's (MT19937 on
 //! the CPU, Philox on CUDA): the same seed gives different numbers than in PyTorch.
 
-use super::layout::numel;
+use super::layout::storage_numel;
 use super::{DType, Device, Tensor};
-use crate::backend::{CpuStorage, Storage};
+use crate::backend::cpu::allocator;
+use crate::backend::{CpuElement, CpuStorage, Storage};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
 use rand::{Rng, RngCore, SeedableRng};
@@ -137,20 +138,26 @@ fn generate(
     gen: &mut Generator,
     mut sample: impl FnMut(&mut Generator, DType) -> f64,
 ) -> Result<Tensor> {
-    let n = numel(shape);
+    let n = storage_numel("random", shape, dtype)?;
     let cpu = match dtype {
-        DType::F64 => CpuStorage::F64((0..n).map(|_| sample(gen, dtype)).collect()),
-        DType::F32 => CpuStorage::F32((0..n).map(|_| sample(gen, dtype) as f32).collect()),
-        DType::F16 => CpuStorage::F16((0..n).map(|_| f16::from_f64(sample(gen, dtype))).collect()),
-        DType::BF16 => {
-            CpuStorage::BF16((0..n).map(|_| bf16::from_f64(sample(gen, dtype))).collect())
-        }
+        DType::F64 => CpuStorage::F64(filled(n, || sample(gen, dtype))?.into()),
+        DType::F32 => CpuStorage::F32(filled(n, || sample(gen, dtype) as f32)?.into()),
+        DType::F16 => CpuStorage::F16(filled(n, || f16::from_f64(sample(gen, dtype)))?.into()),
+        DType::BF16 => CpuStorage::BF16(filled(n, || bf16::from_f64(sample(gen, dtype)))?.into()),
         other => return Err(Error::unsupported_dtype("random", other)),
     };
     Ok(Tensor::from_contiguous(
         Storage::from_cpu(cpu, device)?,
         shape,
     ))
+}
+
+/// `n` values of `next()`, in order, in a buffer that is an error rather than an abort when
+/// the memory is not there.
+fn filled<T: CpuElement>(n: usize, mut next: impl FnMut() -> T) -> Result<Vec<T>> {
+    let mut v = allocator::try_take::<T>(n)?;
+    v.extend((0..n).map(|_| next()));
+    Ok(v)
 }
 
 /// Mantissa bits (with the implicit one) of a float dtype.
@@ -230,9 +237,8 @@ impl Tensor {
                 ),
             ));
         }
-        let values: Vec<i64> = (0..numel(shape))
-            .map(|_| gen.rng.random_range(low..high))
-            .collect();
+        let n = storage_numel("randint", shape, DType::I64)?;
+        let values = filled(n, || gen.rng.random_range(low..high))?;
         Ok(Tensor::from_contiguous(
             Storage::from_cpu(CpuStorage::I64(values.into()), device)?,
             shape,

@@ -11,6 +11,10 @@ from .. import _tinytorch as _C
 from .._legacy_types import CUDA_TYPES as _CUDA_TYPES
 from . import amp  # noqa: F401
 
+# ``torch.cuda.OutOfMemoryError`` is ``torch.OutOfMemoryError``: raised when a GPU allocation
+# fails even after the cached buffers are freed.
+OutOfMemoryError = _C.OutOfMemoryError
+
 globals().update(_CUDA_TYPES)  # torch.cuda.FloatTensor, torch.cuda.LongTensor, ...
 
 

@@ -21,7 +21,8 @@
 
 use super::{CpuElement, CpuStorage};
 use crate::backend::BackendStorage;
-use crate::base::{DType, Element};
+use crate::base::{DType, Device, Element};
+use crate::error::{Error, Result};
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -153,18 +154,41 @@ fn global() -> MutexGuard<'static, Pool> {
 
 /// An empty Vec with room for exactly `n` elements, reusing a cached buffer when one of that
 /// dtype and length is free. The caller fills it.
+///
+/// For a kernel's output or scratch: when the system refuses the memory this panics with
+/// [`Error::OutOfMemory`]'s message instead of aborting the process as `Vec::with_capacity`
+/// does (the Python bindings raise the panic as a `RuntimeError`). Creation functions use
+/// [`try_take`], which returns the error.
 pub fn take<T: CpuElement>(n: usize) -> Vec<T> {
-    if n * std::mem::size_of::<T>() >= MIN_BYTES {
+    try_take(n).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`take`] that returns [`Error::OutOfMemory`] when the system allocator refuses (or when
+/// `n` elements of `T` are more bytes than an address holds).
+pub fn try_take<T: CpuElement>(n: usize) -> Result<Vec<T>> {
+    let bytes = bytes_of::<T>(n)?;
+    if bytes >= MIN_BYTES {
         // Counts the request even when it misses, so the buffer made below is kept when it dies.
         let hit = global().take(<T as Element>::DTYPE, n);
         if let Some(Ok(mut v)) = hit.map(T::from_storage) {
             v.clear();
-            return v;
+            return Ok(v);
         }
     }
-    let v = Vec::with_capacity(n);
+    let mut v = Vec::new();
+    // try_reserve_exact: `Vec::with_capacity` calls `handle_alloc_error`, which aborts.
+    v.try_reserve_exact(n)
+        .map_err(|_| Error::out_of_memory(Device::Cpu, <T as Element>::DTYPE, n))?;
     advise_huge_pages(&v);
-    v
+    Ok(v)
+}
+
+/// Bytes of `n` elements of `T`, or the out-of-memory error when no allocation can be that
+/// large (Rust's allocations stop at `isize::MAX` bytes).
+fn bytes_of<T: CpuElement>(n: usize) -> Result<usize> {
+    n.checked_mul(std::mem::size_of::<T>())
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| Error::out_of_memory(Device::Cpu, <T as Element>::DTYPE, n))
 }
 
 /// Buffers from this size up are backed by 2 MiB pages where the kernel allows it.
@@ -200,18 +224,24 @@ fn advise_huge_pages<T>(v: &Vec<T>) {
 #[cfg(not(target_os = "linux"))]
 fn advise_huge_pages<T>(_: &Vec<T>) {}
 
-/// `n` zeros, in a cached buffer when one fits.
+/// `n` zeros, in a cached buffer when one fits. Panics where [`take`] does.
 pub fn zeros<T: CpuElement>(n: usize) -> Vec<T> {
-    let mut v = take::<T>(n);
+    try_zeros(n).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`zeros`] that returns [`Error::OutOfMemory`] when the memory is not there.
+pub fn try_zeros<T: CpuElement>(n: usize) -> Result<Vec<T>> {
+    let mut v = try_take::<T>(n)?;
     v.resize(n, T::zero());
-    v
+    Ok(v)
 }
 
 /// `n` initialised elements of unspecified value: a cached buffer's stale contents, or zeros
 /// when none is free. For scratch space whose every element the caller writes before it
 /// reads it, without the memset of [`zeros`] (5-7% of a 512-channel Winograd convolution).
 pub fn scratch<T: CpuElement>(n: usize) -> Vec<T> {
-    if n * std::mem::size_of::<T>() >= MIN_BYTES {
+    let bytes = bytes_of::<T>(n).unwrap_or_else(|e| panic!("{e}"));
+    if bytes >= MIN_BYTES {
         let hit = global().take(<T as Element>::DTYPE, n);
         if let Some(Ok(mut v)) = hit.map(T::from_storage) {
             // A cached buffer is as long as its capacity unless its tensor was shorter.
@@ -223,7 +253,26 @@ pub fn scratch<T: CpuElement>(n: usize) -> Vec<T> {
         }
     }
     // Fresh zeroed memory comes from the kernel as zero pages, without a memset.
-    vec![T::zero(); n]
+    zeroed(n).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// `n` zeros in fresh memory from `alloc_zeroed` (calloc: zero pages from the kernel, no
+/// memset), as `vec![T::zero(); n]` gets it, but with an error where that would abort.
+fn zeroed<T: CpuElement>(n: usize) -> Result<Vec<T>> {
+    let oom = || Error::out_of_memory(Device::Cpu, <T as Element>::DTYPE, n);
+    let layout = std::alloc::Layout::array::<T>(n).map_err(|_| oom())?;
+    if layout.size() == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: the layout has a non-zero size.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<T>();
+    if ptr.is_null() {
+        return Err(oom());
+    }
+    // SAFETY: `ptr` comes from the global allocator with `Layout::array::<T>(n)`, the layout
+    // a Vec of capacity `n` frees with; all-zero bytes are a valid `T` for every element
+    // type (false, 0, +0.0), and that value is `T::zero()`.
+    Ok(unsafe { Vec::from_raw_parts(ptr, n, n) })
 }
 
 /// Keep the buffer of a dying storage for reuse (large buffers only, within the limit).
@@ -370,6 +419,41 @@ mod tests {
         recycle(CpuStorage::F64(again.into()));
         let z = zeros::<f64>(n);
         assert!(z.iter().all(|&x| x == 0.0));
+    }
+
+    #[test]
+    fn an_allocation_the_system_refuses_is_an_error_not_an_abort() {
+        // 4e18 bytes: below isize::MAX, so it reaches the system allocator, which refuses
+        // (no machine has 3.5 EiB); Vec::with_capacity would abort the process here.
+        let n = 1_000_000_000_000_000_000usize;
+        let e = try_take::<f32>(n).unwrap_err();
+        assert!(
+            matches!(e, Error::OutOfMemory { device: Device::Cpu, bytes } if bytes == 4 * n as u128),
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("not enough memory: you tried to allocate 4000000000000000000 bytes"),
+            "{msg}"
+        );
+        assert!(try_zeros::<f64>(n).is_err());
+        assert!(zeroed::<f64>(n).is_err());
+        let panic = std::panic::catch_unwind(|| take::<f32>(n)).unwrap_err();
+        let text = panic.downcast_ref::<String>().unwrap();
+        assert!(text.contains("you tried to allocate"), "{text}");
+    }
+
+    #[test]
+    fn a_byte_count_that_overflows_is_an_error_naming_the_bytes_asked_for() {
+        let n = usize::MAX / 2;
+        match try_take::<f64>(n).unwrap_err() {
+            Error::OutOfMemory { bytes, .. } => assert_eq!(bytes, n as u128 * 8),
+            e => panic!("{e}"),
+        }
+        assert!(zeroed::<f64>(n).is_err());
+        // An empty request needs no memory.
+        assert!(try_zeros::<f64>(0).unwrap().is_empty());
+        assert!(zeroed::<f32>(0).unwrap().is_empty());
     }
 
     #[test]

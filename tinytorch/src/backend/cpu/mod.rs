@@ -115,17 +115,18 @@ impl_cpu_element!(f32, F32);
 impl_cpu_element!(f64, F64);
 
 impl CpuStorage {
-    /// A zero-filled buffer.
-    pub fn zeros(dtype: DType, n: usize) -> CpuStorage {
-        match dtype {
-            DType::Bool => CpuStorage::Bool(allocator::zeros(n).into()),
-            DType::U8 => CpuStorage::U8(allocator::zeros(n).into()),
-            DType::I64 => CpuStorage::I64(allocator::zeros(n).into()),
-            DType::F16 => CpuStorage::F16(allocator::zeros(n).into()),
-            DType::BF16 => CpuStorage::BF16(allocator::zeros(n).into()),
-            DType::F32 => CpuStorage::F32(allocator::zeros(n).into()),
-            DType::F64 => CpuStorage::F64(allocator::zeros(n).into()),
-        }
+    /// A zero-filled buffer, or [`Error::OutOfMemory`](crate::Error::OutOfMemory) when the
+    /// system has no room for it.
+    pub fn zeros(dtype: DType, n: usize) -> crate::Result<CpuStorage> {
+        Ok(match dtype {
+            DType::Bool => CpuStorage::Bool(allocator::try_zeros(n)?.into()),
+            DType::U8 => CpuStorage::U8(allocator::try_zeros(n)?.into()),
+            DType::I64 => CpuStorage::I64(allocator::try_zeros(n)?.into()),
+            DType::F16 => CpuStorage::F16(allocator::try_zeros(n)?.into()),
+            DType::BF16 => CpuStorage::BF16(allocator::try_zeros(n)?.into()),
+            DType::F32 => CpuStorage::F32(allocator::try_zeros(n)?.into()),
+            DType::F64 => CpuStorage::F64(allocator::try_zeros(n)?.into()),
+        })
     }
 
     /// A buffer of `len` elements of `dtype` at `ptr`, in memory another library owns

@@ -340,10 +340,19 @@ impl CudaDevice {
                 self.release_cached_memory()?;
                 // SAFETY: as above.
                 unsafe { self.stream.alloc::<u8>(bytes) }.map_err(|e| {
-                    cuda_err(
-                        "alloc",
-                        format!("{bytes} bytes, after freeing every cached buffer: {e:?}"),
-                    )
+                    // Out of memory is the user's to handle (a smaller batch, empty_cache),
+                    // as PyTorch's `OutOfMemoryError`; any other failure is CUDA's.
+                    if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+                        Error::OutOfMemory {
+                            device: crate::base::Device::Cuda(self.ordinal),
+                            bytes: bytes as u128,
+                        }
+                    } else {
+                        cuda_err(
+                            "alloc",
+                            format!("{bytes} bytes, after freeing every cached buffer: {e:?}"),
+                        )
+                    }
                 })
             }
         }

@@ -83,8 +83,12 @@ fn from_bytes<T: Copy + Default>(bytes: &[u8]) -> Vec<T> {
 impl CudaStorage {
     /// An uninitialised buffer of `len` elements (every caller writes all of it).
     pub(crate) fn uninit(dev: &Arc<CudaDevice>, dtype: DType, len: usize) -> Result<Self> {
+        // A byte count that overflows is a request no device can meet, not a wrapped size.
+        let bytes = len
+            .checked_mul(dtype.size_in_bytes())
+            .ok_or_else(|| crate::Error::out_of_memory(Device::Cuda(dev.ordinal()), dtype, len))?;
         Ok(CudaStorage {
-            buf: Some(dev.alloc(len * dtype.size_in_bytes())?),
+            buf: Some(dev.alloc(bytes)?),
             dtype,
             len,
             dev: dev.clone(),
