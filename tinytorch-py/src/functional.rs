@@ -68,21 +68,24 @@ fn conv_padding(obj: &Bound<'_, PyAny>) -> PyResult<ConvPadding> {
 }
 
 macro_rules! activation {
-    ($name:ident, $doc:expr) => {
+    ($name:ident, $inplace:ident, $doc:expr) => {
         #[doc = $doc]
         #[pyfunction]
         #[pyo3(signature = (input, inplace=false))]
         pub fn $name(py: Python<'_>, input: T<'_>, inplace: bool) -> PyResult<PyTensor> {
-            let _ = inplace; // computed out of place; the result is what PyTorch returns
             let x = input.t.clone();
+            if inplace {
+                // Written into `input` (its history rebased when it is in the graph).
+                return nogil(py, x.numel(), || x.$inplace()).map(Into::into);
+            }
             nogil(py, x.numel(), || x.$name()).map(Into::into)
         }
     };
 }
-activation!(relu, "`F.relu(input)`.");
-activation!(sigmoid, "`F.sigmoid(input)`.");
-activation!(tanh, "`F.tanh(input)`.");
-activation!(silu, "`F.silu(input)`.");
+activation!(relu, relu_, "`F.relu(input, inplace=False)`.");
+activation!(sigmoid, sigmoid_, "`F.sigmoid(input)`.");
+activation!(tanh, tanh_, "`F.tanh(input)`.");
+activation!(silu, silu_, "`F.silu(input, inplace=False)`.");
 
 /// `F.gelu(input, approximate="none")`.
 #[pyfunction]
@@ -104,14 +107,18 @@ pub fn gelu(py: Python<'_>, input: T<'_>, approximate: &str) -> PyResult<PyTenso
 #[pyfunction]
 #[pyo3(signature = (input, negative_slope=0.01, inplace=false))]
 pub fn leaky_relu(input: T<'_>, negative_slope: f64, inplace: bool) -> PyResult<PyTensor> {
-    let _ = inplace;
+    if inplace {
+        return Ok(input.t.leaky_relu_(negative_slope).py()?.into());
+    }
     Ok(input.t.leaky_relu(negative_slope).py()?.into())
 }
 
 #[pyfunction]
 #[pyo3(signature = (input, alpha=1.0, inplace=false))]
 pub fn elu(input: T<'_>, alpha: f64, inplace: bool) -> PyResult<PyTensor> {
-    let _ = inplace;
+    if inplace {
+        return Ok(input.t.elu_(alpha).py()?.into());
+    }
     Ok(input.t.elu(alpha).py()?.into())
 }
 

@@ -463,8 +463,8 @@ impl Several {
             .and_then(|v| v.reshape(&[-1]))
             .py()?;
         let dims_of = |s: &[usize]| s.iter().map(|&d| d as isize).collect::<Vec<_>>();
+        // From `x` itself, not detached: the elements not written keep their gradient.
         let updated = x
-            .detach()
             .contiguous()
             .and_then(|c| c.reshape(&[-1]))
             .and_then(|flat| flat.scatter(0, &off, &v))

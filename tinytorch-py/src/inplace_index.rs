@@ -37,6 +37,10 @@ impl PyTensor {
         mask: PyRef<'_, PyTensor>,
         value: &Bound<'_, PyAny>,
     ) -> PyResult<PyRef<'py, Self>> {
+        if let Ok(v) = value.extract::<PyScalar>() {
+            slf.t.masked_fill_(&mask.t, v.0).py()?;
+            return Ok(slf);
+        }
         let filled = slf.masked_fill(mask, value)?.t;
         write_back("masked_fill_", slf, &filled)
     }

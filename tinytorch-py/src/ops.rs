@@ -1044,6 +1044,34 @@ impl PyTensor {
         slf.t.copy_(&src.t).py()?;
         Ok(slf)
     }
+    fn clamp_min_<'py>(slf: PyRef<'py, Self>, min: PyScalar) -> PyResult<PyRef<'py, Self>> {
+        slf.t.clamp_min_(min.0).py()?;
+        Ok(slf)
+    }
+    fn clamp_max_<'py>(slf: PyRef<'py, Self>, max: PyScalar) -> PyResult<PyRef<'py, Self>> {
+        slf.t.clamp_max_(max.0).py()?;
+        Ok(slf)
+    }
+    fn relu_(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        slf.t.relu_().py()?;
+        Ok(slf)
+    }
+    fn sigmoid_(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        slf.t.sigmoid_().py()?;
+        Ok(slf)
+    }
+    fn tanh_(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        slf.t.tanh_().py()?;
+        Ok(slf)
+    }
+    fn exp_(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        slf.t.exp_().py()?;
+        Ok(slf)
+    }
+    fn neg_(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        slf.t.neg_().py()?;
+        Ok(slf)
+    }
     fn zero_(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
         slf.t.zero_().py()?;
         Ok(slf)

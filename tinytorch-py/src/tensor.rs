@@ -322,10 +322,23 @@ impl PyTensor {
 
     // ---- copies and conversions -----------------------------------------------------
 
-    /// `t.data`: the same memory without autograd history.
+    /// `t.data`: the same memory without autograd history and with a version counter of its
+    /// own, as in PyTorch: in-place writes through it are not seen by autograd's checks
+    /// (`detach()` shares the counter, so they are).
     #[getter]
     fn data(&self) -> PyTensor {
-        self.t.detach().into()
+        self.t.data_alias().into()
+    }
+    /// `t._version`: the number of in-place writes to this tensor, its views and its
+    /// `detach()`ed handles (autograd compares it with the version saved for backward).
+    #[getter]
+    fn _version(&self) -> u64 {
+        self.t.version()
+    }
+    /// `t._base`: the tensor this view was made from, or None.
+    #[getter]
+    fn _base(&self) -> Option<PyTensor> {
+        self.t.view_base().map(Into::into)
     }
     /// `t.data = other`: this object now stands for `other`'s memory (how `Module.to` moves
     /// parameters while optimizers keep the same objects); `requires_grad` is kept.

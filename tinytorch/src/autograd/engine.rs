@@ -5,26 +5,66 @@ use super::grad_mode::set_grad_enabled;
 use super::trace;
 use crate::backend::BinaryOp;
 use crate::error::{Error, Result};
+use crate::tensor::node::Node;
 use crate::tensor::{Device, Layout, Tensor, TensorId};
 use std::collections::{HashMap, HashSet};
+use std::hash::Hash;
+use std::sync::Arc;
 use std::time::Instant;
 
-/// Non-leaf tensors reachable from `root`, each before every tensor it was computed from.
-/// Iterative depth-first search, so that depth is bounded by memory, not by the stack.
-fn topo_order(root: &Tensor) -> Vec<Tensor> {
-    let mut order = Vec::new();
-    if root.node().is_none() {
-        return order;
+/// A node's identity in one sweep. Non-leaf gradients are keyed by node, not by tensor: an
+/// in-place op gives a tensor a new node (history rebase) while the nodes recorded before
+/// still point at its old one, and both may be in one graph.
+type NodeKey = usize;
+
+fn key(node: &Arc<Node>) -> NodeKey {
+    Arc::as_ptr(node) as usize
+}
+
+/// One node of the graph as the sweep sees it: the node and a tensor that holds (or held)
+/// it, for its hooks, id and gradient capture.
+struct GraphNode {
+    tensor: Tensor,
+    node: Arc<Node>,
+}
+
+impl GraphNode {
+    /// True when `node` is still `tensor`'s current node: the tensor's hooks and captured
+    /// gradient belong to its current version, not to a version an in-place op replaced.
+    fn is_current(&self) -> bool {
+        self.tensor
+            .node()
+            .is_some_and(|n| Arc::ptr_eq(&n, &self.node))
     }
-    let mut visited: HashSet<TensorId> = HashSet::from([root.id()]);
-    let mut stack: Vec<(Tensor, usize)> = vec![(root.clone(), 0)];
-    while let Some((t, next)) = stack.last_mut() {
-        let node = t.node().expect("only non-leaf tensors are pushed");
-        if let Some(child) = node.inputs.get(*next) {
+}
+
+/// The nodes reachable from `root`, each before every node it was computed from.
+/// Iterative depth-first search, so that depth is bounded by memory, not by the stack.
+fn topo_order(root: &Tensor) -> Vec<GraphNode> {
+    let mut order = Vec::new();
+    let Some(root_node) = root.node() else {
+        return order;
+    };
+    let mut visited: HashSet<NodeKey> = HashSet::from([key(&root_node)]);
+    let mut stack: Vec<(GraphNode, usize)> = vec![(
+        GraphNode {
+            tensor: root.clone(),
+            node: root_node,
+        },
+        0,
+    )];
+    while let Some((g, next)) = stack.last_mut() {
+        let i = *next;
+        if i < g.node.inputs.len() {
             *next += 1;
-            if child.node().is_some() && visited.insert(child.id()) {
-                let child = child.clone();
-                stack.push((child, 0));
+            if let Some(child) = &g.node.input_nodes[i] {
+                if visited.insert(key(child)) {
+                    let child = GraphNode {
+                        tensor: g.node.inputs[i].clone(),
+                        node: child.clone(),
+                    };
+                    stack.push((child, 0));
+                }
             }
         } else {
             order.push(stack.pop().expect("non-empty").0);
@@ -34,17 +74,18 @@ fn topo_order(root: &Tensor) -> Vec<Tensor> {
     order
 }
 
-fn accumulate(
-    map: &mut HashMap<TensorId, (Tensor, Tensor)>,
+fn accumulate<K: Hash + Eq>(
+    map: &mut HashMap<K, (Tensor, Tensor)>,
+    k: K,
     target: &Tensor,
     grad: Tensor,
 ) -> Result<()> {
-    match map.remove(&target.id()) {
+    match map.remove(&k) {
         Some((t, g)) => {
-            map.insert(t.id(), (t, g.add(&grad)?));
+            map.insert(k, (t, g.add(&grad)?));
         }
         None => {
-            map.insert(target.id(), (target.clone(), grad));
+            map.insert(k, (target.clone(), grad));
         }
     }
     Ok(())
@@ -53,13 +94,13 @@ fn accumulate(
 /// `grad[part] += g` in place on the gradient already waiting for `input` (a view's input,
 /// `part` the view's place in it), when there is one that nothing else holds, of `g`'s dtype
 /// and device; `Ok(false)`, nothing done, otherwise.
-fn add_into_part(
-    map: &mut HashMap<TensorId, (Tensor, Tensor)>,
-    input: &Tensor,
+fn add_into_part<K: Hash + Eq>(
+    map: &mut HashMap<K, (Tensor, Tensor)>,
+    k: K,
     part: &Layout,
     g: &Tensor,
 ) -> Result<bool> {
-    let Some((_, grad)) = map.get(&input.id()) else {
+    let Some((_, grad)) = map.get(&k) else {
         return Ok(false);
     };
     if !grad.owns_whole_storage() || grad.dtype() != g.dtype() || grad.device() != g.device() {
@@ -228,7 +269,7 @@ fn run_graph(
     root: &Tensor,
     grad: Tensor,
     options: BackwardOptions,
-    order: &[Tensor],
+    order: &[GraphNode],
     capture: Option<&HashSet<TensorId>>,
 ) -> Result<HashMap<TensorId, Tensor>> {
     let mut captured = HashMap::new();
@@ -236,12 +277,15 @@ fn run_graph(
     let _guard = set_grad_enabled(options.create_graph);
     let retain_graph = options.retain();
     // Gradients waiting for a non-leaf tensor, and gradients reaching leaves.
-    let mut pending: HashMap<TensorId, (Tensor, Tensor)> = HashMap::new();
+    let mut pending: HashMap<NodeKey, (Tensor, Tensor)> = HashMap::new();
     let mut leaves: HashMap<TensorId, (Tensor, Tensor)> = HashMap::new();
-    if root.is_leaf() {
-        leaves.insert(root.id(), (root.clone(), grad));
-    } else {
-        pending.insert(root.id(), (root.clone(), grad));
+    match root.node() {
+        None => {
+            leaves.insert(root.id(), (root.clone(), grad));
+        }
+        Some(node) => {
+            pending.insert(key(&node), (root.clone(), grad));
+        }
     }
     // Leaves with post-accumulate-grad hooks get their `.grad` (and run the hooks) as soon
     // as their last contributing node has run; the others at the end.
@@ -311,7 +355,7 @@ fn accumulate_into_grad(leaf: &Tensor, g: Tensor) -> Result<()> {
 /// The gradient maps of one backward sweep: waiting for non-leaf tensors, reaching leaves,
 /// and captured for [`grad`].
 struct Sums<'a> {
-    pending: &'a mut HashMap<TensorId, (Tensor, Tensor)>,
+    pending: &'a mut HashMap<NodeKey, (Tensor, Tensor)>,
     leaves: &'a mut HashMap<TensorId, (Tensor, Tensor)>,
     captured: &'a mut HashMap<TensorId, Tensor>,
 }
@@ -319,7 +363,7 @@ struct Sums<'a> {
 /// Run the backward rule of `t`'s node on the gradient waiting for `t` (if any), adding
 /// what it returns to the gradients of its inputs.
 fn run_node(
-    t: &Tensor,
+    gn: &GraphNode,
     sums: Sums<'_>,
     capture: Option<&HashSet<TensorId>>,
     retain_graph: bool,
@@ -329,29 +373,29 @@ fn run_node(
         leaves,
         captured,
     } = sums;
-    let Some((_, g)) = pending.remove(&t.id()) else {
+    let (t, node) = (&gn.tensor, &gn.node);
+    let Some((_, g)) = pending.remove(&key(node)) else {
         return Ok(());
     };
-    let g = hooked_gradient(t, g)?;
+    // Hooks and captures belong to the tensor's current version (see `is_current`).
+    let current = gn.is_current();
+    let g = if current { hooked_gradient(t, g)? } else { g };
     // A non-leaf's gradient is complete when its node comes up. (The clone also keeps
     // the in-place part adds off this buffer.)
-    if capture.is_some_and(|c| c.contains(&t.id())) {
+    if current && capture.is_some_and(|c| c.contains(&t.id())) {
         captured.insert(t.id(), g.clone());
     }
-    let node = t.node().expect("topo_order returns non-leaf tensors");
     let started = trace::is_active().then(Instant::now);
     if let (Some(part), [input]) = (&node.part, node.inputs.as_slice()) {
-        let map = if input.is_leaf() {
-            &mut *leaves
-        } else {
-            &mut *pending
-        };
         // In place only outside create_graph: there the gradients are graph tensors.
-        if input.requires_grad()
+        let added = node.input_needs_grad(0)
             && node.has_rule()
             && !super::is_grad_enabled()
-            && add_into_part(map, input, part, &g)?
-        {
+            && match &node.input_nodes[0] {
+                None => add_into_part(leaves, input.id(), part, &g)?,
+                Some(n) => add_into_part(pending, key(n), part, &g)?,
+            };
+        if added {
             if !retain_graph {
                 node.release();
             }
@@ -361,7 +405,9 @@ fn run_node(
             return Ok(());
         }
     }
-    let needs: Vec<bool> = node.inputs.iter().map(|i| i.requires_grad()).collect();
+    let needs: Vec<bool> = (0..node.inputs.len())
+        .map(|i| node.input_needs_grad(i))
+        .collect();
     let grads = {
         let rule = node.backward.lock().unwrap_or_else(|e| e.into_inner());
         let rule = rule.as_ref().ok_or_else(|| {
@@ -387,7 +433,13 @@ fn run_node(
             node.inputs.len()
         )));
     }
-    for ((input, grad), need) in node.inputs.iter().zip(grads).zip(needs) {
+    for (((input, input_node), grad), need) in node
+        .inputs
+        .iter()
+        .zip(&node.input_nodes)
+        .zip(grads)
+        .zip(needs)
+    {
         let Some(grad) = grad else { continue };
         if !need {
             continue;
@@ -407,10 +459,9 @@ fn run_node(
         } else {
             grad
         };
-        if input.is_leaf() {
-            accumulate(leaves, input, grad)?;
-        } else {
-            accumulate(pending, input, grad)?;
+        match input_node {
+            None => accumulate(leaves, input.id(), input, grad)?,
+            Some(n) => accumulate(pending, key(n), input, grad)?,
         }
     }
     Ok(())
@@ -424,10 +475,10 @@ struct HookedLeaves {
 }
 
 impl HookedLeaves {
-    fn new(order: &[Tensor]) -> Self {
+    fn new(order: &[GraphNode]) -> Self {
         let mut remaining = HashMap::new();
         for t in order {
-            for leaf in Self::hooked_inputs(t) {
+            for leaf in Self::hooked_inputs(&t.node) {
                 *remaining.entry(leaf.id()).or_insert(0) += 1;
             }
         }
@@ -435,11 +486,14 @@ impl HookedLeaves {
     }
 
     /// The distinct leaf inputs of `t`'s node that have hooks.
-    fn hooked_inputs(t: &Tensor) -> Vec<&Tensor> {
-        let node = t.node().expect("topo_order returns non-leaf tensors");
+    fn hooked_inputs(node: &Node) -> Vec<&Tensor> {
         let mut seen: Vec<&Tensor> = Vec::new();
-        for i in &node.inputs {
-            if i.is_leaf() && i.has_grad_hooks() && !seen.iter().any(|s| s.id() == i.id()) {
+        for (i, n) in node.inputs.iter().zip(&node.input_nodes) {
+            if n.is_none()
+                && i.is_leaf()
+                && i.has_grad_hooks()
+                && !seen.iter().any(|s| s.id() == i.id())
+            {
                 seen.push(i);
             }
         }
@@ -450,13 +504,13 @@ impl HookedLeaves {
     /// contributor to get their `.grad` and run their hooks.
     fn node_done(
         &mut self,
-        t: &Tensor,
+        t: &GraphNode,
         leaves: &mut HashMap<TensorId, (Tensor, Tensor)>,
     ) -> Result<()> {
         if self.remaining.is_empty() {
             return Ok(());
         }
-        for leaf in Self::hooked_inputs(t) {
+        for leaf in Self::hooked_inputs(&t.node) {
             let Some(n) = self.remaining.get_mut(&leaf.id()) else {
                 continue;
             };

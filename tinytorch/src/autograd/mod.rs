@@ -19,7 +19,6 @@ pub use saved::SavedTensor;
 
 use crate::error::Result;
 use crate::tensor::{Layout, Tensor};
-use std::sync::Mutex;
 
 /// True when an op on `inputs` must record a node.
 pub fn needs_grad(inputs: &[&Tensor]) -> bool {
@@ -55,12 +54,12 @@ impl Tensor {
         if trace::is_active() {
             trace::forward_op(name, inputs, &self);
         }
-        self.set_node(Node {
+        self.set_node(Node::new(
             name,
-            inputs: inputs.iter().map(|t| (*t).clone()).collect(),
-            backward: Mutex::new(Some(Box::new(rule))),
-            part: None,
-        })
+            inputs.iter().map(|t| (*t).clone()).collect(),
+            Box::new(rule),
+            None,
+        ))
     }
 
     /// Record the backward of a view that is the `part` (a layout in the input's row-major
@@ -80,12 +79,12 @@ impl Tensor {
         if trace::is_active() {
             trace::forward_op(name, &[input], &self);
         }
-        self.set_node(Node {
+        self.set_node(Node::new(
             name,
-            inputs: vec![input.clone()],
-            backward: Mutex::new(Some(Box::new(rule))),
-            part: Some(part),
-        })
+            vec![input.clone()],
+            Box::new(rule),
+            Some(part),
+        ))
     }
 
     /// A gradient that a fused kernel computed inside a backward rule, from `inputs` (the

@@ -29,6 +29,9 @@ pub struct SavedTensor {
     graph: GraphHandle,
     version: u64,
     op: &'static str,
+    /// The op that produced the tensor, when it was in the graph at save time (for the
+    /// error message when the tensor is gone: "which is output 0 of Mul").
+    producer: Option<&'static str>,
 }
 
 impl SavedTensor {
@@ -40,11 +43,47 @@ impl SavedTensor {
             GraphHandle::Weak(Arc::downgrade(&t.inner))
         };
         SavedTensor {
+            // `detach` shares the version counter, so writes through `t` or any view show.
             tensor: t.detach(),
             graph,
             version: t.version(),
             op,
+            producer: t.grad_fn_name(),
         }
+    }
+
+    /// PyTorch's message for a saved tensor modified in place since it was saved. Like
+    /// PyTorch 2.15, it names the tensor's current producer (after an in-place op on a graph
+    /// tensor, that op) without the `Backward0` suffix: "which is output 0 of Add".
+    fn modified_error(&self, now: u64) -> Error {
+        let current = match &self.graph {
+            GraphHandle::Strong(t) => t.grad_fn_name(),
+            GraphHandle::Weak(w) => w
+                .upgrade()
+                .and_then(|inner| Tensor { inner }.grad_fn_name()),
+        };
+        let which = match current.or(self.producer) {
+            Some(name) => {
+                let shown = crate::tensor::grad_fn_display(name);
+                let shown = shown
+                    .strip_suffix("Backward0")
+                    .unwrap_or(&shown)
+                    .to_string();
+                format!(", which is output 0 of {shown},")
+            }
+            None => String::new(),
+        };
+        Error::Autograd(format!(
+            "one of the variables needed for gradient computation has been modified by an \
+             inplace operation: [{} {:?}]{which} is at version {now}; expected version {} \
+             instead. Hint: the backward of {} saved it; an in-place op on it, a view of it or \
+             a `detach()`ed alias of it ran before backward. Use the out-of-place op, or \
+             `.clone()` the tensor before modifying it.",
+            legacy_type_name(&self.tensor),
+            self.tensor.shape(),
+            self.version,
+            crate::tensor::grad_fn_display(self.op),
+        ))
     }
 
     /// The saved value, or an error if it was modified in place since it was saved. With
@@ -53,13 +92,7 @@ impl SavedTensor {
     pub fn get(&self) -> Result<Tensor> {
         let now = self.tensor.version();
         if now != self.version {
-            return Err(Error::Autograd(format!(
-                "one of the variables needed for gradient computation has been modified by an inplace \
-                 operation: a tensor of shape {:?} saved by {} is at version {now}; expected version {}",
-                self.tensor.shape(),
-                self.op,
-                self.version
-            )));
+            return Err(self.modified_error(now));
         }
         if super::is_grad_enabled() {
             match &self.graph {
@@ -76,4 +109,21 @@ impl SavedTensor {
         }
         Ok(self.tensor.clone())
     }
+}
+
+/// PyTorch's legacy type name of a tensor (`torch.FloatTensor`, `torch.cuda.LongTensor`), as
+/// its autograd messages write it.
+fn legacy_type_name(t: &Tensor) -> String {
+    use crate::tensor::DType;
+    let name = match t.dtype() {
+        DType::Bool => "Bool",
+        DType::U8 => "Byte",
+        DType::I64 => "Long",
+        DType::F16 => "Half",
+        DType::BF16 => "BFloat16",
+        DType::F32 => "Float",
+        DType::F64 => "Double",
+    };
+    let cuda = if t.device().is_cpu() { "" } else { "cuda." };
+    format!("torch.{cuda}{name}Tensor")
 }

@@ -80,7 +80,7 @@ fn infer_shape(op: &'static str, shape: &[isize], n: usize, from: &[usize]) -> R
 
 /// The gradient of a view that picks `part` of its input (narrow, slice, select): zeros of
 /// the input's shape with `g` written where the view looked.
-fn embed_grad(g: &Tensor, in_shape: &[usize], part: &Layout) -> Result<Tensor> {
+pub(crate) fn embed_grad(g: &Tensor, in_shape: &[usize], part: &Layout) -> Result<Tensor> {
     let z = Tensor::zeros(in_shape, g.dtype(), g.device())?;
     z.storage_mut()
         .copy_strided_from(part, &g.storage(), g.layout())?;
@@ -123,7 +123,7 @@ impl Tensor {
         layout: Layout,
         rule: impl Fn(&Tensor) -> Result<Tensor> + Send + Sync + 'static,
     ) -> Tensor {
-        let out = self.view_with_layout(layout);
+        let out = self.view_of_base(layout);
         if !needs_grad(&[self]) {
             return out;
         }
@@ -138,7 +138,7 @@ impl Tensor {
         layout: Layout,
         part_of: impl Fn(&Layout) -> Layout,
     ) -> Tensor {
-        let out = self.view_with_layout(layout);
+        let out = self.view_of_base(layout);
         if !needs_grad(&[self]) {
             return out;
         }

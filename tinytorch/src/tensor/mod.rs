@@ -21,7 +21,7 @@ use crate::backend::Storage;
 use crate::error::{Error, Result};
 use node::Node;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// A unique id per tensor handle created (views and detached copies get their own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -34,12 +34,10 @@ impl TensorId {
     }
 }
 
-/// A buffer shared by a tensor and all its views, with the version counter that in-place
-/// writes bump (autograd compares it with the version a backward rule saved).
+/// A buffer shared by a tensor and all its views.
 #[derive(Debug)]
 pub struct StorageCell {
     data: RwLock<Storage>,
-    version: AtomicU64,
     /// The storage's device, readable without the lock (`Tensor::move_to_` changes it).
     device: AtomicUsize,
     /// The bytes counted for it in the memory statistics (`memory.rs`), on `device`.
@@ -72,13 +70,8 @@ impl StorageCell {
         Arc::new(StorageCell {
             device: AtomicUsize::new(encode_device(device)),
             data: RwLock::new(storage),
-            version: AtomicU64::new(0),
             bytes,
         })
-    }
-    /// Number of in-place writes so far.
-    pub fn version(&self) -> u64 {
-        self.version.load(Ordering::Acquire)
     }
 }
 
@@ -98,9 +91,16 @@ pub(crate) struct TensorInner {
     storage: Arc<StorageCell>,
     layout: Layout,
     dtype: DType,
-    /// The op that produced this tensor; set once, right after the op ran (a `OnceLock`, so
-    /// that a weak handle a backward rule keeps on its own output does not block it).
-    pub(crate) node: OnceLock<Arc<Node>>,
+    /// The op that produced this tensor: set right after the op ran, and replaced when an
+    /// in-place op rebases the tensor's history (see `ops/inplace.rs`).
+    pub(crate) node: RwLock<Option<Arc<Node>>>,
+    /// The version counter (PyTorch's `_version`): bumped by every in-place write, shared by
+    /// the tensor's views and `detach()`, so that a backward rule that saved any of them
+    /// sees a write through any other. `.data` gets its own (as in PyTorch).
+    version: Arc<AtomicU64>,
+    /// For a view (`make_view`): the tensor whose storage it views, itself no view (PyTorch's
+    /// `_base`). An in-place op on a view rebases the base's history.
+    pub(crate) view_base: Option<Tensor>,
     requires_grad: AtomicBool,
     grad: Mutex<Option<Tensor>>,
     /// Hooks run after backward accumulated this leaf's `.grad` (see
@@ -177,13 +177,25 @@ impl Tensor {
     }
 
     fn from_cell(storage: Arc<StorageCell>, layout: Layout, dtype: DType) -> Tensor {
+        Tensor::from_parts(storage, layout, dtype, Arc::new(AtomicU64::new(0)), None)
+    }
+
+    fn from_parts(
+        storage: Arc<StorageCell>,
+        layout: Layout,
+        dtype: DType,
+        version: Arc<AtomicU64>,
+        view_base: Option<Tensor>,
+    ) -> Tensor {
         Tensor {
             inner: Arc::new(TensorInner {
                 id: TensorId::next(),
                 storage,
                 layout,
                 dtype,
-                node: OnceLock::new(),
+                node: RwLock::new(None),
+                version,
+                view_base,
                 requires_grad: AtomicBool::new(false),
                 grad: Mutex::new(None),
                 grad_hooks: Mutex::new(Vec::new()),
@@ -195,18 +207,67 @@ impl Tensor {
         }
     }
 
-    /// A new handle on the same storage with another layout, outside the autograd graph.
-    /// View ops record their node on the result.
+    /// A new handle on the same storage with another layout and the same version counter,
+    /// outside the autograd graph. View ops record their node on the result.
     pub(crate) fn view_with_layout(&self, layout: Layout) -> Tensor {
-        Tensor::from_cell(self.inner.storage.clone(), layout, self.dtype())
+        Tensor::from_parts(
+            self.inner.storage.clone(),
+            layout,
+            self.dtype(),
+            self.inner.version.clone(),
+            None,
+        )
+    }
+
+    /// A view of `self` under `layout` that knows its base (`self`'s base when `self` is a
+    /// view itself), so that an in-place op on it can rebase the base's history.
+    pub(crate) fn view_of_base(&self, layout: Layout) -> Tensor {
+        // A view made a leaf that requires grad (`t.reshape(...).requires_grad_()`) is the
+        // base of its own views, as in PyTorch: autograd sees it, not the buffer below.
+        let base = match self.view_base() {
+            Some(b) if !(self.is_leaf() && self.requires_grad()) => b,
+            _ => self.clone(),
+        };
+        Tensor::from_parts(
+            self.inner.storage.clone(),
+            layout,
+            self.dtype(),
+            self.inner.version.clone(),
+            Some(base),
+        )
+    }
+
+    /// The tensor this view was made from (PyTorch's `_base`), `None` when not a view.
+    pub fn view_base(&self) -> Option<Tensor> {
+        self.inner.view_base.clone()
+    }
+
+    /// A handle on the same memory with its own version counter, outside the graph
+    /// (PyTorch's `.data`): writes through it are not seen by autograd's checks.
+    pub fn data_alias(&self) -> Tensor {
+        Tensor::from_cell(
+            self.inner.storage.clone(),
+            self.layout().clone(),
+            self.dtype(),
+        )
     }
 
     /// Attach an autograd node to a freshly created tensor.
     pub(crate) fn set_node(self, node: Node) -> Tensor {
-        if self.inner.node.set(Arc::new(node)).is_err() {
-            unreachable!("set_node on a tensor that already has a node");
-        }
+        let mut slot = self.inner.node.write().unwrap_or_else(|e| e.into_inner());
+        assert!(
+            slot.is_none(),
+            "set_node on a tensor that already has a node"
+        );
+        *slot = Some(Arc::new(node));
+        drop(slot);
         self
+    }
+
+    /// Replace this tensor's place in the graph by `node` (an in-place op rebasing history;
+    /// `None` cannot occur: once in the graph, a tensor stays in it).
+    pub(crate) fn rebase_history(&self, node: Arc<Node>) {
+        *self.inner.node.write().unwrap_or_else(|e| e.into_inner()) = Some(node);
     }
 
     /// This handle's unique id.
@@ -295,9 +356,10 @@ impl Tensor {
     pub fn shares_storage(&self, other: &Tensor) -> bool {
         Arc::ptr_eq(&self.inner.storage, &other.inner.storage)
     }
-    /// Version counter of the storage (bumped by every in-place write).
+    /// The version counter (bumped by every in-place write through this tensor, its views
+    /// or its `detach()`ed handles; PyTorch's `_version`).
     pub fn version(&self) -> u64 {
-        self.inner.storage.version()
+        self.inner.version.load(Ordering::Acquire)
     }
 
     /// Read access to the storage.
@@ -310,7 +372,7 @@ impl Tensor {
     }
     /// Write access to the storage; bumps the version counter.
     pub(crate) fn storage_mut(&self) -> RwLockWriteGuard<'_, Storage> {
-        self.inner.storage.version.fetch_add(1, Ordering::AcqRel);
+        self.inner.version.fetch_add(1, Ordering::AcqRel);
         self.inner
             .storage
             .data
@@ -323,18 +385,30 @@ impl Tensor {
     /// True when gradients flow to this tensor: a leaf marked with `requires_grad_`, or the
     /// result of an op recorded in the graph.
     pub fn requires_grad(&self) -> bool {
-        self.inner.node.get().is_some() || self.inner.requires_grad.load(Ordering::Relaxed)
+        self.has_node() || self.inner.requires_grad.load(Ordering::Relaxed)
     }
     /// True for tensors created by the user rather than by a recorded op.
     pub fn is_leaf(&self) -> bool {
-        self.inner.node.get().is_none()
+        !self.has_node()
     }
     /// Name of the op that produced this tensor, if it is in the graph (`grad_fn` in PyTorch).
     pub fn grad_fn_name(&self) -> Option<&'static str> {
-        self.inner.node.get().map(|n| n.name)
+        self.node().map(|n| n.name)
     }
-    pub(crate) fn node(&self) -> Option<&Arc<Node>> {
-        self.inner.node.get()
+    /// The node that produced this tensor (its current one, after in-place rebases).
+    pub(crate) fn node(&self) -> Option<Arc<Node>> {
+        self.inner
+            .node
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+    fn has_node(&self) -> bool {
+        self.inner
+            .node
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
     }
 
     /// Mark a leaf as requiring gradients (or not). Returns the same handle for chaining.

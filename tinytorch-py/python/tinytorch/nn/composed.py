@@ -34,7 +34,7 @@ class Hardswish(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.hardswish(input)
+        return F.hardswish(input, self.inplace)
 
 
 class ZeroPad2d(Module):
@@ -61,7 +61,7 @@ class ReLU6(Module):
         self.inplace = inplace
 
     def forward(self, input):
-        return F.relu6(input)
+        return F.relu6(input, self.inplace)
 
 
 class Hardtanh(Module):
@@ -75,7 +75,7 @@ class Hardtanh(Module):
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
 
     def forward(self, input):
-        return F.hardtanh(input, self.min_val, self.max_val)
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self):
         return f"min_val={self.min_val}, max_val={self.max_val}"

@@ -47,7 +47,7 @@ distillation_loss = _F.distillation_loss
 
 
 def relu6(input, inplace=False):
-    return input.clamp(0.0, 6.0)
+    return input.clamp_(0.0, 6.0) if inplace else input.clamp(0.0, 6.0)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12):
@@ -61,7 +61,8 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 def hardswish(input, inplace=False):
     """``x * relu6(x + 3) / 6``."""
-    return input * (input + 3).clamp(0.0, 6.0) / 6
+    out = input * (input + 3).clamp(0.0, 6.0) / 6
+    return input.copy_(out) if inplace else out
 
 
 def prelu(input, weight):
@@ -78,6 +79,8 @@ def prelu(input, weight):
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """``input`` clamped to [min_val, max_val]."""
+    if inplace:
+        return input.clamp_(min_val, max_val)
     return input.clamp(min_val, max_val)
 
 

@@ -450,20 +450,23 @@ def _activation(name, fn, arg_names=(), defaults=()):
         return fn(input, *(getattr(self, k) for k in arg_names))
 
     def extra_repr(self):
-        return ", ".join(f"{k}={getattr(self, k)}" for k in arg_names if k != "inplace")
+        # PyTorch shows ``inplace=True`` only when set.
+        return ", ".join(f"{k}={getattr(self, k)}" for k in arg_names
+                         if k != "inplace" or getattr(self, k))
 
     return type(name, (Module,), {"__init__": __init__, "forward": forward,
                                   "extra_repr": extra_repr})
 
 
-ReLU = _activation("ReLU", lambda x, inplace: F.relu(x), ("inplace",), (False,))
+ReLU = _activation("ReLU", lambda x, inplace: F.relu(x, inplace), ("inplace",), (False,))
 Sigmoid = _activation("Sigmoid", F.sigmoid)
 Tanh = _activation("Tanh", F.tanh)
-SiLU = _activation("SiLU", lambda x, inplace: F.silu(x), ("inplace",), (False,))
+SiLU = _activation("SiLU", lambda x, inplace: F.silu(x, inplace), ("inplace",), (False,))
 GELU = _activation("GELU", F.gelu, ("approximate",), ("none",))
-LeakyReLU = _activation("LeakyReLU", lambda x, s, inplace: F.leaky_relu(x, s),
+LeakyReLU = _activation("LeakyReLU", lambda x, s, inplace: F.leaky_relu(x, s, inplace),
                         ("negative_slope", "inplace"), (0.01, False))
-ELU = _activation("ELU", lambda x, a, inplace: F.elu(x, a), ("alpha", "inplace"), (1.0, False))
+ELU = _activation("ELU", lambda x, a, inplace: F.elu(x, a, inplace), ("alpha", "inplace"),
+                  (1.0, False))
 Softplus = _activation("Softplus", F.softplus, ("beta", "threshold"), (1.0, 20.0))
 Softmax = _activation("Softmax", lambda x, dim: F.softmax(x, dim), ("dim",), (None,))
 LogSoftmax = _activation("LogSoftmax", lambda x, dim: F.log_softmax(x, dim), ("dim",), (None,))
