@@ -17,7 +17,7 @@ def test_matches_pytorch(case, dtype):
 
 
 def test_aliases_exist():
-    x = torch.tensor([0.5, 1.5])
+    x = torch.tensor([0.5, 0.75])
     for name in ("lgamma", "digamma", "erfc", "erfinv", "i0"):
         assert torch.allclose(getattr(torch, name)(x), getattr(x, name)())
     assert torch.allclose(torch.special.psi(x), torch.digamma(x))

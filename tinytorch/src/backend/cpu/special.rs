@@ -67,9 +67,9 @@ pub fn erfinv(y: f64) -> f64 {
         if slope == 0.0 {
             break;
         }
-        // Near ±1 compare the small complements: erfc(|x|) against 1 - |y|.
+        // y - erf(x); near ±1 from the small complements, erfc(|x|) - (1 - |y|).
         let residual = if y.abs() > 0.5 {
-            (1.0 - y.abs() - erfc(x.abs())) * y.signum()
+            (erfc(x.abs()) - (1.0 - y.abs())) * y.signum()
         } else {
             y - libm::erf(x)
         };
