@@ -113,8 +113,8 @@ impl Lu {
     pub fn solve(&self, b: &[f64], k: usize) -> Vec<f64> {
         let n = self.n;
         let mut x = vec![0.0; n * k];
-        for i in 0..n {
-            x[i * k..(i + 1) * k].copy_from_slice(&b[self.perm[i] * k..(self.perm[i] + 1) * k]);
+        for (i, &p) in self.perm.iter().enumerate() {
+            x[i * k..(i + 1) * k].copy_from_slice(&b[p * k..(p + 1) * k]);
         }
         for i in 0..n {
             for j in 0..i {
@@ -204,8 +204,7 @@ pub(crate) fn cholesky(a: &[f64], n: usize) -> Result<Vec<f64>, usize> {
         for k in 0..j {
             d -= l[j * n + k] * l[j * n + k];
         }
-        // `!(d > 0)` also catches NaN.
-        if !(d > 0.0) {
+        if d.is_nan() || d <= 0.0 {
             return Err(j + 1);
         }
         let d = d.sqrt();
@@ -404,8 +403,8 @@ fn complete_basis(u: &mut [f64], m: usize, k: usize) {
             for _ in 0..2 {
                 for c in 0..col {
                     let dot: f64 = (0..m).map(|i| u[i * m + c] * v[i]).sum();
-                    for i in 0..m {
-                        v[i] -= dot * u[i * m + c];
+                    for (i, vi) in v.iter_mut().enumerate() {
+                        *vi -= dot * u[i * m + c];
                     }
                 }
             }
@@ -415,8 +414,8 @@ fn complete_basis(u: &mut [f64], m: usize, k: usize) {
             }
         }
         let (nv, v) = best.expect("m > 0");
-        for i in 0..m {
-            u[i * m + col] = v[i] / nv;
+        for (i, vi) in v.iter().enumerate() {
+            u[i * m + col] = vi / nv;
         }
     }
 }
@@ -673,8 +672,8 @@ mod tests {
         assert!(w.windows(2).all(|p| p[0] <= p[1]));
         let mut vd = v.clone();
         for i in 0..n {
-            for j in 0..n {
-                vd[i * n + j] *= w[j];
+            for (j, wj) in w.iter().enumerate() {
+                vd[i * n + j] *= wj;
             }
         }
         let back = matmul(&vd, &transpose(&v, n, n), n, n, n);
@@ -689,9 +688,7 @@ mod tests {
             let mut a = rand_mat(m, n, (m * 7 + n) as u64);
             if m == 4 {
                 // rank-deficient: the last row repeats the first.
-                for j in 0..n {
-                    a[3 * n + j] = a[j];
-                }
+                a.copy_within(0..n, 3 * n);
             }
             let k = m.min(n);
             for full in [false, true] {
@@ -701,9 +698,9 @@ mod tests {
                 assert!(s.windows(2).all(|p| p[0] >= p[1]));
                 let mut us = vec![0.0; m * n];
                 for i in 0..m {
-                    for j in 0..k {
+                    for (j, sj) in s.iter().enumerate() {
                         for c in 0..n {
-                            us[i * n + c] += u[i * uc + j] * s[j] * vh[j * n + c];
+                            us[i * n + c] += u[i * uc + j] * sj * vh[j * n + c];
                         }
                     }
                 }

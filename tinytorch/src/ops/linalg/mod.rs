@@ -139,7 +139,7 @@ fn diag_embed(v: &Tensor) -> Result<Tensor> {
 fn broadcast_batch(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usize>> {
     let nd = a.len().max(b.len());
     let mut out = vec![0; nd];
-    for i in 0..nd {
+    for (i, o) in out.iter_mut().enumerate() {
         let da = if i + a.len() >= nd {
             a[i + a.len() - nd]
         } else {
@@ -150,7 +150,7 @@ fn broadcast_batch(op: &'static str, a: &[usize], b: &[usize]) -> Result<Vec<usi
         } else {
             1
         };
-        out[i] = match (da, db) {
+        *o = match (da, db) {
             (x, y) if x == y => x,
             (1, y) => y,
             (x, 1) => x,

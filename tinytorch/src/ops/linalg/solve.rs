@@ -54,7 +54,7 @@ impl Tensor {
         if !left {
             // X A = B  <=>  A^T X^T = B^T.
             let bt = if b.ndim() == 1 { b.clone() } else { mt(b)? };
-            let x = mt(&self.clone())?.linalg_solve(&bt, true)?;
+            let x = mt(self)?.linalg_solve(&bt, true)?;
             return if b.ndim() == 1 { Ok(x) } else { mt(&x) };
         }
         let n = self.shape()[self.ndim() - 1];
