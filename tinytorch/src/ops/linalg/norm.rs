@@ -68,10 +68,10 @@ impl Tensor {
             MatrixNormOrd::Nuc => {
                 self.singular_value_norm(d0, d1, keepdim, |s| s.sum(&[-1], false))
             }
-            MatrixNormOrd::P(p) if p == 2.0 => {
+            MatrixNormOrd::P(2.0) => {
                 self.singular_value_norm(d0, d1, keepdim, |s| s.amax(&[-1], false))
             }
-            MatrixNormOrd::P(p) if p == -2.0 => {
+            MatrixNormOrd::P(-2.0) => {
                 self.singular_value_norm(d0, d1, keepdim, |s| s.amin(&[-1], false))
             }
             MatrixNormOrd::P(p) if p.abs() == 1.0 || p.is_infinite() => {

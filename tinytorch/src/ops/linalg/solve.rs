@@ -175,7 +175,7 @@ impl Tensor {
             return Ok(det);
         }
         let (sa, sd) = (self.save(op), det.save(op));
-        let singular = dets.iter().any(|&d| d == 0.0);
+        let singular = dets.contains(&0.0);
         Ok(det.record(op, &[self], move |g, _| {
             let a = sa.get()?;
             let scale = g.mul(&sd.get()?)?.unsqueeze(-1)?.unsqueeze(-1)?;
