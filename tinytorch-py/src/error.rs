@@ -1,6 +1,7 @@
 //! TinyTorch's errors as the Python exceptions PyTorch raises for the same mistakes: an index
 //! or dimension out of range is an `IndexError`, a file problem an `OSError`, a missing kernel
-//! `NotImplementedError`, a GPU out of memory `torch.OutOfMemoryError` (a `RuntimeError`),
+//! `NotImplementedError`, a GPU out of memory `torch.OutOfMemoryError` (a `RuntimeError`), a
+//! singular or not positive-definite matrix a `torch.linalg.LinAlgError` (a `RuntimeError`),
 //! everything else (shapes, dtypes, devices, autograd misuse, CPU out of memory) a
 //! `RuntimeError`, each with TinyTorch's message, which names the operation and the values at
 //! fault.
@@ -34,6 +35,14 @@ const RUNTIME_ERROR_INDEX_OPS: &[&str] = &[
     "narrow",
 ];
 
+pyo3::create_exception!(
+    tinytorch,
+    LinAlgError,
+    PyRuntimeError,
+    "A matrix that a linear-algebra routine cannot handle: singular for an inverse or a \
+     solve, not positive-definite for Cholesky (`torch.linalg.LinAlgError`)."
+);
+
 /// The Python exception for a TinyTorch error.
 pub fn to_py(e: Error) -> PyErr {
     let msg = e.to_string();
@@ -52,6 +61,7 @@ pub fn to_py(e: Error) -> PyErr {
             device: Device::Cuda(_),
             ..
         } => OutOfMemoryError::new_err(msg),
+        Error::LinAlg { .. } => LinAlgError::new_err(msg),
         _ => PyRuntimeError::new_err(msg),
     }
 }

@@ -11,7 +11,7 @@
 //! profile.rs (`tinytorch.profile`),
 //! benchmark.rs (`tinytorch.utils.benchmark`'s statistics), prune.rs (pruning masks),
 //! quant.rs (the int8 layer of `quantize_dynamic`), distributed.rs (`tinytorch.distributed`),
-//! amp.rs (`torch.autocast`'s scope), autograd.rs (`autograd.grad`, `autograd.Function`'s
+//! linalg.rs (`torch.linalg`), special.rs (`torch.special`), amp.rs (`torch.autocast`'s scope), autograd.rs (`autograd.grad`, `autograd.Function`'s
 //! node), convert.rs (dtype/device objects and argument parsing), error.rs (exceptions).
 
 mod amp;
@@ -25,6 +25,7 @@ mod functional;
 mod index;
 mod inplace_index;
 mod io;
+mod linalg;
 mod ops;
 mod optim;
 mod profile;
@@ -33,6 +34,7 @@ mod quant;
 mod random;
 mod recurrent;
 mod rnn_cell;
+mod special;
 mod tensor;
 
 use pyo3::prelude::*;
@@ -238,6 +240,12 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         _use_this_thread_for_compute,
         error::_test_panic,
     );
+    let l = PyModule::new(m.py(), "_linalg")?;
+    linalg::register(&l)?;
+    m.add_submodule(&l)?;
+    let sp = PyModule::new(m.py(), "_special")?;
+    special::register(&sp)?;
+    m.add_submodule(&sp)?;
     let f = PyModule::new(m.py(), "_functional")?;
     functional::register(&f)?;
     m.add_submodule(&f)?;

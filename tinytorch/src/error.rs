@@ -30,6 +30,12 @@ pub enum Error {
     #[error("{op}: invalid argument: {msg}")]
     Invalid { op: &'static str, msg: String },
 
+    /// A matrix the linear-algebra routine cannot handle: singular for an inverse or solve,
+    /// not positive definite for Cholesky (PyTorch's `torch.linalg.LinAlgError`). The
+    /// message is PyTorch's.
+    #[error("{op}: {msg}")]
+    LinAlg { op: &'static str, msg: String },
+
     /// Misuse of autograd: backward twice through a freed graph, in-place writes to saved tensors, ...
     #[error("autograd: {0}")]
     Autograd(String),
@@ -118,6 +124,13 @@ impl Error {
         Error::OutOfMemory {
             device,
             bytes: n as u128 * dtype.size_in_bytes() as u128,
+        }
+    }
+    /// A linear-algebra error (singular or not positive-definite input) for operation `op`.
+    pub fn linalg(op: &'static str, msg: impl Into<String>) -> Self {
+        Error::LinAlg {
+            op,
+            msg: msg.into(),
         }
     }
     /// A dtype the operation does not support.

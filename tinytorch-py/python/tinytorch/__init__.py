@@ -61,7 +61,7 @@ from ._dtype_info import finfo, iinfo  # noqa: E402
 from . import functional  # noqa: E402
 from .functional import meshgrid, unique, median  # noqa: E402
 from ._composite import (  # noqa: E402
-    bernoulli, bincount, cdist, diag, erfinv, hann_window, hstack, is_complex, normal, ravel,
+    bernoulli, bincount, cdist, diag, hann_window, hstack, is_complex, normal, ravel,
     tensor_split, vstack,
 )
 from . import _utils, fx, hub, jit, multiprocessing  # noqa: E402
@@ -81,6 +81,21 @@ def _join_compute_pool():
 
 _join_compute_pool()
 _tensor.install(Tensor)
+from . import linalg, special  # noqa: E402
+
+
+def _install_linalg_special():
+    # ``torch.det(A)`` / ``A.det()``, ``torch.logit(x)`` / ``x.logit()``, ...: one function
+    # serves both forms.
+    names = {**linalg.LEGACY, **special.TORCH_NAMES}
+    globals().update(names)
+    for name, fn in names.items():
+        setattr(Tensor, name, fn)
+    Tensor.polygamma = lambda self, n: special.polygamma(n, self)
+
+
+_install_linalg_special()
+polygamma = special.polygamma
 globals().update(_CPU_TYPES)  # torch.FloatTensor, torch.LongTensor, ...
 
 import math as _math  # noqa: E402 (``float`` here is torch.float, the dtype)

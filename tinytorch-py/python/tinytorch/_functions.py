@@ -25,7 +25,8 @@ __all__ = [
     # arithmetic and elementwise functions
     "add", "sub", "mul", "div", "true_divide", "pow", "neg", "abs", "sign", "exp", "log",
     "log2", "log1p", "expm1", "sqrt", "rsqrt", "square", "reciprocal", "sin", "cos", "tan",
-    "tanh", "sigmoid", "relu", "erf", "floor", "ceil", "round", "clamp", "clip", "clamp_min",
+    "tanh", "sigmoid", "relu", "erf", "erfc", "erfinv", "lgamma", "digamma", "i0", "floor",
+    "ceil", "round", "clamp", "clip", "clamp_min",
     "clamp_max", "maximum", "minimum", "softmax", "log_softmax", "remainder",
     # comparisons and logic
     "eq", "ne", "lt", "le", "gt", "ge", "equal", "allclose", "logical_and", "logical_or",

@@ -37,6 +37,22 @@ pub enum UnaryOp {
         threshold: f64,
     },
     Erf,
+    /// `1 - erf(x)`, computed without cancellation.
+    Erfc,
+    /// The inverse of `erf`.
+    Erfinv,
+    /// `log|Gamma(x)|`.
+    Lgamma,
+    /// `d/dx log Gamma(x)`.
+    Digamma,
+    /// `d^2/dx^2 log Gamma(x)` (`polygamma(1, x)`).
+    Trigamma,
+    /// The modified Bessel functions of the first kind `I0`, `I1` and their exponentially
+    /// scaled forms `I0(x) e^-|x|`, `I1(x) e^-|x|`.
+    I0,
+    I0e,
+    I1,
+    I1e,
     Floor,
     Ceil,
     /// Round half to even, as `torch.round`.

@@ -13,6 +13,7 @@ mod einsum;
 mod index;
 mod inplace;
 mod interpolate;
+mod linalg;
 pub mod loss;
 mod matmul;
 pub mod norm;
@@ -23,6 +24,7 @@ mod pool;
 mod reduce;
 mod shape;
 mod softmax;
+mod special;
 mod unary;
 mod view;
 
@@ -31,6 +33,7 @@ pub use conv::{set_direct_convolution, set_winograd_convolution, ConvPadding};
 pub(crate) use dropout::check_dropout_p;
 pub use dropout::dropout;
 pub use interpolate::{interpolate, InterpolateMode};
+pub use linalg::{MatrixNormOrd, QrMode, VectorNormOrd};
 pub use shape::PadMode;
 pub use view::SliceArg;
 

@@ -14,13 +14,13 @@ use crate::tensor::{DType, ResultType, Scalar, Tensor};
 /// Which tensor a backward rule needs: the op's input or its output (cheaper for `exp`,
 /// `sigmoid`, `tanh`, `sqrt`, whose derivatives are functions of the output).
 #[derive(Clone, Copy)]
-enum Saved {
+pub(super) enum Saved {
     Input,
     Output,
 }
 
 /// `2 / sqrt(pi)`, the scale of erf's derivative.
-const TWO_OVER_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
+pub(super) const TWO_OVER_SQRT_PI: f64 = std::f64::consts::FRAC_2_SQRT_PI;
 /// `1 / sqrt(2 pi)`, the scale of the standard normal density.
 const INV_SQRT_2PI: f64 = 0.398_942_280_401_432_7;
 /// `sqrt(2 / pi)`, as in PyTorch's tanh-approximated GELU.
@@ -88,7 +88,7 @@ impl Tensor {
 
     /// Record `out = f(self)` with the backward `grad_in = rule(grad_out, saved)`, where
     /// `saved` is `self` or `out` as `which` says. Saves nothing unless a gradient is needed.
-    fn unary_backward(
+    pub(super) fn unary_backward(
         &self,
         out: Tensor,
         name: &'static str,

@@ -23,6 +23,7 @@ pub(crate) mod reduce;
 mod rows;
 mod scan;
 mod softmax;
+pub(crate) mod special;
 pub mod strided;
 mod sync_ptr;
 pub(crate) mod unary;

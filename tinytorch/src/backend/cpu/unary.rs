@@ -8,6 +8,7 @@
 //! once per element.
 
 use super::fast_math;
+use super::special;
 use super::strided::{map1, map2, update1, wide, Loop, Map1, PAR_CHUNK};
 use super::{CpuElement, CpuStorage};
 use crate::backend::UnaryOp;
@@ -357,6 +358,16 @@ fn float_kernel<T: Real, K: Sink<T>>(op: UnaryOp, sink: K) -> K::Out {
             })
         }
         UnaryOp::Erf => sink.apply(|x: T| x.erf()),
+        // The special functions compute in f64 and round once (see special.rs).
+        UnaryOp::Erfc => sink.apply(|x: T| T::of(special::erfc(x.f64()))),
+        UnaryOp::Erfinv => sink.apply(|x: T| T::of(special::erfinv(x.f64()))),
+        UnaryOp::Lgamma => sink.apply(|x: T| T::of(special::lgamma(x.f64()))),
+        UnaryOp::Digamma => sink.apply(|x: T| T::of(special::digamma(x.f64()))),
+        UnaryOp::Trigamma => sink.apply(|x: T| T::of(special::trigamma(x.f64()))),
+        UnaryOp::I0 => sink.apply(|x: T| T::of(special::i0(x.f64()))),
+        UnaryOp::I0e => sink.apply(|x: T| T::of(special::i0e(x.f64()))),
+        UnaryOp::I1 => sink.apply(|x: T| T::of(special::i1(x.f64()))),
+        UnaryOp::I1e => sink.apply(|x: T| T::of(special::i1e(x.f64()))),
         UnaryOp::Floor => sink.apply(|x: T| x.floor()),
         UnaryOp::Ceil => sink.apply(|x: T| x.ceil()),
         UnaryOp::Round => sink.apply(|x: T| x.round_even()),

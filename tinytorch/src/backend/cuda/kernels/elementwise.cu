@@ -3,6 +3,63 @@
 // (transposed, sliced, broadcast with stride 0) never need a copy first. The op codes are
 // the ones in backend/cuda/elementwise.rs.
 
+// Special functions in double, mirroring backend/cpu/special.rs (same series, same
+// branches) so that CPU and CUDA agree to rounding; erfc, erfinv and lgamma are CUDA's.
+// NVRTC has no math.h, so infinity and NaN come from their bit patterns.
+__device__ __forceinline__ double sp_inf() { return __longlong_as_double(0x7ff0000000000000LL); }
+__device__ __forceinline__ double sp_nan() { return __longlong_as_double(0x7ff8000000000000LL); }
+__device__ double sp_digamma(double x) {
+    const double PI = 3.14159265358979323846;
+    if (x == 0.0) return signbit(x) ? sp_inf() : -sp_inf();
+    double acc = 0.0;
+    if (x < 0.0) {
+        if (x == floor(x)) return sp_nan();
+        acc = -PI / tan(PI * x);
+        x = 1.0 - x;
+    }
+    while (x < 6.0) { acc -= 1.0 / x; x += 1.0; }
+    double z = 1.0 / (x * x);
+    double series = z * (1.0 / 12.0 - z * (1.0 / 120.0 - z * (1.0 / 252.0 - z * (1.0 / 240.0
+                    - z * (1.0 / 132.0 - z * (691.0 / 32760.0 - z / 12.0))))));
+    return acc + log(x) - 0.5 / x - series;
+}
+
+__device__ double sp_trigamma(double x) {
+    const double PI = 3.14159265358979323846;
+    if (x <= 0.0 && x == floor(x)) return sp_inf();
+    double sign = 1.0, acc = 0.0;
+    if (x < 0.0) {
+        double s = sin(PI * x);
+        acc = PI * PI / (s * s);
+        sign = -1.0;
+        x = 1.0 - x;
+    }
+    double t = 0.0;
+    while (x < 6.0) { t += 1.0 / (x * x); x += 1.0; }
+    double z = 1.0 / (x * x);
+    t += 1.0 / x + z / 2.0 + z / x * (1.0 / 6.0 - z * (1.0 / 30.0 - z * (1.0 / 42.0
+         - z * (1.0 / 30.0 - z * 5.0 / 66.0))));
+    return acc + sign * t;
+}
+
+// I_nu(x) e^-x for nu 0 or 1 and x >= 0: power series up to 30, asymptotic expansion beyond.
+__device__ double sp_bessel_i_scaled(int nu, double x) {
+    if (x <= 30.0) {
+        double q = x * x / 4.0, term = nu == 0 ? 1.0 : x / 2.0, sum = term, k = 1.0;
+        while (term > sum * 1e-17) { term *= q / (k * (k + nu)); sum += term; k += 1.0; }
+        return sum * exp(-x);
+    }
+    double mu = 4.0 * nu * nu, term = 1.0, sum = 1.0;
+    for (int k = 1; k < 60; ++k) {
+        double next = -term * (mu - (2.0 * k - 1.0) * (2.0 * k - 1.0)) / (k * 8.0 * x);
+        if (fabs(next) >= fabs(term)) break;
+        term = next;
+        sum += term;
+        if (fabs(term) < 1e-17 * fabs(sum)) break;
+    }
+    return sum / sqrt(2.0 * 3.14159265358979323846 * x);
+}
+
 template <typename C>
 __device__ __forceinline__ C unary_float(int op, C x, C p0, C p1) {
     const C one = 1, zero = 0;
@@ -52,6 +109,15 @@ __device__ __forceinline__ C unary_float(int op, C x, C p0, C p1) {
         return y > p1 ? p1 : y;
     }
     case 33: return p0;  // a NaN clamp bound: every element becomes NaN
+    case 34: return (C)erfc((double)x);
+    case 35: return (C)erfinv((double)x);
+    case 36: return (C)lgamma((double)x);
+    case 37: return (C)sp_digamma((double)x);
+    case 38: return (C)sp_trigamma((double)x);
+    case 39: return (C)(sp_bessel_i_scaled(0, fabs((double)x)) * exp(fabs((double)x)));
+    case 40: return (C)sp_bessel_i_scaled(0, fabs((double)x));
+    case 41: return (C)copysign(sp_bessel_i_scaled(1, fabs((double)x)) * exp(fabs((double)x)), (double)x);
+    case 42: return (C)copysign(sp_bessel_i_scaled(1, fabs((double)x)), (double)x);
     }
     return x;
 }
