@@ -11,6 +11,9 @@ mod fused;
 pub mod nccl;
 mod op_kinds;
 
+/// An empty host buffer with room for `n` elements: an out-of-memory error, not an abort,
+/// when the memory is not there (for the layers above, which name no device backend).
+pub use cpu::allocator::try_take as try_host_buffer;
 pub use cpu::{CpuElement, CpuStorage};
 #[cfg(feature = "cuda")]
 pub use cuda::CudaStorage;

@@ -9,8 +9,7 @@
 
 use super::layout::storage_numel;
 use super::{DType, Device, Tensor};
-use crate::backend::cpu::allocator;
-use crate::backend::{CpuElement, CpuStorage, Storage};
+use crate::backend::{try_host_buffer, CpuElement, CpuStorage, Storage};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
 use rand::{Rng, RngCore, SeedableRng};
@@ -155,7 +154,7 @@ fn generate(
 /// `n` values of `next()`, in order, in a buffer that is an error rather than an abort when
 /// the memory is not there.
 fn filled<T: CpuElement>(n: usize, mut next: impl FnMut() -> T) -> Result<Vec<T>> {
-    let mut v = allocator::try_take::<T>(n)?;
+    let mut v = try_host_buffer::<T>(n)?;
     v.extend((0..n).map(|_| next()));
     Ok(v)
 }
