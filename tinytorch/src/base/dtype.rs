@@ -41,6 +41,11 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
 
+    /// True for the half-precision floats f16 and bf16.
+    pub fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+
     /// True for u8 and i64.
     pub fn is_int(self) -> bool {
         matches!(self, DType::U8 | DType::I64)

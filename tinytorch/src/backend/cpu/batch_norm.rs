@@ -24,6 +24,8 @@
 
 use super::float::KernelFloat;
 use super::norm::lane_sum;
+use super::strided::{wide, Map1};
+use super::unary::{FloatStore, Widen};
 use rayon::prelude::*;
 use std::mem::MaybeUninit;
 
@@ -70,6 +72,39 @@ pub struct Stats<T> {
     relu: bool,
 }
 
+/// One task's row buffers for a half-precision input: its rows widened to the compute type,
+/// and an output row before rounding. They stay empty for f32 and f64, which are read and
+/// written in place.
+struct Scratch<C> {
+    x: Vec<C>,
+    g: Vec<C>,
+    out: Vec<MaybeUninit<C>>,
+}
+
+impl<C> Scratch<C> {
+    fn new() -> Self {
+        Scratch {
+            x: Vec::new(),
+            g: Vec::new(),
+            out: Vec::new(),
+        }
+    }
+}
+
+/// `src` in the compute type: itself when it is stored in that type, else widened into `buf`.
+fn widened<'a, S: FloatStore>(src: &'a [S], buf: &'a mut Vec<S::C>) -> &'a [S::C]
+where
+    S::C: KernelFloat,
+{
+    if let Some(row) = S::as_compute(src) {
+        return row;
+    }
+    buf.clear();
+    buf.resize(src.len(), <S::C as KernelFloat>::ZERO);
+    wide(Widen { dst: buf, src });
+    buf
+}
+
 /// A row's sum, and its sum of squares about its own mean (rounded to `T`) less what that
 /// rounding adds: the statistics of the forward.
 fn stat_row<T: KernelFloat>(xr: &[T]) -> [f64; 2] {
@@ -97,14 +132,15 @@ fn grad_row<T: KernelFloat>(gr: &[T], xr: &[T], mean: T, live: Option<(T, T)>) -
 }
 
 /// `K` sums per channel of `row_sums(r)` over every row `r` of that channel.
-fn per_channel<const K: usize>(
+fn per_channel<C, const K: usize>(
     d: Dims,
-    row_sums: impl Fn(usize) -> [f64; K] + Sync,
+    row_sums: impl Fn(usize, &mut Scratch<C>) -> [f64; K] + Sync,
 ) -> Vec<[f64; K]> {
     let group = |r0: usize, r1: usize| {
         let mut acc = vec![[0.0; K]; d.c];
+        let mut scratch = Scratch::new();
         for r in r0..r1 {
-            let sums = row_sums(r);
+            let sums = row_sums(r, &mut scratch);
             for (a, v) in acc[r % d.c].iter_mut().zip(sums) {
                 *a += v;
             }
@@ -131,17 +167,22 @@ fn per_channel<const K: usize>(
 }
 
 /// One elementwise pass of [`per_channel_affine`].
-#[derive(Clone, Copy)]
-enum Pass<'a, T> {
+enum Pass<'a, S: FloatStore> {
     /// `out = x * a + b`, clamped at 0 (NaN kept, as `relu`) when `relu`.
     Forward { relu: bool },
     /// `out = g' * gc + x * a + b`, with `g' = g`, or with `live = Some((scale, shift))`, `g`
     /// where `x * scale + shift > 0` and 0 elsewhere (NaN passing, as ReLU's backward).
     Backward {
-        g: &'a [T],
-        gc: &'a [T],
-        live: Option<(&'a [T], &'a [T])>,
+        g: &'a [S],
+        gc: &'a [S::C],
+        live: Option<(&'a [S::C], &'a [S::C])>,
     },
+}
+
+/// [`Pass`] for one row, in the compute type.
+enum RowPass<'a, C> {
+    Forward { relu: bool },
+    Backward { g: &'a [C], gc: C, live: Option<(C, C)> },
 }
 
 /// `g` where the pre-activation `x * scale + shift` of a fused ReLU was positive (or NaN),
@@ -155,50 +196,80 @@ fn gate<T: KernelFloat>(g: T, x: T, scale: T, shift: T) -> T {
     }
 }
 
+/// One row of [`per_channel_affine`]: `o = x * a + b` and the other forms of [`RowPass`].
+fn affine_row<T: KernelFloat>(o: &mut [MaybeUninit<T>], xr: &[T], pass: RowPass<'_, T>, a: T, b: T) {
+    match pass {
+        RowPass::Forward { relu: false } => {
+            for (o, &v) in o.iter_mut().zip(xr) {
+                o.write(v * a + b);
+            }
+        }
+        RowPass::Forward { relu: true } => {
+            for (o, &v) in o.iter_mut().zip(xr) {
+                let y = v * a + b;
+                o.write(if y < T::ZERO { T::ZERO } else { y });
+            }
+        }
+        RowPass::Backward { g, gc, live: None } => {
+            for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(g) {
+                o.write(gv * gc + v * a + b);
+            }
+        }
+        RowPass::Backward {
+            g,
+            gc,
+            live: Some((sc, sh)),
+        } => {
+            for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(g) {
+                o.write(gate(gv, v, sc, sh) * gc + v * a + b);
+            }
+        }
+    }
+}
+
 /// `out[row] = x[row] * a[ch] + b[ch]` and the other forms of [`Pass`]: the one elementwise
-/// pass of the forward and of the backward.
-fn per_channel_affine<T: KernelFloat>(
+/// pass of the forward and of the backward. Half-precision rows are widened, computed in
+/// the compute type and rounded once.
+fn per_channel_affine<S: FloatStore>(
     d: Dims,
-    x: &[T],
-    pass: Pass<'_, T>,
-    a: &[T],
-    b: &[T],
-) -> Vec<T> {
-    let mut out = super::allocator::take::<T>(x.len());
+    x: &[S],
+    pass: &Pass<'_, S>,
+    a: &[S::C],
+    b: &[S::C],
+) -> Vec<S>
+where
+    S::C: KernelFloat,
+{
+    let mut out = super::allocator::take::<S>(x.len());
     let dst = &mut out.spare_capacity_mut()[..x.len()];
-    let task = |r0: usize, rows: &mut [MaybeUninit<T>]| {
+    let task = |r0: usize, rows: &mut [MaybeUninit<S>]| {
+        let mut sc = Scratch::new();
         for (i, o) in rows.chunks_exact_mut(d.s).enumerate() {
             let r = r0 + i;
             let ch = r % d.c;
             let span = r * d.s..(r + 1) * d.s;
-            let (xr, (ac, bc)) = (&x[span.clone()], (a[ch], b[ch]));
-            match pass {
-                Pass::Forward { relu: false } => {
-                    for (o, &v) in o.iter_mut().zip(xr) {
-                        o.write(v * ac + bc);
-                    }
-                }
-                Pass::Forward { relu: true } => {
-                    for (o, &v) in o.iter_mut().zip(xr) {
-                        let y = v * ac + bc;
-                        o.write(if y < T::ZERO { T::ZERO } else { y });
-                    }
-                }
-                Pass::Backward { g, gc, live } => {
-                    let (gr, gch) = (&g[span], gc[ch]);
-                    match live {
-                        None => {
-                            for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(gr) {
-                                o.write(gv * gch + v * ac + bc);
-                            }
-                        }
-                        Some((sc, sh)) => {
-                            let (sc, sh) = (sc[ch], sh[ch]);
-                            for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(gr) {
-                                o.write(gate(gv, v, sc, sh) * gch + v * ac + bc);
-                            }
-                        }
-                    }
+            let xr = widened(&x[span.clone()], &mut sc.x);
+            let row_pass = match pass {
+                Pass::Forward { relu } => RowPass::Forward { relu: *relu },
+                Pass::Backward { g, gc, live } => RowPass::Backward {
+                    g: widened(&g[span], &mut sc.g),
+                    gc: gc[ch],
+                    live: live.map(|(sc, sh)| (sc[ch], sh[ch])),
+                },
+            };
+            match S::as_compute_mut(o) {
+                Some(o) => affine_row(o, xr, row_pass, a[ch], b[ch]),
+                None => {
+                    sc.out.resize(d.s, MaybeUninit::uninit());
+                    affine_row(&mut sc.out, xr, row_pass, a[ch], b[ch]);
+                    // SAFETY: `affine_row` wrote all `d.s` elements of the row buffer.
+                    let computed =
+                        unsafe { &*(&sc.out[..] as *const [MaybeUninit<S::C>] as *const [S::C]) };
+                    wide(Map1 {
+                        o,
+                        x: computed,
+                        f: &S::down,
+                    });
                 }
             }
         }
@@ -217,25 +288,29 @@ fn per_channel_affine<T: KernelFloat>(
 }
 
 /// Forward in training mode: `y` (then `max(y, 0)` with `relu`) and the batch statistics.
-/// `x` holds `n * c * s` elements; `weight` and `bias` (one per channel) default to 1 and 0.
-pub fn forward<T: KernelFloat>(
-    x: &[T],
+/// `x` holds `n * c * s` elements (f32, f64, or f16/bf16 computed in f32); `weight` and
+/// `bias` (one per channel, in the compute type) default to 1 and 0.
+pub fn forward<S: FloatStore>(
+    x: &[S],
     d: Dims,
-    weight: Option<&[T]>,
-    bias: Option<&[T]>,
+    weight: Option<&[S::C]>,
+    bias: Option<&[S::C]>,
     eps: f64,
     relu: bool,
-) -> (Vec<T>, Stats<T>) {
+) -> (Vec<S>, Stats<S::C>)
+where
+    S::C: KernelFloat,
+{
     assert_eq!(x.len(), d.rows() * d.s, "batch_norm: bad input length");
     let row = |r: usize| &x[r * d.s..(r + 1) * d.s];
     // The statistics in one pass over memory: each row, in L1 after its first read, gives its
     // sum and its sum of squares about its own mean, and the channel's sum of squares is
     // theirs plus the rows' spread about the channel mean (Chan et al.'s pairwise update),
     // taken about the channel's first element `k` so that this part does not cancel.
-    let k = |ch: usize| x.get(ch * d.s).map_or(0.0, |v| v.f64());
+    let k = |ch: usize| x.get(ch * d.s).map_or(0.0, |v| KernelFloat::f64(v.up()));
     let len = d.s as f64;
-    let sums = per_channel(d, |r| {
-        let [sum, m2] = stat_row(row(r));
+    let sums = per_channel(d, |r, sc: &mut Scratch<S::C>| {
+        let [sum, m2] = stat_row(widened(row(r), &mut sc.x));
         let dk = sum / len - k(r % d.c);
         [sum, m2, len * dk * dk]
     });
@@ -247,21 +322,22 @@ pub fn forward<T: KernelFloat>(
             ((sums[ch][1] + sums[ch][2] - count * dk * dk) / count).max(0.0)
         })
         .collect();
-    let mean: Vec<T> = mean_f64.iter().map(|&m| T::of(m)).collect();
+    let of = <S::C as KernelFloat>::of;
+    let mean: Vec<S::C> = mean_f64.iter().map(|&m| of(m)).collect();
     let rstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
-    let w = |ch: usize| weight.map_or(1.0, |w| w[ch].f64());
-    let scale: Vec<T> = (0..d.c).map(|ch| T::of(w(ch) * rstd[ch])).collect();
-    let shift: Vec<T> = (0..d.c)
+    let w = |ch: usize| weight.map_or(1.0, |w| KernelFloat::f64(w[ch]));
+    let scale: Vec<S::C> = (0..d.c).map(|ch| of(w(ch) * rstd[ch])).collect();
+    let shift: Vec<S::C> = (0..d.c)
         .map(|ch| {
-            let b = bias.map_or(0.0, |b| b[ch].f64());
-            T::of(b - mean[ch].f64() * w(ch) * rstd[ch])
+            let b = bias.map_or(0.0, |b| KernelFloat::f64(b[ch]));
+            of(b - KernelFloat::f64(mean[ch]) * w(ch) * rstd[ch])
         })
         .collect();
-    let y = per_channel_affine(d, x, Pass::Forward { relu }, &scale, &shift);
+    let y = per_channel_affine(d, x, &Pass::Forward { relu }, &scale, &shift);
     let stats = Stats {
         mean,
-        rstd: rstd.into_iter().map(T::of).collect(),
-        var: var.into_iter().map(T::of).collect(),
+        rstd: rstd.into_iter().map(of).collect(),
+        var: var.into_iter().map(of).collect(),
         scale,
         shift,
         relu,
@@ -269,36 +345,42 @@ pub fn forward<T: KernelFloat>(
     (y, stats)
 }
 
-/// The gradients of the backward (`dx` only when asked for).
-pub struct Grads<T> {
-    pub dx: Option<Vec<T>>,
+/// The gradients of the backward (`dx` only when asked for; `dx` in the input's type, the
+/// parameters' gradients in the compute type).
+pub struct Grads<S: FloatStore> {
+    pub dx: Option<Vec<S>>,
     /// `rstd * sum(g * (x - mean))` per channel.
-    pub dweight: Vec<T>,
+    pub dweight: Vec<S::C>,
     /// `sum(g)` per channel.
-    pub dbias: Vec<T>,
+    pub dbias: Vec<S::C>,
 }
 
-/// Backward of [`forward`] from the upstream gradient `g` (laid out like `x`), through the
-/// forward's ReLU when it had one.
-pub fn backward<T: KernelFloat>(
-    x: &[T],
-    g: &[T],
+/// Backward of [`forward`] from the upstream gradient `g` (laid out like `x`, of its type),
+/// through the forward's ReLU when it had one.
+pub fn backward<S: FloatStore>(
+    x: &[S],
+    g: &[S],
     d: Dims,
-    weight: Option<&[T]>,
-    stats: &Stats<T>,
+    weight: Option<&[S::C]>,
+    stats: &Stats<S::C>,
     want_dx: bool,
-) -> Grads<T> {
-    let rows = |r: usize| (&x[r * d.s..(r + 1) * d.s], &g[r * d.s..(r + 1) * d.s]);
-    let sums = per_channel(d, |r| {
-        let (xr, gr) = rows(r);
+) -> Grads<S>
+where
+    S::C: KernelFloat,
+{
+    let span = |r: usize| r * d.s..(r + 1) * d.s;
+    let sums = per_channel(d, |r, sc: &mut Scratch<S::C>| {
+        let xr = widened(&x[span(r)], &mut sc.x);
+        let gr = widened(&g[span(r)], &mut sc.g);
         let ch = r % d.c;
         let m = stats.mean[ch];
         let live = stats.relu.then(|| (stats.scale[ch], stats.shift[ch]));
         grad_row(gr, xr, m, live)
     });
-    let dbias: Vec<T> = sums.iter().map(|s| T::of(s[0])).collect();
-    let dweight: Vec<T> = (0..d.c)
-        .map(|ch| T::of(sums[ch][1] * stats.rstd[ch].f64()))
+    let (of, f64_of) = (<S::C as KernelFloat>::of, <S::C as KernelFloat>::f64);
+    let dbias: Vec<S::C> = sums.iter().map(|s| of(s[0])).collect();
+    let dweight: Vec<S::C> = (0..d.c)
+        .map(|ch| of(sums[ch][1] * f64_of(stats.rstd[ch])))
         .collect();
     let dx = want_dx.then(|| {
         // dx = gc * g + a * x + b, with gc = w * rstd, a = -gc * rstd^2 * sum(g (x - mean)) / M,
@@ -306,17 +388,15 @@ pub fn backward<T: KernelFloat>(
         let inv_m = 1.0 / d.count();
         let (mut gc, mut a, mut b) = (vec![], vec![], vec![]);
         for ch in 0..d.c {
-            let rstd = stats.rstd[ch].f64();
-            let gcv = weight.map_or(1.0, |w| w[ch].f64()) * rstd;
+            let rstd = f64_of(stats.rstd[ch]);
+            let gcv = weight.map_or(1.0, |w| f64_of(w[ch])) * rstd;
             let av = -gcv * rstd * rstd * sums[ch][1] * inv_m;
-            gc.push(T::of(gcv));
-            a.push(T::of(av));
-            b.push(T::of(
-                -gcv * sums[ch][0] * inv_m - av * stats.mean[ch].f64(),
-            ));
+            gc.push(of(gcv));
+            a.push(of(av));
+            b.push(of(-gcv * sums[ch][0] * inv_m - av * f64_of(stats.mean[ch])));
         }
         let live = stats.relu.then_some((&stats.scale[..], &stats.shift[..]));
-        per_channel_affine(d, x, Pass::Backward { g, gc: &gc, live }, &a, &b)
+        per_channel_affine(d, x, &Pass::Backward { g, gc: &gc, live }, &a, &b)
     });
     Grads { dx, dweight, dbias }
 }
@@ -404,6 +484,54 @@ mod tests {
                     assert!(y.contains(&0.0) && y.iter().any(|&v| v > 0.0));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn half_inputs_compute_as_their_f32_widening_and_round_once() {
+        // A bf16 (or f16) input and upstream gradient give exactly the statistics and
+        // parameter gradients of the f32 kernel on their widened values, and its y and dx
+        // rounded once; with and without the fused ReLU, on one task and several.
+        use half::{bf16, f16};
+        fn check<H: FloatStore<C = f32> + PartialEq + std::fmt::Debug>(d: Dims) {
+            let len = d.rows() * d.s;
+            let x: Vec<H> = (0..len)
+                .map(|i| H::down(((i * 37 % 101) as f32 - 50.0) * 0.07 + 3.0))
+                .collect();
+            let g: Vec<H> = (0..len)
+                .map(|i| H::down((i * 13 % 7) as f32 * 0.3 - 1.0))
+                .collect();
+            let (xw, gw): (Vec<f32>, Vec<f32>) = (
+                x.iter().map(|v| v.up()).collect(),
+                g.iter().map(|v| v.up()).collect(),
+            );
+            let w: Vec<f32> = (0..d.c).map(|j| 0.5 + j as f32 * 0.1).collect();
+            let b: Vec<f32> = (0..d.c).map(|j| j as f32 * -0.03).collect();
+            for relu in [false, true] {
+                let (y, stats) = forward(&x, d, Some(&w), Some(&b), 1e-5, relu);
+                let (yw, stats_w) = forward(&xw, d, Some(&w), Some(&b), 1e-5, relu);
+                let round = |v: &[f32]| v.iter().map(|&v| H::down(v)).collect::<Vec<H>>();
+                assert_eq!(y, round(&yw), "{d:?} relu {relu}: y");
+                assert_eq!(stats.mean, stats_w.mean);
+                assert_eq!(stats.var, stats_w.var);
+                let grads = backward(&x, &g, d, Some(&w), &stats, true);
+                let grads_w = backward(&xw, &gw, d, Some(&w), &stats_w, true);
+                assert_eq!(grads.dx.unwrap(), round(&grads_w.dx.unwrap()), "{d:?} dx");
+                assert_eq!(grads.dweight, grads_w.dweight);
+                assert_eq!(grads.dbias, grads_w.dbias);
+            }
+        }
+        for d in [
+            Dims { n: 5, c: 3, s: 1 },
+            Dims { n: 4, c: 3, s: 13 },
+            Dims {
+                n: 16,
+                c: 8,
+                s: 300,
+            },
+        ] {
+            check::<bf16>(d);
+            check::<f16>(d);
         }
     }
 

@@ -191,15 +191,23 @@ fn gelu_grad_f64(x: f64) -> f64 {
         + x * INV_SQRT_2PI * (-0.5 * x * x).exp()
 }
 
-/// A storage element type of a float dtype and the type it computes in.
-trait FloatStore: CpuElement {
+/// A storage element type of a float dtype and the type it computes in (f32 and f64 are
+/// their own; f16 and bf16 compute in f32 and round once per result).
+pub(crate) trait FloatStore: CpuElement {
+    /// The compute type.
     type C: Real;
+    /// Widening to the compute type (exact).
     fn up(self) -> Self::C;
+    /// Rounding from the compute type.
     fn down(c: Self::C) -> Self;
+    /// The slice itself when the storage type is the compute type (no copy to make).
+    fn as_compute(s: &[Self]) -> Option<&[Self::C]>;
+    /// The output slice itself when the storage type is the compute type.
+    fn as_compute_mut(s: &mut [MaybeUninit<Self>]) -> Option<&mut [MaybeUninit<Self::C>]>;
 }
 
 macro_rules! impl_float_store {
-    ($t:ty, $c:ty, $up:expr, $down:expr) => {
+    ($t:ty, $c:ty, $up:expr, $down:expr, same: $same:tt) => {
         impl FloatStore for $t {
             type C = $c;
             #[inline(always)]
@@ -210,13 +218,26 @@ macro_rules! impl_float_store {
             fn down(c: $c) -> Self {
                 $down(c)
             }
+            fn as_compute(s: &[Self]) -> Option<&[$c]> {
+                impl_float_store!(@same $same, s)
+            }
+            fn as_compute_mut(s: &mut [MaybeUninit<Self>]) -> Option<&mut [MaybeUninit<$c>]> {
+                impl_float_store!(@same $same, s)
+            }
         }
     };
+    (@same true, $s:expr) => {
+        Some($s)
+    };
+    (@same false, $s:expr) => {{
+        let _ = $s;
+        None
+    }};
 }
-impl_float_store!(f32, f32, |x| x, |x| x);
-impl_float_store!(f64, f64, |x| x, |x| x);
-impl_float_store!(f16, f32, f16::to_f32, f16::from_f32);
-impl_float_store!(bf16, f32, bf16::to_f32, <bf16 as Element>::from_f32);
+impl_float_store!(f32, f32, |x| x, |x| x, same: true);
+impl_float_store!(f64, f64, |x| x, |x| x, same: true);
+impl_float_store!(f16, f32, f16::to_f32, f16::from_f32, same: false);
+impl_float_store!(bf16, f32, bf16::to_f32, <bf16 as Element>::from_f32, same: false);
 
 /// Where a scalar kernel `f: T -> T` is applied: a new buffer or in place.
 trait Sink<T> {
@@ -638,13 +659,16 @@ fn half_through_f32<S: FloatStore<C = f32>>(
     out
 }
 
-/// `dst[i] = src[i]` widened to f32 (in `wide`'s AVX-512 copy where the CPU has it).
-struct Widen<'a, S> {
-    dst: &'a mut [f32],
-    src: &'a [S],
+/// `dst[i] = src[i]` widened to the compute type (in `wide`'s AVX-512 copy where the CPU
+/// has it).
+pub(crate) struct Widen<'a, S: FloatStore> {
+    /// The widened elements, as many as `src` has.
+    pub(crate) dst: &'a mut [S::C],
+    /// The stored elements.
+    pub(crate) src: &'a [S],
 }
 
-impl<S: FloatStore<C = f32>> Loop for Widen<'_, S> {
+impl<S: FloatStore> Loop for Widen<'_, S> {
     #[inline(always)]
     fn run(self) {
         for (w, v) in self.dst.iter_mut().zip(self.src) {

@@ -2,15 +2,19 @@
 //! (`Storage::norm_forward` / `norm_backward`: CPU `cpu/norm.rs`, CUDA `cuda/norm.rs`) and
 //! training-mode batch norm over `(N, C, S)` (`Storage::batch_norm_forward` /
 //! `batch_norm_backward`: CPU `cpu/batch_norm.rs`; other devices compose it). Operands are
-//! contiguous and of one float dtype, f32 or f64 (the op layer widens half types first).
+//! contiguous and of one float dtype, f32 or f64 (the op layer widens half types first),
+//! except batch norm's input and upstream gradient, which may be f16/bf16 (parameters and
+//! statistics f32).
 
 use super::{host, Span};
 use crate::backend::cpu::batch_norm as cpu_bn;
 use crate::backend::cpu::float::KernelFloat;
 use crate::backend::cpu::norm::{self as cpu, Affine, NormStats};
+use crate::backend::cpu::unary::FloatStore;
 use crate::backend::{CpuElement, Storage};
 use crate::base::DType;
 use crate::error::{Error, Result};
+use half::{bf16, f16};
 
 /// Which normalisation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,6 +204,13 @@ impl Storage {
             (Storage::Cpu(_), DType::F64) => {
                 cpu_bn_forward::<f64>(x, d, weight, bias, eps, relu, Saved::BatchF64)
             }
+            // Read and written in their own type, computed in f32 (parameters in f32).
+            (Storage::Cpu(_), DType::BF16) => {
+                cpu_bn_forward::<bf16>(x, d, weight, bias, eps, relu, Saved::BatchF32)
+            }
+            (Storage::Cpu(_), DType::F16) => {
+                cpu_bn_forward::<f16>(x, d, weight, bias, eps, relu, Saved::BatchF32)
+            }
             _ => Ok(None),
         }
     }
@@ -214,9 +225,15 @@ impl Storage {
         saved: &NormSaved,
         want_x: bool,
     ) -> Result<NormGrads> {
-        match &saved.0 {
-            Saved::BatchF32(stats) => cpu_bn_backward(x, g, d, weight, stats, want_x),
-            Saved::BatchF64(stats) => cpu_bn_backward(x, g, d, weight, stats, want_x),
+        match (&saved.0, x.dtype()) {
+            (Saved::BatchF32(stats), DType::BF16) => {
+                cpu_bn_backward::<bf16>(x, g, d, weight, stats, want_x)
+            }
+            (Saved::BatchF32(stats), DType::F16) => {
+                cpu_bn_backward::<f16>(x, g, d, weight, stats, want_x)
+            }
+            (Saved::BatchF32(stats), _) => cpu_bn_backward::<f32>(x, g, d, weight, stats, want_x),
+            (Saved::BatchF64(stats), _) => cpu_bn_backward::<f64>(x, g, d, weight, stats, want_x),
             _ => Err(internal("batch_norm")),
         }
     }
@@ -288,18 +305,21 @@ fn bn_dims(d: BatchNormDims) -> cpu_bn::Dims {
     }
 }
 
-fn cpu_bn_forward<T: KernelFloat>(
+fn cpu_bn_forward<S: FloatStore>(
     x: Span<'_>,
     d: BatchNormDims,
     weight: Option<Span<'_>>,
     bias: Option<Span<'_>>,
     eps: f64,
     relu: bool,
-    keep: fn(cpu_bn::Stats<T>) -> Saved,
-) -> Result<Option<BatchNormForward>> {
+    keep: fn(cpu_bn::Stats<S::C>) -> Saved,
+) -> Result<Option<BatchNormForward>>
+where
+    S::C: KernelFloat,
+{
     const OP: &str = "batch_norm";
     let (y, stats) = cpu_bn::forward(
-        x.cpu_or_err::<T>(OP, "input")?,
+        x.cpu_or_err::<S>(OP, "input")?,
         bn_dims(d),
         opt_cpu(OP, "weight", weight)?,
         opt_cpu(OP, "bias", bias)?,
@@ -314,18 +334,21 @@ fn cpu_bn_forward<T: KernelFloat>(
     }))
 }
 
-fn cpu_bn_backward<T: KernelFloat>(
+fn cpu_bn_backward<S: FloatStore>(
     x: Span<'_>,
     g: Span<'_>,
     d: BatchNormDims,
     weight: Option<Span<'_>>,
-    stats: &cpu_bn::Stats<T>,
+    stats: &cpu_bn::Stats<S::C>,
     want_x: bool,
-) -> Result<NormGrads> {
+) -> Result<NormGrads>
+where
+    S::C: KernelFloat,
+{
     const OP: &str = "batch_norm";
     let grads = cpu_bn::backward(
-        x.cpu_or_err::<T>(OP, "input")?,
-        g.cpu_or_err::<T>(OP, "grad_output")?,
+        x.cpu_or_err::<S>(OP, "input")?,
+        g.cpu_or_err::<S>(OP, "grad_output")?,
         bn_dims(d),
         opt_cpu(OP, "weight", weight)?,
         stats,

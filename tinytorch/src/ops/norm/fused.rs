@@ -19,14 +19,27 @@ pub(crate) fn fused_applies(x: &Tensor, params: &[Option<&Tensor>]) -> bool {
     x.numel() > 0 && params.iter().flatten().all(|p| p.device() == x.device())
 }
 
-/// The dtype of the result (x's promoted with the parameters', as the composite gives it)
-/// and the one the kernels compute in (f64 for f64, else f32: half types round once).
-fn dtypes(x: &Tensor, params: &[Option<&Tensor>]) -> (DType, DType) {
-    let out = params
+/// The dtype of a normalisation's result: a half-precision input keeps its own (with f32
+/// parameters too, as PyTorch's mixed-type norms), others x's promoted with the parameters'.
+pub(crate) fn out_dtype(x: &Tensor, params: &[Option<&Tensor>]) -> DType {
+    if x.dtype().is_half() {
+        return x.dtype();
+    }
+    params
         .iter()
         .flatten()
-        .fold(x.dtype(), |d, p| DType::promote(d, p.dtype()));
-    let compute = if out == DType::F64 {
+        .fold(x.dtype(), |d, p| DType::promote(d, p.dtype()))
+}
+
+/// The dtype of the result ([`out_dtype`]) and the one the kernels compute in (f64 for f64,
+/// else f32: half types round once).
+fn dtypes(x: &Tensor, params: &[Option<&Tensor>]) -> (DType, DType) {
+    let out = out_dtype(x, params);
+    let promoted = params
+        .iter()
+        .flatten()
+        .fold(out, |d, p| DType::promote(d, p.dtype()));
+    let compute = if promoted == DType::F64 {
         DType::F64
     } else {
         DType::F32
@@ -108,8 +121,9 @@ pub(crate) fn fused_norm(
 /// one autograd op. Returns `y` (x's dtype promoted with the parameters') and the batch mean
 /// and biased variance, `(C,)` in the compute dtype and outside the graph (for the running
 /// statistics); `None` where the device has no kernel. With `relu`, `y` is the ReLU of the
-/// normalised value, in the same op. Arguments are checked by the caller; f16/bf16 compute
-/// in f32.
+/// normalised value, in the same op. Arguments are checked by the caller; an f16/bf16
+/// input is read and written in its own type by the CPU kernel (computing in f32), and
+/// widened first for other devices.
 pub(crate) fn fused_batch_norm(
     x: &Tensor,
     weight: Option<&Tensor>,
@@ -120,7 +134,10 @@ pub(crate) fn fused_batch_norm(
     const OP: &str = "batch_norm";
     let (out_dtype, compute) = dtypes(x, &[weight, bias]);
     let up = |t: &Tensor| t.to_dtype(compute);
-    let x = up(x)?.contiguous()?;
+    let x = match x.dtype().is_half() && x.device().is_cpu() && compute == DType::F32 {
+        true => x.contiguous()?,
+        false => up(x)?.contiguous()?,
+    };
     let shape = x.shape().to_vec();
     let d = BatchNormDims {
         n: shape[0],

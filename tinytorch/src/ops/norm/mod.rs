@@ -15,7 +15,7 @@ use crate::backend::NormKind;
 use crate::error::{Error, Result};
 use crate::ops::require_float;
 use crate::tensor::{DType, Tensor};
-use fused::{fused_applies, fused_norm};
+use fused::{fused_applies, fused_norm, out_dtype};
 
 /// Check that `p` (weight or bias) has `shape`.
 fn check_affine(op: &'static str, name: &str, p: Option<&Tensor>, shape: &[usize]) -> Result<()> {
@@ -82,7 +82,7 @@ pub fn layer_norm(
             return Ok(y);
         }
     }
-    layer_norm_composite(x, &dims, weight, bias, eps)
+    layer_norm_composite(x, &dims, weight, bias, eps)?.to_dtype(out_dtype(x, &[weight, bias]))
 }
 
 /// Layer norm over `dims` from tensor ops.
@@ -123,7 +123,7 @@ pub fn rms_norm(
             return Ok(y);
         }
     }
-    rms_norm_composite(x, &dims, weight, eps)
+    rms_norm_composite(x, &dims, weight, eps)?.to_dtype(out_dtype(x, &[weight]))
 }
 
 /// RMS norm over `dims` from tensor ops.
@@ -178,14 +178,15 @@ pub fn group_norm(
     let cs = channel_shape(c, x.ndim());
     let w = weight.map(|w| w.reshape(&cs)).transpose()?;
     let b = bias.map(|b| b.reshape(&cs)).transpose()?;
-    affine(y, w.as_ref(), b.as_ref())
+    affine(y, w.as_ref(), b.as_ref())?.to_dtype(out_dtype(x, &[weight, bias]))
 }
 
 /// Batch normalisation of an `(N, C, *)` input over every dim but the channels
 /// (`torch.nn.functional.batch_norm`). In training it normalises with the batch statistics
 /// (biased variance) and, when running stats are given, updates them in place
 /// (`running = (1 - momentum) * running + momentum * stat`, with the unbiased variance); in
-/// evaluation it normalises with the running statistics.
+/// evaluation it normalises with the running statistics. A half-precision input keeps its
+/// dtype with f32 parameters, as in PyTorch (the CPU kernel reads and writes it as it is).
 #[allow(clippy::too_many_arguments)]
 pub fn batch_norm(
     x: &Tensor,
@@ -233,7 +234,8 @@ fn batch_norm_then(
     relu: bool,
 ) -> Result<Tensor> {
     const OP: &str = "batch_norm";
-    let then = |y: Tensor| if relu { y.relu() } else { Ok(y) };
+    let out = out_dtype(x, &[weight, bias]);
+    let then = |y: Tensor| if relu { y.relu()?.to_dtype(out) } else { y.to_dtype(out) };
     require_float(OP, "input", x)?;
     if x.ndim() < 2 {
         return Err(Error::shape(
