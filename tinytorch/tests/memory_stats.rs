@@ -44,4 +44,28 @@ fn live_bytes_and_the_high_water_mark_are_exact() {
     assert!(max_memory_allocated(CPU) >= base + 16_000);
     drop((w, view, handle, a));
     assert_eq!(memory_allocated(CPU), base);
+
+    // A linear layer's weight gradient comes out of the product as a view (the transpose
+    // of `w.t()`'s gradient): it becomes `.grad` as it is, never copied, so the backward's
+    // peak holds it once. x (8, 16), w (32, 16): the gradient is 2,048 bytes, the upstream
+    // gradient of the sum 1,024.
+    let x = Tensor::ones(&[8, 16], DType::F32, CPU).unwrap();
+    let w = Tensor::ones(&[32, 16], DType::F32, CPU)
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap();
+    let loss = x.matmul(&w.t().unwrap()).unwrap().sum_all().unwrap();
+    let before = memory_allocated(CPU);
+    reset_peak_memory_stats(CPU);
+    loss.backward().unwrap();
+    let grad = w.grad().unwrap();
+    assert!(grad.view_base().is_none(), ".grad is no view");
+    assert_eq!(grad.shape(), &[32, 16]);
+    let peak = max_memory_allocated(CPU) - before;
+    assert!(
+        peak < 2 * 2048,
+        "backward peaked at {peak} bytes: the gradient was copied"
+    );
+    drop((grad, loss, w, x));
+    assert_eq!(memory_allocated(CPU), base);
 }

@@ -345,7 +345,7 @@ fn accumulate_into_grad(leaf: &Tensor, g: Tensor) -> Result<()> {
         // steals it too); a shared one is copied, so that later in-place updates of .grad
         // never alias a tensor that something else still holds (the upstream gradient
         // passed to backward_with, or one buffer returned for two inputs).
-        None if g.owns_whole_storage() => g,
+        None if g.owns_whole_storage() => g.into_buffer(),
         None => g.contiguous_copy()?,
     };
     leaf.set_grad(Some(new));

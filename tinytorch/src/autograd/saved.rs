@@ -114,16 +114,7 @@ impl SavedTensor {
 /// PyTorch's legacy type name of a tensor (`torch.FloatTensor`, `torch.cuda.LongTensor`), as
 /// its autograd messages write it.
 fn legacy_type_name(t: &Tensor) -> String {
-    use crate::tensor::DType;
-    let name = match t.dtype() {
-        DType::Bool => "Bool",
-        DType::U8 => "Byte",
-        DType::I64 => "Long",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-    };
+    let name = t.dtype().legacy_name();
     let cuda = if t.device().is_cpu() { "" } else { "cuda." };
     format!("torch.{cuda}{name}Tensor")
 }

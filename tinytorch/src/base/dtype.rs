@@ -41,6 +41,20 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
 
+    /// PyTorch's legacy tensor-type stem of the dtype (`Float` of `torch.FloatTensor`), which
+    /// its error messages name.
+    pub fn legacy_name(self) -> &'static str {
+        match self {
+            DType::Bool => "Bool",
+            DType::U8 => "Byte",
+            DType::I64 => "Long",
+            DType::F16 => "Half",
+            DType::BF16 => "BFloat16",
+            DType::F32 => "Float",
+            DType::F64 => "Double",
+        }
+    }
+
     /// True for the half-precision floats f16 and bf16.
     pub fn is_half(self) -> bool {
         matches!(self, DType::F16 | DType::BF16)

@@ -29,19 +29,6 @@ use crate::tensor::node::Node;
 use crate::tensor::{DType, Layout, ResultType, Scalar, Tensor};
 use std::sync::Arc;
 
-/// PyTorch's scalar-type names, used in its casting error messages.
-fn torch_type_name(dtype: DType) -> &'static str {
-    match dtype {
-        DType::Bool => "Bool",
-        DType::U8 => "Byte",
-        DType::I64 => "Long",
-        DType::F16 => "Half",
-        DType::BF16 => "BFloat16",
-        DType::F32 => "Float",
-        DType::F64 => "Double",
-    }
-}
-
 /// Bool < integers < floats: a result may be written into a tensor of the same or a higher
 /// category only (PyTorch's `canCast`).
 fn category(dtype: DType) -> u8 {
@@ -59,8 +46,8 @@ fn check_cast(op: &'static str, result: DType, out: DType) -> Result<()> {
             op,
             format!(
                 "result type {} can't be cast to the desired output type {}",
-                torch_type_name(result),
-                torch_type_name(out)
+                result.legacy_name(),
+                out.legacy_name()
             ),
         ));
     }

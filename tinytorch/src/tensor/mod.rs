@@ -345,12 +345,37 @@ impl Tensor {
     /// True when this handle is the only one on its storage and views all of it, row-major
     /// from offset 0: the buffer can then be handed on (as a leaf's `.grad`) without a copy,
     /// since no other tensor can see later writes to it.
+    /// A view's base (see [`Tensor::view_base`]) holds the storage too: it counts as this
+    /// handle's own when nothing else holds the base.
     pub(crate) fn owns_whole_storage(&self) -> bool {
+        let held_by_base = match &self.inner.view_base {
+            None => 0,
+            Some(b)
+                if Arc::strong_count(&b.inner) == 1
+                    && Arc::ptr_eq(&b.inner.storage, &self.inner.storage) =>
+            {
+                1
+            }
+            Some(_) => return false,
+        };
         Arc::strong_count(&self.inner) == 1
-            && Arc::strong_count(&self.inner.storage) == 1
+            && Arc::strong_count(&self.inner.storage) == 1 + held_by_base
             && self.inner.layout.is_contiguous()
             && self.inner.layout.offset() == 0
             && self.storage().len() == self.numel()
+    }
+    /// A tensor that [`Tensor::owns_whole_storage`] as a plain tensor of its buffer: a view
+    /// outside the graph loses its base (and gets its own version counter), so that a
+    /// gradient handed on as a leaf's `.grad` is no view, as in PyTorch.
+    pub(crate) fn into_buffer(self) -> Tensor {
+        if self.inner.view_base.is_none() || self.node().is_some() {
+            return self;
+        }
+        Tensor::from_cell(
+            self.inner.storage.clone(),
+            self.layout().clone(),
+            self.dtype(),
+        )
     }
     /// True when both tensors view the same storage.
     pub fn shares_storage(&self, other: &Tensor) -> bool {

@@ -181,8 +181,14 @@ enum Pass<'a, S: FloatStore> {
 
 /// [`Pass`] for one row, in the compute type.
 enum RowPass<'a, C> {
-    Forward { relu: bool },
-    Backward { g: &'a [C], gc: C, live: Option<(C, C)> },
+    Forward {
+        relu: bool,
+    },
+    Backward {
+        g: &'a [C],
+        gc: C,
+        live: Option<(C, C)>,
+    },
 }
 
 /// `g` where the pre-activation `x * scale + shift` of a fused ReLU was positive (or NaN),
@@ -197,7 +203,13 @@ fn gate<T: KernelFloat>(g: T, x: T, scale: T, shift: T) -> T {
 }
 
 /// One row of [`per_channel_affine`]: `o = x * a + b` and the other forms of [`RowPass`].
-fn affine_row<T: KernelFloat>(o: &mut [MaybeUninit<T>], xr: &[T], pass: RowPass<'_, T>, a: T, b: T) {
+fn affine_row<T: KernelFloat>(
+    o: &mut [MaybeUninit<T>],
+    xr: &[T],
+    pass: RowPass<'_, T>,
+    a: T,
+    b: T,
+) {
     match pass {
         RowPass::Forward { relu: false } => {
             for (o, &v) in o.iter_mut().zip(xr) {

@@ -235,7 +235,13 @@ fn batch_norm_then(
 ) -> Result<Tensor> {
     const OP: &str = "batch_norm";
     let out = out_dtype(x, &[weight, bias]);
-    let then = |y: Tensor| if relu { y.relu()?.to_dtype(out) } else { y.to_dtype(out) };
+    let then = |y: Tensor| {
+        if relu {
+            y.relu()?.to_dtype(out)
+        } else {
+            y.to_dtype(out)
+        }
+    };
     require_float(OP, "input", x)?;
     if x.ndim() < 2 {
         return Err(Error::shape(
