@@ -71,6 +71,9 @@ def main():
     p.add_argument("--resume", help="continue from a --checkpoint file (plain SGD has no state)")
     p.add_argument("--threads", type=int, default=2,
                    help="torch intra-op threads (2 for timings; 1 when runs share the machine)")
+    p.add_argument("--amp", choices=["bf16"], default=None,
+                   help="run each training forward and loss under torch.autocast('cpu', "
+                        "torch.bfloat16), as `tinytorch train --amp bf16` (evaluation in f32)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(a.seed)
@@ -103,8 +106,9 @@ def main():
             idx = order[b * a.batch_size:(b + 1) * a.batch_size]
             x, y = xtr[idx], ytr[idx]
             opt.zero_grad()
-            logits = model(x)
-            loss = F.cross_entropy(logits, y)
+            with torch.autocast("cpu", torch.bfloat16, enabled=a.amp == "bf16"):
+                logits = model(x)
+                loss = F.cross_entropy(logits, y)
             loss.backward()
             opt.step()
             steps += 1

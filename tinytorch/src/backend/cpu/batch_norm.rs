@@ -454,19 +454,22 @@ mod tests {
         (y, dx, dw, db)
     }
 
+    /// s = 1 ((N, C) input), a row with lanes and a tail, and a problem large enough for
+    /// the parallel path.
+    const SHAPES: [Dims; 3] = [
+        Dims { n: 5, c: 3, s: 1 },
+        Dims { n: 4, c: 3, s: 13 },
+        Dims {
+            n: 16,
+            c: 8,
+            s: 300,
+        },
+    ];
+
     #[test]
     fn forward_and_backward_match_the_formulas_on_one_and_many_threads() {
-        // s = 1 ((N, C) input), a row with lanes and a tail, and a problem large enough for
-        // the parallel path; each without and with the fused ReLU.
-        for d in [
-            Dims { n: 5, c: 3, s: 1 },
-            Dims { n: 4, c: 3, s: 13 },
-            Dims {
-                n: 16,
-                c: 8,
-                s: 300,
-            },
-        ] {
+        // Each shape without and with the fused ReLU.
+        for d in SHAPES {
             let len = d.rows() * d.s;
             let x: Vec<f64> = (0..len)
                 .map(|i| ((i * 37 % 101) as f64 - 50.0) * 0.07)
@@ -533,15 +536,7 @@ mod tests {
                 assert_eq!(grads.dbias, grads_w.dbias);
             }
         }
-        for d in [
-            Dims { n: 5, c: 3, s: 1 },
-            Dims { n: 4, c: 3, s: 13 },
-            Dims {
-                n: 16,
-                c: 8,
-                s: 300,
-            },
-        ] {
+        for d in SHAPES {
             check::<bf16>(d);
             check::<f16>(d);
         }
