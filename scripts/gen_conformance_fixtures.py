@@ -3,7 +3,7 @@
 people's PyTorch model code from PyPI, run by real PyTorch.
 
 For every case of tinytorch-py/tests/conformance/conformance_cases.py (the same file the
-tests run, so the two sides cannot drift apart) this runs ``cases.run_case`` with the real ``torch`` and
+tests run, so the two sides cannot drift apart) this runs ``run_case`` with the real ``torch`` and
 stores its record under ``<case>/<key>`` in tinytorch-py/tests/fixtures/conformance.npz:
 the forward output, the loss, every parameter's gradient, the losses of three SGD steps and
 every parameter after them. It also stores, under ``meta/``, the torch version and the

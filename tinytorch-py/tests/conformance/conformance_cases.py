@@ -254,6 +254,85 @@ def _uvit():
                                  learned_sinusoidal_dim=4)
 
 
+# ---- more vision (vit-pytorch's variants, glom) and language (hourglass, MoE) ------
+
+def _vp(mod, cls):
+    """Class ``cls`` of ``vit_pytorch/<mod>.py`` (without the package's __init__, which
+    imports torchvision for its self-supervised trainers)."""
+    return getattr(import_submodule("vit_pytorch", mod), cls)
+
+
+def _cct():
+    return _vp("cct", "CCT")(img_size=(16, 16), embedding_dim=16, n_conv_layers=1,
+                             kernel_size=3, stride=1, padding=1, pooling_kernel_size=3,
+                             pooling_stride=2, pooling_padding=1, num_layers=1, num_heads=2,
+                             mlp_ratio=2.0, num_classes=5, dropout_rate=0.0,
+                             attention_dropout=0.0, stochastic_depth_rate=0.0,
+                             positional_embedding="learnable")
+
+
+def _t2t():
+    return _vp("t2t", "T2TViT")(image_size=16, num_classes=5, dim=16, depth=1, heads=2,
+                                mlp_dim=32, dim_head=8, t2t_layers=((3, 2), (3, 2)))
+
+
+def _pit():
+    return _vp("pit", "PiT")(image_size=16, patch_size=4, num_classes=5, dim=8, depth=(1, 1),
+                             heads=2, mlp_dim=16, dim_head=4)
+
+
+def _xcit():
+    return _vp("xcit", "XCiT")(image_size=16, patch_size=4, num_classes=5, dim=16, depth=1,
+                               cls_depth=1, heads=2, mlp_dim=32, dim_head=8)
+
+
+def _nest():
+    return _vp("nest", "NesT")(image_size=16, patch_size=4, num_classes=5, dim=8, heads=2,
+                               num_hierarchies=2, block_repeats=(1, 1), mlp_mult=2, dim_head=4)
+
+
+def _vivit():
+    return _vp("vivit", "ViViT")(image_size=8, image_patch_size=4, frames=4,
+                                 frame_patch_size=2, num_classes=5, dim=16, spatial_depth=1,
+                                 temporal_depth=1, heads=2, mlp_dim=32, dim_head=8,
+                                 use_flash_attn=False)
+
+
+def _max_vit():
+    return _vp("max_vit", "MaxViT")(num_classes=5, dim=8, depth=(1,), dim_head=4,
+                                    dim_conv_stem=8, window_size=2, mbconv_expansion_rate=2,
+                                    dropout=0.0)
+
+
+def _cross_vit():
+    return _vp("cross_vit", "CrossViT")(image_size=16, num_classes=5, sm_dim=8, lg_dim=16,
+                                        sm_patch_size=4, sm_enc_depth=1, sm_enc_heads=2,
+                                        sm_enc_mlp_dim=16, sm_enc_dim_head=4, lg_patch_size=8,
+                                        lg_enc_depth=1, lg_enc_heads=2, lg_enc_mlp_dim=16,
+                                        lg_enc_dim_head=4, cross_attn_depth=1,
+                                        cross_attn_heads=2, cross_attn_dim_head=4, depth=1,
+                                        dropout=0.0, emb_dropout=0.0)
+
+
+def _hourglass_lm():
+    from hourglass_transformer_pytorch import HourglassTransformerLM
+    return HourglassTransformerLM(num_tokens=20, dim=16, max_seq_len=8, depth=(1, 1, 1),
+                                  shorten_factor=2, heads=2, dim_head=8, causal=True)
+
+
+def _glom():
+    from glom_pytorch import Glom
+    return Glom(dim=8, levels=2, image_size=8, patch_size=4)
+
+
+def _moe():
+    # Top-2 gating with every second expert kept ("all"): the "random" default draws from
+    # the random stream, which differs between the libraries.
+    from mixture_of_experts import MoE
+    return MoE(dim=8, num_experts=4, hidden_dim=16, second_policy_train="all",
+               second_policy_eval="all")
+
+
 def _time_forward(model, x, t):
     return model(x, t)
 
@@ -310,6 +389,26 @@ CASES = [
          _with_time((2, 2, 16)), forward=_time_forward),
     Case("uvit", "diffusion", ("denoising_diffusion_pytorch", "einops", "tqdm"), _uvit,
          _with_time((2, 3, 8, 8)), forward=_time_forward),
+    Case("cct", "vision", ("vit_pytorch", "einops"), _cct, _images((2, 3, 16, 16)),
+         loss="ce"),
+    Case("t2t_vit", "vision", ("vit_pytorch", "einops"), _t2t, _images((2, 3, 16, 16)),
+         loss="ce"),
+    Case("pit", "vision", ("vit_pytorch", "einops"), _pit, _images((2, 3, 16, 16)),
+         loss="ce"),
+    Case("xcit", "vision", ("vit_pytorch", "einops"), _xcit, _images((2, 3, 16, 16)),
+         loss="ce"),
+    Case("nest", "vision", ("vit_pytorch", "einops"), _nest, _images((2, 3, 16, 16)),
+         loss="ce"),
+    Case("vivit", "vision", ("vit_pytorch", "einops"), _vivit, _images((2, 3, 4, 8, 8)),
+         loss="ce"),
+    Case("max_vit", "vision", ("vit_pytorch", "einops"), _max_vit, _images((2, 3, 8, 8)),
+         loss="ce"),
+    Case("cross_vit", "vision", ("vit_pytorch", "einops"), _cross_vit,
+         _images((2, 3, 16, 16)), loss="ce"),
+    Case("glom", "vision", ("glom_pytorch", "einops"), _glom, _images((2, 3, 8, 8))),
+    Case("hourglass_lm", "language", ("hourglass_transformer_pytorch", "einops"),
+         _hourglass_lm, _tokens((2, 8), 20), loss="ce"),
+    Case("moe", "language", ("mixture_of_experts",), _moe, _images((2, 6, 8))),
 ]
 
 CASE_BY_NAME = {case.name: case for case in CASES}
