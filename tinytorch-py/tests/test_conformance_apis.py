@@ -193,3 +193,55 @@ def test_get_and_set_device_states_on_cpu():
     set_device_states(devices, states)
     with pytest.raises(ValueError):
         set_device_states([0], [])
+
+
+def test_parametrizations_weight_norm_matches_the_hook_based_one():
+    """pytorch-tcn's default: ``nn.utils.parametrizations.weight_norm``. Same output and
+    the same gradients for g and v as the (separately tested) hook-based
+    ``nn.utils.weight_norm``, PyTorch's state-dict keys, and the weight unchanged by
+    registering."""
+    from tinytorch.nn.utils import parametrizations, parametrize
+
+    torch.manual_seed(0)
+    a = nn.Conv1d(3, 4, 3)
+    b = nn.Conv1d(3, 4, 3)
+    b.load_state_dict(a.state_dict())
+    before = a.weight.detach().clone()
+    parametrizations.weight_norm(a)
+    nn.utils.weight_norm(b)
+    assert isinstance(a, nn.Conv1d) and type(a).__name__ == "ParametrizedConv1d"
+    assert parametrize.is_parametrized(a, "weight") and not parametrize.is_parametrized(b)
+    assert sorted(a.state_dict()) == ["bias", "parametrizations.weight.original0",
+                                      "parametrizations.weight.original1"]
+    assert tuple(a.parametrizations.weight.original0.shape) == (4, 1, 1)
+    np.testing.assert_allclose(a.weight.detach().numpy(), before.numpy(), rtol=1e-6)
+    x = torch.randn(2, 3, 7)
+    (a(x) ** 2).sum().backward()
+    (b(x) ** 2).sum().backward()
+    np.testing.assert_allclose(a(x).detach().numpy(), b(x).detach().numpy(), rtol=1e-6)
+    np.testing.assert_allclose(a.parametrizations.weight.original0.grad.numpy(),
+                               b.weight_g.grad.numpy(), rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(a.parametrizations.weight.original1.grad.numpy(),
+                               b.weight_v.grad.numpy(), rtol=1e-5, atol=1e-7)
+    # Another instance of the class is untouched.
+    assert "weight" in dict(nn.Conv1d(3, 4, 3).named_parameters())
+
+
+def test_register_and_remove_a_parametrization():
+    from tinytorch.nn.utils import parametrize
+
+    class Symmetric(nn.Module):
+        def forward(self, x):
+            return x.triu() + x.triu(1).transpose(0, 1)
+
+    layer = nn.Linear(3, 3)
+    parametrize.register_parametrization(layer, "weight", Symmetric())
+    w = layer.weight.detach().numpy()
+    np.testing.assert_array_equal(w, w.T)
+    assert "parametrizations.weight.original" in layer.state_dict()
+    with pytest.raises(ValueError, match="does not have"):
+        parametrize.register_parametrization(layer, "nothing", Symmetric())
+    parametrize.remove_parametrizations(layer, "weight")
+    assert type(layer) is nn.Linear and not parametrize.is_parametrized(layer)
+    np.testing.assert_array_equal(layer.weight.detach().numpy(), w)
+    assert sorted(layer.state_dict()) == ["bias", "weight"]

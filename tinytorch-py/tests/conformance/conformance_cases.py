@@ -215,7 +215,7 @@ def _conformer():
 def _tcn():
     from pytorch_tcn import TCN
     return TCN(num_inputs=4, num_channels=[8, 8], kernel_size=3, dropout=0.0,
-               causal=True, use_norm="batch_norm", use_skip_connections=True)
+               causal=True, use_norm="weight_norm", use_skip_connections=True)
 
 
 def _vit_1d():
