@@ -333,9 +333,51 @@ def _moe():
                second_policy_eval="all")
 
 
+# ---- x-transformers ----------------------------------------------------------------
+
+def _xt():
+    """x-transformers' model file (its package __init__ also imports wrappers built on
+    ``torch.func``, which the models here do not use)."""
+    return import_submodule("x_transformers", "x_transformers")
+
+
+def _xt_gpt():
+    xt = _xt()
+    return xt.TransformerWrapper(num_tokens=20, max_seq_len=8,
+                                 attn_layers=xt.Decoder(dim=16, depth=2, heads=2,
+                                                        attn_dim_head=8))
+
+
+def _xt_llama():
+    # Rotary positions, RMSNorm, SwiGLU feed-forward, no absolute positions: Llama's recipe.
+    xt = _xt()
+    return xt.TransformerWrapper(num_tokens=20, max_seq_len=8, use_abs_pos_emb=False,
+                                 attn_layers=xt.Decoder(dim=16, depth=2, heads=2,
+                                                        attn_dim_head=8, rotary_pos_emb=True,
+                                                        use_rmsnorm=True, ff_glu=True,
+                                                        ff_swish=True))
+
+
+def _xt_bert():
+    xt = _xt()
+    return xt.TransformerWrapper(num_tokens=20, max_seq_len=8,
+                                 attn_layers=xt.Encoder(dim=16, depth=2, heads=2,
+                                                        attn_dim_head=8))
+
+
+def _xt_vit():
+    xt = _xt()
+    return xt.ViTransformerWrapper(image_size=16, patch_size=4, num_classes=5,
+                                   attn_layers=xt.Encoder(dim=16, depth=1, heads=2,
+                                                          attn_dim_head=8))
+
+
 def _time_forward(model, x, t):
     return model(x, t)
 
+
+#: The modules the x-transformers model file imports.
+_XT_MODULES = ("x_transformers", "einops", "einx", "loguru", "torch_einops_utils", "packaging")
 
 CASES = [
     Case("vit", "vision", ("vit_pytorch", "einops"), _vit, _images((2, 3, 16, 16)),
@@ -409,6 +451,11 @@ CASES = [
     Case("hourglass_lm", "language", ("hourglass_transformer_pytorch", "einops"),
          _hourglass_lm, _tokens((2, 8), 20), loss="ce"),
     Case("moe", "language", ("mixture_of_experts",), _moe, _images((2, 6, 8))),
+    Case("x_transformers_gpt", "language", _XT_MODULES, _xt_gpt, _tokens((2, 8), 20), loss="ce"),
+    Case("x_transformers_llama", "language", _XT_MODULES, _xt_llama, _tokens((2, 8), 20),
+         loss="ce"),
+    Case("x_transformers_bert", "language", _XT_MODULES, _xt_bert, _tokens((2, 8), 20), loss="ce"),
+    Case("x_transformers_vit", "vision", _XT_MODULES, _xt_vit, _images((2, 3, 16, 16)), loss="ce"),
 ]
 
 CASE_BY_NAME = {case.name: case for case in CASES}
