@@ -54,10 +54,13 @@ MOMENTUM = 0.9
 class Case:
     """One model of the suite.
 
+    ``name`` keys its fixtures; ``domain`` is vision, language, audio or diffusion;
+    ``modules`` are the top-level modules it imports (the test skips when one is missing);
     ``build`` returns the module (called after the shim is in place, so the package's
     ``torch`` is whichever library runs); ``inputs(rng)`` returns NumPy arrays;
     ``forward(model, *tensors)`` defaults to ``model(*tensors)``; ``loss`` is ``"mse"`` or
-    ``"ce"`` (cross-entropy over the last axis against integer labels)."""
+    ``"ce"`` (cross-entropy over the last axis against integer labels); ``seed`` shifts the
+    NumPy seeds."""
     name: str
     domain: str
     modules: tuple
@@ -69,10 +72,12 @@ class Case:
 
 
 def _images(shape):
+    """A float32 N(0, 1) array of ``shape`` (images, signals, or feature sequences)."""
     return lambda rng: [rng.standard_normal(shape).astype(np.float32)]
 
 
 def _tokens(shape, vocab):
+    """Token ids in ``[0, vocab)`` of ``shape``, int64."""
     return lambda rng: [rng.integers(0, vocab, size=shape).astype(np.int64)]
 
 
@@ -483,6 +488,7 @@ def draw_parameter(case, name, current):
 
 
 def to_numpy(t):
+    """A tensor of either library as a NumPy array (detached, on the CPU)."""
     return t.detach().cpu().numpy()
 
 
@@ -498,12 +504,15 @@ def load_weights(case, model):
 
 
 def _first_tensor(out):
+    """The main output of models that return tuples (MoE: output and auxiliary loss)."""
     while isinstance(out, (tuple, list)):
         out = out[0]
     return out
 
 
 def compute_loss(case, out, rng_targets):
+    """The case's loss of ``out``: cross-entropy against labels, or MSE against a target,
+    both drawn from ``rng_targets``."""
     if case.loss == "ce":
         classes = out.shape[-1]
         labels = rng_targets.integers(0, classes, size=tuple(out.shape[:-1]))

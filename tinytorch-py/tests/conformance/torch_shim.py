@@ -35,9 +35,11 @@ class _AliasLoader(importlib.abc.Loader):
         self._real_spec = real_spec
 
     def create_module(self, spec):
+        """The existing module, instead of a new empty one."""
         return self._module
 
     def exec_module(self, module):
+        """Nothing to execute: the module has been imported under its real name."""
         # The import machinery has just overwritten ``__spec__`` with the alias's spec;
         # put the real one back so that tinytorch's own relative imports keep working.
         module.__spec__ = self._real_spec
@@ -47,6 +49,8 @@ class TorchAliasFinder(importlib.abc.MetaPathFinder):
     """Resolves ``torch`` and ``torch.<sub>`` to ``tinytorch`` and ``tinytorch.<sub>``."""
 
     def find_spec(self, fullname, path=None, target=None):
+        """A spec whose loader hands back the imported ``tinytorch`` module; None for names
+        outside ``torch``, which the other finders then resolve as usual."""
         if fullname != _ALIAS and not fullname.startswith(_ALIAS + "."):
             return None
         real_name = _TARGET + fullname[len(_ALIAS):]
