@@ -60,7 +60,9 @@ class Case:
     ``torch`` is whichever library runs); ``inputs(rng)`` returns NumPy arrays;
     ``forward(model, *tensors)`` defaults to ``model(*tensors)``; ``loss`` is ``"mse"`` or
     ``"ce"`` (cross-entropy over the last axis against integer labels); ``seed`` shifts the
-    NumPy seeds."""
+    NumPy seeds; ``missing_api`` names the API tinytorch lacks that the model needs, for a
+    case that is known to fail (the test then checks that it still fails with an error
+    naming that API, and fails itself once it does not)."""
     name: str
     domain: str
     modules: tuple
@@ -69,6 +71,7 @@ class Case:
     forward: object = None
     loss: str = "mse"
     seed: int = 0
+    missing_api: str = ""
 
 
 def _images(shape):
@@ -235,6 +238,27 @@ def _simple_vit_1d():
                                    depth=2, heads=2, mlp_dim=32, channels=2, dim_head=8)
 
 
+def _asteroid_file(name):
+    """One file of asteroid-filterbanks: its package __init__ also imports the analytic
+    filterbank, which needs ``torch.fft`` over complex tensors (not in tinytorch)."""
+    return import_submodule("asteroid_filterbanks", name)
+
+
+def _asteroid_free():
+    # A learned analysis filterbank and its transposed-convolution synthesis, in sequence:
+    # the front end of Conv-TasNet-style source separation.
+    enc_dec = _asteroid_file("enc_dec")
+    fb = _asteroid_file("free_fb").FreeFB(n_filters=8, kernel_size=4, stride=2)
+    return torch.nn.Sequential(enc_dec.Encoder(fb), enc_dec.Decoder(fb))
+
+
+def _asteroid_param_sinc():
+    # SincNet's band-pass filters, parametrised by their cut-off frequencies.
+    enc_dec = _asteroid_file("enc_dec")
+    sinc = _asteroid_file("param_sinc_fb").ParamSincFB(n_filters=8, kernel_size=9, stride=2)
+    return enc_dec.Encoder(sinc)
+
+
 # ---- diffusion ------------------------------------------------------------------------
 
 def _karras_unet():
@@ -384,6 +408,10 @@ def _time_forward(model, x, t):
 #: The modules the x-transformers model file imports.
 _XT_MODULES = ("x_transformers", "einops", "einx", "loguru", "torch_einops_utils", "packaging")
 
+#: asteroid-filterbanks' Encoder asks ``torch._C._is_tracing()`` (PyTorch's private flag
+#: behind ``torch.jit.is_tracing``) on every call.
+_ASTEROID_GAP = "torch._C._is_tracing"
+
 CASES = [
     Case("vit", "vision", ("vit_pytorch", "einops"), _vit, _images((2, 3, 16, 16)),
          loss="ce"),
@@ -461,6 +489,10 @@ CASES = [
          loss="ce"),
     Case("x_transformers_bert", "language", _XT_MODULES, _xt_bert, _tokens((2, 8), 20), loss="ce"),
     Case("x_transformers_vit", "vision", _XT_MODULES, _xt_vit, _images((2, 3, 16, 16)), loss="ce"),
+    Case("asteroid_free_fb", "audio", ("asteroid_filterbanks",), _asteroid_free,
+         _images((2, 1, 32)), missing_api=_ASTEROID_GAP),
+    Case("asteroid_param_sinc", "audio", ("asteroid_filterbanks",), _asteroid_param_sinc,
+         _images((2, 1, 32)), missing_api=_ASTEROID_GAP),
 ]
 
 CASE_BY_NAME = {case.name: case for case in CASES}
