@@ -62,7 +62,10 @@ class Case:
     ``"ce"`` (cross-entropy over the last axis against integer labels); ``seed`` shifts the
     NumPy seeds; ``missing_api`` names the API tinytorch lacks that the model needs, for a
     case that is known to fail (the test then checks that it still fails with an error
-    naming that API, and fails itself once it does not)."""
+    naming that API, and fails itself once it does not); ``atol_scale`` is the fraction of a
+    tensor's largest magnitude that its elements may differ by, raised only for a model
+    whose float32 results PyTorch itself cannot give that closely (measured against
+    float64)."""
     name: str
     domain: str
     modules: tuple
@@ -72,6 +75,7 @@ class Case:
     loss: str = "mse"
     seed: int = 0
     missing_api: str = ""
+    atol_scale: float = 1e-4
 
 
 def _images(shape):
@@ -491,8 +495,10 @@ CASES = [
     Case("x_transformers_vit", "vision", _XT_MODULES, _xt_vit, _images((2, 3, 16, 16)), loss="ce"),
     Case("asteroid_free_fb", "audio", ("asteroid_filterbanks",), _asteroid_free,
          _images((2, 1, 32)), missing_api=_ASTEROID_GAP),
+    # The cut-off gradients (about 1e-5) come from cancelling terms: PyTorch's own float32
+    # values differ from its float64 ones by 2e-4 of their largest magnitude.
     Case("asteroid_param_sinc", "audio", ("asteroid_filterbanks",), _asteroid_param_sinc,
-         _images((2, 1, 32)), missing_api=_ASTEROID_GAP),
+         _images((2, 1, 32)), missing_api=_ASTEROID_GAP, atol_scale=1e-3),
 ]
 
 CASE_BY_NAME = {case.name: case for case in CASES}
