@@ -245,3 +245,9 @@ def test_register_and_remove_a_parametrization():
     assert type(layer) is nn.Linear and not parametrize.is_parametrized(layer)
     np.testing.assert_array_equal(layer.weight.detach().numpy(), w)
     assert sorted(layer.state_dict()) == ["bias", "weight"]
+
+
+def test_private_is_tracing_flag():
+    """asteroid-filterbanks asks ``torch._C._is_tracing()`` directly: never, as
+    ``torch.jit.is_tracing()`` says."""
+    assert torch._C._is_tracing() is False and torch.jit.is_tracing() is False
