@@ -32,6 +32,10 @@ py_venv="${TINYTORCH_PY_VENV:-$HOME/.cache/tinytorch/py-venv}"
 "$py_venv/bin/pip" install -q pytest numpy mypy
 # With the MPI backend, so that tinytorch.distributed's tests run (Open MPI from install_deps.sh).
 MATURIN_PEP517_ARGS="--features mpi" "$py_venv/bin/pip" install -q ./tinytorch-py
+# The conformance suite's PyPI model packages (pure Python), pinned and without their
+# dependencies: their own `torch` requirement must not pull PyTorch in, since the suite
+# makes their `import torch` resolve to tinytorch (tinytorch-py/tests/conformance).
+"$py_venv/bin/pip" install -q --no-deps -r tinytorch-py/tests/conformance/requirements.txt
 "$py_venv/bin/python" -m pytest -q tinytorch-py/tests
 
 step "fuzz.sh"

@@ -54,6 +54,14 @@ fn is_grad_enabled() -> bool {
     tinytorch::autograd::is_grad_enabled()
 }
 
+/// `torch._C._is_tracing()`: whether `torch.jit.trace` is recording the caller. TinyTorch
+/// has no tracer, so never; PyTorch's private name is bound because library code asks it
+/// directly (asteroid-filterbanks' encoders do, on every call).
+#[pyfunction]
+fn _is_tracing() -> bool {
+    false
+}
+
 /// Make the calling thread (Python's main thread, at import) compute thread 0 of the CPU
 /// pool, so ops called from Python split their work in place instead of handing each kernel
 /// to the pool and sleeping (OpenMP's master-thread model, as the `tinytorch` command does).
@@ -238,6 +246,7 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
         _cuda_device_name,
         _cuda_device_properties,
         _use_this_thread_for_compute,
+        _is_tracing,
         error::_test_panic,
     );
     let l = PyModule::new(m.py(), "_linalg")?;

@@ -16,8 +16,10 @@ from .parameter import Buffer, Parameter  # noqa: F401
 from .rnn import GRU, LSTM, RNN  # noqa: F401
 from .rnn_cell import GRUCell, LSTMCell, RNNCell, RNNCellBase  # noqa: F401
 from .composed import (  # noqa: F401
-    GLU, ConvTranspose1d, Dropout2d, Fold, Hardswish, Hardtanh, InstanceNorm1d, InstanceNorm2d,
-    PReLU, ReLU6, Unfold, ZeroPad2d,
+    GLU, SELU, ConstantPad1d, ConstantPad2d, ConstantPad3d, Conv3d, ConvTranspose1d, Dropout2d,
+    Fold, Hardswish, Hardtanh, InstanceNorm1d, InstanceNorm2d, PReLU, ReflectionPad1d,
+    ReflectionPad2d, ReflectionPad3d, ReLU6, ReplicationPad1d, ReplicationPad2d,
+    ReplicationPad3d, Unfold, ZeroPad1d, ZeroPad2d, ZeroPad3d,
 )
 from .parallel import DataParallel  # noqa: F401
 from .sync_batchnorm import SyncBatchNorm  # noqa: F401

@@ -1,6 +1,9 @@
 """Layers whose math is a short composition of existing ops, written in Python:
 ``PReLU`` (learned negative slope), ``Hardswish``, ``ZeroPad2d``, ``ReLU6``, ``Hardtanh``,
 ``GLU``, ``Dropout2d``, ``ConvTranspose1d`` (the 2-D kernel over a height of one),
+``Conv3d`` (2-D kernels summed over the kernel's depth), ``SELU``, the padding layers
+(``ConstantPad1d``/``2d``/``3d``, ``ZeroPad1d``/``3d``, ``ReflectionPad1d``/``2d``/``3d``,
+``ReplicationPad1d``/``2d``/``3d``: ``F.pad`` with a mode),
 ``InstanceNorm1d``/``InstanceNorm2d`` (batch norm of N * C channels), ``Unfold``/``Fold``."""
 
 from .. import _tinytorch as _C
@@ -51,6 +54,97 @@ class ZeroPad2d(Module):
 
     def extra_repr(self):
         return f"{self.padding}"
+
+
+class _PadNd(Module):
+    """``F.pad`` of the last ``_dims`` dims with a fixed mode; ``padding`` an int (the same
+    on every side) or 2 * ``_dims`` ints, last dim first: (left, right, top, bottom, ...)."""
+
+    _dims = 1
+    _mode = "constant"
+
+    def __init__(self, padding, value=0.0):
+        super().__init__()
+        n = 2 * self._dims
+        self.padding = (padding,) * n if isinstance(padding, int) else tuple(padding)
+        if len(self.padding) != n:
+            raise ValueError(f"{type(self).__name__}: padding must be an int or {n} ints, "
+                             f"got {padding!r}")
+        self.value = value
+
+    def forward(self, input):
+        if self._mode == "constant":
+            return F.pad(input, self.padding, "constant", self.value)
+        return F.pad(input, self.padding, self._mode)
+
+    def extra_repr(self):
+        if self._mode == "constant":
+            return f"padding={self.padding}, value={self.value}"
+        return f"{self.padding}"
+
+
+class ConstantPad1d(_PadNd):
+    """Pad the last dim with ``value``: ``ConstantPad1d(padding, value)``."""
+    _dims = 1
+
+
+class ConstantPad2d(_PadNd):
+    """Pad the last two dims with ``value``: ``ConstantPad2d(padding, value)``."""
+    _dims = 2
+
+
+class ConstantPad3d(_PadNd):
+    """Pad the last three dims with ``value``: ``ConstantPad3d(padding, value)``."""
+    _dims = 3
+
+
+class ZeroPad1d(ConstantPad1d):
+    """Pad the last dim with zeros."""
+
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+
+class ZeroPad3d(ConstantPad3d):
+    """Pad the last three dims with zeros."""
+
+    def __init__(self, padding):
+        super().__init__(padding, 0.0)
+
+
+class _ModePad(_PadNd):
+    def __init__(self, padding):
+        super().__init__(padding)
+
+
+class ReflectionPad1d(_ModePad):
+    """Pad the last dim with its reflection (the edge element not repeated)."""
+    _dims, _mode = 1, "reflect"
+
+
+class ReflectionPad2d(_ModePad):
+    """Pad the last two dims with their reflection."""
+    _dims, _mode = 2, "reflect"
+
+
+class ReflectionPad3d(_ModePad):
+    """Pad the last three dims with their reflection."""
+    _dims, _mode = 3, "reflect"
+
+
+class ReplicationPad1d(_ModePad):
+    """Pad the last dim by repeating its edge elements."""
+    _dims, _mode = 1, "replicate"
+
+
+class ReplicationPad2d(_ModePad):
+    """Pad the last two dims by repeating their edge elements."""
+    _dims, _mode = 2, "replicate"
+
+
+class ReplicationPad3d(_ModePad):
+    """Pad the last three dims by repeating their edge elements."""
+    _dims, _mode = 3, "replicate"
 
 
 class ReLU6(Module):
@@ -109,6 +203,73 @@ class Dropout2d(Module):
 
     def extra_repr(self):
         return f"p={self.p}, inplace={self.inplace}"
+
+
+class SELU(Module):
+    """``scale * elu(x, alpha)`` with SELU's constants (``F.selu``)."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.selu(input, self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class Conv3d(Module):
+    """``Conv3d(in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
+    groups=1, bias=True)``: ``F.conv3d`` with PyTorch's parameters (weight (C_out,
+    C_in / groups, kD, kH, kW), bias (C_out,)) and initialisation (kaiming-uniform with
+    a = sqrt(5), bias uniform in +-1/sqrt(fan_in))."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__()
+        import math
+
+        from . import init
+
+        if padding_mode != "zeros":
+            raise ValueError("only padding_mode='zeros' is supported")
+        if in_channels % groups or out_channels % groups:
+            raise ValueError("in_channels and out_channels must be divisible by groups")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size = F._triple(kernel_size, "kernel_size")
+        self.stride = F._triple(stride, "stride")
+        self.padding = padding if isinstance(padding, str) else F._triple(padding, "padding")
+        self.dilation = F._triple(dilation, "dilation")
+        self.groups = groups
+        shape = (out_channels, in_channels // groups) + self.kernel_size
+        dtype = dtype or _C.float32
+        self.weight = Parameter(_C.zeros(*shape, dtype=dtype, device=device))
+        self.bias = (Parameter(_C.zeros(out_channels, dtype=dtype, device=device)) if bias
+                     else None)
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+            init.uniform_(self.bias, -bound, bound)
+
+    def forward(self, input):
+        return F.conv3d(input, self.weight, self.bias, self.stride, self.padding,
+                        self.dilation, self.groups)
+
+    def extra_repr(self):
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0, 0, 0):
+            s += f", padding={self.padding}"
+        if self.dilation != (1, 1, 1):
+            s += f", dilation={self.dilation}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        return s
 
 
 class ConvTranspose1d(Module):

@@ -71,6 +71,47 @@ class ModuleList(Module):
     def __iter__(self):
         return iter(self._modules.values())
 
+    def _index(self, idx):
+        """``idx`` as a position in ``0..len``, negative counting from the end (PyTorch's
+        ``_get_abs_string_index``)."""
+        n = len(self._modules)
+        if not -n <= idx < n:
+            raise IndexError(f"index {idx} is out of range")
+        return idx + n if idx < 0 else idx
+
+    def insert(self, index, module):
+        """Insert ``module`` before position ``index``; later modules move up one key, so the
+        keys stay ``0..len`` (PyTorch's loop, which takes ``index`` as given)."""
+        for i in range(len(self._modules), index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+
+    def __delitem__(self, idx):
+        """Remove one module (or a slice of them) and renumber the rest ``0..len``, as
+        PyTorch does, so that state-dict keys stay contiguous."""
+        if isinstance(idx, slice):
+            for key in list(self._modules)[idx]:
+                del self._modules[key]
+        else:
+            del self._modules[list(self._modules)[self._index(idx)]]
+        modules = list(self._modules.values())
+        self._modules.clear()
+        for i, m in enumerate(modules):
+            self._modules[str(i)] = m
+
+    def pop(self, key):
+        """Remove and return the module at position ``key``."""
+        module = self[key]
+        del self[key]
+        return module
+
+    def __iadd__(self, modules):
+        return self.extend(modules)
+
+    def __add__(self, other):
+        """A new ModuleList of this one's modules followed by ``other``'s."""
+        return ModuleList(list(self) + list(other))
+
 
 class ModuleDict(Module):
     def __init__(self, modules=None):

@@ -129,6 +129,89 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                                            scale)
 
 
+# SELU's constants (Klambauer et al. 2017), as PyTorch spells them.
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def selu(input, inplace=False):
+    """``scale * (max(0, x) + min(0, alpha * (exp(x) - 1)))``: the ELU with SELU's alpha,
+    scaled."""
+    if inplace:
+        elu(input, _SELU_ALPHA, True)
+        input.mul_(_SELU_SCALE)
+        return input
+    return elu(input, _SELU_ALPHA) * _SELU_SCALE
+
+
+def _triple(v, what):
+    v = tuple(v) if isinstance(v, (tuple, list)) else (v, v, v)
+    if len(v) != 3:
+        raise ValueError(f"conv3d: {what} must be an int or 3 ints, got {v!r}")
+    return v
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """The 3-D convolution (cross-correlation) of PyTorch: input (N, C_in, D, H, W) or
+    (C_in, D, H, W), weight (C_out, C_in / groups, kD, kH, kW), ``padding`` ints or
+    ``"valid"`` / ``"same"``.
+
+    Composed of the 2-D kernel: output depth slice ``o`` is the sum over ``kd`` of the 2-D
+    convolution of input depth slice ``o * stride + kd * dilation`` with ``weight[:, :, kd]``.
+    All output slices of one ``kd`` go through one ``conv2d`` call, the depth folded into
+    the batch, so there are ``kD`` calls; autograd differentiates the composition."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"conv3d: expected a 4-D (unbatched) or 5-D input, got "
+                           f"{input.dim()}-D of shape {tuple(input.shape)}")
+    if weight.dim() != 5:
+        raise RuntimeError(f"conv3d: expected a 5-D weight, got shape {tuple(weight.shape)}")
+    unbatched = input.dim() == 4
+    x = input.unsqueeze(0) if unbatched else input
+    stride = _triple(stride, "stride")
+    dilation = _triple(dilation, "dilation")
+    kernel = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = [(0, 0)] * 3
+        elif padding == "same":
+            if stride != (1, 1, 1):
+                raise ValueError("conv3d: padding='same' is not supported for strided "
+                                 "convolutions")
+            # PyTorch puts the odd element of the total on the high side.
+            pads = [(d * (k - 1) // 2, d * (k - 1) - d * (k - 1) // 2)
+                    for d, k in zip(dilation, kernel)]
+        else:
+            raise ValueError(f"conv3d: invalid padding string {padding!r}, should be one of "
+                             "'valid', 'same'")
+    else:
+        pads = [(p, p) for p in _triple(padding, "padding")]
+    if any(lo or hi for lo, hi in pads):
+        # F.pad takes the last dim first: (W low, W high, H low, H high, D low, D high).
+        x = pad(x, (pads[2][0], pads[2][1], pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
+    n, c, depth, height, width = x.shape
+    if c != weight.shape[1] * groups:
+        raise RuntimeError(f"conv3d: input has {c} channels but weight {tuple(weight.shape)} "
+                           f"with groups={groups} expects {weight.shape[1] * groups}")
+    span = dilation[0] * (kernel[0] - 1) + 1
+    out_depth = (depth - span) // stride[0] + 1
+    if out_depth < 1:
+        raise RuntimeError(f"conv3d: the kernel's depth span {span} exceeds the padded input "
+                           f"depth {depth}")
+    out = None
+    for kd in range(kernel[0]):
+        start = kd * dilation[0]
+        # (N, C, out_depth, H, W) -> (N * out_depth, C, H, W)
+        slices = x[:, :, start:start + (out_depth - 1) * stride[0] + 1:stride[0]]
+        slices = slices.permute(0, 2, 1, 3, 4).reshape(n * out_depth, c, height, width)
+        part = conv2d(slices, weight[:, :, kd], None, stride[1:], 0, dilation[1:], groups)
+        out = part if out is None else out + part
+    _, c_out, out_h, out_w = out.shape
+    out = out.reshape(n, out_depth, c_out, out_h, out_w).permute(0, 2, 1, 3, 4)
+    if bias is not None:
+        out = out + bias.reshape(1, -1, 1, 1, 1)
+    return out.squeeze(0) if unbatched else out
+
+
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """The 1-D transposed convolution, as ``conv_transpose2d`` over a height of one: input

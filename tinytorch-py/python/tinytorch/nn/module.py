@@ -66,6 +66,11 @@ class Module:
         for store in (self._parameters, self._buffers, self._modules):
             if name in store and not (store is self._buffers and isinstance(value, _C.Tensor)):
                 del store[name]
+        if isinstance(value, (Parameter, Module, Buffer)):
+            # A plain attribute of that name (``self.to_emb = None`` before the module is
+            # built) would shadow the registered one, which ``__getattr__`` only finds when
+            # ordinary lookup fails: PyTorch removes it too.
+            self.__dict__.pop(name, None)
         if isinstance(value, Parameter):
             self._parameters[name] = value
         elif isinstance(value, Module):

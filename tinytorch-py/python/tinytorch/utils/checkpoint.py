@@ -27,3 +27,39 @@ def checkpoint(function, *args, use_reentrant=None, preserve_rng_state=True, **k
         return out
 
     return _C._checkpoint(run, [args[i] for i in positions])
+
+
+def get_device_states(*args):
+    """The devices of the accelerator tensors among ``args`` (nested lists, tuples and dicts
+    included) and, for each, its random-number state, so that ``set_device_states`` can
+    replay a recomputation with the same dropout masks (PyTorch's helper for hand-written
+    checkpointing and reversible layers).
+
+    CPU tensors contribute nothing, as in PyTorch. TinyTorch draws the random numbers of
+    every device from its one default generator, so a device has no state of its own: its
+    entry is ``None``, and the default generator's state covers it."""
+    devices = []
+
+    def visit(arg):
+        if isinstance(arg, _C.Tensor):
+            if arg.device.type not in ("cpu", "meta"):
+                index = arg.device.index or 0
+                if index not in devices:
+                    devices.append(index)
+        elif isinstance(arg, (list, tuple)):
+            for a in arg:
+                visit(a)
+        elif isinstance(arg, dict):
+            for a in arg.values():
+                visit(a)
+
+    visit(args)
+    return devices, [None] * len(devices)
+
+
+def set_device_states(devices, states, *, device_type=None):
+    """Restore the states that ``get_device_states`` returned for ``devices``. With one
+    generator for all devices (see ``get_device_states``) there is nothing per device to
+    restore; the lists must still pair up, as PyTorch's ``zip`` expects."""
+    if len(devices) != len(states):
+        raise ValueError(f"set_device_states: {len(devices)} devices but {len(states)} states")

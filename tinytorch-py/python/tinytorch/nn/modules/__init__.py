@@ -15,7 +15,10 @@ _TREE = {
     "linear": (layers, ["Identity", "Linear"]),
     "conv": (layers, ["_ConvNd", "Conv1d", "Conv2d", "ConvTranspose2d"]),
     "instancenorm": (composed, ["_InstanceNorm", "InstanceNorm1d", "InstanceNorm2d"]),
-    "padding": (composed, ["ZeroPad2d"]),
+    "padding": (composed, ["ZeroPad1d", "ZeroPad2d", "ZeroPad3d", "ConstantPad1d",
+                           "ConstantPad2d", "ConstantPad3d", "ReflectionPad1d",
+                           "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
+                           "ReplicationPad2d", "ReplicationPad3d"]),
     "fold": (composed, ["Fold", "Unfold"]),
     "activation": (layers, ["ReLU", "Sigmoid", "Tanh", "SiLU", "GELU", "LeakyReLU", "ELU",
                             "Softplus", "Softmax", "LogSoftmax"]),
@@ -38,10 +41,10 @@ _TREE = {
 # Classes defined elsewhere that PyTorch also lists in these submodules.
 _EXTRA = {
     "activation": [(transformer, ["MultiheadAttention"]),
-                   (composed, ["PReLU", "Hardswish", "ReLU6", "Hardtanh", "GLU"])],
+                   (composed, ["PReLU", "Hardswish", "ReLU6", "Hardtanh", "GLU", "SELU"])],
     "rnn": [(rnn_cell, ["RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"])],
     "batchnorm": [(sync_batchnorm, ["SyncBatchNorm"])],
-    "conv": [(composed, ["ConvTranspose1d"])],
+    "conv": [(composed, ["Conv3d", "ConvTranspose1d"])],
     "dropout": [(composed, ["Dropout2d"])],
 }
 

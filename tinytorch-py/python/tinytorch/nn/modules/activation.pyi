@@ -11,6 +11,7 @@ from tinytorch.nn.composed import Hardswish as Hardswish
 from tinytorch.nn.composed import Hardtanh as Hardtanh
 from tinytorch.nn.composed import PReLU as PReLU
 from tinytorch.nn.composed import ReLU6 as ReLU6
+from tinytorch.nn.composed import SELU as SELU
 from tinytorch.nn.layers import ELU as ELU
 from tinytorch.nn.layers import GELU as GELU
 from tinytorch.nn.layers import LeakyReLU as LeakyReLU

@@ -6,6 +6,7 @@ from typing import Any as _Any, Iterator as _Iterator, Sequence as _Sequence
 from tinytorch import Tensor as _Tensor
 from tinytorch import device as _device
 from tinytorch import dtype as _dtype
+from tinytorch.nn.composed import Conv3d as Conv3d
 from tinytorch.nn.composed import ConvTranspose1d as ConvTranspose1d
 from tinytorch.nn.layers import Conv1d as Conv1d
 from tinytorch.nn.layers import Conv2d as Conv2d

@@ -6,4 +6,15 @@ from typing import Any as _Any, Iterator as _Iterator, Sequence as _Sequence
 from tinytorch import Tensor as _Tensor
 from tinytorch import device as _device
 from tinytorch import dtype as _dtype
+from tinytorch.nn.composed import ConstantPad1d as ConstantPad1d
+from tinytorch.nn.composed import ConstantPad2d as ConstantPad2d
+from tinytorch.nn.composed import ConstantPad3d as ConstantPad3d
+from tinytorch.nn.composed import ReflectionPad1d as ReflectionPad1d
+from tinytorch.nn.composed import ReflectionPad2d as ReflectionPad2d
+from tinytorch.nn.composed import ReflectionPad3d as ReflectionPad3d
+from tinytorch.nn.composed import ReplicationPad1d as ReplicationPad1d
+from tinytorch.nn.composed import ReplicationPad2d as ReplicationPad2d
+from tinytorch.nn.composed import ReplicationPad3d as ReplicationPad3d
+from tinytorch.nn.composed import ZeroPad1d as ZeroPad1d
 from tinytorch.nn.composed import ZeroPad2d as ZeroPad2d
+from tinytorch.nn.composed import ZeroPad3d as ZeroPad3d

@@ -1,5 +1,5 @@
 """``torch.nn.utils``: gradient clipping; pruning in ``prune``; ``rnn.pad_sequence``;
-``weight_norm``; ``spectral_norm``."""
+``weight_norm``; ``spectral_norm``; ``parametrize`` and ``parametrizations.weight_norm``."""
 
 import math
 
@@ -22,6 +22,6 @@ def clip_grad_value_(parameters, clip_value):
     params = list(parameters) if not isinstance(parameters, _C.Tensor) else [parameters]
     with no_grad():
         _C.clip_grad_value_(params, float(clip_value))
-from . import prune, rnn  # noqa: E402,F401
+from . import parametrizations, parametrize, prune, rnn  # noqa: E402,F401
 from .spectral_norm import remove_spectral_norm, spectral_norm  # noqa: E402,F401
 from .weight_norm import remove_weight_norm, weight_norm  # noqa: E402,F401

@@ -7,6 +7,8 @@ from tinytorch import Tensor as _Tensor
 from tinytorch import device as _device
 from tinytorch import dtype as _dtype
 from tinytorch._grad_mode import no_grad as no_grad
+from tinytorch.nn.utils import parametrizations as parametrizations
+from tinytorch.nn.utils import parametrize as parametrize
 from tinytorch.nn.utils import prune as prune
 from tinytorch.nn.utils import rnn as rnn
 from tinytorch.nn.utils.spectral_norm import remove_spectral_norm as remove_spectral_norm
