@@ -1,4 +1,4 @@
-# Regenerate with: /work/venv/bin/python scripts/gen_conv_fixtures.py  (torch 2.15 CPU; writes tinytorch/tests/fixtures/conv.safetensors)
+# Regenerate with: python scripts/gen_conv_fixtures.py  (torch 2.15 CPU; writes tinytorch/tests/fixtures/conv.safetensors)
 """PyTorch reference values for TinyTorch's convolution and pooling tests (tinytorch/tests/conv.rs).
 
 One list of cases: conv2d (padding "same"/"valid"/explicit, stride, dilation, groups,

@@ -1,4 +1,4 @@
-# Regenerate with: /work/venv/bin/python scripts/gen_fixtures.py  (torch 2.15 CPU; writes tinytorch/tests/fixtures/ops.safetensors)
+# Regenerate with: python scripts/gen_fixtures.py  (torch 2.15 CPU; writes tinytorch/tests/fixtures/ops.safetensors)
 """PyTorch reference values for TinyTorch's op table (tinytorch/tests/op_table.rs).
 
 One list of cases. Each case has a name (`<op>__<variant>__<dtype>`), an op name (the

@@ -1,4 +1,4 @@
-# Regenerate with: /work/venv/bin/python scripts/gen_golden_fixtures.py  (torch 2.15 CPU)
+# Regenerate with: python scripts/gen_golden_fixtures.py  (torch 2.15 CPU)
 """PyTorch reference values for TinyTorch's end-to-end tests (tinytorch/tests/golden.rs).
 
 In the style of llm.c's test_gpt2: a small CNN (convolution, batch norm, ReLU, max pooling,

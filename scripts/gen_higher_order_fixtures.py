@@ -20,7 +20,7 @@ pre-hook scaling Linear 0's input by 2, a forward hook adding 1 to Tanh's output
 backward hook on Tanh doubling its grad_input; the recorded grad_input/grad_output of the
 last Linear and of Tanh, the output, and the gradients of x and the weights.
 
-Usage: /work/venv/bin/python scripts/gen_higher_order_fixtures.py
+Usage: python scripts/gen_higher_order_fixtures.py
 """
 import os
 

@@ -1,4 +1,4 @@
-# Regenerate with: /work/venv/bin/python scripts/gen_inplace_fixtures.py  (needs torch; CI does not)
+# Regenerate with: python scripts/gen_inplace_fixtures.py  (needs torch; CI does not)
 """PyTorch reference values for tinytorch-py/tests/test_inplace_autograd.py, written as JSON
 to tinytorch-py/tests/fixtures/inplace_autograd.json: for every case of
 tinytorch-py/tests/inplace_cases.py (in-place ops on graph tensors), its outputs and input

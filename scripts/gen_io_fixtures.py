@@ -1,4 +1,4 @@
-# Regenerate with: /work/venv/bin/python scripts/gen_io_fixtures.py  (torch 2.15 CPU, safetensors 0.8)
+# Regenerate with: python scripts/gen_io_fixtures.py  (torch 2.15 CPU, safetensors 0.8)
 """PyTorch side of TinyTorch's safetensors interchange tests (tinytorch/tests/io.rs).
 
 Writes, under tinytorch/tests/fixtures/io/:

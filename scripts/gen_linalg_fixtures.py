@@ -1,4 +1,4 @@
-# Regenerate with: /work/venv/bin/python scripts/gen_linalg_fixtures.py  (needs torch; CI does not)
+# Regenerate with: python scripts/gen_linalg_fixtures.py  (needs torch; CI does not)
 """PyTorch reference values for tinytorch-py/tests/test_linalg.py and test_special.py,
 written as JSON to tinytorch-py/tests/fixtures/linalg_special.json.
 

@@ -1,4 +1,4 @@
-# Regenerate with: /work/venv48/bin/python scripts/gen_py_api_fixtures.py  (needs torch; CI does not)
+# Regenerate with: python scripts/gen_py_api_fixtures.py  (needs torch; CI does not)
 """PyTorch reference values for tinytorch-py/tests/test_rnn_cells.py, test_lbfgs.py,
 test_distributions.py and test_layers_extra.py, written as JSON to tinytorch-py/tests/fixtures/py_api.json:
 

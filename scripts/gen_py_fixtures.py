@@ -1,4 +1,4 @@
-# Regenerate with: /work/venv/bin/python scripts/gen_py_fixtures.py  (needs torch; CI does not)
+# Regenerate with: python scripts/gen_py_fixtures.py  (needs torch; CI does not)
 """PyTorch reference values for the Python package's tests (tinytorch-py/tests):
 
 - ops.safetensors: every expression of tests/cases.py evaluated by PyTorch, and for the

@@ -2,8 +2,8 @@
 
 Run by hand (CI never runs it; it only reads the committed file):
 
-    /work/venv/bin/python scripts/gen_random_cases.py          # writes the fixture file
-    /work/venv/bin/python scripts/gen_random_cases.py --check  # replays it against torch
+    python scripts/gen_random_cases.py          # writes the fixture file
+    python scripts/gen_random_cases.py --check  # replays it against torch
 
 Generated with torch 2.15.0 (the +cu132 build, run on the CPU with one thread) in about 5 s.
 Output: `tinytorch/tests/fixtures/random_ops.safetensors` (about 2 MB), byte-for-byte

@@ -1,4 +1,4 @@
-# Regenerate with: /work/venv/bin/python scripts/gen_rnn_fixtures.py  (torch 2.15 CPU)
+# Regenerate with: python scripts/gen_rnn_fixtures.py  (torch 2.15 CPU)
 """PyTorch reference values for TinyTorch's recurrent layers (tinytorch/tests/rnn.rs).
 
 Writes tinytorch/tests/fixtures/rnn.safetensors. For each case `<case>` the file holds

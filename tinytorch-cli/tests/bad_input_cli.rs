@@ -49,129 +49,188 @@ fn trained_checkpoint(data: &str, out: &Path) -> String {
     out.join("checkpoint.safetensors").display().to_string()
 }
 
-#[test]
-fn every_bad_invocation_is_one_clear_line() {
-    let dir = temp_dir("bad-input-cli");
-    let d = |name: &str| dir.join(name).display().to_string();
+/// One failing row: what it tries, its arguments and the words its error must contain.
+type Row = (&'static str, Vec<String>, Vec<&'static str>);
 
-    let data = d("data");
-    std::fs::create_dir_all(&data).unwrap();
-    synthetic_mnist(Path::new(&data));
-    let ckpt = trained_checkpoint(&data, &dir.join("run"));
+/// Command-line arguments from string slices.
+fn cmd(args: &[&str]) -> Vec<String> {
+    args.iter().map(|s| s.to_string()).collect()
+}
 
-    // A data set with no images, one whose label file is shorter, one truncated file.
-    let empty = d("empty");
-    std::fs::create_dir_all(&empty).unwrap();
-    for split in ["train", "t10k"] {
-        write_idx(
-            &Path::new(&empty).join(format!("{split}-images-idx3-ubyte")),
-            &[0, 28, 28],
-            &[],
+/// The files the rows name, all under one temporary directory.
+struct Fixtures {
+    /// A good synthetic MNIST.
+    data: String,
+    /// A finished run's checkpoint on `data`.
+    ckpt: String,
+    /// A data set with no images.
+    empty: String,
+    /// A data set whose training labels are fewer than its images.
+    mismatched: String,
+    /// A data set whose training images are cut in half.
+    truncated: String,
+    /// `ckpt` without its last 100 bytes.
+    cut: String,
+    /// A file that is not a checkpoint.
+    plain: String,
+    /// `ckpt` with a run configuration asking for a huge model.
+    huge: String,
+    /// A small text corpus.
+    corpus: String,
+    /// An empty one.
+    corpus_empty: String,
+    /// A recipe file with a wrong type and an unknown key.
+    toml_bad: String,
+    /// A path where nothing is.
+    missing: String,
+    /// The runs' output directory.
+    out: String,
+}
+
+impl Fixtures {
+    /// Write every fixture under `dir`.
+    fn new(dir: &Path) -> Fixtures {
+        let d = |name: &str| dir.join(name).display().to_string();
+        let data = d("data");
+        std::fs::create_dir_all(&data).unwrap();
+        synthetic_mnist(Path::new(&data));
+        let ckpt = trained_checkpoint(&data, &dir.join("run"));
+        let (empty, mismatched, truncated) = (d("empty"), d("mismatched"), d("truncated"));
+        bad_data_sets(
+            Path::new(&data),
+            Path::new(&empty),
+            Path::new(&mismatched),
+            Path::new(&truncated),
         );
-        write_idx(
-            &Path::new(&empty).join(format!("{split}-labels-idx1-ubyte")),
-            &[0],
-            &[],
+        let (cut, plain, huge) = (
+            d("cut.safetensors"),
+            d("plain.safetensors"),
+            d("huge.safetensors"),
         );
+        bad_checkpoints(&ckpt, &cut, &plain, &huge);
+        let corpus = d("corpus.txt");
+        std::fs::write(&corpus, "the cat sat on the mat. ".repeat(200)).unwrap();
+        let corpus_empty = d("empty.txt");
+        std::fs::write(&corpus_empty, "").unwrap();
+        let toml_bad = d("bad.toml");
+        std::fs::write(&toml_bad, "epochs = \"three\"\nno-such-flag = 1\n").unwrap();
+        Fixtures {
+            data,
+            ckpt,
+            empty,
+            mismatched,
+            truncated,
+            cut,
+            plain,
+            huge,
+            corpus,
+            corpus_empty,
+            toml_bad,
+            missing: d("nothing-here"),
+            out: d("out"),
+        }
     }
-    let mismatched = d("mismatched");
-    std::fs::create_dir_all(&mismatched).unwrap();
-    for name in [
-        "train-images-idx3-ubyte",
-        "t10k-images-idx3-ubyte",
-        "t10k-labels-idx1-ubyte",
-    ] {
-        std::fs::copy(
-            Path::new(&data).join(name),
-            Path::new(&mismatched).join(name),
-        )
-        .unwrap();
-    }
-    write_idx(
-        &Path::new(&mismatched).join("train-labels-idx1-ubyte"),
-        &[100],
-        &[1; 100],
-    );
-    let truncated = d("truncated");
-    std::fs::create_dir_all(&truncated).unwrap();
-    for name in [
-        "train-labels-idx1-ubyte",
-        "t10k-images-idx3-ubyte",
-        "t10k-labels-idx1-ubyte",
-    ] {
-        std::fs::copy(
-            Path::new(&data).join(name),
-            Path::new(&truncated).join(name),
-        )
-        .unwrap();
-    }
-    let images = std::fs::read(Path::new(&data).join("train-images-idx3-ubyte")).unwrap();
-    std::fs::write(
-        Path::new(&truncated).join("train-images-idx3-ubyte"),
-        &images[..images.len() / 2],
-    )
-    .unwrap();
 
-    // Checkpoints: truncated, not a checkpoint, and one whose run configuration asks for a
-    // model far larger than its weights (it must be refused before anything is allocated).
-    let ckpt_bytes = std::fs::read(&ckpt).unwrap();
-    let cut = d("cut.safetensors");
-    std::fs::write(&cut, &ckpt_bytes[..ckpt_bytes.len() - 100]).unwrap();
-    let plain = d("plain.safetensors");
-    std::fs::write(&plain, b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all").unwrap();
-    let huge = d("huge.safetensors");
-    let mut c = load_checkpoint(&ckpt).unwrap();
-    let config = c.extra.get_mut("config").expect("run configuration");
-    *config = config.replace("\"widths\":null", "\"widths\":[1000000000000]");
-    assert!(config.contains("1000000000000"), "{config}");
-    save_checkpoint(&huge, &c).unwrap();
-    let corpus = d("corpus.txt");
-    std::fs::write(&corpus, "the cat sat on the mat. ".repeat(200)).unwrap();
-    let corpus_empty = d("empty.txt");
-    std::fs::write(&corpus_empty, "").unwrap();
-    let toml_bad = d("bad.toml");
-    std::fs::write(&toml_bad, "epochs = \"three\"\nno-such-flag = 1\n").unwrap();
-
-    let missing = d("nothing-here");
-    let out = d("out");
-    let train = |extra: &[&str]| -> Vec<String> {
-        let mut a: Vec<String> = train_args(&data, &out)
+    /// `tinytorch train` on the good data with `extra` flags.
+    fn train(&self, extra: &[&str]) -> Vec<String> {
+        let mut a: Vec<String> = train_args(&self.data, &self.out)
             .iter()
             .map(|s| s.to_string())
             .collect();
         a.extend(extra.iter().map(|s| s.to_string()));
         a
-    };
-    let cmd = |args: &[&str]| -> Vec<String> { args.iter().map(|s| s.to_string()).collect() };
+    }
+}
 
-    let rows: Vec<(&str, Vec<String>, Vec<&str>)> = vec![
-        // data
+/// Three broken copies of `data`: no images at `empty`, fewer training labels than images
+/// at `mismatched`, training images cut in half at `truncated`.
+fn bad_data_sets(data: &Path, empty: &Path, mismatched: &Path, truncated: &Path) {
+    std::fs::create_dir_all(empty).unwrap();
+    for split in ["train", "t10k"] {
+        write_idx(
+            &empty.join(format!("{split}-images-idx3-ubyte")),
+            &[0, 28, 28],
+            &[],
+        );
+        write_idx(&empty.join(format!("{split}-labels-idx1-ubyte")), &[0], &[]);
+    }
+    std::fs::create_dir_all(mismatched).unwrap();
+    for name in [
+        "train-images-idx3-ubyte",
+        "t10k-images-idx3-ubyte",
+        "t10k-labels-idx1-ubyte",
+    ] {
+        std::fs::copy(data.join(name), mismatched.join(name)).unwrap();
+    }
+    write_idx(
+        &mismatched.join("train-labels-idx1-ubyte"),
+        &[100],
+        &[1; 100],
+    );
+    std::fs::create_dir_all(truncated).unwrap();
+    for name in [
+        "train-labels-idx1-ubyte",
+        "t10k-images-idx3-ubyte",
+        "t10k-labels-idx1-ubyte",
+    ] {
+        std::fs::copy(data.join(name), truncated.join(name)).unwrap();
+    }
+    let images = std::fs::read(data.join("train-images-idx3-ubyte")).unwrap();
+    std::fs::write(
+        truncated.join("train-images-idx3-ubyte"),
+        &images[..images.len() / 2],
+    )
+    .unwrap();
+}
+
+/// Broken checkpoints made from `ckpt`: truncated (`cut`), not a checkpoint (`plain`), and
+/// one whose run configuration asks for a model far larger than its weights (`huge`: it
+/// must be refused before anything is allocated).
+fn bad_checkpoints(ckpt: &str, cut: &str, plain: &str, huge: &str) {
+    let ckpt_bytes = std::fs::read(ckpt).unwrap();
+    std::fs::write(cut, &ckpt_bytes[..ckpt_bytes.len() - 100]).unwrap();
+    std::fs::write(plain, b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all").unwrap();
+    let mut c = load_checkpoint(ckpt).unwrap();
+    let config = c.extra.get_mut("config").expect("run configuration");
+    *config = config.replace("\"widths\":null", "\"widths\":[1000000000000]");
+    assert!(config.contains("1000000000000"), "{config}");
+    save_checkpoint(huge, &c).unwrap();
+}
+
+/// Missing, empty, mismatched and truncated data sets.
+fn data_rows(f: &Fixtures) -> Vec<Row> {
+    vec![
         (
             "missing data directory",
-            cmd(&["train", "--dataset", "mnist", "--data", &missing]),
+            cmd(&["train", "--dataset", "mnist", "--data", &f.missing]),
             vec!["nothing-here does not exist"],
         ),
         (
             "a data set with no images",
-            train(&["--data", &empty, "--max-steps", "1"]),
+            f.train(&["--data", &f.empty, "--max-steps", "1"]),
             vec!["empty", "0 images"],
         ),
         (
             "images and labels of different counts",
-            train(&["--data", &mismatched]),
+            f.train(&["--data", &f.mismatched]),
             vec!["256", "100"],
         ),
         (
             "a truncated image file",
-            train(&["--data", &truncated]),
+            f.train(&["--data", &f.truncated]),
             vec!["train-images-idx3-ubyte", "truncated"],
         ),
         (
             "CIFAR-10 without its files",
-            cmd(&["train", "--dataset", "cifar10", "--data", &missing]),
+            cmd(&["train", "--dataset", "cifar10", "--data", &f.missing]),
             vec!["data_batch_1.bin"],
         ),
-        // flags
+    ]
+}
+
+/// Flags out of range: the model, the batch and the optimizer's numbers.
+fn flag_rows(f: &Fixtures) -> Vec<Row> {
+    vec![
         (
             "unknown model",
             cmd(&["train", "--model", "vgg"]),
@@ -189,52 +248,58 @@ fn every_bad_invocation_is_one_clear_line() {
         ),
         (
             "negative learning rate",
-            train(&["--lr", "-1", "--max-steps", "1"]),
+            f.train(&["--lr", "-1", "--max-steps", "1"]),
             vec!["Invalid learning rate: -1"],
         ),
         (
             "NaN learning rate",
-            train(&["--lr", "nan", "--max-steps", "1"]),
+            f.train(&["--lr", "nan", "--max-steps", "1"]),
             vec!["learning rate", "NaN"],
         ),
         (
             "a learning rate that diverges",
-            train(&["--lr", "1e30", "--max-steps", "40", "--no-eval"]),
+            f.train(&["--lr", "1e30", "--max-steps", "40", "--no-eval"]),
             vec!["training diverged"],
         ),
         (
             "negative momentum",
-            train(&["--momentum", "-0.5", "--max-steps", "1"]),
+            f.train(&["--momentum", "-0.5", "--max-steps", "1"]),
             vec!["momentum", "-0.5"],
         ),
         (
             "accumulation 0",
-            train(&["--accumulate", "0"]),
+            f.train(&["--accumulate", "0"]),
             vec!["accumulate", "at least 1"],
         ),
         (
             "accumulation above the batch",
-            train(&["--accumulate", "32"]),
+            f.train(&["--accumulate", "32"]),
             vec!["32", "16"],
         ),
         (
             "negative clipping norm",
-            train(&["--clip-grad-norm", "-1"]),
+            f.train(&["--clip-grad-norm", "-1"]),
             vec!["clip-grad-norm", "-1"],
         ),
         (
             "EMA decay above 1",
-            train(&["--ema", "1.5"]),
+            f.train(&["--ema", "1.5"]),
             vec!["decay", "1.5"],
         ),
+    ]
+}
+
+/// The recipe's flags, the device, unknown flags and config files.
+fn recipe_rows(f: &Fixtures) -> Vec<Row> {
+    vec![
         (
             "normalisation with a zero std",
-            train(&["--normalize-mean", "0.5", "--normalize-std", "0"]),
+            f.train(&["--normalize-mean", "0.5", "--normalize-std", "0"]),
             vec!["std", "0"],
         ),
         (
             "normalisation for 3 channels on 1",
-            train(&[
+            f.train(&[
                 "--normalize-mean",
                 "0.5,0.5,0.5",
                 "--normalize-std",
@@ -244,13 +309,13 @@ fn every_bad_invocation_is_one_clear_line() {
         ),
         (
             "negative crop padding",
-            train(&["--augment-crop", "-1"]),
+            f.train(&["--augment-crop", "-1"]),
             vec!["-1", "--augment-crop"],
         ),
-        ("a bad device", train(&["--device", "tpu"]), vec!["tpu"]),
+        ("a bad device", f.train(&["--device", "tpu"]), vec!["tpu"]),
         (
             "a CUDA device index",
-            train(&["--device", "cuda:99", "--max-steps", "1"]),
+            f.train(&["--device", "cuda:99", "--max-steps", "1"]),
             vec!["CUDA"],
         ),
         (
@@ -260,38 +325,43 @@ fn every_bad_invocation_is_one_clear_line() {
         ),
         (
             "a config file with a wrong type and an unknown key",
-            cmd(&["train", "--config", &toml_bad]),
+            cmd(&["train", "--config", &f.toml_bad]),
             vec!["three", "--epochs"],
         ),
         (
             "a missing config file",
-            cmd(&["train", "--config", &missing]),
+            cmd(&["train", "--config", &f.missing]),
             vec!["nothing-here"],
         ),
-        // checkpoints
+    ]
+}
+
+/// Missing, truncated, foreign and mismatched checkpoints, and the commands that read them.
+fn checkpoint_rows(f: &Fixtures) -> Vec<Row> {
+    vec![
         (
             "resume from a missing checkpoint",
-            train(&["--resume", &missing]),
+            f.train(&["--resume", &f.missing]),
             vec!["nothing-here"],
         ),
         (
             "resume from a truncated checkpoint",
-            train(&["--resume", &cut]),
+            f.train(&["--resume", &f.cut]),
             vec!["cut.safetensors", "truncated"],
         ),
         (
             "resume with another model",
-            cmd(&["train", "--resume", &ckpt, "--model", "seed-cnn"]),
+            cmd(&["train", "--resume", &f.ckpt, "--model", "seed-cnn"]),
             vec!["--model", "mlp"],
         ),
         (
             "eval of a file that is not a checkpoint",
-            cmd(&["eval", "--checkpoint", &plain]),
+            cmd(&["eval", "--checkpoint", &f.plain]),
             vec!["plain.safetensors"],
         ),
         (
             "eval of a checkpoint asking for a huge model",
-            cmd(&["eval", "--checkpoint", &huge, "--data", &data]),
+            cmd(&["eval", "--checkpoint", &f.huge, "--data", &f.data]),
             vec!["widths", "1000000000000"],
         ),
         (
@@ -299,17 +369,17 @@ fn every_bad_invocation_is_one_clear_line() {
             cmd(&[
                 "prune",
                 "--checkpoint",
-                &ckpt,
+                &f.ckpt,
                 "--amount",
                 "1.5",
                 "--data",
-                &data,
+                &f.data,
             ]),
             vec!["amount", "1.5"],
         ),
         (
             "quantize a missing checkpoint",
-            cmd(&["quantize", "--checkpoint", &missing, "--out", &out]),
+            cmd(&["quantize", "--checkpoint", &f.missing, "--out", &f.out]),
             vec!["nothing-here"],
         ),
         (
@@ -317,11 +387,11 @@ fn every_bad_invocation_is_one_clear_line() {
             cmd(&[
                 "distill",
                 "--teacher",
-                &ckpt,
+                &f.ckpt,
                 "--alpha",
                 "2",
                 "--data",
-                &data,
+                &f.data,
             ]),
             vec!["alpha", "2"],
         ),
@@ -330,51 +400,62 @@ fn every_bad_invocation_is_one_clear_line() {
             cmd(&[
                 "distill",
                 "--teacher",
-                &ckpt,
+                &f.ckpt,
                 "--temperature",
                 "0",
                 "--data",
-                &data,
+                &f.data,
             ]),
             vec!["temperature", "0"],
         ),
-        // language models
+    ]
+}
+
+/// The language-model commands.
+fn lm_rows(f: &Fixtures) -> Vec<Row> {
+    vec![
         (
             "train-lm on an empty corpus",
-            cmd(&["train-lm", "--corpus", &corpus_empty, "--out", &out]),
+            cmd(&["train-lm", "--corpus", &f.corpus_empty, "--out", &f.out]),
             vec!["empty.txt"],
         ),
         (
             "train-lm with heads that do not divide the width",
             cmd(&[
-                "train-lm", "--corpus", &corpus, "--out", &out, "--n-embd", "30", "--n-head", "4",
+                "train-lm", "--corpus", &f.corpus, "--out", &f.out, "--n-embd", "30", "--n-head",
+                "4",
             ]),
             vec!["30", "4"],
         ),
         (
             "generate from a classifier checkpoint",
-            cmd(&["generate", "--checkpoint", &ckpt]),
+            cmd(&["generate", "--checkpoint", &f.ckpt]),
             vec!["checkpoint.safetensors"],
         ),
         (
             "generate with a negative temperature",
-            cmd(&["generate", "--checkpoint", &ckpt, "--temperature", "-1"]),
+            cmd(&["generate", "--checkpoint", &f.ckpt, "--temperature", "-1"]),
             vec!["temperature -1"],
         ),
         (
             "generate with top-p above 1",
-            cmd(&["generate", "--checkpoint", &ckpt, "--top-p", "1.5"]),
+            cmd(&["generate", "--checkpoint", &f.ckpt, "--top-p", "1.5"]),
             vec!["top_p", "1.5"],
         ),
         (
             "generate from a missing model directory",
-            cmd(&["generate", "--model-dir", &missing]),
+            cmd(&["generate", "--model-dir", &f.missing]),
             vec!["nothing-here"],
         ),
-        // others
+    ]
+}
+
+/// The other commands.
+fn other_rows(f: &Fixtures) -> Vec<Row> {
+    vec![
         (
             "embed from a directory without a model",
-            cmd(&["embed", "--model-dir", &data]),
+            cmd(&["embed", "--model-dir", &f.data]),
             vec!["config.json"],
         ),
         (
@@ -389,13 +470,17 @@ fn every_bad_invocation_is_one_clear_line() {
         ),
         (
             "dashboard on a missing directory",
-            cmd(&["dashboard", "--logdir", &missing, "--port", "0"]),
+            cmd(&["dashboard", "--logdir", &f.missing, "--port", "0"]),
             vec!["nothing-here"],
         ),
-    ];
+    ]
+}
 
+/// Run every row; a description of each that exits 0, hangs, panics, lacks a needle or
+/// says more than one line.
+fn failed_rows(rows: &[Row]) -> Vec<String> {
     let mut failures = Vec::new();
-    for (what, args, needles) in &rows {
+    for (what, args, needles) in rows {
         match run(args, Duration::from_secs(60)) {
             Err(hang) => failures.push(format!("{what}: {hang}")),
             Ok((true, _)) => failures.push(format!("{what}: exited 0")),
@@ -413,6 +498,23 @@ fn every_bad_invocation_is_one_clear_line() {
             }
         }
     }
+    failures
+}
+
+#[test]
+fn every_bad_invocation_is_one_clear_line() {
+    let dir = temp_dir("bad-input-cli");
+    let f = Fixtures::new(&dir);
+    let rows: Vec<Row> = [
+        data_rows(&f),
+        flag_rows(&f),
+        recipe_rows(&f),
+        checkpoint_rows(&f),
+        lm_rows(&f),
+        other_rows(&f),
+    ]
+    .concat();
+    let failures = failed_rows(&rows);
     assert!(
         failures.is_empty(),
         "{} of {} rows failed:\n{}",

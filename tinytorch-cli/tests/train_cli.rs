@@ -39,8 +39,17 @@ fn train_writes_outputs_and_a_final_json_line() {
     assert!(out.join("metrics.jsonl").exists());
     assert!(out.join("checkpoint.safetensors").exists());
 
-    // eval reproduces the final test accuracy from the checkpoint alone.
     let ckpt = out.join("checkpoint.safetensors");
+    check_eval(&ckpt, &summary);
+    check_profile(&ckpt);
+    check_distill(&dir, &ckpt, &summary);
+    check_prune(&dir, &ckpt);
+    check_quantize(&dir, &ckpt, &summary);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `eval` reproduces the final test accuracy from the checkpoint alone.
+fn check_eval(ckpt: &Path, summary: &serde_json::Value) {
     let eval = last_json(&tinytorch(&[
         "eval",
         "--checkpoint",
@@ -49,8 +58,10 @@ fn train_writes_outputs_and_a_final_json_line() {
     ]));
     assert_eq!(eval["test_acc"], summary["test_acc"]);
     assert_eq!(eval["steps"], 48);
+}
 
-    // profile takes the model, its weights and the optimizer from the checkpoint.
+/// `profile` takes the model, its weights and the optimizer from the checkpoint.
+fn check_profile(ckpt: &Path) {
     let profile = last_json(&tinytorch(&[
         "profile",
         "--checkpoint",
@@ -73,8 +84,10 @@ fn train_writes_outputs_and_a_final_json_line() {
         .collect();
     assert_eq!(names, ["1", "-", "3"], "{profile}");
     assert!(profile["phases"]["step"]["ms"].as_f64().is_some());
+}
 
-    // distill trains the student twice from the same start: alone and from the teacher.
+/// `distill` trains the student twice from the same start: alone and from the teacher.
+fn check_distill(dir: &Path, ckpt: &Path, summary: &serde_json::Value) {
     let student = dir.join("student.safetensors");
     let distill = last_json(&tinytorch(&[
         "distill",
@@ -105,9 +118,11 @@ fn train_writes_outputs_and_a_final_json_line() {
         "--json",
     ]));
     assert_eq!(eval["test_acc"], distill["distilled_test_acc"]);
+}
 
-    // prune: half the hidden features go, the outputs stay the masked model's, and the
-    // smaller model is a checkpoint eval reads.
+/// `prune`: half the hidden features go, the outputs stay the masked model's, and the
+/// smaller model is a checkpoint eval reads.
+fn check_prune(dir: &Path, ckpt: &Path) {
     let pruned = dir.join("pruned.safetensors");
     let prune = last_json(&tinytorch(&[
         "prune",
@@ -149,9 +164,11 @@ fn train_writes_outputs_and_a_final_json_line() {
         (global["global_sparsity"].as_f64().unwrap() - 0.75).abs() < 1e-3,
         "{global}"
     );
+}
 
-    // quantize: dynamic (no calibration) and static (calibrated on 64 images); the int8 file
-    // is about 4x smaller and eval runs it, with latency and memory.
+/// `quantize`: dynamic (no calibration) and static (calibrated on 64 images); the int8 file
+/// is about 4x smaller and eval runs it, with latency and memory.
+fn check_quantize(dir: &Path, ckpt: &Path, summary: &serde_json::Value) {
     for (calibrate, scheme) in [(None, "dynamic"), (Some("64"), "static (64")] {
         let q = dir.join("model.int8.safetensors");
         let mut args = vec![
@@ -204,7 +221,6 @@ fn train_writes_outputs_and_a_final_json_line() {
         !refused.status.success() && stderr.contains("at least one image"),
         "{stderr}"
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A run stopped at an epoch's end, resumed, stopped inside an epoch and resumed again ends

@@ -4,7 +4,7 @@
 //! PyTorch's values (inputs, weights, biases, upstream gradients, outputs and gradients, all
 //! f64) are read from `tests/fixtures/conv.safetensors`, written by
 //! `scripts/gen_conv_fixtures.py`. Regenerate it with
-//! `/work/venv/bin/python scripts/gen_conv_fixtures.py` (torch 2.15, CPU).
+//! `python scripts/gen_conv_fixtures.py` (torch 2.15, CPU).
 
 use std::collections::BTreeMap;
 

@@ -88,8 +88,11 @@ const CPU_FLOP_BUDGET: f64 = 40e9;
 
 /// One row: its family, parameters (as JSON, for the PyTorch script) and the closure timed.
 pub struct LayerRow {
+    /// The layer family (`conv2d`, `linear`, ...).
     pub family: &'static str,
+    /// The row's shapes and options, as the PyTorch script reads them.
     pub params: Value,
+    /// One forward and backward pass on inputs allocated once, outside the timing.
     pub run: Box<dyn Fn() -> Result<()>>,
 }
 
@@ -111,6 +114,9 @@ fn batch_for(device: Device, n: usize, flops_per_sample: f64) -> usize {
     n
 }
 
+/// Whether a row of a family with these parameters is asked for.
+type Wanted<'a> = &'a dyn Fn(&str, &Value) -> bool;
+
 /// The rows of the table on `device` whose family or parameters (as compact JSON, e.g.
 /// `"ci":512`) contain `filter` (all without one); the other rows' inputs are never allocated.
 pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
@@ -118,6 +124,16 @@ pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
         filter.is_none_or(|f| family.contains(f) || params.to_string().contains(f))
     };
     let mut rows = Vec::new();
+    conv_rows(device, &wanted, &mut rows)?;
+    linear_rows(device, &wanted, &mut rows)?;
+    relu_rows(device, &wanted, &mut rows)?;
+    pool_rows(device, &wanted, &mut rows)?;
+    cross_entropy_rows(device, &wanted, &mut rows)?;
+    Ok(rows)
+}
+
+/// The conv2d rows (forward with bias, backward from a random upstream gradient).
+fn conv_rows(device: Device, wanted: Wanted<'_>, rows: &mut Vec<LayerRow>) -> Result<()> {
     for &(n, ci, hw, co, k, same) in CONV {
         let out_hw = if same { hw } else { hw - k + 1 };
         let per_sample = 2.0 * (co * ci * k * k * out_hw * out_hw) as f64;
@@ -147,6 +163,11 @@ pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
             }),
         });
     }
+    Ok(())
+}
+
+/// The linear rows.
+fn linear_rows(device: Device, wanted: Wanted<'_>, rows: &mut Vec<LayerRow>) -> Result<()> {
     for &(n, fin, fout) in LINEAR {
         let n = batch_for(device, n, 2.0 * (fin * fout) as f64);
         let params = json!({"batch": n, "in": fin, "out": fout});
@@ -168,6 +189,11 @@ pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
             }),
         });
     }
+    Ok(())
+}
+
+/// The relu rows.
+fn relu_rows(device: Device, wanted: Wanted<'_>, rows: &mut Vec<LayerRow>) -> Result<()> {
     for &(n, c, hw) in RELU {
         let params = json!({"n": n, "c": c, "hw": hw});
         if !wanted("relu", &params) {
@@ -183,6 +209,11 @@ pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
             run: Box::new(move || leaf(&x)?.relu()?.backward_with(Some(&g), false)),
         });
     }
+    Ok(())
+}
+
+/// The global average pooling rows.
+fn pool_rows(device: Device, wanted: Wanted<'_>, rows: &mut Vec<LayerRow>) -> Result<()> {
     for &(n, c, hw) in POOL {
         let params = json!({"n": n, "c": c, "hw": hw});
         if !wanted("global_avg_pool", &params) {
@@ -202,6 +233,11 @@ pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
             }),
         });
     }
+    Ok(())
+}
+
+/// The cross-entropy rows (mean over the batch, so `backward` starts from the scalar).
+fn cross_entropy_rows(device: Device, wanted: Wanted<'_>, rows: &mut Vec<LayerRow>) -> Result<()> {
     for &(n, classes) in CROSS_ENTROPY {
         let params = json!({"n": n, "classes": classes});
         if !wanted("cross_entropy", &params) {
@@ -218,7 +254,7 @@ pub fn rows(device: Device, filter: Option<&str>) -> Result<Vec<LayerRow>> {
             }),
         });
     }
-    Ok(rows)
+    Ok(())
 }
 
 /// Median milliseconds of one row: on CUDA 20 warm-up + 80 timed iterations, synchronised

@@ -13,6 +13,7 @@ mod charts;
 mod features;
 mod images;
 mod routes;
+/// Reading run directories: what the dashboard lists and draws.
 pub mod runs;
 
 use clap::Args;

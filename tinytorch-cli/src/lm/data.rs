@@ -5,11 +5,14 @@ use tinytorch::{Device, Generator, Result, Tensor};
 
 /// Token ids of a corpus: the first 90% train, the rest validate.
 pub struct TokenData {
+    /// The training tokens.
     pub train: Vec<i64>,
+    /// The validation tokens (the corpus's last 10%).
     pub val: Vec<i64>,
 }
 
 impl TokenData {
+    /// Split the token ids `ids` of a corpus.
     pub fn new(ids: Vec<usize>) -> TokenData {
         let ids: Vec<i64> = ids.into_iter().map(|i| i as i64).collect();
         let cut = ids.len() * 9 / 10;

@@ -3,7 +3,7 @@
 //! weights, tokenizer.json), sampling with temperature, top-k and top-p, using the KV cache
 //! (or recomputing, with `--no-cache`), and printing tokens/s.
 
-use super::load_lm;
+use super::checkpoint::load_lm;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;

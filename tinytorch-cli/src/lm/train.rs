@@ -2,12 +2,12 @@
 //! (CSV + JSON lines), a curves PNG, a checkpoint that `generate` reads, and for the
 //! dashboard a line every `--log-every` steps and a sampled text at every checkpoint.
 
-use super::config_json;
+use super::checkpoint::config_json;
 use super::data::{batch, TokenData};
 use super::generate::generate_ids;
 use clap::{Args, ValueEnum};
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use tinytorch::autograd::no_grad;
 use tinytorch::io::{save_checkpoint, Checkpoint};
@@ -123,9 +123,9 @@ fn sample_text(model: &Gpt, tokenizer: &dyn Tokenizer, val: &[i64], seed: u64) -
     tokenizer.decode(&[&prompt[..], &ids?[..]].concat())
 }
 
-/// Run `tinytorch train-lm`.
-pub fn train_lm(a: &TrainLmArgs) -> Result<()> {
-    let started = Instant::now();
+/// Read the corpus and tokenize it (fitting the tokenizer to it), split off the validation
+/// tokens, and check that both parts hold a context window.
+fn tokenize_corpus(a: &TrainLmArgs) -> Result<(Box<dyn Tokenizer>, TokenData)> {
     let text = std::fs::read_to_string(&a.corpus).map_err(|e| {
         Error::invalid(
             "train-lm",
@@ -150,69 +150,131 @@ pub fn train_lm(a: &TrainLmArgs) -> Result<()> {
             ),
         ));
     }
-    manual_seed(a.seed);
-    let config = GptConfig {
-        vocab_size: tokenizer.vocab_size(),
-        block_size: a.block_size,
-        n_layer: a.n_layer,
-        n_head: a.n_head,
-        n_embd: a.n_embd,
-        dropout: a.dropout,
-        bias: true,
-    };
-    let mut model = Gpt::new(config)?;
-    let opts = AdamOptions {
-        lr: a.lr,
-        betas: (0.9, 0.95),
-        weight_decay: 0.1,
-        ..Default::default()
-    };
-    let mut opt = AdamW::new(model.parameters(), opts)?;
-    let mut gen = Generator::new(a.seed);
-    let mut val_gen = Generator::new(a.seed ^ 0x5eed);
-    std::fs::create_dir_all(&a.out)?;
-    for f in [
-        "metrics.jsonl",
-        "metrics.csv",
-        "steps.jsonl",
-        "samples.jsonl",
-        "model.json",
-    ] {
-        let _ = std::fs::remove_file(a.out.join(f));
+    Ok((tokenizer, data))
+}
+
+/// The files a train-lm run writes as it trains.
+struct LmFiles {
+    /// metrics.csv and metrics.jsonl: a row per validation.
+    log: MetricsLog,
+    /// steps.jsonl: the dashboard's line per `--log-every` steps.
+    steps: JsonLines,
+    /// samples.jsonl: the dashboard's sampled text per checkpoint.
+    samples: JsonLines,
+}
+
+impl LmFiles {
+    /// Create `dir` and open its logs, first removing an earlier run's (a train-lm run always
+    /// starts anew).
+    fn open(dir: &Path) -> Result<LmFiles> {
+        std::fs::create_dir_all(dir)?;
+        for f in [
+            "metrics.jsonl",
+            "metrics.csv",
+            "steps.jsonl",
+            "samples.jsonl",
+            "model.json",
+        ] {
+            // A file that is not there is what this wants.
+            let _ = std::fs::remove_file(dir.join(f));
+        }
+        Ok(LmFiles {
+            log: MetricsLog::open(dir)?,
+            steps: JsonLines::append(&dir.join("steps.jsonl"))?,
+            samples: JsonLines::append(&dir.join("samples.jsonl"))?,
+        })
     }
-    let mut log = MetricsLog::open(&a.out)?;
-    // The dashboard's files: a line per `--log-every` steps and a sampled text per checkpoint.
-    let mut step_lines = JsonLines::append(&a.out.join("steps.jsonl"))?;
-    let mut sample_lines = JsonLines::append(&a.out.join("samples.jsonl"))?;
-    // Loss sum, steps and training seconds since the last step line (validation, checkpoint
-    // and sampling between intervals left out).
-    let mut window = (0.0f64, 0u64, 0.0f64);
-    // The layer table (profiler) of one context window, for the dashboard's model view.
-    let ids: Vec<i64> = data.val[..a.block_size].to_vec();
+}
+
+/// model.json: the profiler's layer table of one context window (the validation text's
+/// first), with the model's configuration, for the dashboard's model view.
+fn write_model_json(a: &TrainLmArgs, model: &Gpt, config: &GptConfig, val: &[i64]) -> Result<()> {
+    let ids: Vec<i64> = val[..a.block_size].to_vec();
     // The profiler draws random numbers (its machine peaks, dropout): the training draws
     // stay those of a run without it.
     let rng = get_rng_state();
-    let profile = tinytorch::profile::summary(&model, &Tensor::from_vec(ids, &[1, a.block_size])?);
+    let profile = tinytorch::profile::summary(model, &Tensor::from_vec(ids, &[1, a.block_size])?);
     set_rng_state(&rng);
-    let profile = profile?;
-    let mut doc = profile.to_json();
-    doc["config"] = serde_json::from_str(&config_json(&config)).unwrap_or_default();
+    let mut doc = profile?.to_json();
+    doc["config"] = serde_json::from_str(&config_json(config)).unwrap_or_default();
     doc["input_shape"] = serde_json::json!([1, a.block_size]);
-    write_json_atomic(&a.out.join("model.json"), &doc)?;
-    let mut history = Vec::new();
-    let visible = !a.json && std::io::stderr().is_terminal();
-    let intervals = a.max_steps.div_ceil(a.eval_every) as usize;
-    let tokens_per_step = (a.batch_size * a.block_size) as u64;
-    let mut step = 0u64;
-    for interval in 1..=intervals {
-        let steps = a.eval_every.min(a.max_steps - step);
-        let bar = Progress::new(interval, intervals, steps, visible);
+    write_json_atomic(&a.out.join("model.json"), &doc)
+}
+
+/// The steps since the last line of steps.jsonl. Its clock runs only while steps do:
+/// validation, checkpoints and sampling between intervals are left out.
+#[derive(Debug, Default)]
+struct StepWindow {
+    loss_sum: f64,
+    steps: u64,
+    busy_s: f64,
+}
+
+/// A train-lm run under way.
+struct LmRun {
+    model: Gpt,
+    opt: AdamW,
+    /// Draws the training batches.
+    gen: Generator,
+    /// Draws the validation batches, apart so that validating leaves the training batches
+    /// as they would be without it.
+    val_gen: Generator,
+    files: LmFiles,
+    window: StepWindow,
+    /// Tokens in one batch.
+    tokens_per_step: u64,
+}
+
+impl LmRun {
+    /// Seed the global generator, then build the model (of `vocab_size` tokens), AdamW
+    /// (betas 0.9/0.95, weight decay 0.1, as nanoGPT) and the run's files.
+    fn new(a: &TrainLmArgs, vocab_size: usize) -> Result<(LmRun, GptConfig)> {
+        manual_seed(a.seed);
+        let config = GptConfig {
+            vocab_size,
+            block_size: a.block_size,
+            n_layer: a.n_layer,
+            n_head: a.n_head,
+            n_embd: a.n_embd,
+            dropout: a.dropout,
+            bias: true,
+        };
+        let model = Gpt::new(config)?;
+        let opts = AdamOptions {
+            lr: a.lr,
+            betas: (0.9, 0.95),
+            weight_decay: 0.1,
+            ..Default::default()
+        };
+        let opt = AdamW::new(model.parameters(), opts)?;
+        let run = LmRun {
+            model,
+            opt,
+            gen: Generator::new(a.seed),
+            val_gen: Generator::new(a.seed ^ 0x5eed),
+            files: LmFiles::open(&a.out)?,
+            window: StepWindow::default(),
+            tokens_per_step: (a.batch_size * a.block_size) as u64,
+        };
+        Ok((run, config))
+    }
+
+    /// Train `steps` steps of interval `interval` (steps `first_step + 1` on) on `train`;
+    /// its figures.
+    fn train_interval(
+        &mut self,
+        a: &TrainLmArgs,
+        train: &[i64],
+        (interval, first_step, steps): (usize, u64, u64),
+        bar: &Progress,
+    ) -> Result<EpochTotals> {
         let mut totals = EpochTotals::default();
         let t0 = Instant::now();
-        model.train();
+        self.model.train();
         let mut last = Instant::now();
         for _ in 0..steps {
-            let (x, y) = batch(&data.train, a.batch_size, a.block_size, &mut gen)?;
+            let (x, y) = batch(train, a.batch_size, a.block_size, &mut self.gen)?;
+            let (model, opt) = (&self.model, &mut self.opt);
             // The step on a compute thread when the model is on the CPU (`parallel`).
             let (loss, logits) = tinytorch::parallel::run_for(x.device(), || {
                 opt.zero_grad();
@@ -222,36 +284,91 @@ pub fn train_lm(a: &TrainLmArgs) -> Result<()> {
                 Ok::<_, tinytorch::Error>((loss, logits))
             })?;
             let l = loss.item_f64()?;
-            totals.loss_sum += l * tokens_per_step as f64;
+            let tokens = self.tokens_per_step;
+            totals.loss_sum += l * tokens as f64;
             totals.correct +=
-                (token_accuracy(&logits.detach(), &y)? * tokens_per_step as f64).round() as u64;
-            totals.samples += tokens_per_step;
+                (token_accuracy(&logits.detach(), &y)? * tokens as f64).round() as u64;
+            totals.samples += tokens;
             totals.steps += 1;
             totals.timed_s = t0.elapsed().as_secs_f64();
-            totals.timed_samples += tokens_per_step;
+            totals.timed_samples += tokens;
             bar.step(l, &totals);
-            let done = step + totals.steps;
-            window.0 += l;
-            window.1 += 1;
-            window.2 += last.elapsed().as_secs_f64();
+            self.window.loss_sum += l;
+            self.window.steps += 1;
+            self.window.busy_s += last.elapsed().as_secs_f64();
             last = Instant::now();
+            let done = first_step + totals.steps;
             if a.log_every > 0 && done.is_multiple_of(a.log_every) {
-                let record = StepRecord {
-                    step: done,
-                    epoch: interval,
-                    epoch_progress: (interval - 1) as f64 + totals.steps as f64 / steps as f64,
-                    loss: window.0 / window.1 as f64,
-                    acc: f64::NAN, // no accuracy per step: null in the JSON
-                    lr: a.lr,
-                    samples_per_s: (window.1 * tokens_per_step) as f64 / window.2.max(1e-9),
-                };
-                step_lines.write(&record.to_json())?;
-                window = (0.0, 0, 0.0);
+                let progress = (interval - 1) as f64 + totals.steps as f64 / steps as f64;
+                self.write_step_line(a, done, interval, progress)?;
             }
         }
+        Ok(totals)
+    }
+
+    /// A line of steps.jsonl for the window ending at step `step`; the window starts anew.
+    fn write_step_line(
+        &mut self,
+        a: &TrainLmArgs,
+        step: u64,
+        interval: usize,
+        epoch_progress: f64,
+    ) -> Result<()> {
+        let w = std::mem::take(&mut self.window);
+        let record = StepRecord {
+            step,
+            epoch: interval,
+            epoch_progress,
+            loss: w.loss_sum / w.steps as f64,
+            acc: f64::NAN, // no accuracy per step: null in the JSON
+            lr: a.lr,
+            samples_per_s: (w.steps * self.tokens_per_step) as f64 / w.busy_s.max(1e-9),
+        };
+        self.files.steps.write(&record.to_json())
+    }
+
+    /// The checkpoint `generate` reads: the weights, the optimizer's state, and (as metadata)
+    /// the model's configuration, the tokenizer and the corpus.
+    fn save(
+        &self,
+        a: &TrainLmArgs,
+        config: &GptConfig,
+        tokenizer: &dyn Tokenizer,
+        step: u64,
+    ) -> Result<()> {
+        let mut extra = std::collections::BTreeMap::new();
+        extra.insert("gpt_config".to_string(), config_json(config));
+        extra.insert("tokenizer".to_string(), tokenizer.to_json());
+        extra.insert("corpus".to_string(), a.corpus.display().to_string());
+        let ckpt = Checkpoint {
+            model: self.model.state_dict(),
+            optimizer: Some(self.opt.state_dict()),
+            step,
+            extra,
+            ..Default::default()
+        };
+        save_checkpoint(a.out.join("checkpoint.safetensors"), &ckpt)
+    }
+}
+
+/// Run `tinytorch train-lm`: `--max-steps` steps in intervals of `--eval-every`, each
+/// followed by a validation (one metrics row), a checkpoint and a sampled text.
+pub fn train_lm(a: &TrainLmArgs) -> Result<()> {
+    let started = Instant::now();
+    let (tokenizer, data) = tokenize_corpus(a)?;
+    let (mut run, config) = LmRun::new(a, tokenizer.vocab_size())?;
+    write_model_json(a, &run.model, &config, &data.val)?;
+    let mut history = Vec::new();
+    let visible = !a.json && std::io::stderr().is_terminal();
+    let intervals = a.max_steps.div_ceil(a.eval_every) as usize;
+    let mut step = 0u64;
+    for interval in 1..=intervals {
+        let steps = a.eval_every.min(a.max_steps - step);
+        let bar = Progress::new(interval, intervals, steps, visible);
+        let totals = run.train_interval(a, &data.train, (interval, step, steps), &bar)?;
         step += steps;
-        model.eval();
-        let (val_loss, val_acc) = validate(&model, &data.val, a, &mut val_gen)?;
+        run.model.eval();
+        let (val_loss, val_acc) = validate(&run.model, &data.val, a, &mut run.val_gen)?;
         let m = EpochMetrics {
             epoch: interval,
             steps: step,
@@ -267,27 +384,36 @@ pub fn train_lm(a: &TrainLmArgs) -> Result<()> {
             "step {step}: train loss {:.4}, val loss {val_loss:.4}, {:.0} tokens/s",
             m.train_loss, m.samples_per_s
         ));
-        log.write(&m)?;
+        run.files.log.write(&m)?;
         history.push(m);
-        let mut extra = std::collections::BTreeMap::new();
-        extra.insert("gpt_config".to_string(), config_json(&config));
-        extra.insert("tokenizer".to_string(), tokenizer.to_json());
-        extra.insert("corpus".to_string(), a.corpus.display().to_string());
-        let ckpt = Checkpoint {
-            model: model.state_dict(),
-            optimizer: Some(opt.state_dict()),
-            step,
-            extra,
-            ..Default::default()
-        };
-        save_checkpoint(a.out.join("checkpoint.safetensors"), &ckpt)?;
-        let text = sample_text(&model, tokenizer.as_ref(), &data.val, a.seed)?;
-        sample_lines
-            .write(&serde_json::json!({"step": step, "val_loss": val_loss, "text": text}))?;
+        run.save(a, &config, tokenizer.as_ref(), step)?;
+        let text = sample_text(&run.model, tokenizer.as_ref(), &data.val, a.seed)?;
+        let sample = serde_json::json!({"step": step, "val_loss": val_loss, "text": text});
+        run.files.samples.write(&sample)?;
     }
     plot_curves(&a.out.join("curves.png"), &history)?;
+    report(
+        a,
+        &history,
+        step,
+        started.elapsed().as_secs_f64(),
+        &config,
+        &run.model,
+    );
+    Ok(())
+}
+
+/// The final line (or, with `--json`, the summary object) of a run of `step` steps that took
+/// `wall` seconds.
+fn report(
+    a: &TrainLmArgs,
+    history: &[EpochMetrics],
+    step: u64,
+    wall: f64,
+    config: &GptConfig,
+    model: &Gpt,
+) {
     let last = history.last().expect("at least one interval");
-    let wall = started.elapsed().as_secs_f64();
     if a.json {
         println!(
             "{}",
@@ -305,5 +431,4 @@ pub fn train_lm(a: &TrainLmArgs) -> Result<()> {
             a.out.display()
         );
     }
-    Ok(())
 }

@@ -1,7 +1,7 @@
 //! What a training run is: the model, data and optimizer settings, stored in every checkpoint
 //! so `--resume` and `tinytorch eval` rebuild exactly the same run.
 
-use super::Recipe;
+use super::recipe::Recipe;
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use tinytorch::models::{ImageShape, ModelKind};

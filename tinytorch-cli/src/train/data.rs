@@ -2,7 +2,7 @@
 //! labels; batches come out as scaled float images (pixels / 255, scaled as they are
 //! gathered) with a recipe's normalisation applied.
 
-use super::{DatasetKind, RunConfig};
+use super::config::{DatasetKind, RunConfig};
 use std::path::PathBuf;
 use std::sync::Arc;
 use tinytorch::data::cifar10::load_cifar10_dir;
@@ -10,7 +10,7 @@ use tinytorch::data::mnist::{MnistDataset, FASHION_MNIST_DIR};
 use tinytorch::data::transforms::Normalize;
 use tinytorch::data::{DataLoader, DataLoaderIter, DataLoaderOptions, Dataset, U8Images};
 use tinytorch::models::ImageShape;
-use tinytorch::{Error, Result};
+use tinytorch::{Device, Error, Result, Tensor};
 
 /// Which half of a data set.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -93,5 +93,16 @@ pub fn load_split(config: &RunConfig, split: Split) -> Result<LoadedSplit> {
         shape,
         classes: 10,
         normalize: config.recipe.eval_normalize(),
+    })
+}
+
+/// The batches of `batches`, copied to `device` (the loaders build them on the CPU).
+pub fn on_device<I>(batches: I, device: Device) -> impl Iterator<Item = Result<(Tensor, Tensor)>>
+where
+    I: IntoIterator<Item = Result<(Tensor, Tensor)>>,
+{
+    batches.into_iter().map(move |b| {
+        let (x, y) = b?;
+        Ok((x.to_device(device)?, y.to_device(device)?))
     })
 }

@@ -3,9 +3,11 @@
 //! same number of steps, the same student on the labels alone — so the two test accuracies
 //! say what the teacher added.
 
-use super::data::{load_split, LoadedSplit, Split};
-use super::run::{build, on_device, save_finished, Session};
-use super::{load_trained_model, OptimizerKind, RunConfig};
+use super::checkpoint::{load_trained_model, save_finished};
+use super::config::{OptimizerKind, RunConfig};
+use super::data::{load_split, on_device, LoadedSplit, Split};
+use super::recipe::Recipe;
+use super::session::{build, Session};
 use clap::Args;
 use serde_json::json;
 use std::path::PathBuf;
@@ -133,7 +135,7 @@ pub fn distill(args: &DistillArgs) -> Result<()> {
         shuffle: true,
         widths: None,
         // The student sees the inputs the teacher was trained on.
-        recipe: super::Recipe {
+        recipe: Recipe {
             normalize: teacher_config.recipe.normalize.clone(),
             ..Default::default()
         },

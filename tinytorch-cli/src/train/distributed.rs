@@ -1,7 +1,7 @@
 //! `tinytorch train --distributed`: joining the MPI job, wrapping the model in
 //! DistributedDataParallel, and summing the ranks' training figures.
 
-use super::TrainArgs;
+use super::args::TrainArgs;
 use std::time::Duration;
 use tinytorch::distributed::{
     convert_sync_batchnorm, init_process_group_with, Backend, DdpOptions, DistributedDataParallel,

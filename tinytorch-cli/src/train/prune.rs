@@ -4,16 +4,18 @@
 //! channels, so the saved model and its file are smaller, its outputs those of the masked
 //! model (the largest difference is printed).
 
-use super::data::{load_split, Split};
-use super::run::{build, on_device, save_finished, Session};
-use super::{load_trained_model, RunConfig};
+use super::checkpoint::{load_trained_model, save_finished};
+use super::config::RunConfig;
+use super::data::{load_split, on_device, LoadedSplit, Split};
+use super::session::{build, Session};
 use clap::{Args, ValueEnum};
-use serde_json::json;
+use serde_json::{json, Value};
 use std::path::PathBuf;
+use tinytorch::data::DataLoader;
 use tinytorch::nn::Module;
 use tinytorch::prune::{
     global_unstructured, l1_unstructured, ln_structured, shrink, Amount, MaskedOptimizer,
-    PruneMasks,
+    PruneMasks, SparsityReport,
 };
 use tinytorch::train::{evaluate, train_epoch, Progress, StepLimit};
 use tinytorch::{Device, Error, Result, Tensor};
@@ -135,6 +137,133 @@ fn prune_round(
     masks.apply()
 }
 
+/// The fine-tuning between rounds: the training batches, and the steps taken so far.
+struct Finetune {
+    loader: DataLoader,
+    steps: u64,
+}
+
+/// Prune `weights` of `model` in `args.rounds` rounds, fine-tuning after each with the
+/// pruned weights held at zero, and print each round's sparsity and test accuracy (unless
+/// `--json`). Returns each round's figures as JSON.
+fn prune_rounds(
+    args: &PruneArgs,
+    config: &RunConfig,
+    model: &mut dyn Module,
+    weights: &[(String, Tensor)],
+    masks: &mut PruneMasks,
+    test: &LoadedSplit,
+    finetune: &mut Finetune,
+) -> Result<Vec<Value>> {
+    // Each round keeps the same share of what is left: (1 - f)^rounds = 1 - amount.
+    let fraction = 1.0 - (1.0 - args.amount).powf(1.0 / args.rounds as f64);
+    let mut rounds = Vec::new();
+    for round in 1..=args.rounds {
+        prune_round(args.method, weights, masks, fraction)?;
+        let mut opt =
+            MaskedOptimizer::new(config.build_optimizer(model.parameters())?, masks.clone());
+        let mut limit = StepLimit(args.max_steps);
+        for _ in 0..args.finetune_epochs {
+            let batches = finetune.loader.iter_from(0)?;
+            finetune.steps +=
+                train_epoch(model, &mut opt, batches, &mut limit, &Progress::hidden())?.steps;
+        }
+        let acc = test_accuracy(model, test)?;
+        let sparsity = masks.sparsity()?.global();
+        if !args.json {
+            println!(
+                "round {round}: sparsity {:.1}% of the pruned tensors, test accuracy {:.2}%",
+                100.0 * sparsity,
+                100.0 * acc
+            );
+        }
+        rounds.push(json!({"round": round, "sparsity": sparsity, "test_acc": acc}));
+    }
+    Ok(rounds)
+}
+
+/// The test accuracy of `model`.
+fn test_accuracy(model: &mut dyn Module, test: &LoadedSplit) -> Result<f64> {
+    let (_, acc) = evaluate(model, on_device(test.batches(1000)?, Device::Cpu))?;
+    Ok(acc)
+}
+
+/// Structured pruning's last step: the smaller model without the masked channels (its
+/// widths written into `config`), and the largest difference between its outputs and the
+/// masked model's on the first test batch (zero up to rounding, as the removed channels
+/// only ever contributed zeros).
+fn remove_channels(
+    config: &mut RunConfig,
+    mut model: Box<dyn Module>,
+    masks: &PruneMasks,
+    test: &LoadedSplit,
+) -> Result<(Box<dyn Module>, f64)> {
+    let (x, _) = test
+        .batches(256)?
+        .next()
+        .ok_or_else(|| Error::invalid("prune", "empty test set"))??;
+    model.eval();
+    let masked = model.forward(&x)?;
+    let shape = config.dataset.image_shape();
+    let (widths, mut small) = shrink(config.model, shape, 10, model.as_ref(), masks)?;
+    small.eval();
+    let diff = small
+        .forward(&x)?
+        .sub(&masked)?
+        .abs()?
+        .amax(&[0, 1], false)?
+        .item_f64()?;
+    config.widths = Some(widths);
+    Ok((small, diff))
+}
+
+/// The figures `tinytorch prune` reports.
+struct Outcome {
+    rounds: Vec<Value>,
+    report: SparsityReport,
+    acc_before: f64,
+    acc_after: f64,
+    params_before: usize,
+    params_after: usize,
+    max_diff: Option<f64>,
+    file_bytes: Option<u64>,
+}
+
+/// Print `o`: as one JSON object with `--json`, as lines otherwise.
+fn print_outcome(args: &PruneArgs, config: &RunConfig, o: &Outcome) {
+    if args.json {
+        let out = json!({
+            "model": config.model.name(),
+            "method": format!("{:?}", args.method),
+            "amount": args.amount,
+            "rounds": o.rounds,
+            "global_sparsity": o.report.global(),
+            "test_acc_before": o.acc_before,
+            "test_acc_after": o.acc_after,
+            "parameters_before": o.params_before,
+            "parameters_after": o.params_after,
+            "widths": config.widths,
+            "max_output_diff": o.max_diff,
+            "file_bytes": o.file_bytes,
+        });
+        println!("{out}");
+    } else {
+        println!("{}", o.report);
+        println!(
+            "test accuracy {:.2}% -> {:.2}%; parameters {} -> {}",
+            100.0 * o.acc_before,
+            100.0 * o.acc_after,
+            o.params_before,
+            o.params_after
+        );
+        if let (Some(w), Some(d)) = (&config.widths, o.max_diff) {
+            println!(
+                "channels removed: widths now {w:?}; outputs within {d:.2e} of the masked model's"
+            );
+        }
+    }
+}
+
 /// Run `tinytorch prune`.
 pub fn prune(args: &PruneArgs) -> Result<()> {
     if !(0.0..1.0).contains(&args.amount) || args.rounds == 0 {
@@ -153,105 +282,56 @@ pub fn prune(args: &PruneArgs) -> Result<()> {
     if let Some(lr) = args.lr {
         config.lr = lr;
     }
-    let shape = config.dataset.image_shape();
     let test = load_split(&config, Split::Test)?;
     let params_before = model.num_parameters();
-    let (_, acc_before) = evaluate(model.as_mut(), on_device(test.batches(1000)?, Device::Cpu))?;
+    let acc_before = test_accuracy(model.as_mut(), &test)?;
 
-    let Session { mut loader, .. } = build(&config, false, 1, None)?;
+    let Session { loader, .. } = build(&config, false, 1, None)?;
+    let mut finetune = Finetune { loader, steps: 0 };
     let weights = targets(&config, model.as_ref(), args.method)?;
-    // Each round keeps the same share of what is left: (1 - f)^rounds = 1 - amount.
-    let fraction = 1.0 - (1.0 - args.amount).powf(1.0 / args.rounds as f64);
     let mut masks = PruneMasks::default();
-    let mut rounds = Vec::new();
-    let mut steps = 0;
-    for round in 1..=args.rounds {
-        prune_round(args.method, &weights, &mut masks, fraction)?;
-        let mut opt =
-            MaskedOptimizer::new(config.build_optimizer(model.parameters())?, masks.clone());
-        let mut limit = StepLimit(args.max_steps);
-        for _ in 0..args.finetune_epochs {
-            let batches = loader.iter_from(0)?;
-            steps += train_epoch(
-                model.as_mut(),
-                &mut opt,
-                batches,
-                &mut limit,
-                &Progress::hidden(),
-            )?
-            .steps;
-        }
-        let (_, acc) = evaluate(model.as_mut(), on_device(test.batches(1000)?, Device::Cpu))?;
-        let sparsity = masks.sparsity()?.global();
-        if !args.json {
-            println!(
-                "round {round}: sparsity {:.1}% of the pruned tensors, test accuracy {:.2}%",
-                100.0 * sparsity,
-                100.0 * acc
-            );
-        }
-        rounds.push(json!({"round": round, "sparsity": sparsity, "test_acc": acc}));
-    }
+    let rounds = prune_rounds(
+        args,
+        &config,
+        model.as_mut(),
+        &weights,
+        &mut masks,
+        &test,
+        &mut finetune,
+    )?;
     let report = masks.sparsity()?;
     let mut max_diff = None;
     if args.method == PruneMethod::LnStructured {
-        let (x, _) = test
-            .batches(256)?
-            .next()
-            .ok_or_else(|| Error::invalid("prune", "empty test set"))??;
-        model.eval();
-        let masked = model.forward(&x)?;
-        let (widths, mut small) = shrink(config.model, shape, 10, model.as_ref(), &masks)?;
-        small.eval();
-        let diff = small
-            .forward(&x)?
-            .sub(&masked)?
-            .abs()?
-            .amax(&[0, 1], false)?
-            .item_f64()?;
-        max_diff = Some(diff);
-        config.widths = Some(widths);
+        let (small, diff) = remove_channels(&mut config, model, &masks, &test)?;
         model = small;
+        max_diff = Some(diff);
     }
-    let (_, acc_after) = evaluate(model.as_mut(), on_device(test.batches(1000)?, Device::Cpu))?;
+    let acc_after = test_accuracy(model.as_mut(), &test)?;
     let file_bytes = match &args.out {
         Some(out) => {
             let opt = config.build_optimizer(model.parameters())?;
-            save_finished(out, &config, model.as_ref(), opt.as_ref(), 0, steps)?;
+            save_finished(
+                out,
+                &config,
+                model.as_ref(),
+                opt.as_ref(),
+                0,
+                finetune.steps,
+            )?;
             Some(std::fs::metadata(out)?.len())
         }
         None => None,
     };
-    if args.json {
-        let out = json!({
-            "model": config.model.name(),
-            "method": format!("{:?}", args.method),
-            "amount": args.amount,
-            "rounds": rounds,
-            "global_sparsity": report.global(),
-            "test_acc_before": acc_before,
-            "test_acc_after": acc_after,
-            "parameters_before": params_before,
-            "parameters_after": model.num_parameters(),
-            "widths": config.widths,
-            "max_output_diff": max_diff,
-            "file_bytes": file_bytes,
-        });
-        println!("{out}");
-    } else {
-        println!("{report}");
-        println!(
-            "test accuracy {:.2}% -> {:.2}%; parameters {} -> {}",
-            100.0 * acc_before,
-            100.0 * acc_after,
-            params_before,
-            model.num_parameters()
-        );
-        if let (Some(w), Some(d)) = (&config.widths, max_diff) {
-            println!(
-                "channels removed: widths now {w:?}; outputs within {d:.2e} of the masked model's"
-            );
-        }
-    }
+    let outcome = Outcome {
+        rounds,
+        report,
+        acc_before,
+        acc_after,
+        params_before,
+        params_after: model.num_parameters(),
+        max_diff,
+        file_bytes,
+    };
+    print_outcome(args, &config, &outcome);
     Ok(())
 }

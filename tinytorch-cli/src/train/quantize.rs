@@ -4,17 +4,16 @@
 //! quantization of the Linear layers. Prints the test accuracy before and after and the two
 //! files' sizes; `tinytorch eval` runs the saved model.
 
-use super::data::{load_split, Split};
-use super::run::{on_device, state_dict_bytes, CONFIG_KEY};
-use super::{load_trained_model, RunConfig};
+use super::checkpoint::{load_trained_model, CONFIG_KEY};
+use super::data::{load_split, on_device, Split};
+use super::eval::state_dict_bytes;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use tinytorch::nn::Module;
+use std::path::PathBuf;
 use tinytorch::quant::{
-    convert_static, load_quantized, quantize_dynamic, quantized_parameter_count, save_quantized,
-    Calibration, ObserverKind,
+    convert_static, quantize_dynamic, quantized_parameter_count, save_quantized, Calibration,
+    ObserverKind,
 };
 use tinytorch::train::evaluate;
 use tinytorch::{Device, Error, Result};
@@ -139,25 +138,4 @@ pub fn quantize(args: &QuantizeArgs) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// The model of an int8 file written by `tinytorch quantize`, with its run configuration
-/// and how it was quantized.
-pub fn load_int8_model(
-    path: &Path,
-    metadata: &BTreeMap<String, String>,
-) -> Result<(RunConfig, Box<dyn Module>, String)> {
-    let config = RunConfig::from_json(metadata.get(CONFIG_KEY).ok_or_else(|| {
-        Error::invalid(
-            "eval",
-            format!(
-                "'{}' has no run configuration; was it written by `tinytorch quantize`?",
-                path.display()
-            ),
-        )
-    })?)?;
-    let float = config.build_model(config.dataset.image_shape(), 10)?;
-    let (model, metadata) = load_quantized(path, float)?;
-    let scheme = metadata.get("scheme").cloned().unwrap_or_default();
-    Ok((config, model, scheme))
 }

@@ -4,8 +4,8 @@
 //! table of one test image) and `eval.json` (after each evaluation: the confusion matrix, the
 //! first misclassified test images and a gallery of test images, with their pixels).
 
+use super::config::DatasetKind;
 use super::data::LoadedSplit;
-use super::DatasetKind;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::Path;

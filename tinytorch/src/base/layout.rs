@@ -1,6 +1,7 @@
 //! `Layout`: how a tensor's elements sit in its storage (shape, strides in elements, offset).
 //! Every view (permute, narrow, expand, ...) is a function from one layout to another; no data
-//! moves. Kernels receive layouts and walk them with `StridedIter`.
+//! moves. Kernels receive layouts and walk them with the CPU backend's strided walker
+//! (`backend/cpu/strided.rs`).
 
 use super::DType;
 use crate::error::{Error, Result};

@@ -2,7 +2,7 @@
 //! (`backend/cpu/norm.rs`) with one thread block per row. The forward saves each row's mean
 //! and rstd; the backward computes dx per row and dweight / dbias as column sums over chunks
 //! of rows, added up by the reduction kernel. f32 and f64 only: the op layer
-//! (`ops/norm.rs`) widens half types to f32 first, exactly as for the CPU kernel.
+//! (`ops/norm/`) widens half types to f32 first, exactly as for the CPU kernel.
 //!
 //! Inputs are contiguous buffers given as (storage, element offset); outputs are new
 //! contiguous buffers.

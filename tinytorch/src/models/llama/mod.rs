@@ -26,8 +26,8 @@
 //! Files: `llama/config.rs` (config.json), `llama/rope.rs` (RoPE parameters and scaling),
 //! `llama/weights.rs` (initialising or taking parameters from a checkpoint),
 //! `llama/attention.rs` (grouped-query attention), `llama/layer.rs` (RMSNorm, decoder
-//! layer), `llama/cache.rs` (the key/value cache), `llama/load.rs` (reading a model
-//! directory); this file holds the model.
+//! layer), `llama/load.rs` (reading a model directory); this file holds the model and
+//! names its key/value cache (GPT's, `gpt/cache.rs`).
 
 mod attention;
 mod config;
