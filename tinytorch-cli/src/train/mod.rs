@@ -25,6 +25,5 @@ pub use distill::{distill, DistillArgs};
 pub use eval::eval_checkpoint;
 pub use prune::{prune, PruneArgs};
 pub use quantize::{quantize, QuantizeArgs};
-pub use recipe::{AmpDtype, Recipe, ScheduleName};
 pub use recipe_file::expand_config_args;
 pub use run::train;

@@ -175,9 +175,13 @@ enum Pass<'a, S: FloatStore> {
     Backward {
         g: &'a [S],
         gc: &'a [S::C],
-        live: Option<(&'a [S::C], &'a [S::C])>,
+        live: Option<ChannelGate<'a, S::C>>,
     },
 }
+
+/// A fused ReLU's per-channel `(scale, shift)` of the forward, whose pre-activation
+/// `x * scale + shift` says where the gradient passes.
+type ChannelGate<'a, C> = (&'a [C], &'a [C]);
 
 /// [`Pass`] for one row, in the compute type.
 enum RowPass<'a, C> {
