@@ -8,6 +8,7 @@
 
 from .. import _tinytorch as _C
 from . import functional as F
+from .layers import _conv_extra_repr
 from .module import Module
 from .parameter import Parameter
 
@@ -259,17 +260,7 @@ class Conv3d(Module):
                         self.dilation, self.groups)
 
     def extra_repr(self):
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding != (0, 0, 0):
-            s += f", padding={self.padding}"
-        if self.dilation != (1, 1, 1):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
+        return _conv_extra_repr(self)
 
 
 class ConvTranspose1d(Module):

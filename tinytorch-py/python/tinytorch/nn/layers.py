@@ -51,6 +51,21 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+def _conv_extra_repr(m):
+    """A convolution's arguments as PyTorch prints them, those at their defaults left out
+    (padding all zeros, dilation all ones, one group, a bias); any number of spatial dims."""
+    s = f"{m.in_channels}, {m.out_channels}, kernel_size={m.kernel_size}, stride={m.stride}"
+    if isinstance(m.padding, str) or any(p != 0 for p in m.padding):
+        s += f", padding={m.padding}"
+    if any(d != 1 for d in m.dilation):
+        s += f", dilation={m.dilation}"
+    if m.groups != 1:
+        s += f", groups={m.groups}"
+    if m.bias is None:
+        s += ", bias=False"
+    return s
+
+
 class _ConvNd(Module):
     def __init__(self, nd, in_channels, out_channels, kernel_size, stride, padding, dilation,
                  groups, bias, device, dtype, transposed=False, output_padding=0):
@@ -80,17 +95,7 @@ class _ConvNd(Module):
                 init.uniform_(self.bias, -bound, bound)
 
     def extra_repr(self):
-        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
-             f"stride={self.stride}")
-        if self.padding not in ((0,), (0, 0)):
-            s += f", padding={self.padding if isinstance(self.padding, str) else self.padding}"
-        if self.dilation not in ((1,), (1, 1)):
-            s += f", dilation={self.dilation}"
-        if self.groups != 1:
-            s += f", groups={self.groups}"
-        if self.bias is None:
-            s += ", bias=False"
-        return s
+        return _conv_extra_repr(self)
 
 
 class Conv1d(_ConvNd):

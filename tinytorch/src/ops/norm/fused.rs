@@ -19,32 +19,31 @@ pub(crate) fn fused_applies(x: &Tensor, params: &[Option<&Tensor>]) -> bool {
     x.numel() > 0 && params.iter().flatten().all(|p| p.device() == x.device())
 }
 
-/// The dtype of a normalisation's result: a half-precision input keeps its own (with f32
-/// parameters too, as PyTorch's mixed-type norms), others x's promoted with the parameters'.
-pub(crate) fn out_dtype(x: &Tensor, params: &[Option<&Tensor>]) -> DType {
-    if x.dtype().is_half() {
-        return x.dtype();
-    }
+/// x's dtype promoted with the parameters'.
+fn promoted(x: &Tensor, params: &[Option<&Tensor>]) -> DType {
     params
         .iter()
         .flatten()
         .fold(x.dtype(), |d, p| DType::promote(d, p.dtype()))
 }
 
-/// The dtype of the result ([`out_dtype`]) and the one the kernels compute in (f64 for f64,
-/// else f32: half types round once).
+/// The dtype of a normalisation's result: a half-precision input keeps its own (with f32
+/// parameters too, as PyTorch's mixed-type norms), others x's promoted with the parameters'.
+pub(crate) fn out_dtype(x: &Tensor, params: &[Option<&Tensor>]) -> DType {
+    match x.dtype() {
+        half if half.is_half() => half,
+        _ => promoted(x, params),
+    }
+}
+
+/// The dtype of the result ([`out_dtype`]) and the one the kernels compute in (f64 when
+/// anything is f64, else f32: half types round once).
 fn dtypes(x: &Tensor, params: &[Option<&Tensor>]) -> (DType, DType) {
-    let out = out_dtype(x, params);
-    let promoted = params
-        .iter()
-        .flatten()
-        .fold(out, |d, p| DType::promote(d, p.dtype()));
-    let compute = if promoted == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
+    let compute = match promoted(x, params) {
+        DType::F64 => DType::F64,
+        _ => DType::F32,
     };
-    (out, compute)
+    (out_dtype(x, params), compute)
 }
 
 /// A private contiguous copy of a parameter, outside the graph, as the kernels read it: an
@@ -134,9 +133,12 @@ pub(crate) fn fused_batch_norm(
     const OP: &str = "batch_norm";
     let (out_dtype, compute) = dtypes(x, &[weight, bias]);
     let up = |t: &Tensor| t.to_dtype(compute);
-    let x = match x.dtype().is_half() && x.device().is_cpu() && compute == DType::F32 {
-        true => x.contiguous()?,
-        false => up(x)?.contiguous()?,
+    // A half input goes to the kernel as it is (the device answers `None` where it has no
+    // kernel for it); f32 parameters are the kernel's, f64 ones widen everything.
+    let x = if x.dtype().is_half() && compute == DType::F32 {
+        x.contiguous()?
+    } else {
+        up(x)?.contiguous()?
     };
     let shape = x.shape().to_vec();
     let d = BatchNormDims {
