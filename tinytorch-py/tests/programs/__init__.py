@@ -9,3 +9,7 @@ tests/fixtures/programs.json; tests/test_public_programs.py runs the same module
 Every random number comes from NumPy (data, initial weights, noise, sampling), never from
 the library's own generator, so both libraries compute on identical numbers.
 """
+
+#: The program modules, in the order the fixture generator and the test run them.
+PROGRAMS = ["gpt", "word_language_model", "dcgan", "vae", "time_sequence_prediction",
+            "reinforce"]

@@ -3,7 +3,7 @@
 ``Linear``, unrolled over the time steps with ``input.split(1, dim=1)``, continuing
 ``future`` steps on its own outputs; the model in float64 with ``.double()``, ``nn.MSELoss``
 and ``optim.LBFGS(lr=0.8)`` stepped with a closure; then a prediction of future steps under
-``torch.no_grad()``. Smaller than the example (hidden 12 instead of 51, 40 time steps, 2
+``torch.no_grad()``. Smaller than the example (hidden 12 instead of 51, 30 time steps, 2
 optimisation steps); the waves come from NumPy as in generate_sine_wave.py.
 """
 
@@ -45,7 +45,7 @@ class Sequence(nn.Module):
         return outputs
 
 
-def sine_waves(seed, T=20, L=41, N=8):
+def sine_waves(seed, T=20, L=31, N=8):
     """generate_sine_wave.py, smaller: N waves of length L with random phase shifts."""
     rng = np.random.default_rng(seed)
     x = np.empty((N, L), 'int64')
