@@ -53,7 +53,8 @@ class CausalSelfAttention(nn.Module):
         self.dropout = config.dropout
         self.flash = flash and hasattr(torch.nn.functional, 'scaled_dot_product_attention')
         if not self.flash:
-            self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size))
+            self.register_buffer("bias", torch.tril(torch.ones(config.block_size,
+                                                               config.block_size))
                                  .view(1, 1, config.block_size, config.block_size))
 
     def forward(self, x):
@@ -198,7 +199,8 @@ class GPT(nn.Module):
     def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None):
         for _ in range(max_new_tokens):
             # if the sequence context is growing too long we must crop it at block_size
-            idx_cond = idx if idx.size(1) <= self.config.block_size else idx[:, -self.config.block_size:]
+            block_size = self.config.block_size
+            idx_cond = idx if idx.size(1) <= block_size else idx[:, -block_size:]
             logits, _ = self(idx_cond)
             logits = logits[:, -1, :] / temperature
             if top_k is not None:
@@ -251,8 +253,9 @@ def run(max_iters=20, batch_size=8, seed=1337):
     def get_batch():
         # nanoGPT: ix = torch.randint(len(data) - block_size, (batch_size,))
         ix = rng.integers(0, len(data) - config.block_size, size=batch_size)
-        x = torch.stack([torch.from_numpy((data[i:i + config.block_size]).astype(np.int64)) for i in ix])
-        y = torch.stack([torch.from_numpy((data[i + 1:i + 1 + config.block_size]).astype(np.int64)) for i in ix])
+        bs = config.block_size
+        x = torch.stack([torch.from_numpy((data[i:i + bs]).astype(np.int64)) for i in ix])
+        y = torch.stack([torch.from_numpy((data[i + 1:i + 1 + bs]).astype(np.int64)) for i in ix])
         return x.to(device), y.to(device)
 
     model = GPT(config)
