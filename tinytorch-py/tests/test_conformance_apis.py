@@ -251,3 +251,45 @@ def test_private_is_tracing_flag():
     """asteroid-filterbanks asks ``torch._C._is_tracing()`` directly: never, as
     ``torch.jit.is_tracing()`` says."""
     assert torch._C._is_tracing() is False and torch.jit.is_tracing() is False
+
+
+def test_nn_transformer_and_transformer_decoder_match_pytorch():
+    """``nn.Transformer`` (which pytorch/examples' word-language-model TransformerModel
+    subclasses) and ``nn.TransformerDecoder``: PyTorch's parameter names, its output on
+    fixed weights (values printed by PyTorch 2.x for this exact set-up), its mask helper
+    and its error messages."""
+    m = nn.Transformer(4, 2, 1, 2, 8, 0.0)
+    names = [n for n, _ in m.named_parameters()]
+    assert names[:2] == ["encoder.layers.0.self_attn.in_proj_weight",
+                         "encoder.layers.0.self_attn.in_proj_bias"]
+    assert "encoder.norm.weight" in names and "decoder.norm.bias" in names
+    assert "decoder.layers.1.multihead_attn.out_proj.weight" in names
+    assert len(names) == 12 + 2 + 2 * 18 + 2
+    assert isinstance(m.decoder, nn.TransformerDecoder) and m.decoder.num_layers == 2
+    sd = m.state_dict()
+    for i, k in enumerate(sorted(sd)):
+        n = sd[k].numel()
+        sd[k] = (torch.sin(torch.arange(n, dtype=torch.float32) * 0.37 + i)
+                 .reshape(sd[k].shape) * 0.5)
+    m.load_state_dict(sd)
+    src = torch.cos(torch.arange(3 * 2 * 4, dtype=torch.float32) * 0.3).reshape(3, 2, 4)
+    tgt = torch.sin(torch.arange(2 * 2 * 4, dtype=torch.float32) * 0.7).reshape(2, 2, 4)
+    out = m(src, tgt, tgt_mask=nn.Transformer.generate_square_subsequent_mask(2))
+    want = [-0.589239, -0.262438, -0.415398, -0.000935, -0.586185, -0.263911, -0.415576,
+            0.00088, -0.592105, -0.261087, -0.415234, -0.002648, -0.585578, -0.264207,
+            -0.415612, 0.001239]
+    assert tuple(out.shape) == (2, 2, 4)
+    np.testing.assert_allclose(out.reshape(-1).tolist(), want, atol=2e-6)
+
+    mask = nn.Transformer.generate_square_subsequent_mask(3)
+    assert mask.dtype == torch.float32 and mask.tolist() == [
+        [0.0, -math.inf, -math.inf], [0.0, 0.0, -math.inf], [0.0, 0.0, 0.0]]
+    assert nn.Transformer.generate_square_subsequent_mask(2, dtype=torch.float64).dtype == \
+        torch.float64
+    with pytest.raises(RuntimeError, match="the batch number of src and tgt must be equal"):
+        m(torch.zeros(5, 2, 4), torch.zeros(4, 3, 4))
+    with pytest.raises(RuntimeError, match="the feature number of src and tgt must be equal "
+                                           "to d_model"):
+        m(torch.zeros(5, 2, 4), torch.zeros(4, 2, 6))
+    from tinytorch.nn.modules.transformer import Transformer, TransformerDecoder
+    assert Transformer is nn.Transformer and TransformerDecoder is nn.TransformerDecoder

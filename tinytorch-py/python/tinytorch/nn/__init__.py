@@ -25,5 +25,6 @@ from .parallel import DataParallel  # noqa: F401
 from .sync_batchnorm import SyncBatchNorm  # noqa: F401
 from . import modules  # noqa: F401,E402 (after the classes it re-exports)
 from .transformer import (  # noqa: F401
-    MultiheadAttention, TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer,
+    MultiheadAttention, Transformer, TransformerDecoder, TransformerDecoderLayer,
+    TransformerEncoder, TransformerEncoderLayer,
 )

@@ -107,6 +107,8 @@ from tinytorch.nn.rnn_cell import RNNCell as RNNCell
 from tinytorch.nn.rnn_cell import RNNCellBase as RNNCellBase
 from tinytorch.nn.sync_batchnorm import SyncBatchNorm as SyncBatchNorm
 from tinytorch.nn.transformer import MultiheadAttention as MultiheadAttention
+from tinytorch.nn.transformer import Transformer as Transformer
+from tinytorch.nn.transformer import TransformerDecoder as TransformerDecoder
 from tinytorch.nn.transformer import TransformerDecoderLayer as TransformerDecoderLayer
 from tinytorch.nn.transformer import TransformerEncoder as TransformerEncoder
 from tinytorch.nn.transformer import TransformerEncoderLayer as TransformerEncoderLayer

@@ -33,7 +33,7 @@ _TREE = {
     "rnn": (rnn, ["RNN", "LSTM", "GRU"]),
     "sparse": (layers, ["Embedding"]),
     "transformer": (transformer, ["TransformerEncoderLayer", "TransformerDecoderLayer",
-                                  "TransformerEncoder"]),
+                                  "TransformerEncoder", "TransformerDecoder", "Transformer"]),
     "flatten": (layers, ["Flatten", "Unflatten"]),
     "pixelshuffle": (layers, ["PixelShuffle", "PixelUnshuffle"]),
     "upsampling": (layers, ["Upsample"]),

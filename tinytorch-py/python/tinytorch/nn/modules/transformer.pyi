@@ -6,6 +6,8 @@ from typing import Any as _Any, Iterator as _Iterator, Sequence as _Sequence
 from tinytorch import Tensor as _Tensor
 from tinytorch import device as _device
 from tinytorch import dtype as _dtype
+from tinytorch.nn.transformer import Transformer as Transformer
+from tinytorch.nn.transformer import TransformerDecoder as TransformerDecoder
 from tinytorch.nn.transformer import TransformerDecoderLayer as TransformerDecoderLayer
 from tinytorch.nn.transformer import TransformerEncoder as TransformerEncoder
 from tinytorch.nn.transformer import TransformerEncoderLayer as TransformerEncoderLayer
