@@ -18,17 +18,21 @@ pub(crate) fn broadcast_binary(
     op: BinaryOp,
 ) -> Result<Tensor> {
     same_device(op_name, &[a, b])?;
-    let (a, b) = (a.to_dtype(dtype)?, b.to_dtype(dtype)?);
+    // Cast only what differs: a no-op cast is still a handle's clone and drop per operand,
+    // measurable on small tensors' op overhead.
+    let cast = |t: &Tensor| (t.dtype() != dtype).then(|| t.to_dtype(dtype)).transpose();
+    let (ca, cb) = (cast(a)?, cast(b)?);
+    let (a, b) = (ca.as_ref().unwrap_or(a), cb.as_ref().unwrap_or(b));
     if a.shape() == b.shape() {
         // No broadcasting: the layouts as they are (the common case, kept free of the
         // allocations of broadcasting for small tensors' sake).
-        let s = with_storages2(&a, &b, |sa, sb| sa.binary(a.layout(), sb, b.layout(), op))?;
+        let s = with_storages2(a, b, |sa, sb| sa.binary(a.layout(), sb, b.layout(), op))?;
         return Ok(Tensor::from_contiguous(s, a.shape()));
     }
     let shape = broadcast_shapes(op_name, a.shape(), b.shape())?;
     let la = a.layout().broadcast_as(op_name, &shape)?;
     let lb = b.layout().broadcast_as(op_name, &shape)?;
-    let s = with_storages2(&a, &b, |sa, sb| sa.binary(&la, sb, &lb, op))?;
+    let s = with_storages2(a, b, |sa, sb| sa.binary(&la, sb, &lb, op))?;
     Ok(Tensor::from_contiguous(s, &shape))
 }
 

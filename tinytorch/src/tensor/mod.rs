@@ -38,6 +38,9 @@ impl TensorId {
 #[derive(Debug)]
 pub struct StorageCell {
     data: RwLock<Storage>,
+    /// The version counter of every handle on this buffer that has none of its own (see
+    /// [`VersionCounter`]): kept here so that a new tensor costs no allocation for it.
+    version: AtomicU64,
     /// The storage's device, readable without the lock (`Tensor::move_to_` changes it).
     device: AtomicUsize,
     /// The bytes counted for it in the memory statistics (`memory.rs`), on `device`.
@@ -70,6 +73,7 @@ impl StorageCell {
         Arc::new(StorageCell {
             device: AtomicUsize::new(encode_device(device)),
             data: RwLock::new(storage),
+            version: AtomicU64::new(0),
             bytes,
         })
     }
@@ -86,6 +90,17 @@ impl Drop for StorageCell {
     }
 }
 
+/// Where a tensor handle's version counter (PyTorch's `_version`) lives.
+#[derive(Clone)]
+enum VersionCounter {
+    /// The storage's: shared by the tensor, its views and `detach()`ed handles, so that a
+    /// backward rule that saved any of them sees a write through any other.
+    Storage,
+    /// One of its own, shared only with its own views and detached handles: `.data` (as in
+    /// PyTorch, writes through it are not seen by autograd's checks).
+    Own(Arc<AtomicU64>),
+}
+
 pub(crate) struct TensorInner {
     id: TensorId,
     storage: Arc<StorageCell>,
@@ -94,10 +109,8 @@ pub(crate) struct TensorInner {
     /// The op that produced this tensor: set right after the op ran, and replaced when an
     /// in-place op rebases the tensor's history (see `ops/inplace.rs`).
     pub(crate) node: RwLock<Option<Arc<Node>>>,
-    /// The version counter (PyTorch's `_version`): bumped by every in-place write, shared by
-    /// the tensor's views and `detach()`, so that a backward rule that saved any of them
-    /// sees a write through any other. `.data` gets its own (as in PyTorch).
-    version: Arc<AtomicU64>,
+    /// The version counter, bumped by every in-place write.
+    version: VersionCounter,
     /// For a view (`make_view`): the tensor whose storage it views, itself no view (PyTorch's
     /// `_base`). An in-place op on a view rebases the base's history.
     pub(crate) view_base: Option<Tensor>,
@@ -177,14 +190,14 @@ impl Tensor {
     }
 
     fn from_cell(storage: Arc<StorageCell>, layout: Layout, dtype: DType) -> Tensor {
-        Tensor::from_parts(storage, layout, dtype, Arc::new(AtomicU64::new(0)), None)
+        Tensor::from_parts(storage, layout, dtype, VersionCounter::Storage, None)
     }
 
     fn from_parts(
         storage: Arc<StorageCell>,
         layout: Layout,
         dtype: DType,
-        version: Arc<AtomicU64>,
+        version: VersionCounter,
         view_base: Option<Tensor>,
     ) -> Tensor {
         Tensor {
@@ -245,10 +258,12 @@ impl Tensor {
     /// A handle on the same memory with its own version counter, outside the graph
     /// (PyTorch's `.data`): writes through it are not seen by autograd's checks.
     pub fn data_alias(&self) -> Tensor {
-        Tensor::from_cell(
+        Tensor::from_parts(
             self.inner.storage.clone(),
             self.layout().clone(),
             self.dtype(),
+            VersionCounter::Own(Arc::new(AtomicU64::new(0))),
+            None,
         )
     }
 
@@ -365,8 +380,8 @@ impl Tensor {
             && self.storage().len() == self.numel()
     }
     /// A tensor that [`Tensor::owns_whole_storage`] as a plain tensor of its buffer: a view
-    /// outside the graph loses its base (and gets its own version counter), so that a
-    /// gradient handed on as a leaf's `.grad` is no view, as in PyTorch.
+    /// outside the graph loses its base, so that a gradient handed on as a leaf's `.grad`
+    /// is no view, as in PyTorch.
     pub(crate) fn into_buffer(self) -> Tensor {
         if self.inner.view_base.is_none() || self.node().is_some() {
             return self;
@@ -384,7 +399,14 @@ impl Tensor {
     /// The version counter (bumped by every in-place write through this tensor, its views
     /// or its `detach()`ed handles; PyTorch's `_version`).
     pub fn version(&self) -> u64 {
-        self.inner.version.load(Ordering::Acquire)
+        self.version_counter().load(Ordering::Acquire)
+    }
+
+    fn version_counter(&self) -> &AtomicU64 {
+        match &self.inner.version {
+            VersionCounter::Storage => &self.inner.storage.version,
+            VersionCounter::Own(c) => c,
+        }
     }
 
     /// Read access to the storage.
@@ -397,7 +419,7 @@ impl Tensor {
     }
     /// Write access to the storage; bumps the version counter.
     pub(crate) fn storage_mut(&self) -> RwLockWriteGuard<'_, Storage> {
-        self.inner.version.fetch_add(1, Ordering::AcqRel);
+        self.version_counter().fetch_add(1, Ordering::AcqRel);
         self.inner
             .storage
             .data
