@@ -38,6 +38,7 @@ def state_dict(torch):
         "bool": torch.tensor([True, False, True]),
         "u8": torch.tensor([0, 7, 255], dtype=torch.uint8),
         "i64": torch.tensor([[-3, 4], [2**40, 0]], dtype=torch.int64),
+        "i32": torch.tensor([-7, 2**31 - 1], dtype=torch.int32),
         "scalar": torch.tensor(2.5),
         "empty": torch.zeros(0, 3),
         "base": base,

@@ -23,6 +23,11 @@ impl PyDType {
     fn is_floating_point(&self) -> bool {
         self.0.is_float()
     }
+    /// True for the dtypes with negative values: the floats, int32 and int64.
+    #[getter]
+    fn is_signed(&self) -> bool {
+        !matches!(self.0, DType::Bool | DType::U8)
+    }
     /// Bytes per element.
     #[getter]
     fn itemsize(&self) -> usize {
@@ -140,7 +145,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for PyScalar {
             return Ok(PyScalar(match t.dtype() {
                 DType::Bool => Scalar::Bool(v != 0.0),
                 DType::I64 => Scalar::Int(t.item::<i64>().py()?),
-                DType::U8 => Scalar::Int(v as i64),
+                DType::U8 | DType::I32 => Scalar::Int(v as i64),
                 _ => Scalar::Float(v),
             }));
         }
@@ -222,6 +227,8 @@ pub const DTYPE_NAMES: &[(&str, DType)] = &[
     ("bfloat16", DType::BF16),
     ("int64", DType::I64),
     ("long", DType::I64),
+    ("int32", DType::I32),
+    ("int", DType::I32),
     ("uint8", DType::U8),
     ("bool", DType::Bool),
 ];

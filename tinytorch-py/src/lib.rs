@@ -177,8 +177,18 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<quant::PyDynamicQuantLinear>()?;
     m.add_class::<distributed::PyGradientReducer>()?;
     m.add_class::<distributed::PyDistributedSampler>()?;
+    // One object per dtype, so that aliases are the same object (`torch.int is torch.int32`).
+    let mut dtypes: Vec<(tinytorch::DType, Py<convert::PyDType>)> = Vec::new();
     for (name, dtype) in convert::DTYPE_NAMES {
-        m.add(*name, convert::PyDType(*dtype))?;
+        let obj = match dtypes.iter().find(|(d, _)| d == dtype) {
+            Some((_, o)) => o.clone_ref(m.py()),
+            None => {
+                let o = Py::new(m.py(), convert::PyDType(*dtype))?;
+                dtypes.push((*dtype, o.clone_ref(m.py())));
+                o
+            }
+        };
+        m.add(*name, obj)?;
     }
     macro_rules! add {
         ($($f:path),* $(,)?) => { $( m.add_function(wrap_pyfunction!($f, m)?)?; )* };

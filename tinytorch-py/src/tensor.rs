@@ -70,7 +70,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Operand {
 fn element(py: Python<'_>, dtype: DType, v: f64) -> PyResult<Py<PyAny>> {
     Ok(match dtype {
         DType::Bool => (v != 0.0).into_pyobject(py)?.to_owned().into_any().unbind(),
-        DType::U8 | DType::I64 => (v as i64).into_pyobject(py)?.into_any().unbind(),
+        DType::U8 | DType::I32 | DType::I64 => (v as i64).into_pyobject(py)?.into_any().unbind(),
         _ => v.into_pyobject(py)?.into_any().unbind(),
     })
 }
@@ -294,6 +294,7 @@ impl PyTensor {
         let typestr = match self.t.dtype() {
             DType::Bool => "|b1",
             DType::U8 => "|u1",
+            DType::I32 => "<i4",
             DType::I64 => "<i8",
             DType::F16 => "<f2",
             DType::F32 => "<f4",
@@ -396,6 +397,10 @@ impl PyTensor {
             _ => None,
         };
         for a in args.iter() {
+            // `x.to(None)` and `x.to(None, dtype)`: None leaves the device as it is.
+            if a.is_none() {
+                continue;
+            }
             if let Ok(d) = a.cast::<PyDType>() {
                 to_dtype = Some(d.get().0);
             } else if let Ok(t) = a.cast::<PyTensor>() {
@@ -432,6 +437,9 @@ impl PyTensor {
     }
     fn long(&self) -> PyResult<PyTensor> {
         self.cast(DType::I64)
+    }
+    fn int(&self) -> PyResult<PyTensor> {
+        self.cast(DType::I32)
     }
     fn byte(&self) -> PyResult<PyTensor> {
         self.cast(DType::U8)

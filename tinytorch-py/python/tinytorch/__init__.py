@@ -40,6 +40,8 @@ from ._tinytorch import (
     bfloat16,
     int64,
     long,
+    int32,
+    int,
     uint8,
     bool,
 )
@@ -175,7 +177,7 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_fo
 
 
 _NUMPY_DTYPES = {"float32": float32, "float64": float64, "float16": float16, "int64": int64,
-                 "uint8": uint8, "bool": bool}
+                 "int32": int32, "uint8": uint8, "bool": bool}
 
 
 def from_numpy(ndarray):

@@ -342,6 +342,7 @@ class Tensor:
     def index_copy(self, dim: builtins.int | _Sequence[builtins.int], index: _Any, source: _Any) -> _Any: ...
     def index_copy_(self, dim: builtins.int | _Sequence[builtins.int], index: _Any, source: _Any) -> _Tensor: ...
     def index_select(self, dim: builtins.int, index: _Tensor) -> _Tensor: ...
+    def int(self) -> _Tensor: ...
     def inverse(self, *, out: _Any = ...) -> _Any: ...
     def is_complex(self) -> _Any: ...
     def is_contiguous(self) -> builtins.bool: ...
@@ -504,6 +505,7 @@ class dtype:
     def __ne__(self, value: _Any, /) -> _Any: ...  # type: ignore[override]
     def __repr__(self) -> builtins.str: ...
     is_floating_point: _Any
+    is_signed: _Any
     itemsize: _Any
 
 class device:
@@ -538,6 +540,10 @@ bfloat16: dtype
 int64: dtype
 
 long: dtype
+
+int32: dtype
+
+int: dtype
 
 uint8: dtype
 
@@ -574,6 +580,11 @@ class BFloat16Tensor:
     is_cuda: builtins.bool
 
 class LongTensor:
+    def __init__(self, *args: _Any, device: _device | builtins.str | builtins.int | None = ...) -> None: ...
+    dtype: dtype
+    is_cuda: builtins.bool
+
+class IntTensor:
     def __init__(self, *args: _Any, device: _device | builtins.str | builtins.int | None = ...) -> None: ...
     dtype: dtype
     is_cuda: builtins.bool

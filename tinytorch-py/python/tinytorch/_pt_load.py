@@ -29,13 +29,13 @@ from ._pt_save import STORAGE_NAMES
 _STORAGE_DTYPES = {v: k for k, v in STORAGE_NAMES.items()}
 # PyTorch's storage classes that TinyTorch has no dtype for (named in the error).
 _OTHER_STORAGES = {
-    "IntStorage": "int32", "ShortStorage": "int16", "CharStorage": "int8",
+    "ShortStorage": "int16", "CharStorage": "int8",
     "ComplexFloatStorage": "complex64", "ComplexDoubleStorage": "complex128",
     "QInt8Storage": "qint8", "QUInt8Storage": "quint8", "QInt32Storage": "qint32",
     "QUInt4x2Storage": "quint4x2", "QUInt2x4Storage": "quint2x4",
 }
 _SAFETENSORS_CODES = {"float32": "F32", "float64": "F64", "float16": "F16",
-                      "bfloat16": "BF16", "int64": "I64", "uint8": "U8", "bool": "BOOL"}
+                      "bfloat16": "BF16", "int64": "I64", "int32": "I32", "uint8": "U8", "bool": "BOOL"}
 # PyTorch's dtypes (all of them are allowed globals in a weights-only load); those TinyTorch
 # lacks resolve to a placeholder that refuses to build a tensor.
 _TORCH_DTYPES = [

@@ -26,7 +26,8 @@ from . import _tinytorch as _C
 # tinytorch dtype name -> PyTorch's legacy storage class name (what the persistent id names)
 STORAGE_NAMES = {
     "float32": "FloatStorage", "float64": "DoubleStorage", "float16": "HalfStorage",
-    "bfloat16": "BFloat16Storage", "int64": "LongStorage", "uint8": "ByteStorage",
+    "bfloat16": "BFloat16Storage", "int64": "LongStorage", "int32": "IntStorage",
+    "uint8": "ByteStorage",
     "bool": "BoolStorage",
 }
 ALIGNMENT = 64

@@ -11,7 +11,7 @@ from ._multinomial import multinomial
 # dtype -> the legacy tensor type name's stem ("torch.FloatTensor").
 _TYPE_STEMS = {
     "float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-    "int64": "Long", "uint8": "Byte", "bool": "Bool",
+    "int64": "Long", "int32": "Int", "uint8": "Byte", "bool": "Bool",
 }
 
 

@@ -13,7 +13,7 @@ from tinytorch import dtype as _dtype
 from tinytorch import dtype as _tinytorch__dtype
 from tinytorch import dtype as dtype
 
-__all__ = ['Generator', 'GradFn', 'OutOfMemoryError', 'RemovableHandle', 'Tensor', '_DistributedSampler', '_DynamicQuantLinear', '_GradientReducer', '_Optimizer', '_Recurrent', '_autocast_dtype', '_autograd_grad', '_cell_forward', '_cell_init', '_checkpoint', '_cuda_device_name', '_cuda_device_properties', '_cuda_is_available', '_cuda_is_built', '_cuda_set_allow_tf32', '_cuda_synchronize', '_custom_function', '_deserialize_safetensors', '_dist_all_gather', '_dist_all_reduce', '_dist_barrier', '_dist_broadcast', '_dist_broadcast_from_rank_0', '_dist_destroy', '_dist_info', '_dist_init', '_dist_is_initialized', '_dist_mpi_available', '_dist_reduce_scatter', '_from_numpy', '_functional', '_is_tracing', '_like', '_linalg', '_load_safetensors', '_max_memory_allocated', '_memory_allocated', '_profile_summary', '_prune_global_unstructured', '_prune_l1_unstructured', '_prune_ln_structured', '_reset_peak_memory_stats', '_save_safetensors', '_serialize_safetensors', '_set_autocast_dtype', '_set_grad_enabled', '_special', '_test_panic', '_timing_speedup', '_timing_summary', '_use_this_thread_for_compute', 'arange', 'bfloat16', 'bool', 'cat', 'clip_grad_norm_', 'clip_grad_value_', 'device', 'double', 'dtype', 'einsum', 'empty', 'eye', 'float', 'float16', 'float32', 'float64', 'full', 'half', 'int64', 'is_grad_enabled', 'is_tensor', 'linspace', 'long', 'manual_seed', 'ones', 'rand', 'randint', 'randn', 'randperm', 'return_type', 'stack', 'tensor', 'uint8', 'where', 'zeros']
+__all__ = ['Generator', 'GradFn', 'OutOfMemoryError', 'RemovableHandle', 'Tensor', '_DistributedSampler', '_DynamicQuantLinear', '_GradientReducer', '_Optimizer', '_Recurrent', '_autocast_dtype', '_autograd_grad', '_cell_forward', '_cell_init', '_checkpoint', '_cuda_device_name', '_cuda_device_properties', '_cuda_is_available', '_cuda_is_built', '_cuda_set_allow_tf32', '_cuda_synchronize', '_custom_function', '_deserialize_safetensors', '_dist_all_gather', '_dist_all_reduce', '_dist_barrier', '_dist_broadcast', '_dist_broadcast_from_rank_0', '_dist_destroy', '_dist_info', '_dist_init', '_dist_is_initialized', '_dist_mpi_available', '_dist_reduce_scatter', '_from_numpy', '_functional', '_is_tracing', '_like', '_linalg', '_load_safetensors', '_max_memory_allocated', '_memory_allocated', '_profile_summary', '_prune_global_unstructured', '_prune_l1_unstructured', '_prune_ln_structured', '_reset_peak_memory_stats', '_save_safetensors', '_serialize_safetensors', '_set_autocast_dtype', '_set_grad_enabled', '_special', '_test_panic', '_timing_speedup', '_timing_summary', '_use_this_thread_for_compute', 'arange', 'bfloat16', 'bool', 'cat', 'clip_grad_norm_', 'clip_grad_value_', 'device', 'double', 'dtype', 'einsum', 'empty', 'eye', 'float', 'float16', 'float32', 'float64', 'full', 'half', 'int', 'int32', 'int64', 'is_grad_enabled', 'is_tensor', 'linspace', 'long', 'manual_seed', 'ones', 'rand', 'randint', 'randn', 'randperm', 'return_type', 'stack', 'tensor', 'uint8', 'where', 'zeros']
 
 class GradFn:
     def __init__(self, *args: _Any, **kwargs: _Any) -> None: ...
@@ -80,6 +80,10 @@ bfloat16: _tinytorch__dtype
 int64: _tinytorch__dtype
 
 long: _tinytorch__dtype
+
+int32: _tinytorch__dtype
+
+int: _tinytorch__dtype
 
 uint8: _tinytorch__dtype
 

@@ -66,6 +66,7 @@ fn nccl_dtype(op: &'static str, dtype: DType) -> Result<sys::ncclDataType_t> {
         DType::F16 => ncclFloat16,
         DType::BF16 => ncclBfloat16,
         DType::I64 => ncclInt64,
+        DType::I32 => ncclInt32,
         DType::U8 => ncclUint8,
         other => {
             return Err(Error::dtype(op, format!("NCCL carries no {other} tensors")));

@@ -12,6 +12,8 @@ pub enum DType {
     Bool,
     /// Unsigned bytes (images).
     U8,
+    /// 32-bit integers (`torch.int32`, `torch.int`).
+    I32,
     /// 64-bit integers (indices, labels).
     I64,
     /// IEEE half precision.
@@ -26,9 +28,10 @@ pub enum DType {
 
 impl DType {
     /// Every dtype, in promotion order.
-    pub const ALL: [DType; 7] = [
+    pub const ALL: [DType; 8] = [
         DType::Bool,
         DType::U8,
+        DType::I32,
         DType::I64,
         DType::F16,
         DType::BF16,
@@ -47,6 +50,7 @@ impl DType {
         match self {
             DType::Bool => "Bool",
             DType::U8 => "Byte",
+            DType::I32 => "Int",
             DType::I64 => "Long",
             DType::F16 => "Half",
             DType::BF16 => "BFloat16",
@@ -60,9 +64,9 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16)
     }
 
-    /// True for u8 and i64.
+    /// True for u8, i32 and i64.
     pub fn is_int(self) -> bool {
-        matches!(self, DType::U8 | DType::I64)
+        matches!(self, DType::U8 | DType::I32 | DType::I64)
     }
 
     /// Size of one element in bytes.
@@ -70,7 +74,7 @@ impl DType {
         match self {
             DType::Bool | DType::U8 => 1,
             DType::F16 | DType::BF16 => 2,
-            DType::F32 => 4,
+            DType::F32 | DType::I32 => 4,
             DType::I64 | DType::F64 => 8,
         }
     }
@@ -80,6 +84,7 @@ impl DType {
         match self {
             DType::Bool => "bool",
             DType::U8 => "uint8",
+            DType::I32 => "int32",
             DType::I64 => "int64",
             DType::F16 => "float16",
             DType::BF16 => "bfloat16",
@@ -89,7 +94,7 @@ impl DType {
     }
 
     /// The dtype of `a op b` under PyTorch's promotion rules for two tensors of the same
-    /// category order: bool < u8 < i64 < floats; f16 with bf16 gives f32.
+    /// category order: bool < u8 < i32 < i64 < floats; f16 with bf16 gives f32.
     pub fn promote(a: DType, b: DType) -> DType {
         if a == b {
             return a;
@@ -303,6 +308,25 @@ impl Element for i64 {
     }
 }
 
+impl Element for i32 {
+    const DTYPE: DType = DType::I32;
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+    fn from_f64(v: f64) -> Self {
+        // Finite values wrap modulo 2^32, as PyTorch's casts to int32 do (through i64);
+        // the infinities saturate, so that they serve as the identities of max and min.
+        if v.is_infinite() {
+            v as i32
+        } else {
+            (v as i64) as i32
+        }
+    }
+    fn to_i64(self) -> i64 {
+        self as i64
+    }
+}
+
 impl Element for u8 {
     const DTYPE: DType = DType::U8;
     fn to_f64(self) -> f64 {
@@ -346,6 +370,18 @@ mod tests {
     use super::*;
     use DType::*;
 
+    /// Casts to int32 wrap finite values (as PyTorch's through int64) and saturate the
+    /// infinities (the identities of max and min).
+    #[test]
+    fn int32_from_f64_wraps_and_saturates() {
+        assert_eq!(i32::from_f64(2f64.powi(40) + 5.0), 5);
+        assert_eq!(i32::from_f64(-3.7), -3);
+        assert_eq!(i32::from_f64(f64::INFINITY), i32::MAX);
+        assert_eq!(i32::from_f64(f64::NEG_INFINITY), i32::MIN);
+        assert_eq!(I32.size_in_bytes(), 4);
+        assert!(I32.is_int() && !I32.is_float());
+    }
+
     fn of(operands: &[(DType, usize)]) -> DType {
         operands
             .iter()
@@ -374,6 +410,12 @@ mod tests {
         assert_eq!(with(U8, 1, Scalar::Int(300)), U8);
         assert_eq!(with(F64, 0, Scalar::Float(0.5)), F64); // 0-d beats a number
         assert_eq!(with(I64, 0, Scalar::Float(0.5)), F32);
+        // int32 sits between u8 and i64 (torch.int32 + torch.int64 is int64).
+        assert_eq!(of(&[(I32, 1), (I64, 1)]), I64);
+        assert_eq!(of(&[(U8, 1), (I32, 1)]), I32);
+        assert_eq!(of(&[(I32, 1), (I64, 0)]), I32);
+        assert_eq!(with(I32, 1, Scalar::Int(2)), I32);
+        assert_eq!(with(I32, 1, Scalar::Float(2.0)), F32);
     }
 
     /// The branch-free rounding gives half's bits for every sign and exponent, each with

@@ -22,6 +22,7 @@ enum HostBuffer {
     F32(Vec<f32>),
     F64(Vec<f64>),
     I64(Vec<i64>),
+    I32(Vec<i32>),
     U8(Vec<u8>),
 }
 
@@ -32,6 +33,7 @@ macro_rules! with_vec {
             HostBuffer::F32($v) => $body,
             HostBuffer::F64($v) => $body,
             HostBuffer::I64($v) => $body,
+            HostBuffer::I32($v) => $body,
             HostBuffer::U8($v) => $body,
         }
     };
@@ -43,6 +45,7 @@ impl HostBuffer {
             DType::F32 => HostBuffer::F32(t.to_vec()?),
             DType::F64 => HostBuffer::F64(t.to_vec()?),
             DType::I64 => HostBuffer::I64(t.to_vec()?),
+            DType::I32 => HostBuffer::I32(t.to_vec()?),
             DType::U8 => HostBuffer::U8(t.to_vec()?),
             other => unreachable!("the group converts {other} before it reaches MPI"),
         })
@@ -53,6 +56,7 @@ impl HostBuffer {
             HostBuffer::F32(_) => HostBuffer::F32(vec![0.0; len]),
             HostBuffer::F64(_) => HostBuffer::F64(vec![0.0; len]),
             HostBuffer::I64(_) => HostBuffer::I64(vec![0; len]),
+            HostBuffer::I32(_) => HostBuffer::I32(vec![0; len]),
             HostBuffer::U8(_) => HostBuffer::U8(vec![0; len]),
         }
     }
@@ -76,6 +80,7 @@ impl HostBuffer {
                 HostBuffer::F32(_) => ffi::RSMPI_FLOAT,
                 HostBuffer::F64(_) => ffi::RSMPI_DOUBLE,
                 HostBuffer::I64(_) => ffi::RSMPI_INT64_T,
+                HostBuffer::I32(_) => ffi::RSMPI_INT32_T,
                 HostBuffer::U8(_) => ffi::RSMPI_UINT8_T,
             }
         }
@@ -220,7 +225,10 @@ impl Transport for MpiTransport {
         Device::Cpu
     }
     fn carries(&self, dtype: DType) -> bool {
-        matches!(dtype, DType::F32 | DType::F64 | DType::I64 | DType::U8)
+        matches!(
+            dtype,
+            DType::F32 | DType::F64 | DType::I64 | DType::I32 | DType::U8
+        )
     }
 
     fn all_reduce(&self, data: Tensor, op: ReduceOp) -> Result<Box<dyn Pending>> {

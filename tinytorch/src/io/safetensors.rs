@@ -26,6 +26,7 @@ pub fn dtype_to_safetensors(dtype: DType) -> &'static str {
     match dtype {
         DType::Bool => "BOOL",
         DType::U8 => "U8",
+        DType::I32 => "I32",
         DType::I64 => "I64",
         DType::F16 => "F16",
         DType::BF16 => "BF16",
@@ -35,7 +36,7 @@ pub fn dtype_to_safetensors(dtype: DType) -> &'static str {
 }
 
 /// The dtype of a safetensors dtype name, `None` for names TinyTorch has no dtype for
-/// (`I32`, `F8_E4M3`, ...).
+/// (`I16`, `F8_E4M3`, ...).
 pub fn dtype_from_safetensors(name: &str) -> Option<DType> {
     DType::ALL
         .into_iter()
@@ -53,6 +54,7 @@ fn tensor_bytes(t: &Tensor) -> Result<Vec<u8>> {
     Ok(match t.dtype() {
         DType::Bool => le(t.to_vec::<bool>()?, |x| [u8::from(x)]),
         DType::U8 => t.to_vec::<u8>()?,
+        DType::I32 => le(t.to_vec::<i32>()?, i32::to_le_bytes),
         DType::I64 => le(t.to_vec::<i64>()?, i64::to_le_bytes),
         DType::F16 => le(t.to_vec::<f16>()?, |x| x.to_bits().to_le_bytes()),
         DType::BF16 => le(t.to_vec::<bf16>()?, |x| x.to_bits().to_le_bytes()),
@@ -209,7 +211,7 @@ fn parse(bytes: &[u8]) -> std::result::Result<Contents, String> {
         let dtype = dtype_from_crate(view.dtype()).ok_or_else(|| {
             format!(
                 "tensor '{name}' has dtype {:?}, which TinyTorch does not support \
-                 (supported: BOOL, U8, I64, F16, BF16, F32, F64)",
+                 (supported: BOOL, U8, I32, I64, F16, BF16, F32, F64)",
                 view.dtype()
             )
         })?;
@@ -278,7 +280,7 @@ mod tests {
         for d in DType::ALL {
             assert_eq!(dtype_from_safetensors(dtype_to_safetensors(d)), Some(d));
         }
-        assert_eq!(dtype_from_safetensors("I32"), None);
+        assert_eq!(dtype_from_safetensors("I16"), None);
     }
 
     #[test]

@@ -19,6 +19,11 @@ pub fn embedding(input: &Tensor, weight: &Tensor, padding_idx: Option<usize>) ->
             ),
         ));
     }
+    // PyTorch takes int32 indices as well.
+    let input = &match input.dtype() {
+        DType::I32 => input.to_dtype(DType::I64)?,
+        _ => input.clone(),
+    };
     if input.dtype() != DType::I64 {
         return Err(Error::dtype(
             "embedding",

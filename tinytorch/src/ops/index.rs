@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::tensor::layout::{broadcast_shapes, normalize_dim};
 use crate::tensor::{DType, Layout, Scalar, Tensor};
 
-/// Indices must be int64, as PyTorch requires for gather and scatter.
+/// Indices must be int64, as PyTorch requires for one_hot.
 fn check_index_dtype(op: &'static str, index: &Tensor) -> Result<()> {
     if index.dtype() != DType::I64 {
         return Err(Error::dtype(
@@ -19,6 +19,19 @@ fn check_index_dtype(op: &'static str, index: &Tensor) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// An index that PyTorch takes as int64 or int32 (gather, scatter, index_select,
+/// index_add, embedding), as int64: int32 is widened, other dtypes are refused.
+pub(crate) fn long_index(op: &'static str, index: &Tensor) -> Result<Tensor> {
+    match index.dtype() {
+        DType::I32 => index.to_dtype(DType::I64),
+        DType::I64 => Ok(index.clone()),
+        other => Err(Error::dtype(
+            op,
+            format!("index must be an int64 or int32 tensor, got {other}"),
+        )),
+    }
 }
 
 /// `src` and `self` must have the same dtype for ops that write `src` into `self`.
@@ -115,7 +128,7 @@ impl Tensor {
     pub fn index_select(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
         const OP: &str = "index_select";
         same_device(OP, &[self, index])?;
-        check_index_dtype(OP, index)?;
+        let index = &long_index(OP, index)?;
         if index.ndim() > 1 {
             return Err(Error::shape(
                 OP,
@@ -157,7 +170,7 @@ impl Tensor {
     pub fn index_add(&self, dim: isize, index: &Tensor, source: &Tensor) -> Result<Tensor> {
         const OP: &str = "index_add";
         same_device(OP, &[self, index, source])?;
-        check_index_dtype(OP, index)?;
+        let index = &long_index(OP, index)?;
         check_same_dtype(OP, self, source)?;
         if index.ndim() > 1 {
             return Err(Error::shape(
@@ -215,7 +228,7 @@ impl Tensor {
     pub fn gather(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
         const OP: &str = "gather";
         same_device(OP, &[self, index])?;
-        check_index_dtype(OP, index)?;
+        let index = &long_index(OP, index)?;
         let d = normalize_dim(OP, dim, self.ndim())?;
         check_gather_shapes(OP, self, d, index, None)?;
         let s = with_storages2(self, index, |s, i| {
@@ -269,7 +282,7 @@ impl Tensor {
     pub fn scatter(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         const OP: &str = "scatter";
         same_device(OP, &[self, index, src])?;
-        check_index_dtype(OP, index)?;
+        let index = &long_index(OP, index)?;
         check_same_dtype(OP, self, src)?;
         let d = normalize_dim(OP, dim, self.ndim())?;
         check_gather_shapes(OP, self, d, index, Some(src))?;
@@ -306,7 +319,7 @@ impl Tensor {
     ) -> Result<Tensor> {
         const OP: &str = "scatter";
         same_device(OP, &[self, index])?;
-        check_index_dtype(OP, index)?;
+        let index = &long_index(OP, index)?;
         let d = normalize_dim(OP, dim, self.ndim())?;
         check_gather_shapes(OP, self, d, index, None)?;
         let v = Tensor::scalar_tensor(value, self.dtype(), self.device())?;
@@ -325,7 +338,7 @@ impl Tensor {
     pub fn scatter_add(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         const OP: &str = "scatter_add";
         same_device(OP, &[self, index, src])?;
-        check_index_dtype(OP, index)?;
+        let index = &long_index(OP, index)?;
         check_same_dtype(OP, self, src)?;
         let d = normalize_dim(OP, dim, self.ndim())?;
         check_gather_shapes(OP, self, d, index, Some(src))?;

@@ -34,7 +34,7 @@ use std::sync::Arc;
 fn category(dtype: DType) -> u8 {
     match dtype {
         DType::Bool => 0,
-        DType::U8 | DType::I64 => 1,
+        d if d.is_int() => 1,
         _ => 2,
     }
 }

@@ -126,6 +126,7 @@ impl Tensor {
         match dtype {
             DType::Bool => Tensor::from_vec(le(raw, |[b]: [u8; 1]| b != 0), shape),
             DType::U8 => Tensor::from_vec(raw.to_vec(), shape),
+            DType::I32 => Tensor::from_vec(le(raw, i32::from_le_bytes), shape),
             DType::I64 => Tensor::from_vec(le(raw, i64::from_le_bytes), shape),
             DType::F16 => {
                 Tensor::from_vec(le(raw, |b| f16::from_bits(u16::from_le_bytes(b))), shape)

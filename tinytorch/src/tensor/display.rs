@@ -120,7 +120,7 @@ impl Formatter {
     fn format_raw(&self, (value, int): (f64, i64)) -> String {
         match self.dtype {
             DType::Bool => if int != 0 { "True" } else { "False" }.into(),
-            DType::U8 | DType::I64 => int.to_string(),
+            DType::U8 | DType::I32 | DType::I64 => int.to_string(),
             _ => {
                 if self.sci_mode {
                     return non_finite(value).unwrap_or_else(|| python_sci(value));

@@ -14,7 +14,7 @@ pub fn tolerance(dtype: DType) -> (f64, f64) {
         DType::F64 => (1e-10, 1e-10),
         DType::F32 => (1e-5, 1e-5),
         DType::F16 | DType::BF16 => (1e-2, 1e-2),
-        DType::Bool | DType::U8 | DType::I64 => (0.0, 0.0),
+        DType::Bool | DType::U8 | DType::I32 | DType::I64 => (0.0, 0.0),
     }
 }
 

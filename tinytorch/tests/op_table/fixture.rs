@@ -171,6 +171,10 @@ impl Raw {
                 chunks::<8>(b).map(i64::from_le_bytes).collect::<Vec<_>>(),
                 s,
             ),
+            DType::I32 => Tensor::from_vec(
+                chunks::<4>(b).map(i32::from_le_bytes).collect::<Vec<_>>(),
+                s,
+            ),
             DType::F32 => Tensor::from_vec(
                 chunks::<4>(b).map(f32::from_le_bytes).collect::<Vec<_>>(),
                 s,

@@ -35,6 +35,11 @@ class LongTensor:
     dtype: _tinytorch__dtype
     is_cuda: builtins.bool
 
+class IntTensor:
+    def __init__(self, *args: _Any, device: _device | builtins.str | builtins.int | None = ...) -> None: ...
+    dtype: _tinytorch__dtype
+    is_cuda: builtins.bool
+
 class ByteTensor:
     def __init__(self, *args: _Any, device: _device | builtins.str | builtins.int | None = ...) -> None: ...
     dtype: _tinytorch__dtype

@@ -162,6 +162,7 @@ macro_rules! int_arith {
     };
 }
 int_arith!(i64);
+int_arith!(i32);
 int_arith!(u8);
 
 fn binary_typed<T: Arith>(a: &[T], al: &Layout, b: &[T], bl: &Layout, op: BinaryOp) -> CpuStorage {
@@ -203,6 +204,7 @@ pub fn binary(
         (CpuStorage::F16(x), CpuStorage::F16(y)) => binary_typed(x, al, y, bl, op),
         (CpuStorage::BF16(x), CpuStorage::BF16(y)) => binary_typed(x, al, y, bl, op),
         (CpuStorage::I64(x), CpuStorage::I64(y)) => binary_typed(x, al, y, bl, op),
+        (CpuStorage::I32(x), CpuStorage::I32(y)) => binary_typed(x, al, y, bl, op),
         (CpuStorage::U8(x), CpuStorage::U8(y)) => binary_typed(x, al, y, bl, op),
         (CpuStorage::Bool(x), CpuStorage::Bool(y)) => {
             CpuStorage::Bool(map2(x, al, y, bl, bool_op("binary", op)?).into())
@@ -249,6 +251,7 @@ pub fn binary_inplace(
         (CpuStorage::F16(x), CpuStorage::F16(y)) => go(x, al, y, bl, op),
         (CpuStorage::BF16(x), CpuStorage::BF16(y)) => go(x, al, y, bl, op),
         (CpuStorage::I64(x), CpuStorage::I64(y)) => go(x, al, y, bl, op),
+        (CpuStorage::I32(x), CpuStorage::I32(y)) => go(x, al, y, bl, op),
         (CpuStorage::U8(x), CpuStorage::U8(y)) => go(x, al, y, bl, op),
         (CpuStorage::Bool(x), CpuStorage::Bool(y)) => {
             update2(x, al, y, bl, bool_op("binary_", op)?)
@@ -312,6 +315,7 @@ pub fn cmp(
         (CpuStorage::F16(x), CpuStorage::F16(y)) => cmp_typed(x, al, y, bl, op),
         (CpuStorage::BF16(x), CpuStorage::BF16(y)) => cmp_typed(x, al, y, bl, op),
         (CpuStorage::I64(x), CpuStorage::I64(y)) => cmp_typed(x, al, y, bl, op),
+        (CpuStorage::I32(x), CpuStorage::I32(y)) => cmp_typed(x, al, y, bl, op),
         (CpuStorage::U8(x), CpuStorage::U8(y)) => cmp_typed(x, al, y, bl, op),
         (CpuStorage::Bool(x), CpuStorage::Bool(y)) => cmp_typed(x, al, y, bl, op),
         _ => unreachable!("dtypes checked equal"),
@@ -356,6 +360,7 @@ pub fn where_cond(
         (CpuStorage::F16(x), CpuStorage::F16(y)) => go(c, cl, x, tl, y, fl),
         (CpuStorage::BF16(x), CpuStorage::BF16(y)) => go(c, cl, x, tl, y, fl),
         (CpuStorage::I64(x), CpuStorage::I64(y)) => go(c, cl, x, tl, y, fl),
+        (CpuStorage::I32(x), CpuStorage::I32(y)) => go(c, cl, x, tl, y, fl),
         (CpuStorage::U8(x), CpuStorage::U8(y)) => go(c, cl, x, tl, y, fl),
         (CpuStorage::Bool(x), CpuStorage::Bool(y)) => go(c, cl, x, tl, y, fl),
         _ => unreachable!("dtypes checked equal"),

@@ -74,6 +74,15 @@ pub fn to_dtype(s: &CpuStorage, layout: &Layout, dtype: DType) -> CpuStorage {
         (CpuStorage::I64(v), DType::U8) => {
             return CpuStorage::U8(map1(v, layout, |x| x as u8).into())
         }
+        (CpuStorage::I64(v), DType::I32) => {
+            return CpuStorage::I32(map1(v, layout, |x| x as i32).into())
+        }
+        (CpuStorage::I32(v), DType::U8) => {
+            return CpuStorage::U8(map1(v, layout, |x| x as u8).into())
+        }
+        (CpuStorage::I32(v), DType::I64) => {
+            return CpuStorage::I64(map1(v, layout, i64::from).into())
+        }
         (CpuStorage::F32(v), DType::F16) => {
             return CpuStorage::F16(map1(v, layout, f16::from_f32).into())
         }
@@ -85,6 +94,7 @@ pub fn to_dtype(s: &CpuStorage, layout: &Layout, dtype: DType) -> CpuStorage {
     with_cpu_storage!(s, v => match dtype {
         DType::Bool => cast_vec::<_, bool>(v, layout),
         DType::U8 => cast_vec::<_, u8>(v, layout),
+        DType::I32 => cast_vec::<_, i32>(v, layout),
         DType::I64 => cast_vec::<_, i64>(v, layout),
         DType::F16 => cast_vec::<_, f16>(v, layout),
         DType::BF16 => cast_vec::<_, bf16>(v, layout),

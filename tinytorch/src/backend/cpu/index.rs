@@ -42,7 +42,7 @@ macro_rules! accumulate_int {
         }
     )*};
 }
-accumulate_int!(u8, i64);
+accumulate_int!(u8, i32, i64);
 
 macro_rules! accumulate_half {
     ($($t:ty),*) => {$(

@@ -126,6 +126,12 @@ pub fn matmul(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout) -> Resul
             })
             .into(),
         ),
+        (CpuStorage::I32(x), CpuStorage::I32(y)) => CpuStorage::I32(
+            naive_matmul(x, ma, y, mb, d, |acc, p, q| {
+                acc.wrapping_add(p.wrapping_mul(q))
+            })
+            .into(),
+        ),
         _ => return Err(Error::unsupported_dtype("matmul", a.dtype())),
     })
 }

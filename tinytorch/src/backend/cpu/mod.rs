@@ -42,6 +42,7 @@ pub use buffer::Buffer;
 pub enum CpuStorage {
     Bool(Buffer<bool>),
     U8(Buffer<u8>),
+    I32(Buffer<i32>),
     I64(Buffer<i64>),
     F16(Buffer<f16>),
     BF16(Buffer<bf16>),
@@ -58,6 +59,7 @@ macro_rules! with_cpu_storage {
         match $s {
             $crate::backend::CpuStorage::Bool($v) => $body,
             $crate::backend::CpuStorage::U8($v) => $body,
+            $crate::backend::CpuStorage::I32($v) => $body,
             $crate::backend::CpuStorage::I64($v) => $body,
             $crate::backend::CpuStorage::F16($v) => $body,
             $crate::backend::CpuStorage::BF16($v) => $body,
@@ -109,6 +111,7 @@ macro_rules! impl_cpu_element {
 }
 impl_cpu_element!(bool, Bool);
 impl_cpu_element!(u8, U8);
+impl_cpu_element!(i32, I32);
 impl_cpu_element!(i64, I64);
 impl_cpu_element!(f16, F16);
 impl_cpu_element!(bf16, BF16);
@@ -122,6 +125,7 @@ impl CpuStorage {
         Ok(match dtype {
             DType::Bool => CpuStorage::Bool(allocator::try_zeros(n)?.into()),
             DType::U8 => CpuStorage::U8(allocator::try_zeros(n)?.into()),
+            DType::I32 => CpuStorage::I32(allocator::try_zeros(n)?.into()),
             DType::I64 => CpuStorage::I64(allocator::try_zeros(n)?.into()),
             DType::F16 => CpuStorage::F16(allocator::try_zeros(n)?.into()),
             DType::BF16 => CpuStorage::BF16(allocator::try_zeros(n)?.into()),
@@ -148,6 +152,7 @@ impl CpuStorage {
             match dtype {
                 DType::Bool => CpuStorage::Bool(Buffer::foreign(ptr.cast(), len, owner)),
                 DType::U8 => CpuStorage::U8(Buffer::foreign(ptr, len, owner)),
+                DType::I32 => CpuStorage::I32(Buffer::foreign(ptr.cast(), len, owner)),
                 DType::I64 => CpuStorage::I64(Buffer::foreign(ptr.cast(), len, owner)),
                 DType::F16 => CpuStorage::F16(Buffer::foreign(ptr.cast(), len, owner)),
                 DType::BF16 => CpuStorage::BF16(Buffer::foreign(ptr.cast(), len, owner)),
@@ -178,6 +183,7 @@ impl BackendStorage for CpuStorage {
         match self {
             CpuStorage::Bool(_) => DType::Bool,
             CpuStorage::U8(_) => DType::U8,
+            CpuStorage::I32(_) => DType::I32,
             CpuStorage::I64(_) => DType::I64,
             CpuStorage::F16(_) => DType::F16,
             CpuStorage::BF16(_) => DType::BF16,

@@ -485,12 +485,16 @@ fn reduce_reference_typed<T: CpuElement, F: Fold<T>>(
 }
 
 /// Dispatch a reduction over dtypes and ops; `fold!` is either the fast or the reference
-/// driver. Sum/Prod of bool and u8 are computed on i64; Max/Min of bool are Any/All.
+/// driver. Sum/Prod of bool, u8 and i32 are computed on i64 (PyTorch's result dtype);
+/// Max/Min of bool are Any/All.
 macro_rules! dispatch_reduce {
     ($s:expr, $l:expr, $op:expr, $dims:expr, $driver:ident) => {{
         let (s, l, op, dims) = ($s, $l, $op, $dims);
         match (s, op) {
-            (CpuStorage::Bool(_) | CpuStorage::U8(_), ReduceOp::Sum | ReduceOp::Prod) => {
+            (
+                CpuStorage::Bool(_) | CpuStorage::U8(_) | CpuStorage::I32(_),
+                ReduceOp::Sum | ReduceOp::Prod,
+            ) => {
                 let cast = s.to_dtype(l, DType::I64)?;
                 return $driver(&cast, &Layout::contiguous(l.shape()), op, dims);
             }
@@ -526,6 +530,26 @@ macro_rules! dispatch_reduce {
                 }
             };
         }
+        // u8 and i32: extremes in their own type; sums and products were cast above.
+        macro_rules! small_int_ops {
+            ($variant:ident, $v:expr) => {
+                match op {
+                    ReduceOp::Max => CpuStorage::$variant(
+                        reduce_driver!($driver, $v, l, dims, &Extreme::<true>).into(),
+                    ),
+                    ReduceOp::Min => CpuStorage::$variant(
+                        reduce_driver!($driver, $v, l, dims, &Extreme::<false>).into(),
+                    ),
+                    ReduceOp::All => CpuStorage::Bool(
+                        reduce_driver!($driver, $v, l, dims, &Logical::<true>).into(),
+                    ),
+                    ReduceOp::Any => CpuStorage::Bool(
+                        reduce_driver!($driver, $v, l, dims, &Logical::<false>).into(),
+                    ),
+                    ReduceOp::Sum | ReduceOp::Prod => unreachable!("cast to i64 above"),
+                }
+            };
+        }
         Ok(match s {
             CpuStorage::F32(v) => float_ops!(v.as_slice()),
             CpuStorage::F64(v) => float_ops!(v.as_slice()),
@@ -551,21 +575,8 @@ macro_rules! dispatch_reduce {
                     CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<false>).into())
                 }
             },
-            CpuStorage::U8(v) => match op {
-                ReduceOp::Max => {
-                    CpuStorage::U8(reduce_driver!($driver, v, l, dims, &Extreme::<true>).into())
-                }
-                ReduceOp::Min => {
-                    CpuStorage::U8(reduce_driver!($driver, v, l, dims, &Extreme::<false>).into())
-                }
-                ReduceOp::All => {
-                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<true>).into())
-                }
-                ReduceOp::Any => {
-                    CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<false>).into())
-                }
-                ReduceOp::Sum | ReduceOp::Prod => unreachable!("cast to i64 above"),
-            },
+            CpuStorage::U8(v) => small_int_ops!(U8, v),
+            CpuStorage::I32(v) => small_int_ops!(I32, v),
             CpuStorage::Bool(v) => match op {
                 ReduceOp::All => {
                     CpuStorage::Bool(reduce_driver!($driver, v, l, dims, &Logical::<true>).into())

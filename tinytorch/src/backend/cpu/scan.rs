@@ -27,7 +27,9 @@ fn scan_row<T: Copy, A: Copy, U>(
 pub fn scan(s: &CpuStorage, l: &Layout, op: ScanOp, dim: usize) -> Result<CpuStorage> {
     if l.ndim() == 0 {
         return match s {
-            CpuStorage::Bool(_) | CpuStorage::U8(_) => s.to_dtype(l, DType::I64),
+            CpuStorage::Bool(_) | CpuStorage::U8(_) | CpuStorage::I32(_) => {
+                s.to_dtype(l, DType::I64)
+            }
             _ => s.to_contiguous(l),
         };
     }
@@ -63,6 +65,7 @@ pub fn scan(s: &CpuStorage, l: &Layout, op: ScanOp, dim: usize) -> Result<CpuSto
         CpuStorage::F16(v) => float(v, l, dim, op),
         CpuStorage::BF16(v) => float(v, l, dim, op),
         CpuStorage::I64(v) => int(v, l, dim, op),
+        CpuStorage::I32(v) => int(v, l, dim, op),
         CpuStorage::U8(v) => int(v, l, dim, op),
         CpuStorage::Bool(v) => int(v, l, dim, op),
     })
@@ -100,6 +103,7 @@ fn rev_cumsum(s: &CpuStorage, l: &Layout, dim: usize) -> Result<CpuStorage> {
         CpuStorage::F16(v) => float(v, l, dim),
         CpuStorage::BF16(v) => float(v, l, dim),
         CpuStorage::I64(v) => int(v, l, dim),
+        CpuStorage::I32(v) => int(v, l, dim),
         CpuStorage::U8(v) => int(v, l, dim),
         CpuStorage::Bool(v) => int(v, l, dim),
     })

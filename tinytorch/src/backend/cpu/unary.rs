@@ -484,6 +484,7 @@ macro_rules! impl_int_elem {
     };
 }
 impl_int_elem!(i64, true);
+impl_int_elem!(i32, true);
 impl_int_elem!(u8, false);
 
 /// True when `v` is a whole number, so that an integer tensor keeps its dtype under it.
@@ -595,6 +596,7 @@ pub fn unary(s: &CpuStorage, layout: &Layout, op: UnaryOp) -> Result<CpuStorage>
         CpuStorage::F16(v) => Ok(float_kernel(op, MapSink { src: v, layout })),
         CpuStorage::BF16(v) => Ok(float_kernel(op, MapSink { src: v, layout })),
         CpuStorage::I64(v) => int_kernel(op, IntMapSink { src: v, layout }),
+        CpuStorage::I32(v) => int_kernel(op, IntMapSink { src: v, layout }),
         CpuStorage::U8(v) => int_kernel(op, IntMapSink { src: v, layout }),
         CpuStorage::Bool(v) => bool_kernel(op, IntMapSink { src: v, layout }),
     }
@@ -608,6 +610,7 @@ pub fn unary_inplace(s: &mut CpuStorage, layout: &Layout, op: UnaryOp) -> Result
         CpuStorage::F16(v) => float_kernel(op, UpdateSink { dst: v, layout }),
         CpuStorage::BF16(v) => float_kernel(op, UpdateSink { dst: v, layout }),
         CpuStorage::I64(v) => int_kernel(op, IntUpdateSink { dst: v, layout })?,
+        CpuStorage::I32(v) => int_kernel(op, IntUpdateSink { dst: v, layout })?,
         CpuStorage::U8(v) => int_kernel(op, IntUpdateSink { dst: v, layout })?,
         CpuStorage::Bool(v) => bool_kernel(op, IntUpdateSink { dst: v, layout })?,
     }

@@ -77,6 +77,8 @@ fn int_code(op: UnaryOp, dtype: DType) -> Result<(i32, i64, i64)> {
     let sat = |v: f64| {
         if dtype == DType::U8 {
             v.clamp(0.0, 255.0) as i64
+        } else if dtype == DType::I32 {
+            v.clamp(i32::MIN as f64, i32::MAX as f64) as i64
         } else {
             v as i64
         }

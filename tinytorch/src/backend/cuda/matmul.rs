@@ -70,7 +70,7 @@ fn matmul_int(a: &CudaStorage, al: &Layout, b: &CudaStorage, bl: &Layout) -> Res
 }
 
 pub fn matmul(a: &CudaStorage, al: &Layout, b: &CudaStorage, bl: &Layout) -> Result<CudaStorage> {
-    if matches!(a.dtype, DType::I64 | DType::U8) {
+    if matches!(a.dtype, DType::I64 | DType::I32 | DType::U8) {
         return matmul_int(a, al, b, bl);
     }
     // A layout cuBLAS cannot read directly is made contiguous (kept alive here).

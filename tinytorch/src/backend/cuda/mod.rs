@@ -143,6 +143,7 @@ impl CudaStorage {
                 CpuStorage::Bool(from_bytes::<u8>(&bytes).iter().map(|&b| b != 0).collect())
             }
             DType::U8 => CpuStorage::U8(bytes.into()),
+            DType::I32 => CpuStorage::I32(from_bytes(&bytes).into()),
             DType::I64 => CpuStorage::I64(from_bytes(&bytes).into()),
             DType::F16 => CpuStorage::F16((from_bytes::<f16>(&bytes)).into()),
             DType::BF16 => CpuStorage::BF16((from_bytes::<bf16>(&bytes)).into()),
@@ -335,6 +336,7 @@ pub(crate) fn suffix(dtype: DType) -> &'static str {
     match dtype {
         DType::Bool => "bool",
         DType::U8 => "u8",
+        DType::I32 => "i32",
         DType::I64 => "i64",
         DType::F16 => "f16",
         DType::BF16 => "bf16",

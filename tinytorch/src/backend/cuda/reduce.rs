@@ -40,7 +40,9 @@ pub fn reduce(x: &CudaStorage, l: &Layout, op: ReduceOp, dims: &[usize]) -> Resu
         (DType::Bool, ReduceOp::Min) => ReduceOp::All,
         _ => op,
     };
-    if matches!(x.dtype, DType::U8 | DType::Bool) && matches!(op, ReduceOp::Sum | ReduceOp::Prod) {
+    if matches!(x.dtype, DType::U8 | DType::I32 | DType::Bool)
+        && matches!(op, ReduceOp::Sum | ReduceOp::Prod)
+    {
         let wide = elementwise::cast(x, l, DType::I64)?;
         return reduce(&wide, &Layout::contiguous(l.shape()), op, dims);
     }

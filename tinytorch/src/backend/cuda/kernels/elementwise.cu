@@ -172,6 +172,7 @@ FOR_FLOAT_TYPES(UNARY_FLOAT)
         }                                                                                     \
     }
 UNARY_INT(i64, i64)
+UNARY_INT(i32, i32)
 UNARY_INT(u8, u8)
 
 template <typename C>
@@ -239,6 +240,7 @@ FOR_FLOAT_TYPES(BINARY_FLOAT)
         }                                                                                     \
     }
 BINARY_INT(i64, i64)
+BINARY_INT(i32, i32)
 BINARY_INT(u8, u8)
 // Bool: add/maximum are `or`, mul/minimum are `and` (the host rejects the other ops).
 BINARY_INT(boolean, bool)
@@ -304,5 +306,6 @@ FOR_ALL_TYPES(FILL)
     }
 #define CAST_FROM(S, SN)                                                                      \
     CAST(S, SN, float, f32) CAST(S, SN, double, f64) CAST(S, SN, f16, f16)                    \
-    CAST(S, SN, bf16, bf16) CAST(S, SN, i64, i64) CAST(S, SN, u8, u8) CAST(S, SN, boolean, bool)
+    CAST(S, SN, bf16, bf16) CAST(S, SN, i64, i64) CAST(S, SN, i32, i32) CAST(S, SN, u8, u8) \
+    CAST(S, SN, boolean, bool)
 FOR_ALL_TYPES(CAST_FROM)

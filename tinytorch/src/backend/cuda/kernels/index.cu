@@ -105,7 +105,7 @@ FOR_ALL_TYPES(INDEX_ADD)
 // Order-preserving maps to unsigned integers. Floats: NaN becomes one canonical positive
 // NaN and -0.0 becomes +0.0 (equal values must get equal keys); then a set sign bit flips
 // every bit (larger magnitude, smaller key) and a clear one is set (positives above
-// negatives). The canonical NaN's key is above +inf's. Integers (u8 and bool compute as i64):
+// negatives). The canonical NaN's key is above +inf's. Integers (i32, u8 and bool compute as i64):
 // flipping the sign bit maps i64's order onto u64's.
 __device__ __forceinline__ u64 sort_key(float x) {
     unsigned int b = is_nan(x) ? 0x7fc00000u : (x == 0.0f ? 0u : __float_as_uint(x));

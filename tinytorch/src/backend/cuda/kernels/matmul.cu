@@ -1,4 +1,4 @@
-// Integer batched matrix products (i64, u8), which cuBLAS does not offer: one thread per
+// Integer batched matrix products (i64, i32, u8), which cuBLAS does not offer: one thread per
 // output element, with wrapping arithmetic as the CPU backend's (and PyTorch's CPU) integer
 // matmul. Operands are (batch, rows, cols) with any strides; the output is contiguous
 // (batch, m, n). Integer products are rare in models (indices, counts), so this favours
@@ -17,4 +17,5 @@
         }                                                                                     \
     }
 MATMUL_INT(i64, i64)
+MATMUL_INT(i32, i32)
 MATMUL_INT(u8, u8)

@@ -5,6 +5,7 @@
 typedef long long i64;
 typedef unsigned long long u64;
 typedef unsigned char u8;
+typedef int i32;
 
 #define MAX_DIMS 8
 
@@ -131,6 +132,14 @@ template <> struct Ty<i64> {
     static __device__ __forceinline__ double to_d(i64 v) { return (double)v; }
     static __device__ __forceinline__ i64 from_d(double v) { return sat_i64(v); }
 };
+template <> struct Ty<i32> {
+    typedef i64 C;
+    static __device__ __forceinline__ i64 up(i32 v) { return v; }
+    // Wraps modulo 2^32, so i64 arithmetic followed by `down` equals wrapping i32 arithmetic.
+    static __device__ __forceinline__ i32 down(i64 v) { return (i32)(unsigned int)(u64)v; }
+    static __device__ __forceinline__ double to_d(i32 v) { return (double)v; }
+    static __device__ __forceinline__ i32 from_d(double v) { return down(sat_i64(v)); }
+};
 template <> struct Ty<u8> {
     typedef i64 C;
     static __device__ __forceinline__ i64 up(u8 v) { return v; }
@@ -233,6 +242,8 @@ __device__ __forceinline__ void atomic_add(u8* p, i64 v) {
     } while (assumed != old);
 }
 
+__device__ __forceinline__ void atomic_add(i32* p, i64 v) { atomicAdd(p, (i32)(unsigned int)(u64)v); }
+
 // Bool accumulation is logical or.
 __device__ __forceinline__ void atomic_add(boolean* p, i64 v) {
     if (v == 0) return;
@@ -242,4 +253,4 @@ __device__ __forceinline__ void atomic_add(boolean* p, i64 v) {
 
 // Instantiate `KERNEL(T, suffix)` for every dtype, or for the float ones.
 #define FOR_FLOAT_TYPES(KERNEL) KERNEL(float, f32) KERNEL(double, f64) KERNEL(f16, f16) KERNEL(bf16, bf16)
-#define FOR_ALL_TYPES(KERNEL) FOR_FLOAT_TYPES(KERNEL) KERNEL(i64, i64) KERNEL(u8, u8) KERNEL(boolean, bool)
+#define FOR_ALL_TYPES(KERNEL) FOR_FLOAT_TYPES(KERNEL) KERNEL(i64, i64) KERNEL(i32, i32) KERNEL(u8, u8) KERNEL(boolean, bool)
