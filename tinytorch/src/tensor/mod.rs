@@ -109,6 +109,9 @@ pub(crate) struct TensorInner {
     /// The op that produced this tensor: set right after the op ran, and replaced when an
     /// in-place op rebases the tensor's history (see `ops/inplace.rs`).
     pub(crate) node: RwLock<Option<Arc<Node>>>,
+    /// True once `node` is set (it is never unset): every op asks whether its inputs are in
+    /// the graph, and this answers without taking the lock.
+    in_graph: AtomicBool,
     /// The version counter, bumped by every in-place write.
     version: VersionCounter,
     /// For a view (`make_view`): the tensor whose storage it views, itself no view (PyTorch's
@@ -207,6 +210,7 @@ impl Tensor {
                 layout,
                 dtype,
                 node: RwLock::new(None),
+                in_graph: AtomicBool::new(false),
                 version,
                 view_base,
                 requires_grad: AtomicBool::new(false),
@@ -276,6 +280,7 @@ impl Tensor {
         );
         *slot = Some(Arc::new(node));
         drop(slot);
+        self.inner.in_graph.store(true, Ordering::Release);
         self
     }
 
@@ -283,6 +288,7 @@ impl Tensor {
     /// `None` cannot occur: once in the graph, a tensor stays in it).
     pub(crate) fn rebase_history(&self, node: Arc<Node>) {
         *self.inner.node.write().unwrap_or_else(|e| e.into_inner()) = Some(node);
+        self.inner.in_graph.store(true, Ordering::Release);
     }
 
     /// This handle's unique id.
@@ -451,11 +457,7 @@ impl Tensor {
             .clone()
     }
     fn has_node(&self) -> bool {
-        self.inner
-            .node
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_some()
+        self.inner.in_graph.load(Ordering::Acquire)
     }
 
     /// Mark a leaf as requiring gradients (or not). Returns the same handle for chaining.
