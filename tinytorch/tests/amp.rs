@@ -2,8 +2,9 @@
 //! a GradScaler trajectory with a skipped inf step, and a Linear layer under bf16 autocast.
 
 use serde_json::Value;
-use tinytorch::amp::{autocast, autocast_dtype, GradScaler, GradScalerOptions};
+use tinytorch::amp::{autocast, autocast_dtype};
 use tinytorch::nn::functional::linear;
+use tinytorch::optim::{GradScaler, GradScalerOptions};
 use tinytorch::optim::{Optimizer, SgdOptions, SGD};
 use tinytorch::{DType, Tensor};
 

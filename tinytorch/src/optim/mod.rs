@@ -11,6 +11,7 @@ mod adadelta;
 mod adagrad;
 mod adam;
 mod clip_grad;
+mod grad_scaler;
 pub mod lr_scheduler;
 mod rmsprop;
 mod sgd;
@@ -19,6 +20,7 @@ pub use adadelta::{Adadelta, AdadeltaOptions};
 pub use adagrad::{Adagrad, AdagradOptions};
 pub use adam::{Adam, AdamOptions, AdamW};
 pub use clip_grad::{clip_grad_norm_, clip_grad_value_};
+pub use grad_scaler::{GradScaler, GradScalerOptions};
 pub use rmsprop::{RMSprop, RMSpropOptions};
 pub use sgd::{SgdOptions, SGD};
 

@@ -2,8 +2,8 @@
 //! each row starts, rows made contiguous by a copy when the dim is strided, a parallel map of
 //! rows to output rows, and the output put back in the input's dim order.
 
+use super::storage::CpuElement;
 use super::strided::{map1, offsets, PAR_THRESHOLD};
-use super::CpuElement;
 use crate::base::Layout;
 use rayon::prelude::*;
 

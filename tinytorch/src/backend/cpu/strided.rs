@@ -127,7 +127,7 @@ impl<const K: usize> MultiStrided<K> {
     /// `f(out_chunk, run)` must write all `run.len` elements at the start of `out_chunk`.
     /// The buffer is never zero-filled first: for large outputs that memset (and the page
     /// faults it triggers) would cost as much as the kernel itself.
-    pub fn collect_output<U: super::CpuElement>(
+    pub fn collect_output<U: super::storage::CpuElement>(
         &self,
         f: impl Fn(&mut [MaybeUninit<U>], Run<K>) + Sync,
     ) -> Vec<U> {
@@ -255,7 +255,7 @@ impl<T: Copy, S: Copy, F: Fn(T, S) -> T> Loop for Update2<'_, T, S, F> {
 }
 
 /// Apply `f` to every element of `src[layout]`, returning a row-major vector.
-pub fn map1<T: Copy + Sync, U: super::CpuElement>(
+pub fn map1<T: Copy + Sync, U: super::storage::CpuElement>(
     src: &[T],
     layout: &Layout,
     f: impl Fn(T) -> U + Sync,
@@ -289,7 +289,7 @@ pub fn map1<T: Copy + Sync, U: super::CpuElement>(
 }
 
 /// Apply `f` elementwise to `a[al]` and `b[bl]` (same shape), returning a row-major vector.
-pub fn map2<A: Copy + Sync, B: Copy + Sync, U: super::CpuElement>(
+pub fn map2<A: Copy + Sync, B: Copy + Sync, U: super::storage::CpuElement>(
     a: &[A],
     al: &Layout,
     b: &[B],
@@ -331,7 +331,7 @@ pub fn map2<A: Copy + Sync, B: Copy + Sync, U: super::CpuElement>(
 }
 
 /// Apply `f` elementwise to three operands of the same shape, returning a row-major vector.
-pub fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: super::CpuElement>(
+pub fn map3<A: Copy + Sync, B: Copy + Sync, C: Copy + Sync, U: super::storage::CpuElement>(
     a: (&[A], &Layout),
     b: (&[B], &Layout),
     c: (&[C], &Layout),
