@@ -19,6 +19,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, "tinytorch-py", "tests", "fixtures", "pt")
 SEQ_INPUT = [[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]]
+LSTM_INPUT = [[[0.5, -1.0, 0.25], [0.0, 2.0, -0.5], [1.5, 0.75, -2.0]]]
 
 
 def describe(t, torch):
@@ -102,6 +103,13 @@ def generate():
                               "state_dict": walk(obj.state_dict(), torch)}
         else:
             expected[name] = walk(obj, torch)
+    # A whole recurrent layer (its TinyTorch twin holds a Rust object, rebuilt on load).
+    torch.manual_seed(1)
+    lstm = torch.nn.LSTM(3, 4, num_layers=2, batch_first=True)
+    torch.save(lstm, os.path.join(OUT, "lstm.pt"))
+    with torch.no_grad():
+        out = lstm(torch.tensor(LSTM_INPUT))[0]
+    expected["lstm"] = {"input": LSTM_INPUT, "output": out.tolist()}
     with open(os.path.join(OUT, "expected.json"), "w") as f:
         json.dump(expected, f, indent=1, sort_keys=True)
     for n in sorted(os.listdir(OUT)):

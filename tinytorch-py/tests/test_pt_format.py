@@ -86,6 +86,31 @@ def test_pytorch_whole_module():
     assert sorted(model.state_dict()) == sorted(k.strip("/") for k in want["state_dict"])
 
 
+def test_pytorch_whole_lstm_loads_and_computes():
+    # PyTorch's LSTM pickles its configuration and parameters; TinyTorch rebuilds its Rust
+    # layer from them on load.
+    model = torch.load(os.path.join(PT, "lstm.pt"), weights_only=False)
+    assert isinstance(model, torch.nn.LSTM) and model.num_layers == 2 and model.batch_first
+    want = EXPECTED["lstm"]
+    with torch.no_grad():
+        out = model(torch.tensor(want["input"]))[0]
+    assert out.allclose(torch.tensor(want["output"]), atol=1e-6)
+
+
+def test_whole_recurrent_layers_round_trip():
+    for cls in (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN):
+        model = cls(3, 4, num_layers=2, bidirectional=True, batch_first=True).double().eval()
+        x = torch.randn(2, 5, 3, dtype=torch.float64)
+        back, _ = _roundtrip(model, weights_only=False)
+        assert type(back) is cls and not back.training
+        assert torch.equal(back(x)[0], model(x)[0])
+        back.train()
+        back(x)[0].sum().backward()  # the rebuilt layer computes with the loaded Parameters
+        assert all(p.grad is not None for p in back.parameters())
+    relu = torch.nn.RNN(2, 3, nonlinearity="relu")
+    assert _roundtrip(relu, weights_only=False)[0].nonlinearity == "relu"
+
+
 def _roundtrip(obj, **kw):
     buf = io.BytesIO()
     torch.save(obj, buf)

@@ -27,6 +27,29 @@ class _RNNBase(Module):
         if device is not None:
             self.to(device)
 
+    def __getstate__(self):
+        # The Rust layer does not pickle: it is rebuilt from the configuration and the
+        # Parameters when the module is loaded (`__setstate__`).
+        state = self.__dict__.copy()
+        state.pop("_engine", None)
+        return state
+
+    def __setstate__(self, state):
+        # TinyTorch's pickles and PyTorch's (`torch.save(lstm)`) carry the same configuration
+        # attributes and parameter names; PyTorch's RNN names its nonlinearity, LSTM and GRU
+        # have none.
+        super().__setstate__(state)
+        if getattr(self, "proj_size", 0):
+            raise ValueError("proj_size is not supported")
+        first = next(iter(self._parameters.values()), None)
+        engine = _C._Recurrent(
+            self._kind, self.input_size, self.hidden_size, self.num_layers,
+            getattr(self, "nonlinearity", "tanh"), self.bias, self.batch_first, self.dropout,
+            self.bidirectional, first.dtype if first is not None else None)
+        object.__setattr__(self, "_engine", engine)
+        engine.adopt_parameters([self._parameters[name] for name, _ in engine.named_parameters()])
+        engine.set_training(self.training)
+
     def flatten_parameters(self):
         """Compact the weights into one buffer for cuDNN: TinyTorch's layers need no such
         buffer, so, as PyTorch on the CPU, this does nothing."""
