@@ -111,6 +111,28 @@ def test_whole_recurrent_layers_round_trip():
     assert _roundtrip(relu, weights_only=False)[0].nonlinearity == "relu"
 
 
+def test_plain_pickle_of_tensors_and_modules():
+    # pickle.dumps, as PyTorch's: values, dtype, requires_grad (as a leaf), Parameters stay
+    # Parameters, views come back as copies.
+    x = torch.ones(2, requires_grad=True)
+    y = pickle.loads(pickle.dumps(x * 2))
+    assert y.tolist() == [2.0, 2.0] and y.requires_grad and y.is_leaf
+    for t in (torch.tensor(3.5), torch.ones(2, dtype=torch.bfloat16),
+              torch.tensor([1, -2], dtype=torch.int32), torch.zeros(0, 3)):
+        back = pickle.loads(pickle.dumps(t))
+        assert back.dtype == t.dtype and back.shape == t.shape and torch.equal(back, t)
+    base = torch.arange(4.0)
+    b, v = pickle.loads(pickle.dumps((base, base[1:3])))
+    v[0] = 9.0
+    assert b.tolist() == [0.0, 1.0, 2.0, 3.0]
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.LSTM(2, 3))
+    back = pickle.loads(pickle.dumps(model))
+    assert isinstance(back[0].weight, torch.nn.Parameter)
+    assert torch.equal(back[0].weight, model[0].weight)
+    x = torch.randn(1, 1, 2)
+    assert torch.equal(back[1](x)[0], model[1](x)[0])
+
+
 def _roundtrip(obj, **kw):
     buf = io.BytesIO()
     torch.save(obj, buf)

@@ -198,6 +198,27 @@ def _false(doc):
     return prop
 
 
+def _reduce_ex(self, protocol):
+    """Plain pickling (``pickle.dumps(t)``, ``copy.copy``, ``multiprocessing``): the values in
+    safetensors bytes (every dtype, bfloat16 included), the device and ``requires_grad``, as a
+    leaf; a ``Parameter`` stays one. As PyTorch's, views pickle as copies (``torch.save``
+    keeps storage sharing)."""
+    from .nn.parameter import Parameter
+    values = self.detach().cpu().contiguous()
+    blob = bytes(_C._serialize_safetensors({"t": values}, {}))
+    return (_rebuild_pickled, (blob, str(self.device), bool(self.requires_grad),
+                               isinstance(self, Parameter)))
+
+
+def _rebuild_pickled(blob, device, requires_grad, parameter):
+    """The tensor of :func:`_reduce_ex`'s pickle."""
+    t = _C._deserialize_safetensors(blob)[0]["t"].to(device)
+    if parameter:
+        from .nn.parameter import Parameter
+        return Parameter(t, requires_grad)
+    return t.requires_grad_(requires_grad)
+
+
 def install(tensor_class):
     """Add the methods above to ``tensor_class`` (``Tensor``)."""
     methods = {
@@ -229,6 +250,7 @@ def install(tensor_class):
         "is_meta": _false("Whether the tensor is a meta tensor (no data): never, in TinyTorch."),
         "is_sparse": _false("Whether the tensor is sparse: never, in TinyTorch."),
         "is_quantized": _false("Whether the tensor is quantized: never, in TinyTorch."),
+        "__reduce_ex__": _reduce_ex,
     }
     for name, fn in methods.items():
         if name not in tensor_class.__dict__:
