@@ -104,3 +104,27 @@ def test_constants_and_dtype_info():
         torch.finfo(torch.int64)
     with pytest.raises(TypeError, match="integer"):
         torch.iinfo(torch.float32)
+
+
+def test_unfold_windows_gradients_and_errors():
+    # Values and gradients checked against PyTorch 2.15 (same expressions).
+    x = torch.arange(24.0, dtype=torch.float64).reshape(2, 3, 4).requires_grad_(True)
+    cases = [((2, 2, 1), (2, 3, 3, 2), 414.0,
+              [0.0, 3.0, 7.0, 5.0, 6.0, 15.0, 19.0, 11.0, 12.0, 27.0, 31.0, 17.0]),
+             ((1, 2, 2), (2, 1, 4, 2), 152.0,
+              [0.0, 2.0, 4.0, 6.0, 1.0, 3.0, 5.0, 7.0, 0.0, 0.0, 0.0, 0.0])]
+    for args, shape, total, grad in cases:
+        y = x.unfold(*args)
+        w = torch.arange(y.numel(), dtype=torch.float64).reshape(y.shape)
+        (y * w).sum().backward()
+        assert tuple(y.shape) == shape and y.sum().item() == total
+        assert x.grad.flatten().tolist()[:12] == grad
+        x.grad = None
+    assert x.detach().transpose(0, 2).unfold(1, 2, 1)[1, 0].tolist() == [[1.0, 5.0], [13.0, 17.0]]
+    assert torch.tensor(5.0).unfold(0, 1, 1).tolist() == [5.0]
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 2"):
+        x.unfold(0, 5, 1)
+    with pytest.raises(RuntimeError, match="step is 0 but must be > 0"):
+        x.unfold(0, 1, 0)
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        x.unfold(3, 1, 1)

@@ -219,6 +219,39 @@ def _rebuild_pickled(blob, device, requires_grad, parameter):
     return t.requires_grad_(requires_grad)
 
 
+def _unfold(self, dimension, size, step):
+    """``Tensor.unfold(dimension, size, step)``: every window of ``size`` elements along
+    ``dimension``, ``step`` apart, in a new last dim; ``dimension`` becomes the window count
+    ``(L - size) // step + 1``. One ``index_select`` (so gradients of overlapping windows
+    add up): the values and gradients are PyTorch's, but the result is a copy where
+    PyTorch's is a view of the input's memory."""
+    if self.dim() == 0:
+        if size > 1:
+            raise RuntimeError(f"maximum size for tensor at dimension 0 is 1 but size is {size}")
+        if step <= 0:
+            raise RuntimeError(f"step is {step} but must be > 0")
+        return self.reshape(1)
+    nd = self.dim()
+    if not -nd <= dimension < nd:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, "
+                         f"{nd - 1}], but got {dimension})")
+    d = dimension % nd
+    length = self.shape[d]
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    n = (length - size) // step + 1
+    # (n, size) positions: window i starts at i * step.
+    starts = _C.arange(0, n * step, step, device=self.device).unsqueeze(1)
+    index = (starts + _C.arange(size, device=self.device)).reshape(-1)
+    shape = list(self.shape)
+    out = self.index_select(d, index).reshape(*shape[:d], n, size, *shape[d + 1:])
+    order = list(range(d + 1)) + list(range(d + 2, nd + 1)) + [d + 1]
+    return out.permute(*order)
+
+
 def install(tensor_class):
     """Add the methods above to ``tensor_class`` (``Tensor``)."""
     methods = {
@@ -251,6 +284,7 @@ def install(tensor_class):
         "is_sparse": _false("Whether the tensor is sparse: never, in TinyTorch."),
         "is_quantized": _false("Whether the tensor is quantized: never, in TinyTorch."),
         "__reduce_ex__": _reduce_ex,
+        "unfold": _unfold,
     }
     for name, fn in methods.items():
         if name not in tensor_class.__dict__:
