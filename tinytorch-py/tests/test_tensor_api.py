@@ -122,6 +122,12 @@ def test_unfold_windows_gradients_and_errors():
         x.grad = None
     assert x.detach().transpose(0, 2).unfold(1, 2, 1)[1, 0].tolist() == [[1.0, 5.0], [13.0, 17.0]]
     assert torch.tensor(5.0).unfold(0, 1, 1).tolist() == [5.0]
+    assert torch.tensor(5.0).unfold(-1, 1, 3).tolist() == [5.0]
+    assert tuple(torch.tensor(5.0).unfold(0, 0, 1).shape) == (0,)
+    with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 1"):
+        torch.tensor(5.0).unfold(0, 2, 1)
+    with pytest.raises(IndexError, match=r"range of \[-1, 0\], but got 1"):
+        torch.tensor(5.0).unfold(1, 1, 1)
     with pytest.raises(RuntimeError, match="maximum size for tensor at dimension 0 is 2"):
         x.unfold(0, 5, 1)
     with pytest.raises(RuntimeError, match="step is 0 but must be > 0"):

@@ -226,11 +226,9 @@ def _unfold(self, dimension, size, step):
     add up): the values and gradients are PyTorch's, but the result is a copy where
     PyTorch's is a view of the input's memory."""
     if self.dim() == 0:
-        if size > 1:
-            raise RuntimeError(f"maximum size for tensor at dimension 0 is 1 but size is {size}")
-        if step <= 0:
-            raise RuntimeError(f"step is {step} but must be > 0")
-        return self.reshape(1)
+        # As PyTorch: a 0-d tensor unfolds as its 1-element 1-d view (the same dim range,
+        # sizes and errors), giving one window of `size` elements, flattened.
+        return _unfold(self.reshape(1), dimension, size, step).reshape(size)
     nd = self.dim()
     if not -nd <= dimension < nd:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-nd}, "
