@@ -19,13 +19,18 @@ class _RNNBase(Module):
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.dropout = bias, batch_first, dropout
         self.bidirectional, self.nonlinearity = bidirectional, nonlinearity
-        object.__setattr__(self, "_engine", _C._Recurrent(
-            self._kind, input_size, hidden_size, num_layers, nonlinearity, bias, batch_first,
-            dropout, bidirectional, dtype))
+        object.__setattr__(self, "_engine", self._new_engine(dtype))
         for name, t in self._engine.named_parameters():
             self.register_parameter(name, Parameter._of_handle(t))
         if device is not None:
             self.to(device)
+
+    def _new_engine(self, dtype):
+        """The Rust layer for this module's configuration attributes."""
+        return _C._Recurrent(
+            self._kind, self.input_size, self.hidden_size, self.num_layers,
+            getattr(self, "nonlinearity", "tanh"), self.bias, self.batch_first, self.dropout,
+            self.bidirectional, dtype)
 
     def __getstate__(self):
         # The Rust layer does not pickle: it is rebuilt from the configuration and the
@@ -42,10 +47,7 @@ class _RNNBase(Module):
         if getattr(self, "proj_size", 0):
             raise ValueError("proj_size is not supported")
         first = next(iter(self._parameters.values()), None)
-        engine = _C._Recurrent(
-            self._kind, self.input_size, self.hidden_size, self.num_layers,
-            getattr(self, "nonlinearity", "tanh"), self.bias, self.batch_first, self.dropout,
-            self.bidirectional, first.dtype if first is not None else None)
+        engine = self._new_engine(first.dtype if first is not None else None)
         object.__setattr__(self, "_engine", engine)
         engine.adopt_parameters([self._parameters[name] for name, _ in engine.named_parameters()])
         engine.set_training(self.training)
