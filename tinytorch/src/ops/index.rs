@@ -22,7 +22,8 @@ fn check_index_dtype(op: &'static str, index: &Tensor) -> Result<()> {
 }
 
 /// An index that PyTorch takes as int64 or int32 (gather, scatter, index_select,
-/// index_add, embedding), as int64: int32 is widened, other dtypes are refused.
+/// index_add), as int64: int32 is widened, other dtypes are refused. (`embedding` widens
+/// int32 too, but refuses the rest with PyTorch's own message.)
 pub(crate) fn long_index(op: &'static str, index: &Tensor) -> Result<Tensor> {
     match index.dtype() {
         DType::I32 => index.to_dtype(DType::I64),
