@@ -337,6 +337,78 @@ fn gradcheck_every_product() {
     );
 }
 
+/// `matmul_bias` (linear's `x @ W^T + b` in one pass) gives `matmul` then `add`'s values and
+/// gradients: on the fused path (3-D and 2-D inputs, a transposed weight, empty rows) and on
+/// the composed one (rows that do not fold, a strided bias, bf16).
+#[test]
+fn matmul_bias_equals_matmul_then_add() {
+    let cases: Vec<(Tensor, Tensor, Tensor)> = vec![
+        (
+            seq(&[2, 3, 4], 0.0),
+            seq(&[5, 4], 0.5).t().unwrap(),
+            seq(&[5], 0.2),
+        ),
+        (seq(&[3, 4], 0.0), seq(&[4, 5], 0.5), seq(&[5], 0.2)),
+        (seq(&[0, 4], 0.0), seq(&[4, 5], 0.5), seq(&[5], 0.2)),
+        (
+            seq(&[3, 2, 4], 0.0).transpose(0, 1).unwrap(),
+            seq(&[4, 5], 0.5),
+            seq(&[5], 0.2),
+        ),
+        (
+            seq(&[3, 4], 0.0),
+            seq(&[4, 5], 0.5),
+            seq(&[10], 0.2).slice(0, None, None, 2).unwrap(),
+        ),
+    ];
+    for (x, w, b) in &cases {
+        for (dtype, tol) in [
+            (DType::F64, 1e-12),
+            (DType::F32, 1e-6),
+            (DType::F16, 1e-2),
+            (DType::BF16, 5e-2),
+        ] {
+            let [x, w, b] = [x, w, b].map(|t| {
+                t.to_dtype(dtype)
+                    .unwrap()
+                    .detach()
+                    .requires_grad_(true)
+                    .unwrap()
+            });
+            let fused = x.matmul_bias(&w, &b).unwrap();
+            let composed = x.matmul(&w).unwrap().add(&b).unwrap();
+            assert_eq!(fused.dtype(), dtype);
+            let want = composed.to_vec_f64().unwrap();
+            assert_close(&fused, composed.shape(), &want, tol);
+            // Gradients of the fused node against those of the composed graph.
+            let seed = seq(composed.shape(), 0.9).to_dtype(dtype).unwrap();
+            let grads = |y: &Tensor| {
+                let inputs = [x.clone(), w.clone(), b.clone()];
+                let gs = tinytorch::autograd::grad(y, Some(&seed), &inputs, false).unwrap();
+                gs.into_iter().map(|g| g.unwrap()).collect::<Vec<_>>()
+            };
+            for (got, want) in grads(&fused).iter().zip(grads(&composed)) {
+                assert_close(got, want.shape(), &want.to_vec_f64().unwrap(), tol);
+            }
+        }
+    }
+    let tol = (1e-6, 1e-7, 1e-5);
+    gradcheck(
+        |x| x[0].matmul_bias(&x[1].t()?, &x[2]),
+        &[seq(&[2, 3, 4], 0.0), seq(&[5, 4], 0.5), seq(&[5], 0.2)],
+        tol.0,
+        tol.1,
+        tol.2,
+    )
+    .unwrap();
+    // A bias of the wrong length: the broadcast add's error, as for `matmul` then `add`.
+    let err = seq(&[3, 4], 0.0)
+        .matmul_bias(&seq(&[4, 5], 0.5), &seq(&[4], 0.2))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("[3, 5]") && err.contains("[4]"), "{err}");
+}
+
 #[test]
 fn empty_operands() {
     // k = 0: a sum of nothing, zeros (as torch.zeros(2, 0) @ torch.zeros(0, 3)).

@@ -29,11 +29,10 @@ pub fn linear(x: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tens
             ),
         ));
     }
-    let y = x.matmul(&weight.t()?)?;
     match bias {
         // Under autocast the bias joins the product's dtype, as in PyTorch.
-        Some(b) => y.add(&crate::amp::to_autocast(b)?),
-        None => Ok(y),
+        Some(b) => x.matmul_bias(&weight.t()?, b),
+        None => x.matmul(&weight.t()?),
     }
 }
 

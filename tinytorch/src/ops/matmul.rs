@@ -121,25 +121,59 @@ impl Tensor {
                 product(self, a_l, other, b_l)?
             }
         };
-        if !needs_grad(&[self, other]) {
-            return Ok(out);
+        record_product(out, self, other, None, op)
+    }
+
+    /// `self @ other + bias` with `other` 2-D `(k, n)` and `bias` 1-D `(n,)` (`linear`'s
+    /// `x @ W^T + b`, PyTorch's `addmm`): where the device has a kernel for it, one pass that
+    /// accumulates the product onto the bias, and one graph node; otherwise `matmul` then a
+    /// broadcast add. Same values and errors either way.
+    pub fn matmul_bias(&self, other: &Tensor, bias: &Tensor) -> Result<Tensor> {
+        if autocasts(self, other) || autocasts(bias, bias) {
+            return to_autocast(self)?.matmul_bias(&to_autocast(other)?, &to_autocast(bias)?);
         }
-        // Each gradient needs the other operand only.
-        let a_saved = other.requires_grad().then(|| self.save(op));
-        let b_saved = self.requires_grad().then(|| other.save(op));
-        let (a_shape, b_shape) = (sa.to_vec(), sb.to_vec());
-        let (a_col_major, b_col_major) = (column_major(self), column_major(other));
-        Ok(out.record(op, &[self, other], move |g, need| {
-            let ga = match (&b_saved, need[0]) {
-                (Some(b), true) => Some(grad_lhs(g, b, &a_shape, a_col_major)?),
-                _ => None,
-            };
-            let gb = match (&a_saved, need[1]) {
-                (Some(a), true) => Some(grad_rhs(g, a, &b_shape, b_col_major)?),
-                _ => None,
-            };
-            Ok(vec![ga, gb])
-        }))
+        match self.fused_matmul_bias(other, bias)? {
+            Some(out) => record_product(out, self, other, Some(bias), "matmul"),
+            None => self.matmul(other)?.add(bias),
+        }
+    }
+
+    /// The product of [`Tensor::matmul_bias`] from the device's kernel, outside the graph;
+    /// `None` where the operands do not fit it (shapes other than `(..., m, k) x (k, n) +
+    /// (n,)` with foldable rows, mixed dtypes or devices, a strided bias) or the device has
+    /// no kernel.
+    fn fused_matmul_bias(&self, other: &Tensor, bias: &Tensor) -> Result<Option<Tensor>> {
+        let fits = self.ndim() >= 2
+            && other.ndim() == 2
+            && bias.ndim() == 1
+            && self.shape()[self.ndim() - 1] == other.shape()[0]
+            && bias.shape()[0] == other.shape()[1]
+            && self.dtype() == other.dtype()
+            && self.dtype() == bias.dtype()
+            && self.device() == other.device()
+            && self.device() == bias.device()
+            && bias.is_contiguous();
+        if !fits {
+            return Ok(None);
+        }
+        let (sa, k, n) = (self.shape(), other.shape()[0], other.shape()[1]);
+        let rows = numel(&sa[..sa.len() - 1]);
+        let Some(a2) = self.layout().view_as(&[rows, k]) else {
+            return Ok(None);
+        };
+        let a_l = Layout::from_parts(
+            vec![1, rows, k],
+            [&[0][..], a2.strides()].concat(),
+            a2.offset(),
+        );
+        let b_l = other.layout().unsqueeze(0);
+        let (a, b) = (self.detach(), other.detach());
+        let stored = super::with_spans(&[Some(bias)], |spans| {
+            let bias = spans[0].expect("the bias is present");
+            with_storages2(&a, &b, |sa, sb| sa.matmul_bias(&a_l, sb, &b_l, bias))
+        })?;
+        let out_shape = [&sa[..sa.len() - 1], &[n]].concat();
+        Ok(stored.map(|s| Tensor::from_contiguous(s, &out_shape)))
     }
 
     /// PyTorch's folding of `(..., m, k) x (k, n)`: when the left operand's leading dims merge
@@ -310,6 +344,46 @@ impl Tensor {
             Ok(vec![ga, gb])
         }))
     }
+}
+
+/// Records the graph node of the product `out = a @ b (+ bias)` when an operand needs a
+/// gradient. Each operand's gradient needs the other operand only; the bias's is the
+/// upstream gradient summed over the rows.
+fn record_product(
+    out: Tensor,
+    a: &Tensor,
+    b: &Tensor,
+    bias: Option<&Tensor>,
+    op: &'static str,
+) -> Result<Tensor> {
+    let inputs: Vec<&Tensor> = [Some(a), Some(b), bias].into_iter().flatten().collect();
+    if !needs_grad(&inputs) {
+        return Ok(out);
+    }
+    let a_saved = b.requires_grad().then(|| a.save(op));
+    let b_saved = a.requires_grad().then(|| b.save(op));
+    let (a_shape, b_shape) = (a.shape().to_vec(), b.shape().to_vec());
+    let bias_shape = bias.map(|t| t.shape().to_vec());
+    let (a_col_major, b_col_major) = (column_major(a), column_major(b));
+    Ok(out.record(op, &inputs, move |g, need| {
+        let ga = match (&b_saved, need[0]) {
+            (Some(b), true) => Some(grad_lhs(g, b, &a_shape, a_col_major)?),
+            _ => None,
+        };
+        let gb = match (&a_saved, need[1]) {
+            (Some(a), true) => Some(grad_rhs(g, a, &b_shape, b_col_major)?),
+            _ => None,
+        };
+        let mut grads = vec![ga, gb];
+        if let Some(shape) = &bias_shape {
+            grads.push(if need[2] {
+                Some(g.sum_to_shape(shape)?)
+            } else {
+                None
+            });
+        }
+        Ok(grads)
+    }))
 }
 
 /// True when the last two dims of `t` are stored column-major (a transposed row-major

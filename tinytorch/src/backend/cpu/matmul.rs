@@ -99,13 +99,13 @@ pub fn matmul(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout) -> Resul
     let (ma, mb) = (Mat::of(al), Mat::of(bl));
     Ok(match (a, b) {
         (CpuStorage::F32(x), CpuStorage::F32(y)) => {
-            CpuStorage::F32(gemm_batched(x, ma, y, mb, d).into())
+            CpuStorage::F32(gemm_batched(x, ma, y, mb, d, None).into())
         }
         (CpuStorage::F64(x), CpuStorage::F64(y)) => {
-            CpuStorage::F64(gemm_batched(x, ma, y, mb, d).into())
+            CpuStorage::F64(gemm_batched(x, ma, y, mb, d, None).into())
         }
         (CpuStorage::F16(x), CpuStorage::F16(y)) => {
-            CpuStorage::F16(gemm_batched(x, ma, y, mb, d).into())
+            CpuStorage::F16(gemm_batched(x, ma, y, mb, d, None).into())
         }
         #[cfg(target_arch = "x86_64")]
         (CpuStorage::BF16(x), CpuStorage::BF16(y)) if super::bf16_gemm::engine().is_some() => {
@@ -134,6 +134,47 @@ pub fn matmul(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout) -> Resul
         ),
         _ => return Err(Error::unsupported_dtype("matmul", a.dtype())),
     })
+}
+
+/// `(b, m, k) x (b, k, n) + bias -> (b, m, n)`, with `bias` (`n` elements) added to every
+/// row: gemm accumulates the product onto output blocks it first fills with the bias, so a
+/// linear layer makes one pass over its output instead of a product and then an add.
+/// `None` for dtypes gemm has no kernel for (the op layer adds the bias itself).
+pub fn matmul_bias(
+    a: &CpuStorage,
+    al: &Layout,
+    b: &CpuStorage,
+    bl: &Layout,
+    bias: &CpuStorage,
+    bias_offset: usize,
+) -> Result<Option<CpuStorage>> {
+    let d = check(a, al, b, bl)?;
+    if bias.dtype() != a.dtype() || bias_offset + d.n > bias.len() {
+        return Err(Error::invalid(
+            "matmul_bias",
+            format!(
+                "the bias must be {} elements of {} from {bias_offset}, got a {} buffer of {}",
+                d.n,
+                a.dtype(),
+                bias.dtype(),
+                bias.len()
+            ),
+        ));
+    }
+    let (ma, mb) = (Mat::of(al), Mat::of(bl));
+    let row = bias_offset..bias_offset + d.n;
+    Ok(Some(match (a, b, bias) {
+        (CpuStorage::F32(x), CpuStorage::F32(y), CpuStorage::F32(c)) => {
+            CpuStorage::F32(gemm_batched(x, ma, y, mb, d, Some(&c[row.clone()])).into())
+        }
+        (CpuStorage::F64(x), CpuStorage::F64(y), CpuStorage::F64(c)) => {
+            CpuStorage::F64(gemm_batched(x, ma, y, mb, d, Some(&c[row.clone()])).into())
+        }
+        (CpuStorage::F16(x), CpuStorage::F16(y), CpuStorage::F16(c)) => {
+            CpuStorage::F16(gemm_batched(x, ma, y, mb, d, Some(&c[row.clone()])).into())
+        }
+        _ => return Ok(None),
+    }))
 }
 
 /// Validates ranks, sizes, dtypes and that every element of both layouts lies inside its
@@ -176,12 +217,25 @@ fn check(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout) -> Result<Dim
     })
 }
 
-/// The gemm path for the element types gemm supports (f32, f64, f16).
-fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> Vec<T> {
+/// The gemm path for the element types gemm supports (f32, f64, f16); with `bias` (`n`
+/// elements) added to every output row.
+fn gemm_batched<T: CpuElement>(
+    a: &[T],
+    ma: Mat,
+    b: &[T],
+    mb: Mat,
+    d: Dims,
+    bias: Option<&[T]>,
+) -> Vec<T> {
     let len = d.batch * d.m * d.n;
-    // k = 0 is a sum of nothing: zeros.
+    // k = 0 is a sum of nothing: zeros (or the bias alone).
     if len == 0 || d.k == 0 {
-        return super::allocator::zeros::<T>(len);
+        let mut out = super::allocator::zeros::<T>(len);
+        if let Some(bias) = bias.filter(|_| d.n > 0) {
+            out.chunks_mut(d.n)
+                .for_each(|row| row.copy_from_slice(bias));
+        }
+        return out;
     }
     // gemm with read_dst = false writes every output element without reading it, so the
     // buffer is not zero-filled first (that memset was ~5% of a convolution's time).
@@ -206,12 +260,18 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
         let out = SyncPtr(ptr.cast::<T>());
         // Rows r0..r1, columns c0..c1 of product `i`.
         let gemm_block = |(r0, r1): (usize, usize), (c0, c1): (usize, usize), par: Parallelism| {
+            if let Some(bias) = bias {
+                // SAFETY: as for gemm's writes below: the block lies inside the destination
+                // and no other block that runs at once overlaps it.
+                unsafe { fill_rows(out, (r0, r1), (c0, c1), dst_rs, dst_cs, bias) };
+            }
             // SAFETY: `check` proved that every element [i, r, c] of both layouts is inside
             // its slice, so the block's first elements are in bounds and gemm's reads at
             // start + r*rs + c*cs (r < rows, c < cols) stay in bounds; the destination is
             // one row-major (m, n) block of `out` or an (m, n) column-major scratch buffer,
             // and the blocks that run at once are disjoint. With read_dst false gemm
-            // computes dst = 1 * lhs * rhs.
+            // computes dst = 1 * lhs * rhs; with read_dst true (the block holds the bias)
+            // dst = 1 * dst + 1 * lhs * rhs.
             unsafe {
                 gemm::gemm(
                     r1 - r0,
@@ -220,14 +280,18 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
                     out.add(r0 * dst_rs + c0 * dst_cs),
                     dst_cs as isize,
                     dst_rs as isize,
-                    false,
+                    bias.is_some(),
                     a.as_ptr().add(ma.at(i, r0, 0)),
                     ma.cs as isize,
                     ma.rs as isize,
                     b.as_ptr().add(mb.at(i, 0, c0)),
                     mb.cs as isize,
                     mb.rs as isize,
-                    T::zero(),
+                    if bias.is_some() {
+                        T::from_f64(1.0)
+                    } else {
+                        T::zero()
+                    },
                     T::from_f64(1.0),
                     false,
                     false,
@@ -278,6 +342,32 @@ fn gemm_batched<T: CpuElement>(a: &[T], ma: Mat, b: &[T], mb: Mat, d: Dims) -> V
     // and gemm (read_dst = false) wrote each element of its block.
     unsafe { out.set_len(len) };
     out
+}
+
+/// Writes `bias[c]` to every element `(r, c)` of the block `rows x cols` of the matrix at
+/// `out` (element `(r, c)` at `r * rs + c * cs`).
+///
+/// # Safety
+/// Every element of the block lies inside the allocation `out` points into, and nothing
+/// else reads or writes the block meanwhile.
+unsafe fn fill_rows<T: Copy>(
+    out: SyncPtr<T>,
+    (r0, r1): (usize, usize),
+    (c0, c1): (usize, usize),
+    rs: usize,
+    cs: usize,
+    bias: &[T],
+) {
+    for r in r0..r1 {
+        if cs == 1 {
+            let row = std::slice::from_raw_parts_mut(out.add(r * rs + c0), c1 - c0);
+            row.copy_from_slice(&bias[c0..c1]);
+        } else {
+            for (c, &v) in bias.iter().enumerate().take(c1).skip(c0) {
+                *out.add(r * rs + c * cs) = v;
+            }
+        }
+    }
 }
 
 /// Rows of the output per transpose task, and the side of the square blocks it walks.
@@ -376,7 +466,7 @@ fn bf16_batched(a: &[bf16], ma: Mat, b: &[bf16], mb: Mat, d: Dims) -> Vec<bf16> 
 fn bf16_via_f32(a: &[bf16], al: &Layout, b: &[bf16], bl: &Layout, d: Dims) -> Vec<bf16> {
     let (a32, ma) = widen(a, al);
     let (b32, mb) = widen(b, bl);
-    gemm_batched(&a32, ma, &b32, mb, d)
+    gemm_batched(&a32, ma, &b32, mb, d, None)
         .into_iter()
         .map(<bf16 as Element>::from_f32)
         .collect()
@@ -482,6 +572,25 @@ mod tests {
         )
     }
 
+    /// The gemm path with a random bias row equals `product` (the naive product of the
+    /// operands) plus the bias on every row, in every blocking `d` takes.
+    fn assert_bias_added(
+        rng: &mut ChaCha8Rng,
+        a: &[f64],
+        al: &Layout,
+        b: &[f64],
+        bl: &Layout,
+        d: Dims,
+        product: &[f64],
+    ) {
+        let bias: Vec<f64> = (0..d.n).map(|_| rng.random_range(-1.0..1.0)).collect();
+        let fast = gemm_batched(a, Mat::of(al), b, Mat::of(bl), d, Some(&bias));
+        for (i, (x, y)) in fast.iter().zip(product).enumerate() {
+            let want = y + bias[i % d.n];
+            assert!((x - want).abs() < 1e-11, "{d:?} with bias: {x} vs {want}");
+        }
+    }
+
     #[test]
     fn gemm_path_matches_naive_on_random_sizes() {
         let mut rng = ChaCha8Rng::seed_from_u64(7);
@@ -494,13 +603,14 @@ mod tests {
             };
             let (a, al) = operand(&mut rng, d.batch, d.m, d.k);
             let (b, bl) = operand(&mut rng, d.batch, d.k, d.n);
-            let fast = gemm_batched(&a, Mat::of(&al), &b, Mat::of(&bl), d);
+            let fast = gemm_batched(&a, Mat::of(&al), &b, Mat::of(&bl), d, None);
             let slow = naive_matmul(&a, Mat::of(&al), &b, Mat::of(&bl), d, |acc, p, q| {
                 acc + p * q
             });
             for (x, y) in fast.iter().zip(&slow) {
                 assert!((x - y).abs() < 1e-12, "{d:?}: {x} vs {y}");
             }
+            assert_bias_added(&mut rng, &a, &al, &b, &bl, d, &slow);
             // f32 and bf16 through the public kernel, against the f64 oracle.
             let a32: Vec<f32> = a.iter().map(|&x| x as f32).collect();
             let b32: Vec<f32> = b.iter().map(|&x| x as f32).collect();
@@ -575,7 +685,7 @@ mod tests {
         ] {
             let (a, al) = operand(&mut rng, d.batch, d.m, d.k);
             let (b, bl) = operand(&mut rng, d.batch, d.k, d.n);
-            let fast = gemm_batched(&a, Mat::of(&al), &b, Mat::of(&bl), d);
+            let fast = gemm_batched(&a, Mat::of(&al), &b, Mat::of(&bl), d, None);
             let slow = naive_matmul(&a, Mat::of(&al), &b, Mat::of(&bl), d, |acc, p, q| {
                 acc + p * q
             });
@@ -608,7 +718,7 @@ mod tests {
                 for (ka, kb) in [(0, 0), (1, 1), (0, 1), (2, 0)] {
                     let (a, al) = operand_of_kind(&mut rng, ka, d.batch, d.m, d.k);
                     let (b, bl) = operand_of_kind(&mut rng, kb, d.batch, d.k, d.n);
-                    let fast = gemm_batched(&a, Mat::of(&al), &b, Mat::of(&bl), d);
+                    let fast = gemm_batched(&a, Mat::of(&al), &b, Mat::of(&bl), d, None);
                     let slow = naive_matmul(&a, Mat::of(&al), &b, Mat::of(&bl), d, |acc, p, q| {
                         acc + p * q
                     });
@@ -616,11 +726,51 @@ mod tests {
                         fast.iter().zip(&slow).all(|(x, y)| (x - y).abs() < 1e-11),
                         "{d:?} kinds {ka} {kb}"
                     );
+                    assert_bias_added(&mut rng, &a, &al, &b, &bl, d, &slow);
                 }
             }
         });
         assert_eq!(split_points(37, 3), [0, 16, 32, 37]);
         assert_eq!(split_points(200, 2), [0, 96, 200]);
+    }
+
+    #[test]
+    fn matmul_bias_adds_the_bias_and_declines_other_dtypes() {
+        let (m, k, n) = (3, 2, 4);
+        let a = CpuStorage::F32(vec![1.0; m * k].into());
+        let b = CpuStorage::F32(vec![2.0; k * n].into());
+        // The bias row sits at offset 1 of its buffer.
+        let bias = CpuStorage::F32(vec![9.0, 0.5, -1.0, 2.0, 3.0].into());
+        let (al, bl) = (
+            Layout::contiguous(&[1, m, k]),
+            Layout::contiguous(&[1, k, n]),
+        );
+        let out = matmul_bias(&a, &al, &b, &bl, &bias, 1).unwrap().unwrap();
+        assert_eq!(out.to_f64_vec(), [4.5, 3.0, 6.0, 7.0].repeat(m));
+        // k = 0: the bias alone.
+        let e = CpuStorage::F32(vec![].into());
+        let (el, fl) = (
+            Layout::contiguous(&[1, m, 0]),
+            Layout::contiguous(&[1, 0, n]),
+        );
+        let out = matmul_bias(&e, &el, &e, &fl, &bias, 1).unwrap().unwrap();
+        assert_eq!(out.to_f64_vec(), [0.5, -1.0, 2.0, 3.0].repeat(m));
+        // A short or mistyped bias is an error; bf16 has no gemm kernel here.
+        assert!(matmul_bias(&a, &al, &b, &bl, &bias, 2).is_err());
+        let wide = CpuStorage::F64(vec![0.0; n].into());
+        assert!(matmul_bias(&a, &al, &b, &bl, &wide, 0).is_err());
+        let h = |v: Vec<f32>| {
+            CpuStorage::BF16(v.into_iter().map(bf16::from_f32).collect::<Vec<_>>().into())
+        };
+        let none = matmul_bias(
+            &h(vec![1.0; m * k]),
+            &al,
+            &h(vec![2.0; k * n]),
+            &bl,
+            &h(vec![0.0; n]),
+            0,
+        );
+        assert!(none.unwrap().is_none());
     }
 
     #[test]

@@ -16,7 +16,7 @@ pub(crate) mod cross_entropy;
 mod fast_math;
 pub(crate) mod float;
 pub(crate) mod index;
-mod matmul;
+pub(crate) mod matmul;
 pub(crate) mod max_pool;
 pub(crate) mod norm;
 pub(crate) mod pixels;

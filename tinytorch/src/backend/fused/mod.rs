@@ -14,13 +14,14 @@ mod adam;
 mod attention;
 mod conv;
 mod cross_entropy;
+mod matmul_bias;
 mod norm;
 mod pixels;
 mod pointwise;
 mod pool;
 
 pub use adam::{AdamOperands, AdamStep};
-pub use attention::{AttnConfig, AttnGrads, AttnOperand, AttnSaved};
+pub use attention::{AttnConfig, AttnForward, AttnGrads, AttnOperand, AttnSaved};
 pub use conv::{set_direct_convolution, set_winograd_convolution, Conv2dSpec, ConvPlan};
 pub use cross_entropy::{CeForward, CeParams, CeReduction, CeRowGrad, CeSaved};
 pub use norm::{
