@@ -65,10 +65,15 @@ fn fused_kernel_matches_the_composite_path_on_long_sequences() {
         .into_iter()
         .chain([(150, 100, DType::F32, 2e-5), (200, 260, DType::F32, 2e-5)]);
     for (l, s, dt, tol) in cases {
-        for causal in [false, true] {
-            let q = randn(&[2, 2, l, 16], dt);
-            let k = randn(&[2, 2, s, 16], dt);
-            let v = randn(&[2, 2, s, 8], dt);
+        for (causal, heads_in_rows) in [(false, false), (true, false), (true, true)] {
+            // Heads in rows: `(B, L, H, E)` memory seen as `(B, H, L, E)`, as a QKV
+            // projection's heads are; the output comes back laid out so (and the gradients,
+            // which the leaves' `.grad` store contiguous).
+            let operand = |n: usize, f: usize| match heads_in_rows {
+                false => randn(&[2, 2, n, f], dt),
+                true => randn(&[2, n, 2, f], dt).transpose(1, 2).unwrap(),
+            };
+            let (q, k, v) = (operand(l, 16), operand(s, 16), operand(s, 8));
             manual_seed(5);
             let fused = run(&q, &k, &v, causal, false);
             manual_seed(5);
@@ -78,7 +83,14 @@ fn fused_kernel_matches_the_composite_path_on_long_sequences() {
                 .zip(fused.iter().zip(&reference))
             {
                 let diff = max_diff(a, b);
-                assert!(diff < tol, "{name} ({l}x{s} {dt}, causal {causal}): {diff}");
+                let case = format!(
+                    "{name} ({l}x{s} {dt}, causal {causal}, heads in rows {heads_in_rows})"
+                );
+                assert!(diff < tol, "{case}: {diff}");
+                if *name == "out" {
+                    let layout = a.transpose(1, 2).unwrap().is_contiguous();
+                    assert_eq!(layout, heads_in_rows, "{case}");
+                }
             }
         }
     }

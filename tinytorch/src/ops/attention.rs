@@ -7,11 +7,11 @@
 //! take, the same maths composed of tensor ops.
 
 use crate::autograd::needs_grad;
-use crate::backend::{AttnConfig, AttnOperand, Storage};
+use crate::backend::{AttnConfig, AttnForward, AttnOperand, Storage};
 use crate::error::{Error, Result};
 use crate::ops::lock_storages;
 use crate::tensor::layout::broadcast_shapes;
-use crate::tensor::{DType, Device, Tensor};
+use crate::tensor::{DType, Device, Layout, Tensor};
 
 const OP: &str = "scaled_dot_product_attention";
 
@@ -121,8 +121,12 @@ impl Tensor {
             .as_ref()
             .is_none_or(|m| !needs_grad(&[m]) && m.device() == q.device());
         if mask_ok {
-            let c = config(&p, is_causal, dropout_p, seed);
-            if let Some(y) = fused(q, key, value, mask.as_ref(), &c, &p)? {
+            let c = Kind {
+                causal: is_causal,
+                dropout: dropout_p,
+                seed,
+            };
+            if let Some(y) = fused(q, key, value, mask.as_ref(), c, &p)? {
                 return Ok(y);
             }
             // Kernels that compute in f32 only (the CPU's) take half types widened, rounding
@@ -130,7 +134,7 @@ impl Tensor {
             if matches!(q.dtype(), DType::F16 | DType::BF16) {
                 let up = |t: &Tensor| t.to_dtype(DType::F32);
                 let m32 = mask.as_ref().map(up).transpose()?;
-                if let Some(y) = fused(&up(q)?, &up(key)?, &up(value)?, m32.as_ref(), &c, &p)? {
+                if let Some(y) = fused(&up(q)?, &up(key)?, &up(value)?, m32.as_ref(), c, &p)? {
                     return y.to_dtype(q.dtype());
                 }
             }
@@ -238,9 +242,67 @@ fn operand_view(t: &Tensor, batch: &[usize]) -> Result<Tensor> {
     t.broadcast_to(&shape)
 }
 
-/// The kernels' description of the problem.
-fn config(p: &Plan, causal: bool, dropout: f64, seed: u64) -> AttnConfig {
-    let d = p.dims;
+/// How many heads a result laid out like `view` (an operand view from [`operand_view`])
+/// interleaves in each row: the last batch dim's size when that dim steps inside the rows
+/// (`(B, L, H, E)` memory seen as `(B, H, L, E)`, as the heads of a QKV projection are), so
+/// that the result's `transpose(-3, -2)` is contiguous as the operand's was; 1 (contiguous
+/// `(bh, rows, f)`) otherwise.
+fn interleaved_heads(view: &Tensor) -> usize {
+    let (shape, strides) = (view.shape(), view.stride());
+    let n = shape.len();
+    if n < 3 || shape[n - 3] < 2 || shape[n - 2] < 2 {
+        return 1;
+    }
+    let (head_stride, row_stride) = (strides[n - 3], strides[n - 2]);
+    if head_stride != 0 && head_stride < row_stride {
+        shape[n - 3]
+    } else {
+        1
+    }
+}
+
+/// A kernel's result `(batch..., rows, f)` laid out with `heads` interleaved in each row (see
+/// [`interleaved_heads`]) as a tensor.
+fn result_tensor(data: Storage, batch: &[usize], rows: usize, f: usize, heads: usize) -> Tensor {
+    let mut shape = batch.to_vec();
+    shape.extend([rows, f]);
+    if heads == 1 {
+        return Tensor::from_contiguous(data, &shape);
+    }
+    // Memory (outer..., rows, heads, f): strides from the innermost out.
+    let n = shape.len();
+    let mut strides = vec![0; n];
+    strides[n - 1] = 1;
+    strides[n - 3] = f;
+    strides[n - 2] = heads * f;
+    let mut step = rows * heads * f;
+    for d in (0..n - 3).rev() {
+        strides[d] = step;
+        step *= shape[d];
+    }
+    Tensor::from_storage(data, Layout::from_parts(shape, strides, 0))
+}
+
+/// What the scores see besides the operands: the causal rule and dropout.
+#[derive(Clone, Copy)]
+struct Kind {
+    causal: bool,
+    dropout: f64,
+    seed: u64,
+}
+
+/// The kernels' description of the problem; `views` are the operand views, whose layouts
+/// the output's and the gradients' follow.
+fn config(p: &Plan, kind: Kind, views: &[Tensor; 3]) -> AttnConfig {
+    let (
+        d,
+        Kind {
+            causal,
+            dropout,
+            seed,
+        },
+    ) = (p.dims, kind);
+    let heads = views.each_ref().map(interleaved_heads);
     AttnConfig {
         bh: d.bh,
         l: d.l,
@@ -251,6 +313,7 @@ fn config(p: &Plan, causal: bool, dropout: f64, seed: u64) -> AttnConfig {
         causal,
         dropout,
         seed,
+        heads: [heads[0], heads[0], heads[1], heads[2]],
     }
 }
 
@@ -278,7 +341,7 @@ fn fused(
     k: &Tensor,
     v: &Tensor,
     mask: Option<&Tensor>,
-    c: &AttnConfig,
+    kind: Kind,
     p: &Plan,
 ) -> Result<Option<Tensor>> {
     let views = [
@@ -286,18 +349,22 @@ fn fused(
         operand_view(k, &p.batch)?,
         operand_view(v, &p.batch)?,
     ];
+    let c = &config(p, kind, &views);
     let mask = mask.map(|m| m.detach());
     let mut inputs: Vec<&Tensor> = views.iter().collect();
     inputs.extend(mask.as_ref());
     let fwd = with_operands(&inputs, |ops| {
         Storage::attention_forward(ops[0], ops[1], ops[2], ops.get(3).copied(), c)
     })?;
-    let Some((out, lse)) = fwd else {
+    let Some(AttnForward {
+        out,
+        heads,
+        saved: lse,
+    }) = fwd
+    else {
         return Ok(None);
     };
-    let mut out_shape = p.batch.clone();
-    out_shape.extend([c.l, c.ev]);
-    let result = Tensor::from_contiguous(out, &out_shape);
+    let result = result_tensor(out, &p.batch, c.l, c.ev, heads);
     if !needs_grad(&[q, k, v]) {
         return Ok(Some(result));
     }
@@ -327,18 +394,17 @@ fn fused(
                 &c,
             )
         })?;
-        let grad = |data: Storage, n: usize, f: usize, want: &[usize]| -> Result<Tensor> {
-            let mut shape = batch.clone();
-            shape.extend([n, f]);
+        let [hq, hk, hv] = grads.heads;
+        let grad = |data: Storage, n: usize, f: usize, heads: usize, want: &[usize]| {
             // Reduce over the dims a broadcast input was expanded along.
-            Tensor::from_contiguous(data, &shape)
+            result_tensor(data, &batch, n, f, heads)
                 .first_order_only(OP, &[&g, qv, kv, vv])
                 .sum_to_shape(want)
         };
         Ok(vec![
-            Some(grad(grads.dq, c.l, c.e, &shapes.0)?),
-            Some(grad(grads.dk, c.s, c.e, &shapes.1)?),
-            Some(grad(grads.dv, c.s, c.ev, &shapes.2)?),
+            Some(grad(grads.dq, c.l, c.e, hq, &shapes.0)?),
+            Some(grad(grads.dk, c.s, c.e, hk, &shapes.1)?),
+            Some(grad(grads.dv, c.s, c.ev, hv, &shapes.2)?),
         ])
     })))
 }

@@ -8,10 +8,14 @@
 //! offset per problem and any row stride, features contiguous), so the heads of a fused QKV
 //! projection or the filled part of a KV cache are read in place, never copied. Outputs are
 //! contiguous. Block products go through `gemm`; rayon spreads (head, block) tasks over the
-//! threads.
+//! threads. Results are written in the [`Interleave`] the caller asks for: contiguous
+//! `(BH, L, E)`, or `(B, L, H, E)` with the heads of a row side by side (PyTorch's layout,
+//! the one a QKV projection's heads come in), so that the model's `transpose(1, 2)` and
+//! reshape back to `(B, L, H * E)` are views rather than copies.
 
 use super::float::KernelFloat;
 use super::strided::{wide, Loop};
+use super::sync_ptr::SyncPtr;
 use rayon::prelude::*;
 
 /// Queries per block.
@@ -43,6 +47,103 @@ impl<'a, T> AttnInput<'a, T> {
     /// Problem `b` from row `i` on (to the end of the buffer; `gemm_into` bounds the reads).
     fn at(&self, b: usize, i: usize) -> &'a [T] {
         &self.data[self.base[b] + i * self.row_stride..]
+    }
+}
+
+/// How the kernels lay out a `(bh, rows, f)` result: problem `b`'s row `i` starts at element
+/// `(b / heads) * rows * heads * f + i * heads * f + (b % heads) * f`. `heads = 1` is the
+/// contiguous `(bh, rows, f)`; `heads = H` (the last batch dim) is `(B, rows, H, f)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Interleave {
+    pub heads: usize,
+}
+
+/// Rows being written: row `r` starts at `ptr + r * row_stride`. Copies go to tasks that
+/// write disjoint elements (their own problems, or their own rows of one problem).
+#[derive(Clone, Copy)]
+struct DstRows<T> {
+    ptr: SyncPtr<T>,
+    row_stride: usize,
+}
+
+impl<T> DstRows<T> {
+    /// The rows from row `r` on.
+    ///
+    /// # Safety
+    /// Row `r` lies inside the allocation.
+    unsafe fn at_row(self, r: usize) -> Self {
+        DstRows {
+            ptr: SyncPtr(self.ptr.add(r * self.row_stride)),
+            row_stride: self.row_stride,
+        }
+    }
+}
+
+/// A new `(bh, rows, f)` result buffer laid out as `order` says, and the writer of each
+/// problem's rows.
+struct Results<T> {
+    data: Vec<T>,
+    order: Interleave,
+    rows: usize,
+    f: usize,
+}
+
+impl<T: KernelFloat> Results<T> {
+    /// Zeros (the backward accumulates into them), or uninitialised-then-written for the
+    /// forward, which writes every element.
+    fn zeros(bh: usize, rows: usize, f: usize, order: Interleave) -> Self {
+        assert!(
+            order.heads > 0 && bh.is_multiple_of(order.heads),
+            "attention: {bh} problems do not split into groups of {} heads",
+            order.heads
+        );
+        Results {
+            data: super::allocator::zeros::<T>(bh * rows * f),
+            order,
+            rows,
+            f,
+        }
+    }
+
+    /// The writer of the whole buffer; [`Writer::problem`] gives each problem's rows.
+    fn writer(&mut self) -> Writer<T> {
+        Writer {
+            ptr: SyncPtr(self.data.as_mut_ptr()),
+            len: self.data.len(),
+            order: self.order,
+            rows: self.rows,
+            f: self.f,
+        }
+    }
+}
+
+/// [`Results`] as the tasks write it.
+#[derive(Clone, Copy)]
+struct Writer<T> {
+    ptr: SyncPtr<T>,
+    len: usize,
+    order: Interleave,
+    rows: usize,
+    f: usize,
+}
+
+impl<T> Writer<T> {
+    /// Problem `b`'s rows (`b` below the buffer's problem count).
+    fn problem(self, b: usize) -> DstRows<T> {
+        let h = self.order.heads;
+        let base = (b / h) * self.rows * h * self.f + (b % h) * self.f;
+        // Its last element, (rows - 1) * h * f + f - 1 further, is inside the buffer too.
+        assert!(
+            self.rows == 0
+                || self.f == 0
+                || base + (self.rows - 1) * h * self.f + self.f <= self.len,
+            "attention: problem {b} lies past the result buffer"
+        );
+        DstRows {
+            // SAFETY: `base` is inside the buffer (asserted above).
+            ptr: SyncPtr(unsafe { self.ptr.add(base.min(self.len)) }),
+            row_stride: h * self.f,
+        }
     }
 }
 
@@ -102,15 +203,30 @@ fn splitmix(x: u64) -> u64 {
     z ^ (z >> 31)
 }
 
-/// `dst (m x n, row stride ldd) = [dst +] beta * a (m x k) * b (k x n)`; each operand given
-/// as (slice, row stride, column stride).
+/// A destination of [`gemm_into`] in a slice: `(slice, row stride)`, bounds-checked.
+fn in_slice<T>(dst: &mut [T], m: usize, n: usize, ldd: usize) -> DstRows<T> {
+    assert!(
+        m == 0 || n == 0 || dst.len() >= (m - 1) * ldd + n,
+        "attention: gemm destination too small"
+    );
+    DstRows {
+        ptr: SyncPtr(dst.as_mut_ptr()),
+        row_stride: ldd,
+    }
+}
+
+/// `dst (m x n) = [dst +] beta * a (m x k) * b (k x n)`; each operand given as (slice, row
+/// stride, column stride).
+///
+/// # Safety
+/// `dst`'s `m` rows of `n` elements lie inside one allocation, and no other task touches
+/// them meanwhile.
 #[allow(clippy::too_many_arguments)]
-fn gemm_into<T: KernelFloat>(
+unsafe fn gemm_into<T: KernelFloat>(
     m: usize,
     n: usize,
     k: usize,
-    dst: &mut [T],
-    ldd: usize,
+    dst: DstRows<T>,
     accumulate: bool,
     a: (&[T], usize, usize),
     b: (&[T], usize, usize),
@@ -119,18 +235,15 @@ fn gemm_into<T: KernelFloat>(
     if m == 0 || n == 0 {
         return;
     }
+    let ldd = dst.row_stride;
     if k == 0 {
         if !accumulate {
             for r in 0..m {
-                dst[r * ldd..r * ldd + n].fill(T::of(0.0));
+                std::slice::from_raw_parts_mut(dst.ptr.add(r * ldd), n).fill(T::of(0.0));
             }
         }
         return;
     }
-    assert!(
-        dst.len() >= (m - 1) * ldd + n,
-        "attention: gemm destination too small"
-    );
     assert!(
         a.0.len() > (m - 1) * a.1 + (k - 1) * a.2,
         "attention: gemm lhs too small"
@@ -139,13 +252,14 @@ fn gemm_into<T: KernelFloat>(
         b.0.len() > (k - 1) * b.1 + (n - 1) * b.2,
         "attention: gemm rhs too small"
     );
-    // SAFETY: the asserts above bound every element gemm touches inside its slice.
+    // SAFETY: the asserts above bound every element gemm reads inside its slice; the
+    // caller vouches for the destination.
     unsafe {
         gemm::gemm(
             m,
             n,
             k,
-            dst.as_mut_ptr(),
+            dst.ptr.0,
             1,
             ldd as isize,
             accumulate,
@@ -178,17 +292,19 @@ fn scores<T: KernelFloat>(
     (j0, cols): (usize, usize),
     sc: &mut [T],
 ) {
-    gemm_into(
-        rows,
-        cols,
-        d.e,
-        sc,
-        cols,
-        false,
-        (q.at(b, i0), q.row_stride, 1),
-        (k.at(b, j0), 1, k.row_stride),
-        o.scale,
-    );
+    // SAFETY: `in_slice` checked that `sc` holds the rows x cols block.
+    unsafe {
+        gemm_into(
+            rows,
+            cols,
+            d.e,
+            in_slice(sc, rows, cols, cols),
+            false,
+            (q.at(b, i0), q.row_stride, 1),
+            (k.at(b, j0), 1, k.row_stride),
+            o.scale,
+        )
+    };
     for r in 0..rows {
         let i = i0 + r;
         let row = &mut sc[r * cols..(r + 1) * cols];
@@ -216,32 +332,34 @@ fn exp_shifted(x: f64, m: f64) -> f64 {
     }
 }
 
-/// Forward: the output `(BH, L, Ev)` and each row's log-sum-exp `(BH, L)` (saved for the
-/// backward; -inf for a row whose every key is masked, whose output is 0 as in PyTorch's
-/// SDPA).
+/// Forward: the output `(BH, L, Ev)`, laid out as `order` says, and each row's log-sum-exp
+/// `(BH, L)` (saved for the backward; -inf for a row whose every key is masked, whose
+/// output is 0 as in PyTorch's SDPA).
 pub fn forward<T: KernelFloat>(
     q: AttnInput<T>,
     k: AttnInput<T>,
     v: AttnInput<T>,
     d: AttnDims,
     o: &AttnOptions<T>,
+    order: Interleave,
 ) -> (Vec<T>, Vec<T>) {
-    let mut out = super::allocator::zeros::<T>(d.bh * d.l * d.ev);
+    let mut out = Results::zeros(d.bh, d.l, d.ev, order);
+    let writer = out.writer();
     let mut lse = vec![T::of(f64::NEG_INFINITY); d.bh * d.l];
     // Chunk by head, then by query block within the head.
-    out.par_chunks_mut(d.l * d.ev)
-        .zip(lse.par_chunks_mut(d.l))
-        .enumerate()
-        .for_each(|(b, (out_h, lse_h))| {
-            out_h
-                .par_chunks_mut(BLOCK_Q * d.ev)
-                .zip(lse_h.par_chunks_mut(BLOCK_Q))
-                .enumerate()
-                .for_each(|(qb, (out_blk, lse_blk))| {
-                    forward_block([q, k, v], &d, o, b, qb * BLOCK_Q, out_blk, lse_blk)
-                });
-        });
-    (out, lse)
+    lse.par_chunks_mut(d.l).enumerate().for_each(|(b, lse_h)| {
+        lse_h
+            .par_chunks_mut(BLOCK_Q)
+            .enumerate()
+            .for_each(|(qb, lse_blk)| {
+                let i0 = qb * BLOCK_Q;
+                // SAFETY: row i0 < l of problem b; this task alone writes rows
+                // i0..i0 + lse_blk.len() of it.
+                let out_blk = unsafe { writer.problem(b).at_row(i0) };
+                forward_block([q, k, v], &d, o, b, i0, out_blk, lse_blk)
+            });
+    });
+    (out.data, lse)
 }
 
 /// Lanes of the row loops below: one AVX-512 vector of f32. Independent accumulators let
@@ -317,7 +435,7 @@ fn forward_block<T: KernelFloat>(
     o: &AttnOptions<T>,
     b: usize,
     i0: usize,
-    out_blk: &mut [T],
+    out_blk: DstRows<T>,
     lse_blk: &mut [T],
 ) {
     let rows = lse_blk.len();
@@ -364,23 +482,27 @@ fn forward_block<T: KernelFloat>(
                 }
             }
         }
-        gemm_into(
-            rows,
-            d.ev,
-            cols,
-            &mut acc,
-            d.ev,
-            true,
-            (&sc, cols, 1),
-            (v.at(b, j0), v.row_stride, 1),
-            1.0,
-        );
+        // SAFETY: `in_slice` checked that `acc` holds the rows x ev block.
+        unsafe {
+            gemm_into(
+                rows,
+                d.ev,
+                cols,
+                in_slice(&mut acc, rows, d.ev, d.ev),
+                true,
+                (&sc, cols, 1),
+                (v.at(b, j0), v.row_stride, 1),
+                1.0,
+            )
+        };
         j0 += cols;
     }
     for r in 0..rows {
         let inv = if l[r] > 0.0 { 1.0 / l[r] } else { 0.0 };
-        for e in 0..d.ev {
-            out_blk[r * d.ev + e] = T::of(acc[r * d.ev + e].f64() * inv);
+        // SAFETY: this task owns these rows of the output (see `forward`).
+        let out_row = unsafe { std::slice::from_raw_parts_mut(out_blk.at_row(r).ptr.0, d.ev) };
+        for (e, x) in out_row.iter_mut().enumerate() {
+            *x = T::of(acc[r * d.ev + e].f64() * inv);
         }
         lse_blk[r] = T::of(if l[r] > 0.0 {
             m[r] + l[r].ln()
@@ -391,29 +513,31 @@ fn forward_block<T: KernelFloat>(
 }
 
 /// Backward: gradients of q, k and v from the upstream gradient `dout` of the output, with
-/// the forward's `out` and `lse`.
+/// the forward's `out` and `lse`; each gradient laid out as `orders` says.
 #[allow(clippy::too_many_arguments)]
 pub fn backward<T: KernelFloat>(
     [q, k, v]: [AttnInput<T>; 3],
-    out: &[T],
+    out: AttnInput<T>,
     lse: &[T],
     dout: AttnInput<T>,
     d: AttnDims,
     o: &AttnOptions<T>,
+    orders: [Interleave; 3],
 ) -> (Vec<T>, Vec<T>, Vec<T>) {
     // D_i = sum_e dout[i, e] * out[i, e]: the row term of softmax's backward.
     let delta: Vec<f64> = (0..d.bh * d.l)
         .map(|r| {
             let (a, b) = (
-                &out[r * d.ev..(r + 1) * d.ev],
+                &out.at(r / d.l, r % d.l)[..d.ev],
                 &dout.at(r / d.l, r % d.l)[..d.ev],
             );
             a.iter().zip(b).map(|(x, y)| x.f64() * y.f64()).sum()
         })
         .collect();
-    let mut dq = super::allocator::zeros::<T>(d.bh * d.l * d.e);
-    let mut dk = super::allocator::zeros::<T>(d.bh * d.s * d.e);
-    let mut dv = super::allocator::zeros::<T>(d.bh * d.s * d.ev);
+    let mut dq = Results::zeros(d.bh, d.l, d.e, orders[0]);
+    let mut dk = Results::zeros(d.bh, d.s, d.e, orders[1]);
+    let mut dv = Results::zeros(d.bh, d.s, d.ev, orders[2]);
+    let (dq_w, dk_w, dv_w) = (dq.writer(), dk.writer(), dv.writer());
     let ctx = BackwardCtx {
         q,
         k,
@@ -424,37 +548,34 @@ pub fn backward<T: KernelFloat>(
         d,
         o,
     };
+    // SAFETY (all three passes): each task writes only its own problem's rows, or its own
+    // block of rows of one problem, of each result.
     if d.s <= BLOCK_K {
         // One key block per head: each block's probabilities serve dK, dV and dQ at once
         // (the passes below would compute them twice), one task per head.
-        dq.par_chunks_mut(d.l * d.e)
-            .zip(dk.par_chunks_mut(d.s * d.e))
-            .zip(dv.par_chunks_mut(d.s * d.ev))
-            .enumerate()
-            .for_each(|(b, ((dq_h, dk_h), dv_h))| ctx.key_block(b, 0, dk_h, dv_h, Some(dq_h)));
-        return (dq, dk, dv);
+        (0..d.bh).into_par_iter().for_each(|b| unsafe {
+            let dkv = (dk_w.problem(b), dv_w.problem(b));
+            ctx.key_block(b, (0, d.s), dkv, Some(dq_w.problem(b)))
+        });
+        return (dq.data, dk.data, dv.data);
     }
     // dK and dV: one task per head and key block, looping over the query blocks.
-    dk.par_chunks_mut(d.s * d.e)
-        .zip(dv.par_chunks_mut(d.s * d.ev))
-        .enumerate()
-        .for_each(|(b, (dk_h, dv_h))| {
-            dk_h.par_chunks_mut(BLOCK_K * d.e)
-                .zip(dv_h.par_chunks_mut(BLOCK_K * d.ev))
-                .enumerate()
-                .for_each(|(kb, (dk_blk, dv_blk))| {
-                    ctx.key_block(b, kb * BLOCK_K, dk_blk, dv_blk, None)
-                });
-        });
+    let key_blocks = d.s.div_ceil(BLOCK_K);
+    (0..d.bh * key_blocks).into_par_iter().for_each(|t| unsafe {
+        let (b, j0) = (t / key_blocks, (t % key_blocks) * BLOCK_K);
+        let dkv = (dk_w.problem(b).at_row(j0), dv_w.problem(b).at_row(j0));
+        ctx.key_block(b, (j0, BLOCK_K.min(d.s - j0)), dkv, None)
+    });
     // dQ: one task per head and query block, looping over the key blocks.
-    dq.par_chunks_mut(d.l * d.e)
-        .enumerate()
-        .for_each(|(b, dq_h)| {
-            dq_h.par_chunks_mut(BLOCK_Q * d.e)
-                .enumerate()
-                .for_each(|(qb, dq_blk)| ctx.query_block(b, qb * BLOCK_Q, dq_blk));
+    let query_blocks = d.l.div_ceil(BLOCK_Q);
+    (0..d.bh * query_blocks)
+        .into_par_iter()
+        .for_each(|t| unsafe {
+            let (b, i0) = (t / query_blocks, (t % query_blocks) * BLOCK_Q);
+            let rows = BLOCK_Q.min(d.l - i0);
+            ctx.query_block(b, (i0, rows), dq_w.problem(b).at_row(i0))
         });
-    (dq, dk, dv)
+    (dq.data, dk.data, dv.data)
 }
 
 /// What both backward passes read.
@@ -484,17 +605,19 @@ impl<T: KernelFloat> BackwardCtx<'_, T> {
         let d = &self.d;
         scores(self.q, self.k, d, self.o, b, (i0, rows), (j0, cols), p);
         // dP' = dO V^T (the gradient of the dropped-out weights).
-        gemm_into(
-            rows,
-            cols,
-            d.ev,
-            dp,
-            cols,
-            false,
-            (self.dout.at(b, i0), self.dout.row_stride, 1),
-            (self.v.at(b, j0), 1, self.v.row_stride),
-            1.0,
-        );
+        // SAFETY: `in_slice` checked that `dp` holds the rows x cols block.
+        unsafe {
+            gemm_into(
+                rows,
+                cols,
+                d.ev,
+                in_slice(dp, rows, cols, cols),
+                false,
+                (self.dout.at(b, i0), self.dout.row_stride, 1),
+                (self.v.at(b, j0), 1, self.v.row_stride),
+                1.0,
+            )
+        };
         for r in 0..rows {
             let i = i0 + r;
             let lse = self.lse[b * d.l + i];
@@ -522,19 +645,20 @@ impl<T: KernelFloat> BackwardCtx<'_, T> {
         }
     }
 
-    /// dK and dV of keys `j0..` (as many as `dk_blk` holds) of head `b`, over every query
-    /// block that sees them; with `dq_h`, also head `b`'s whole dQ (when these are all of its
-    /// keys).
-    fn key_block(
+    /// dK and dV of keys `j0..j0 + cols` of head `b` (written from their first rows on), over
+    /// every query block that sees them; with `dq_h`, also head `b`'s whole dQ (when these
+    /// are all of its keys).
+    ///
+    /// # Safety
+    /// The destinations hold those rows, and no other task writes them meanwhile.
+    unsafe fn key_block(
         &self,
         b: usize,
-        j0: usize,
-        dk_blk: &mut [T],
-        dv_blk: &mut [T],
-        mut dq_h: Option<&mut [T]>,
+        (j0, cols): (usize, usize),
+        (dk_blk, dv_blk): (DstRows<T>, DstRows<T>),
+        dq_h: Option<DstRows<T>>,
     ) {
         let d = &self.d;
-        let cols = dk_blk.len() / d.e;
         let mut p = vec![T::of(0.0); BLOCK_Q * cols];
         let mut ds = vec![T::of(0.0); BLOCK_Q * cols];
         // Under the causal rule, query rows before j0 see none of these keys.
@@ -550,7 +674,6 @@ impl<T: KernelFloat> BackwardCtx<'_, T> {
                 d.ev,
                 rows,
                 dv_blk,
-                d.ev,
                 true,
                 (p, 1, cols),
                 (self.dout.at(b, i0), self.dout.row_stride, 1),
@@ -561,20 +684,18 @@ impl<T: KernelFloat> BackwardCtx<'_, T> {
                 d.e,
                 rows,
                 dk_blk,
-                d.e,
                 true,
                 (ds, 1, cols),
                 (self.q.at(b, i0), self.q.row_stride, 1),
                 self.o.scale,
             );
-            if let Some(dq) = dq_h.as_deref_mut() {
+            if let Some(dq) = dq_h {
                 // dQ = scale * dS K.
                 gemm_into(
                     rows,
                     d.e,
                     cols,
-                    &mut dq[i0 * d.e..],
-                    d.e,
+                    dq.at_row(i0),
                     false,
                     (ds, cols, 1),
                     (self.k.at(b, j0), self.k.row_stride, 1),
@@ -585,9 +706,12 @@ impl<T: KernelFloat> BackwardCtx<'_, T> {
         }
     }
 
-    fn query_block(&self, b: usize, i0: usize, dq_blk: &mut [T]) {
+    /// dQ of query rows `i0..i0 + rows` of head `b`, over every key block they see.
+    ///
+    /// # Safety
+    /// `dq_blk` holds those rows, and no other task writes them meanwhile.
+    unsafe fn query_block(&self, b: usize, (i0, rows): (usize, usize), dq_blk: DstRows<T>) {
         let d = &self.d;
-        let rows = dq_blk.len() / d.e;
         let mut p = vec![T::of(0.0); rows * BLOCK_K];
         let mut ds = vec![T::of(0.0); rows * BLOCK_K];
         let last_visible = self.o.visible(i0 + rows - 1, d.s);
@@ -602,7 +726,6 @@ impl<T: KernelFloat> BackwardCtx<'_, T> {
                 d.e,
                 cols,
                 dq_blk,
-                d.e,
                 true,
                 (ds, cols, 1),
                 (self.k.at(b, j0), self.k.row_stride, 1),

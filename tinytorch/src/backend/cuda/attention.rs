@@ -432,6 +432,7 @@ mod tests {
             causal: false,
             dropout: 0.0,
             seed: 0,
+            heads: [1; 4],
         };
         assert!(!supports(DType::F64, &c, 0));
         assert!(supports(DType::F32, &AttnConfig { e: 64, ev: 64, ..c }, 2));

@@ -5,7 +5,9 @@
 //! contiguous; the mask is additive and of the query's dtype. Both keep each query row's
 //! log-sum-exp for the backward.
 
-use crate::backend::cpu::attention::{self as cpu, AttnDims, AttnInput, AttnMask, AttnOptions};
+use crate::backend::cpu::attention::{
+    self as cpu, AttnDims, AttnInput, AttnMask, AttnOptions, Interleave,
+};
 use crate::backend::cpu::float::KernelFloat;
 use crate::backend::{CpuElement, Storage};
 use crate::base::{DType, Layout};
@@ -35,6 +37,11 @@ pub struct AttnConfig {
     pub dropout: f64,
     /// Seed of the dropout mask: the same mask on every device for one seed.
     pub seed: u64,
+    /// The layout asked of the output and of the query's, key's and value's gradients: the
+    /// number of heads (the last batch dim) interleaved in each row, `(B, rows, H, f)`, or 1
+    /// for contiguous `(bh, rows, f)`. A device may answer contiguous instead (the results
+    /// say which they are).
+    pub heads: [usize; 4],
 }
 
 /// A `(batch..., rows, cols)` operand: a buffer and the view of it that a kernel reads (the
@@ -57,7 +64,7 @@ enum Lse {
     Cuda(crate::backend::CudaStorage),
 }
 
-/// The gradients of the three operands, contiguous `(bh, l, e)`, `(bh, s, e)`, `(bh, s, ev)`.
+/// The gradients of the three operands, `(bh, l, e)`, `(bh, s, e)`, `(bh, s, ev)`.
 pub struct AttnGrads {
     /// Of the queries.
     pub dq: Storage,
@@ -65,19 +72,32 @@ pub struct AttnGrads {
     pub dk: Storage,
     /// Of the values.
     pub dv: Storage,
+    /// How each is laid out: the heads interleaved in a row (see [`AttnConfig::heads`]).
+    pub heads: [usize; 3],
+}
+
+/// The forward's output `(bh, l, ev)`, with its layout (heads interleaved in a row, see
+/// [`AttnConfig::heads`]), and what the backward needs.
+pub struct AttnForward {
+    /// The output.
+    pub out: Storage,
+    /// Its layout.
+    pub heads: usize,
+    /// What the backward needs.
+    pub saved: AttnSaved,
 }
 
 impl Storage {
-    /// `softmax(q k^T * scale + mask) v` per problem: the output, contiguous `(bh, l, ev)`
-    /// of the query's dtype, and what the backward needs. `Ok(None)` where the device has no
-    /// kernel for this problem (a dtype, an empty dim or a head too wide).
+    /// `softmax(q k^T * scale + mask) v` per problem: the output `(bh, l, ev)` of the query's
+    /// dtype, and what the backward needs. `Ok(None)` where the device has no kernel for
+    /// this problem (a dtype, an empty dim or a head too wide).
     pub fn attention_forward(
         q: AttnOperand<'_>,
         k: AttnOperand<'_>,
         v: AttnOperand<'_>,
         mask: Option<AttnOperand<'_>>,
         c: &AttnConfig,
-    ) -> Result<Option<(Storage, AttnSaved)>> {
+    ) -> Result<Option<AttnForward>> {
         match q.storage {
             Storage::Cpu(_) => {
                 let nonempty = c.bh > 0 && c.l > 0 && c.s > 0 && c.e > 0 && c.ev > 0;
@@ -102,13 +122,17 @@ impl Storage {
                     mask.map(cuda_operand).transpose()?,
                     c,
                 )?;
-                Ok(Some((Storage::Cuda(out), AttnSaved(Lse::Cuda(lse)))))
+                Ok(Some(AttnForward {
+                    out: Storage::Cuda(out),
+                    heads: 1,
+                    saved: AttnSaved(Lse::Cuda(lse)),
+                }))
             }
         }
     }
 
     /// The gradients of [`Storage::attention_forward`] from the output's gradient `dout`,
-    /// given the forward's operands, its output (contiguous `(bh, l, ev)`) and what it kept.
+    /// given the forward's operands, its output and what it kept.
     #[allow(clippy::too_many_arguments)]
     pub fn attention_backward(
         [q, k, v]: [AttnOperand<'_>; 3],
@@ -137,6 +161,7 @@ impl Storage {
                     dq: Storage::Cuda(dq),
                     dk: Storage::Cuda(dk),
                     dv: Storage::Cuda(dv),
+                    heads: [1; 3],
                 })
             }
         }
@@ -245,12 +270,24 @@ fn host_operands<'a, T: CpuElement>(
         .collect()
 }
 
+/// An error unless every layout of `c.heads` splits the `bh` problems into whole rows.
+fn check_heads(c: &AttnConfig) -> Result<()> {
+    match c.heads.iter().find(|&&h| h == 0 || !c.bh.is_multiple_of(h)) {
+        Some(h) => Err(Error::invalid(
+            OP,
+            format!("{} problems do not split into rows of {h} heads", c.bh),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn cpu_forward<T: KernelFloat>(
     qkv: [AttnOperand<'_>; 3],
     mask: Option<AttnOperand<'_>>,
     c: &AttnConfig,
     keep: fn(Vec<T>) -> Lse,
-) -> Result<(Storage, AttnSaved)> {
+) -> Result<AttnForward> {
+    check_heads(c)?;
     let h = host_operands::<T>(&qkv, &["query", "key", "value"], c.bh)?;
     let mask = mask
         .map(|m| HostOperand::of(m, c.bh, "attn_mask"))
@@ -261,8 +298,13 @@ fn cpu_forward<T: KernelFloat>(
         h[2].input(),
         dims(c),
         &options(c, mask.as_ref()),
+        Interleave { heads: c.heads[0] },
     );
-    Ok((super::host(out), AttnSaved(keep(lse))))
+    Ok(AttnForward {
+        out: super::host(out),
+        heads: c.heads[0],
+        saved: AttnSaved(keep(lse)),
+    })
 }
 
 fn cpu_backward<T: KernelFloat>(
@@ -273,30 +315,28 @@ fn cpu_backward<T: KernelFloat>(
     lse: &[T],
     c: &AttnConfig,
 ) -> Result<AttnGrads> {
+    check_heads(c)?;
     let h = host_operands::<T>(&qkv, &["query", "key", "value"], c.bh)?;
     let g = HostOperand::<T>::of(dout, c.bh, "output gradient")?;
     let mask = mask
         .map(|m| HostOperand::of(m, c.bh, "attn_mask"))
         .transpose()?;
-    // The output is the forward's contiguous `(bh, l, ev)` buffer.
     let out = HostOperand::<T>::of(out, c.bh, "output")?;
-    let n = c.bh * c.l * c.ev;
-    let out_data = out
-        .data
-        .get(out.base[0]..out.base[0] + n)
-        .ok_or_else(|| Error::shape(OP, "the saved output is shorter than the problem"))?;
+    let [_, hq, hk, hv] = c.heads;
     let (dq, dk, dv) = cpu::backward(
         [h[0].input(), h[1].input(), h[2].input()],
-        out_data,
+        out.input(),
         lse,
         g.input(),
         dims(c),
         &options(c, mask.as_ref()),
+        [hq, hk, hv].map(|heads| Interleave { heads }),
     );
     Ok(AttnGrads {
         dq: super::host(dq),
         dk: super::host(dk),
         dv: super::host(dv),
+        heads: [hq, hk, hv],
     })
 }
 
