@@ -156,17 +156,10 @@ impl Tensor {
         if !fits {
             return Ok(None);
         }
-        let (sa, k, n) = (self.shape(), other.shape()[0], other.shape()[1]);
-        let rows = numel(&sa[..sa.len() - 1]);
-        let Some(a2) = self.layout().view_as(&[rows, k]) else {
+        let Some((a_l, b_l)) = folded_rows(self, other) else {
             return Ok(None);
         };
-        let a_l = Layout::from_parts(
-            vec![1, rows, k],
-            [&[0][..], a2.strides()].concat(),
-            a2.offset(),
-        );
-        let b_l = other.layout().unsqueeze(0);
+        let (sa, n) = (self.shape(), other.shape()[1]);
         let (a, b) = (self.detach(), other.detach());
         let stored = super::with_spans(&[Some(bias)], |spans| {
             let bias = spans[0].expect("the bias is present");
@@ -183,17 +176,10 @@ impl Tensor {
         if other.ndim() != 2 || self.ndim() < 3 {
             return Ok(None);
         }
-        let (sa, k, n) = (self.shape(), other.shape()[0], other.shape()[1]);
-        let rows = numel(&sa[..sa.len() - 1]);
-        let Some(a2) = self.layout().view_as(&[rows, k]) else {
+        let Some((a_l, b_l)) = folded_rows(self, other) else {
             return Ok(None);
         };
-        let a_l = Layout::from_parts(
-            vec![1, rows, k],
-            [&[0][..], a2.strides()].concat(),
-            a2.offset(),
-        );
-        let b_l = other.layout().unsqueeze(0);
+        let (sa, n) = (self.shape(), other.shape()[1]);
         let out = product(self, a_l, other, b_l)?;
         let shape = [batch, &[sa[sa.len() - 2], n]].concat();
         Ok(Some(out.view_with_layout(Layout::contiguous(&shape))))
@@ -344,6 +330,20 @@ impl Tensor {
             Ok(vec![ga, gb])
         }))
     }
+}
+
+/// The kernel layouts of `a (..., m, k) x b (k, n)` as one `(1, rows, k) x (1, k, n)`
+/// product, when `a`'s leading dims merge with its rows into one stride; `None` otherwise.
+fn folded_rows(a: &Tensor, b: &Tensor) -> Option<(Layout, Layout)> {
+    let (sa, k) = (a.shape(), b.shape()[0]);
+    let rows = numel(&sa[..sa.len() - 1]);
+    let a2 = a.layout().view_as(&[rows, k])?;
+    let a_l = Layout::from_parts(
+        vec![1, rows, k],
+        [&[0][..], a2.strides()].concat(),
+        a2.offset(),
+    );
+    Some((a_l, b.layout().unsqueeze(0)))
 }
 
 /// Records the graph node of the product `out = a @ b (+ bias)` when an operand needs a
