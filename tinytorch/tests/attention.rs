@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::max_diff;
+use common::{max_diff, poison_cached_buffer};
 use std::sync::{Mutex, MutexGuard};
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::{manual_seed, DType, Device, Tensor};
@@ -92,6 +92,38 @@ fn fused_kernel_matches_the_composite_path_on_long_sequences() {
                     assert_eq!(layout, heads_in_rows, "{case}");
                 }
             }
+        }
+    }
+}
+
+#[test]
+fn buffers_left_unzeroed_are_wholly_written() {
+    // The output and, with one key block, dQ skip the memset: cached NaN buffers of their
+    // sizes must come back overwritten (in both layouts, causal or not).
+    let _rng = rng_lock();
+    manual_seed(3);
+    for (heads_in_rows, causal) in [(false, false), (true, true)] {
+        let operand = |n: usize, f: usize| match heads_in_rows {
+            false => randn(&[2, 4, n, f], DType::F32),
+            true => randn(&[2, n, 4, f], DType::F32).transpose(1, 2).unwrap(),
+        };
+        // Sizes past the cache's smallest buffer (128 KiB).
+        let (q, k, v) = (operand(520, 16), operand(90, 16), operand(90, 8));
+        for len in [2 * 4 * 520 * 8, 2 * 4 * 520 * 16] {
+            assert!(len * 4 >= tinytorch::backend::cpu::allocator::MIN_BYTES);
+            poison_cached_buffer(DType::F32, len);
+        }
+        manual_seed(5);
+        let fused = run(&q, &k, &v, causal, false);
+        manual_seed(5);
+        let reference = run(&q, &k, &v, causal, true);
+        for (a, b) in fused.iter().zip(&reference) {
+            let diff = max_diff(a, b);
+            assert!(
+                diff < 2e-5,
+                "heads in rows {heads_in_rows}: {diff} {:?}",
+                a.shape()
+            );
         }
     }
 }

@@ -3,6 +3,9 @@
 //! RMS norm in every float dtype), f64 gradient checks, running-statistics updates, eval
 //! mode, state-dict names and errors.
 
+mod common;
+
+use common::{max_diff, poison_cached_buffer};
 use std::collections::BTreeMap;
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::io::load_safetensors;
@@ -621,4 +624,35 @@ fn norm_errors_name_the_op_and_shapes() {
         msg.contains("layer_norm") && msg.contains("floating"),
         "{msg}"
     );
+}
+
+#[test]
+fn layer_norm_writes_every_element_of_unzeroed_buffers() {
+    // The forward's output and the backward's dx skip the memset: cached NaN buffers of
+    // their size must come back overwritten.
+    // A size past the cache's smallest buffer (128 KiB).
+    assert!(512 * 96 * 4 >= tinytorch::backend::cpu::allocator::MIN_BYTES);
+    let x = Tensor::randn(&[512, 96], DType::F32, tinytorch::Device::Cpu).unwrap();
+    let (w, b) = (
+        x.narrow(0, 0, 1).unwrap().reshape(&[96]).unwrap(),
+        x.narrow(0, 1, 1).unwrap().reshape(&[96]).unwrap(),
+    );
+    let run = |poison: bool| {
+        let x = x.detach().requires_grad_(true).unwrap();
+        if poison {
+            poison_cached_buffer(DType::F32, 512 * 96);
+        }
+        let y = layer_norm(&x, &[96], Some(&w), Some(&b), 1e-5).unwrap();
+        if poison {
+            poison_cached_buffer(DType::F32, 512 * 96);
+        }
+        y.mul(&y).unwrap().sum_all().unwrap().backward().unwrap();
+        (y.detach(), x.grad().unwrap())
+    };
+    let ((y1, g1), (y2, g2)) = (run(true), run(false));
+    for t in [&y1, &g1] {
+        assert!(t.to_vec_f64().unwrap().iter().all(|v| v.is_finite()));
+    }
+    assert_eq!(max_diff(&y1, &y2), 0.0);
+    assert_eq!(max_diff(&g1, &g2), 0.0);
 }

@@ -89,16 +89,20 @@ struct Results<T> {
 }
 
 impl<T: KernelFloat> Results<T> {
-    /// Zeros (the backward accumulates into them), or uninitialised-then-written for the
-    /// forward, which writes every element.
-    fn zeros(bh: usize, rows: usize, f: usize, order: Interleave) -> Self {
+    /// A buffer of zeros where the kernel accumulates into it (`zeroed`), else of any values
+    /// (the kernel writes every element).
+    fn new(bh: usize, rows: usize, f: usize, order: Interleave, zeroed: bool) -> Self {
         assert!(
             order.heads > 0 && bh.is_multiple_of(order.heads),
             "attention: {bh} problems do not split into groups of {} heads",
             order.heads
         );
+        let len = bh * rows * f;
         Results {
-            data: super::allocator::zeros::<T>(bh * rows * f),
+            data: match zeroed {
+                true => super::allocator::zeros::<T>(len),
+                false => super::allocator::scratch::<T>(len),
+            },
             order,
             rows,
             f,
@@ -343,7 +347,8 @@ pub fn forward<T: KernelFloat>(
     o: &AttnOptions<T>,
     order: Interleave,
 ) -> (Vec<T>, Vec<T>) {
-    let mut out = Results::zeros(d.bh, d.l, d.ev, order);
+    // Every output row is written once, at the end of its query block.
+    let mut out = Results::new(d.bh, d.l, d.ev, order, false);
     let writer = out.writer();
     let mut lse = vec![T::of(f64::NEG_INFINITY); d.bh * d.l];
     // Chunk by head, then by query block within the head.
@@ -534,9 +539,12 @@ pub fn backward<T: KernelFloat>(
             a.iter().zip(b).map(|(x, y)| x.f64() * y.f64()).sum()
         })
         .collect();
-    let mut dq = Results::zeros(d.bh, d.l, d.e, orders[0]);
-    let mut dk = Results::zeros(d.bh, d.s, d.e, orders[1]);
-    let mut dv = Results::zeros(d.bh, d.s, d.ev, orders[2]);
+    // dK and dV accumulate over query blocks; dQ over key blocks, except where one key
+    // block writes each of its rows once.
+    let one_key_block = d.s <= BLOCK_K;
+    let mut dq = Results::new(d.bh, d.l, d.e, orders[0], !one_key_block);
+    let mut dk = Results::new(d.bh, d.s, d.e, orders[1], true);
+    let mut dv = Results::new(d.bh, d.s, d.ev, orders[2], true);
     let (dq_w, dk_w, dv_w) = (dq.writer(), dk.writer(), dv.writer());
     let ctx = BackwardCtx {
         q,
@@ -550,7 +558,7 @@ pub fn backward<T: KernelFloat>(
     };
     // SAFETY (all three passes): each task writes only its own problem's rows, or its own
     // block of rows of one problem, of each result.
-    if d.s <= BLOCK_K {
+    if one_key_block {
         // One key block per head: each block's probabilities serve dK, dV and dQ at once
         // (the passes below would compute them twice), one task per head.
         (0..d.bh).into_par_iter().for_each(|b| unsafe {

@@ -77,7 +77,8 @@ pub fn forward<T: KernelFloat>(
 ) -> (Vec<T>, NormStats<T>) {
     assert!(n > 0 && x.len().is_multiple_of(n), "norm: bad row length");
     let rows = x.len() / n;
-    let mut out = super::allocator::zeros::<T>(x.len());
+    // Every element is written below: no memset.
+    let mut out = super::allocator::scratch::<T>(x.len());
     let mut mean = vec![T::ZERO; rows];
     let mut rstd = vec![T::ZERO; rows];
     let per = rows_per_task(n);
@@ -160,7 +161,8 @@ pub fn backward<T: KernelFloat>(
 ) -> NormGrads<T> {
     let rows = x.len() / n;
     let per = rows_per_task(n);
-    let mut dx = super::allocator::zeros::<T>(if want.x { x.len() } else { 0 });
+    // Every element is written by `dx_row`: no memset.
+    let mut dx = super::allocator::scratch::<T>(if want.x { x.len() } else { 0 });
     // One task's rows: its dx rows (if wanted) and its partial dweight / dbias.
     let task = |r0: usize, nrows: usize, dx_t: &mut [T]| -> (Vec<T>, Vec<T>) {
         let mut dw = vec![T::ZERO; if want.weight { n } else { 0 }];
