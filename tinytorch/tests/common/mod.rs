@@ -45,6 +45,12 @@ pub fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
 /// a buffer it does not wholly write then shows NaNs.
 pub fn poison_cached_buffer(dtype: tinytorch::DType, len: usize) {
     use tinytorch::backend::cpu::{allocator, CpuStorage};
+    let bytes = len * dtype.size_in_bytes();
+    assert!(
+        bytes >= allocator::MIN_BYTES,
+        "{bytes} bytes: the cache keeps only buffers of at least {}",
+        allocator::MIN_BYTES
+    );
     // Asked for once, the size is in demand, so the cache keeps the buffer handed back.
     let storage = match dtype {
         tinytorch::DType::F64 => {
