@@ -655,3 +655,35 @@ fn nan_and_infinity_tests() {
         &[0]
     );
 }
+
+/// GELU's and ReLU's fused backward write the input's gradient over an upstream gradient
+/// that nothing else holds (`w * 1` from `(y * w).sum()`): the same values as the
+/// out-of-place kernel, which a gradient the caller still holds gets (`y.backward(w)`), and
+/// that gradient intact.
+#[test]
+fn activation_backward_in_place_gives_the_out_of_place_gradients() {
+    for dtype in [DType::F32, DType::F64] {
+        for name in ["gelu", "relu"] {
+            let x = Tensor::randn(&[300, 70], dtype, Device::Cpu).unwrap();
+            let w = Tensor::randn(&[300, 70], dtype, Device::Cpu).unwrap();
+            let w_before = w.to_vec_f64().unwrap();
+            let grad = |in_place: bool| {
+                let x = x.detach().requires_grad_(true).unwrap();
+                let y = apply(name, &x).unwrap();
+                if in_place {
+                    y.mul(&w).unwrap().sum_all().unwrap().backward().unwrap();
+                } else {
+                    y.backward_with(Some(&w), false).unwrap();
+                }
+                x.grad().unwrap().to_vec_f64().unwrap()
+            };
+            let (in_place, out_of_place) = (grad(true), grad(false));
+            assert_eq!(in_place, out_of_place, "{name} {dtype}");
+            assert_eq!(
+                w.to_vec_f64().unwrap(),
+                w_before,
+                "{name} {dtype}: the given gradient"
+            );
+        }
+    }
+}

@@ -40,6 +40,23 @@ fn fused_backward(g: &Tensor, s: &Tensor, kind: ActivationGrad) -> Result<Option
     if g.dtype() != s.dtype() || g.shape() != s.shape() || g.device() != s.device() {
         return Ok(None);
     }
+    // An upstream gradient that nothing else holds becomes the input's gradient in place:
+    // one buffer fewer to fill (a memory-bound pass over fresh memory).
+    if g.owns_whole_storage() && !g.shares_storage(s) {
+        let done = {
+            let mut sg = g.storage_mut();
+            Storage::activation_backward_inplace(
+                kind,
+                &mut sg,
+                g.layout(),
+                &s.storage(),
+                s.layout(),
+            )?
+        };
+        if done {
+            return Ok(Some(g.clone()));
+        }
+    }
     let dx = crate::ops::with_storages2(g, s, |sg, ss| {
         Storage::activation_backward(kind, sg, g.layout(), ss, s.layout())
     })?;

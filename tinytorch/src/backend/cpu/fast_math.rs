@@ -165,10 +165,28 @@ pub fn gelu_backward_f32(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
     gelu_backward_f32_portable(g, x, out)
 }
 
+/// GELU's backward in place: `g = g * gelu'(x)` over contiguous f32 slices of one length
+/// (the upstream gradient's buffer becomes the input's gradient: no fresh buffer to fill).
+pub fn gelu_backward_f32_inplace(g: &mut [f32], x: &[f32]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY (both): the CPU has the features the copies are compiled for.
+        if has_avx512() {
+            return unsafe { wide::gelu_backward_inplace_avx512(g, x) };
+        }
+        if has_avx2_fma() {
+            return unsafe { wide::gelu_backward_inplace_avx2(g, x) };
+        }
+    }
+    gelu_backward_f32_inplace_portable(g, x)
+}
+
 /// The portable bodies compiled with wider vector instructions enabled.
 #[cfg(target_arch = "x86_64")]
 mod wide {
-    use super::{gelu_backward_f32_portable, gelu_forward_f32_portable};
+    use super::{
+        gelu_backward_f32_inplace_portable, gelu_backward_f32_portable, gelu_forward_f32_portable,
+    };
     use std::mem::MaybeUninit;
 
     #[target_feature(enable = "avx512f,avx2,fma")]
@@ -190,6 +208,16 @@ mod wide {
     pub unsafe fn gelu_backward_avx2(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
         gelu_backward_f32_portable(g, x, out)
     }
+
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    pub unsafe fn gelu_backward_inplace_avx512(g: &mut [f32], x: &[f32]) {
+        gelu_backward_f32_inplace_portable(g, x)
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn gelu_backward_inplace_avx2(g: &mut [f32], x: &[f32]) {
+        gelu_backward_f32_inplace_portable(g, x)
+    }
 }
 
 #[inline(always)]
@@ -203,6 +231,13 @@ fn gelu_forward_f32_portable(x: &[f32], out: &mut [MaybeUninit<f32>]) {
 fn gelu_backward_f32_portable(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
     for ((o, &g), &x) in out.iter_mut().zip(g).zip(x) {
         o.write(g * gelu_grad_f32(x));
+    }
+}
+
+#[inline(always)]
+fn gelu_backward_f32_inplace_portable(g: &mut [f32], x: &[f32]) {
+    for (g, &x) in g.iter_mut().zip(x) {
+        *g *= gelu_grad_f32(x);
     }
 }
 
@@ -364,6 +399,11 @@ pub(super) mod tests {
             gelu_backward_f32(&g[..n], &x[..n], &mut buf);
             for ((o, &g), &x) in out(&buf).iter().zip(&g).zip(&x) {
                 assert_eq!(o.to_bits(), (g * gelu_grad_f32(x)).to_bits(), "gelu'({x})");
+            }
+            let mut in_place = g[..n].to_vec();
+            gelu_backward_f32_inplace(&mut in_place, &x[..n]);
+            for (o, i) in out(&buf).iter().zip(&in_place) {
+                assert_eq!(o.to_bits(), i.to_bits(), "in place");
             }
         }
     }

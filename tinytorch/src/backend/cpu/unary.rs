@@ -746,6 +746,54 @@ pub(crate) fn gelu_backward(
     }
 }
 
+/// GELU's or ReLU's backward written over the upstream gradient `g` itself (the caller
+/// holds its only handle), for contiguous f32/f64 operands: the same values as
+/// [`gelu_backward`] / [`relu_backward`] without a fresh output buffer. `Ok(false)`, nothing
+/// done, for other dtypes or layouts.
+pub(crate) fn activation_backward_inplace(
+    gelu: bool,
+    g: &mut CpuStorage,
+    gl: &Layout,
+    saved: &CpuStorage,
+    sl: &Layout,
+) -> Result<bool> {
+    let Some((gr, sr)) = contiguous_pair(gl, sl) else {
+        return Ok(false);
+    };
+    if gr.len() != sr.len() {
+        return Err(Error::shape(
+            "activation_backward",
+            format!("gradient of {} elements for {}", gr.len(), sr.len()),
+        ));
+    }
+    fn relu<T: CpuElement + PartialOrd>(g: &mut [T], y: &[T]) {
+        g.par_chunks_mut(PAR_CHUNK)
+            .zip(y.par_chunks(PAR_CHUNK))
+            .for_each(|(g, y)| {
+                // `y <= 0` is false for NaN, which passes the gradient (as `relu_backward`).
+                for (g, &y) in g.iter_mut().zip(y) {
+                    if y <= T::zero() {
+                        *g = T::zero();
+                    }
+                }
+            });
+    }
+    match (g, saved) {
+        (CpuStorage::F32(g), CpuStorage::F32(s)) if gelu => {
+            let (g, x) = (&mut g.as_mut_slice()[gr], &s[sr]);
+            g.par_chunks_mut(PAR_CHUNK)
+                .zip(x.par_chunks(PAR_CHUNK))
+                .for_each(|(g, x)| fast_math::gelu_backward_f32_inplace(g, x));
+        }
+        (CpuStorage::F32(g), CpuStorage::F32(s)) => relu(&mut g.as_mut_slice()[gr], &s[sr]),
+        (CpuStorage::F64(g), CpuStorage::F64(s)) if !gelu => {
+            relu(&mut g.as_mut_slice()[gr], &s[sr])
+        }
+        _ => return Ok(false),
+    }
+    Ok(true)
+}
+
 /// ReLU's backward: `g` where the forward output `y` is positive, 0 where `y <= 0` (NaN
 /// passes the gradient, as PyTorch's `threshold_backward`). One pass over `g` and `y` (same
 /// shape and float dtype) instead of a comparison, a bool buffer and a masked fill.

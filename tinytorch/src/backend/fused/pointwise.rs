@@ -39,6 +39,25 @@ impl Storage {
         }
     }
 
+    /// [`Storage::activation_backward`] written over the upstream gradient `g` itself, which
+    /// the caller holds alone. `Ok(false)`, nothing done, where the device, dtype or layouts
+    /// have no such kernel (the CPU's: contiguous f32 GELU and ReLU, f64 ReLU).
+    pub fn activation_backward_inplace(
+        kind: ActivationGrad,
+        g: &mut Storage,
+        gl: &Layout,
+        saved: &Storage,
+        sl: &Layout,
+    ) -> Result<bool> {
+        match (g, saved) {
+            (Storage::Cpu(g), Storage::Cpu(s)) => {
+                unary::activation_backward_inplace(kind == ActivationGrad::Gelu, g, gl, s, sl)
+            }
+            #[allow(unreachable_patterns)] // reachable with the `cuda` feature
+            _ => Ok(false),
+        }
+    }
+
     /// `self[l] += alpha * src[sl]` in one pass (same dtype; `src` broadcast to `l`'s shape
     /// already). `Ok(false)`, nothing done, where the device or dtype has no kernel (the CPU's
     /// takes f32 and f64).
