@@ -5,7 +5,7 @@
 # with --features nccl) and the
 # `tinytorch` binary in binaries.tar.xz (107 MB unpacked: each binary links the library, so
 # they compress 7x together), the fixtures those tests read, a 10,000-image slice of Fashion-MNIST
-# for a short training run, scripts/bench_layers_torch.py, the Python package as a wheel built
+# for a short training run, scripts/bench/bench_layers_torch.py, the Python package as a wheel built
 # with --features cuda (maturin: $MATURIN, else `maturin` on PATH)
 # with its tests and pytest's wheels, and run.sh.
 #
@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-gpu_bundle}"
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/tests" "$out/fixtures" "$out/data" "$out/scripts"
+mkdir -p "$out/bin" "$out/tests" "$out/fixtures" "$out/data" "$out/scripts/bench"
 
 # The test binaries that hold GPU tests. Each skips its GPU tests where no GPU is present,
 # so they can be tried here too.
@@ -51,8 +51,8 @@ tar -cJf "$out/binaries.tar.xz" -C "$out" bin tests
 rm -r "$out/bin" "$out/tests"
 
 cp tinytorch/tests/fixtures/ops.safetensors tinytorch/tests/fixtures/random_ops.safetensors "$out/fixtures/"
-cp scripts/bench_layers_torch.py scripts/bench_stats.py "$out/scripts/"
-cp scripts/gpu_run.sh "$out/run.sh"
+cp scripts/bench/bench_layers_torch.py scripts/bench/bench_stats.py "$out/scripts/bench/"
+cp scripts/gpu/gpu_run.sh "$out/run.sh"
 
 # The Python package built with --features cuda (one abi3 wheel), its GPU tests with the
 # fixtures they read, and pytest's wheels, so run.sh can install them offline.
@@ -66,7 +66,7 @@ rm -rf "$out/pytests/__pycache__"
 git rev-parse HEAD > "$out/COMMIT" 2>/dev/null || echo unknown > "$out/COMMIT"
 
 # Training data: the first 10,000 Fashion-MNIST training images (the IDX header's count
-# rewritten) and the 10,000 test images, from the Debian package (scripts/install_deps.sh).
+# rewritten) and the 10,000 test images, from the Debian package (scripts/install/install_deps.sh).
 src=/usr/share/datasets/fashion-mnist
 python3 - "$src" "$out/data" <<'EOF'
 import gzip, shutil, struct, sys

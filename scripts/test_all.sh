@@ -4,15 +4,15 @@
 # is present; then the Python package, installed as a user installs it (`pip install
 # ./tinytorch-py`, into its own virtualenv outside the repository) and tested with pytest. The MiniLM test (tinytorch/tests/minilm.rs) gets the model files of
 # sentence-transformers/all-MiniLM-L6-v2 from install_minilm.sh unless TINYTORCH_MINILM_DIR
-# already points at them. Last, scripts/fuzz.sh fuzzes each file reader for a few seconds.
+# already points at them. Last, scripts/reliability/fuzz.sh fuzzes each file reader for a few seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Each step's start, with the seconds since this script began.
 step() { echo "== test_all.sh: $1 (at ${SECONDS} s)"; }
 step "NVRTC and MiniLM"
-nvrtc_lib="$(bash scripts/install_nvrtc.sh)"
+nvrtc_lib="$(bash scripts/install/install_nvrtc.sh)"
 export LD_LIBRARY_PATH="$nvrtc_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export TINYTORCH_MINILM_DIR="${TINYTORCH_MINILM_DIR:-$(bash scripts/install_minilm.sh)}"
+export TINYTORCH_MINILM_DIR="${TINYTORCH_MINILM_DIR:-$(bash scripts/install/install_minilm.sh)}"
 step "cargo test"
 cargo test --workspace --all-features "$@"
 
@@ -40,10 +40,10 @@ MATURIN_PEP517_ARGS="--features mpi" "$py_venv/bin/pip" install -q ./tinytorch-p
 
 step "fuzz.sh"
 # Every reader of outside bytes under libFuzzer for a few seconds each (saved failures in
-# fuzz/regressions replayed first), and torch.load under atheris: scripts/fuzz.sh.
+# fuzz/regressions replayed first), and torch.load under atheris: scripts/reliability/fuzz.sh.
 "$py_venv/bin/pip" install -q atheris
 # The seeds come from the example `cargo test` built above (a `cargo run -p tinytorch` would
 # rebuild the library with other dependency features).
 "$target_dir/debug/examples/fuzz_seeds" fuzz/corpus
-PYTHON="$py_venv/bin/python" bash scripts/fuzz.sh
+PYTHON="$py_venv/bin/python" bash scripts/reliability/fuzz.sh
 step "done"

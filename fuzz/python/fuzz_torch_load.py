@@ -1,6 +1,6 @@
 """atheris target: the Python package's ``torch.load`` on hostile bytes.
 
-Run (what scripts/fuzz.sh does): python fuzz/python/fuzz_torch_load.py CORPUS_DIR [DIR...]
+Run (what scripts/reliability/fuzz.sh does): python fuzz/python/fuzz_torch_load.py CORPUS_DIR [DIR...]
 [libFuzzer flags]. The first corpus directory is seeded with files ``torch.save`` wrote (seeds
 it lacks are added, so an old corpus gains the zip-format seeds).
 

@@ -40,7 +40,7 @@ enum Command {
     TrainLm(lm::TrainLmArgs),
     /// Continue a prompt with a `train-lm` checkpoint.
     Generate(lm::GenerateArgs),
-    /// Time TinyTorch on a benchmark suite (scripts/bench_vs_torch.py adds PyTorch beside it).
+    /// Time TinyTorch on a benchmark suite (scripts/bench/bench_vs_torch.py adds PyTorch beside it).
     Bench(bench::BenchArgs),
     /// Profile one training step of a model layer by layer: FLOPs, time, memory, roofline.
     Profile(profile::ProfileArgs),

@@ -130,9 +130,9 @@ fn minilm_matches_sentence_transformers() {
         assert!(
             std::env::var("CI").map_or(true, |v| v != "true"),
             "TINYTORCH_MINILM_DIR is not set under CI: scripts/test_all.sh sets it from \
-             scripts/install_minilm.sh"
+             scripts/install/install_minilm.sh"
         );
-        eprintln!("skipping: TINYTORCH_MINILM_DIR is not set (bash scripts/install_minilm.sh)");
+        eprintln!("skipping: TINYTORCH_MINILM_DIR is not set (bash scripts/install/install_minilm.sh)");
         return;
     };
     let path = concat!(

@@ -278,14 +278,14 @@ fn resuming_reproduces_the_uninterrupted_run_bit_for_bit() {
 
 /// A short real run: one epoch of the MLP on Fashion-MNIST must reach 76% test accuracy
 /// (PyTorch 2.15 reaches 80.2% with this configuration). CI installs the data set
-/// (scripts/install_deps.sh); elsewhere the test is skipped when it is missing.
+/// (scripts/install/install_deps.sh); elsewhere the test is skipped when it is missing.
 #[test]
 fn mlp_learns_fashion_mnist() {
     let dir = Path::new("/usr/share/datasets/fashion-mnist");
     if !dir.join("train-images-idx3-ubyte.gz").exists() {
         assert!(
             std::env::var("CI").is_err(),
-            "CI must install dataset-fashion-mnist (scripts/install_deps.sh)"
+            "CI must install dataset-fashion-mnist (scripts/install/install_deps.sh)"
         );
         eprintln!("skipped: {} is missing", dir.display());
         return;

@@ -1,5 +1,5 @@
 """The comparison that test_linalg.py and test_special.py run for every case of
-linalg_cases.py against fixtures/linalg_special.json (scripts/gen_linalg_fixtures.py)."""
+linalg_cases.py against fixtures/linalg_special.json (scripts/fixtures/gen_linalg_fixtures.py)."""
 
 import json
 import os

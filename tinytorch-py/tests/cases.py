@@ -1,4 +1,4 @@
-"""Expressions evaluated with PyTorch (scripts/gen_py_fixtures.py) and with TinyTorch
+"""Expressions evaluated with PyTorch (scripts/fixtures/gen_py_fixtures.py) and with TinyTorch
 (test_ops.py), written once here so the two sides cannot drift. Each is Python source over
 the inputs of ``inputs(torch)``; ``torch`` is either module. Float inputs require grad: where
 PyTorch differentiates an expression, its input gradients are compared too."""

@@ -1,5 +1,5 @@
 """Shared helpers of the package's tests: fixtures written by PyTorch
-(scripts/gen_py_fixtures.py) read with TinyTorch's own ``load``, and a comparison that
+(scripts/fixtures/gen_py_fixtures.py) read with TinyTorch's own ``load``, and a comparison that
 reports the worst element."""
 
 import os

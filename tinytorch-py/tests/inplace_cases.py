@@ -1,5 +1,5 @@
 """In-place ops on autograd-graph tensors, written once for PyTorch
-(scripts/gen_inplace_fixtures.py) and TinyTorch (test_inplace_autograd.py), so the two sides
+(scripts/fixtures/gen_inplace_fixtures.py) and TinyTorch (test_inplace_autograd.py), so the two sides
 cannot drift. Each case is ``fn(torch) -> dict`` of named tensors (outputs and gradients);
 ``torch`` is either module. Inputs are deterministic (``values``)."""
 

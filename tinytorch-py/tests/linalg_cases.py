@@ -1,5 +1,5 @@
 """The cases of test_linalg.py and test_special.py, shared with their fixture script
-(scripts/gen_linalg_fixtures.py), which runs them with PyTorch: each case builds its leaf
+(scripts/fixtures/gen_linalg_fixtures.py), which runs them with PyTorch: each case builds its leaf
 tensors with ``make`` and evaluates an expression over them with ``torch`` bound to PyTorch
 there and to TinyTorch in the tests, so both sides compute the same thing by construction.
 

@@ -1,5 +1,5 @@
 """Layers, models and training runs written in PyTorch's idiom, run by PyTorch
-(scripts/gen_py_fixtures.py) and by TinyTorch (the tests) with only the module objects
+(scripts/fixtures/gen_py_fixtures.py) and by TinyTorch (the tests) with only the module objects
 swapped: ``torch``, ``nn`` and ``F`` are parameters."""
 
 import math

@@ -1,4 +1,4 @@
-"""The PyTorch reference values of scripts/gen_py_api_fixtures.py (fixtures/py_api.json) and
+"""The PyTorch reference values of scripts/fixtures/gen_py_api_fixtures.py (fixtures/py_api.json) and
 the deterministic numbers both sides build their inputs from."""
 
 import json

@@ -1,5 +1,5 @@
 """More of the names that three or more of the usage table's repositories use and that no
-other test exercised (`python scripts/api_coverage.py`), each checked against its
+other test exercised (`python scripts/dev/api_coverage.py`), each checked against its
 definition as PyTorch documents it."""
 
 import math

@@ -1,7 +1,7 @@
 """Module hooks, tensor hooks, ``autograd.grad(create_graph=True)`` and
 ``utils.checkpoint`` from Python, against PyTorch's values (fixtures/hooks.safetensors and
 tinytorch/tests/fixtures/higher_order.safetensors, both from
-scripts/gen_higher_order_fixtures.py)."""
+scripts/fixtures/gen_higher_order_fixtures.py)."""
 
 import os
 

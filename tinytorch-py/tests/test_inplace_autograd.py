@@ -1,7 +1,7 @@
 """In-place ops on autograd-graph tensors against PyTorch: every case of inplace_cases.py
 (ReLU(inplace=True) in an MLP, ``y += f(y)``, masked_fill_ in attention, chains, setitem on
 a non-leaf, copy_/fill_/zero_, ``.data`` and ``detach()`` aliasing) gives PyTorch's outputs
-and gradients (fixtures/inplace_autograd.json, made by scripts/gen_inplace_fixtures.py),
+and gradients (fixtures/inplace_autograd.json, made by scripts/fixtures/gen_inplace_fixtures.py),
 and the errors come where PyTorch raises them, with its messages."""
 
 import json

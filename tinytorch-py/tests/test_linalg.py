@@ -1,6 +1,6 @@
 """torch.linalg against PyTorch: every case of linalg_cases.LINALG (forward and gradients,
 f32/f64, batched, 0-size batch, transposed input) compared with the fixture written by
-scripts/gen_linalg_fixtures.py; the error types and messages; f64 gradient checks by
+scripts/fixtures/gen_linalg_fixtures.py; the error types and messages; f64 gradient checks by
 central differences for the factorisations."""
 
 import pytest

@@ -1,5 +1,5 @@
 """PyTorch's zip ``.pt`` format: files written by real PyTorch (fixtures/pt, from
-scripts/gen_pt_fixtures.py) load with their values, dtypes, shapes, strides and storage
+scripts/fixtures/gen_pt_fixtures.py) load with their values, dtypes, shapes, strides and storage
 sharing; TinyTorch's own files round-trip; ``weights_only`` refuses every global outside the
 allow-list without running it; corrupt files are PyTorch's exception types."""
 

@@ -4,7 +4,7 @@ tinytorch and compared with what real PyTorch computed (issue 48).
 The programs (tests/programs: a nanoGPT-style GPT with generation, pytorch/examples' word
 language models, DCGAN, VAE, time-sequence prediction with LBFGS, REINFORCE) say
 ``import torch``; here ``torch_shim`` makes that tinytorch, and
-scripts/gen_program_fixtures.py ran the same files with PyTorch into
+scripts/fixtures/gen_program_fixtures.py ran the same files with PyTorch into
 fixtures/programs.json. Every random number comes from NumPy, so both libraries train on
 identical data from identical weights.
 

@@ -1,6 +1,6 @@
 """tinytorch.ao.quantization.quantize_dynamic against PyTorch's: on the layer of the Rust
 tests' fixture (tinytorch/tests/fixtures/quant.safetensors, from
-scripts/gen_quant_fixtures.py: PyTorch's quantize_dynamic output beside the float output),
+scripts/fixtures/gen_quant_fixtures.py: PyTorch's quantize_dynamic output beside the float output),
 the int8 output is no further from float than PyTorch's own; models are converted like
 PyTorch's (every nn.Linear swapped, the original untouched unless inplace)."""
 

@@ -1,5 +1,5 @@
 """torch.special against PyTorch: every case of linalg_cases.SPECIAL (forward and
-gradients, f32/f64) compared with the fixture written by scripts/gen_linalg_fixtures.py,
+gradients, f32/f64) compared with the fixture written by scripts/fixtures/gen_linalg_fixtures.py,
 and the torch.* / Tensor aliases of the new kernels."""
 
 import pytest

@@ -1,5 +1,5 @@
 """The typed stubs (issue 48, item 7): the committed ``.pyi`` files are what
-scripts/gen_stubs.py writes from the package as built (so every public name has one), the
+scripts/dev/gen_stubs.py writes from the package as built (so every public name has one), the
 package ships ``py.typed``, and ``mypy --strict`` accepts typical user scripts
 (tests/typing/) written against them. The scripts also run, so they stay real programs."""
 
@@ -18,7 +18,7 @@ import tinytorch
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 PACKAGE = REPO / "tinytorch-py" / "python" / "tinytorch"
-GENERATOR = REPO / "scripts" / "gen_stubs.py"
+GENERATOR = REPO / "scripts" / "dev" / "gen_stubs.py"
 SCRIPTS = sorted((HERE / "typing").glob("*.py"))
 
 

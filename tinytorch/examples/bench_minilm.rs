@@ -1,7 +1,7 @@
 //! Times sentence embedding with a sentence-transformers model: the lines of standard input
 //! are embedded as one batch (`SentenceEncoder::encode`: tokenize, encoder forward, mean
 //! pooling, normalisation), once to warm up and then `RUNS` times. Prints one JSON object:
-//! `{"sentences", "tokens", "times_s"}`. scripts/bench_minilm.py feeds it 32 sentences of 128
+//! `{"sentences", "tokens", "times_s"}`. scripts/bench/bench_minilm.py feeds it 32 sentences of 128
 //! tokens and times sentence-transformers on the same input beside it.
 //!
 //! Run: RAYON_NUM_THREADS=2 cargo run --release -p tinytorch --example bench_minilm -- DIR RUNS

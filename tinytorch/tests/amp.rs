@@ -1,4 +1,4 @@
-//! Mixed precision against torch.amp (fixtures/amp.json, from scripts/gen_amp_fixtures.py):
+//! Mixed precision against torch.amp (fixtures/amp.json, from scripts/fixtures/gen_amp_fixtures.py):
 //! a GradScaler trajectory with a skipped inf step, and a Linear layer under bf16 autocast.
 
 use serde_json::Value;

@@ -3,8 +3,8 @@
 //!
 //! PyTorch's values (inputs, weights, biases, upstream gradients, outputs and gradients, all
 //! f64) are read from `tests/fixtures/conv.safetensors`, written by
-//! `scripts/gen_conv_fixtures.py`. Regenerate it with
-//! `python scripts/gen_conv_fixtures.py` (torch 2.15, CPU).
+//! `scripts/fixtures/gen_conv_fixtures.py`. Regenerate it with
+//! `python scripts/fixtures/gen_conv_fixtures.py` (torch 2.15, CPU).
 
 use std::collections::BTreeMap;
 

@@ -39,7 +39,7 @@ fn replay(target: &str, data: &[u8]) {
                 drop(BertConfig::from_json(t));
             }
         }
-        // torch_load inputs are replayed by scripts/fuzz.sh, under the Python package.
+        // torch_load inputs are replayed by scripts/reliability/fuzz.sh, under the Python package.
         "torch_load" => {}
         other => panic!("fuzz/regressions/{other}: no such fuzz target"),
     }

@@ -1,7 +1,7 @@
 //! End-to-end check in the style of llm.c's test_gpt2: a small CNN (convolution, batch norm,
 //! ReLU, max pooling, global average pooling, linear) with PyTorch's initial weights must give
 //! PyTorch's logits, loss and every parameter gradient, then the losses and final weights of 5
-//! SGD-with-momentum steps. Reference values: scripts/gen_golden_fixtures.py.
+//! SGD-with-momentum steps. Reference values: scripts/fixtures/gen_golden_fixtures.py.
 
 use std::collections::{BTreeMap, HashMap};
 use tinytorch::io::load_safetensors;

@@ -1,5 +1,5 @@
 //! The GPT golden test (llm.c's test_gpt2 style) against PyTorch
-//! (fixtures/gpt.safetensors from scripts/gen_gpt_fixtures.py): logits, loss, the gradient of
+//! (fixtures/gpt.safetensors from scripts/fixtures/gen_gpt_fixtures.py): logits, loss, the gradient of
 //! every parameter, and the losses of 5 AdamW steps; plus the KV cache against the full
 //! forward and sampling rules.
 

@@ -1,6 +1,6 @@
 //! Higher-order gradients (`create_graph`): Hessian-vector products and a WGAN-GP gradient
 //! penalty against PyTorch (fixtures/higher_order.safetensors from
-//! scripts/gen_higher_order_fixtures.py, f64), gradgradchecks (central differences of a
+//! scripts/fixtures/gen_higher_order_fixtures.py, f64), gradgradchecks (central differences of a
 //! first gradient), and the errors of ops whose backward is a fused kernel.
 
 use std::collections::BTreeMap;

@@ -1,5 +1,5 @@
 //! tinytorch::io: safetensors round trips of every dtype, interchange with PyTorch through
-//! committed fixtures (scripts/gen_io_fixtures.py), module save/load, checkpoints that resume
+//! committed fixtures (scripts/fixtures/gen_io_fixtures.py), module save/load, checkpoints that resume
 //! training bit-identically, and the errors for missing, truncated and corrupt files.
 //! (The crash-during-save tests live next to the atomic writer, in src/io.)
 
@@ -45,7 +45,7 @@ fn map(items: Vec<(&str, Tensor)>) -> BTreeMap<String, Tensor> {
     items.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
-/// The interchange tensors; scripts/gen_io_fixtures.py `expected()` builds the same ones.
+/// The interchange tensors; scripts/fixtures/gen_io_fixtures.py `expected()` builds the same ones.
 fn expected() -> BTreeMap<String, Tensor> {
     let f = |v: &[f64], d: DType| Tensor::from_slice(v).to_dtype(d).unwrap();
     map(vec![
@@ -272,7 +272,7 @@ fn we_read_reference_writer_files() {
 
 #[test]
 fn loads_pytorch_written_tensors_of_every_dtype() {
-    // Written by safetensors.torch.save_file in scripts/gen_io_fixtures.py.
+    // Written by safetensors.torch.save_file in scripts/fixtures/gen_io_fixtures.py.
     let (got, meta) =
         load_safetensors_with_metadata(Path::new(FIXTURES).join("torch_dtypes.safetensors"))
             .unwrap();
@@ -283,7 +283,7 @@ fn loads_pytorch_written_tensors_of_every_dtype() {
 #[test]
 fn writes_the_bytes_pytorch_verified() {
     // tinytorch_written.safetensors was written by this test (with
-    // TINYTORCH_REGEN_IO_FIXTURES=1) and scripts/gen_io_fixtures.py checked that
+    // TINYTORCH_REGEN_IO_FIXTURES=1) and scripts/fixtures/gen_io_fixtures.py checked that
     // safetensors.torch.load_file reads it back with PyTorch's dtypes, shapes and values equal
     // to its `expected()`. Writing the same bytes again means PyTorch still reads our files.
     let path = Path::new(FIXTURES).join("tinytorch_written.safetensors");

@@ -1,4 +1,4 @@
-//! Llama against `transformers` (fixtures/llama/ from scripts/gen_llama_fixtures.py): tiny
+//! Llama against `transformers` (fixtures/llama/ from scripts/fixtures/gen_llama_fixtures.py): tiny
 //! random `LlamaForCausalLM` directories written by `save_pretrained` (f32, sharded, f16,
 //! bf16, and a model with the other options) and the logits, loss, gradients and greedy
 //! generation transformers computes for them; grouped-query attention against explicitly

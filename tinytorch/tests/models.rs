@@ -1,6 +1,6 @@
-//! The models of `tinytorch train` against their PyTorch twins (scripts/torch_models.py):
+//! The models of `tinytorch train` against their PyTorch twins (scripts/twins/torch_models.py):
 //! the same state-dict keys, shapes and parameter counts, and the same output for the same
-//! weights (tests/fixtures/golden.safetensors, from scripts/gen_golden_fixtures.py).
+//! weights (tests/fixtures/golden.safetensors, from scripts/fixtures/gen_golden_fixtures.py).
 
 use std::collections::{BTreeMap, HashMap};
 use tinytorch::io::load_safetensors;

@@ -1,5 +1,5 @@
 //! Normalisation layers against values computed with PyTorch 2.x (hard-coded below, and
-//! fixtures/norm.safetensors from scripts/gen_norm_fixtures.py for the fused CPU layer and
+//! fixtures/norm.safetensors from scripts/fixtures/gen_norm_fixtures.py for the fused CPU layer and
 //! RMS norm in every float dtype), f64 gradient checks, running-statistics updates, eval
 //! mode, state-dict names and errors.
 

@@ -1,5 +1,5 @@
 //! The randomized differential suite (PyTorch's OpInfo sample inputs): every case of
-//! `tests/fixtures/random_ops.safetensors`, drawn by `scripts/gen_random_cases.py` for every
+//! `tests/fixtures/random_ops.safetensors`, drawn by `scripts/fixtures/gen_random_cases.py` for every
 //! op of the op table (ranks 0-4, empty and 0-d tensors, a view applied to each input first,
 //! every dtype, mixed dtypes, values at singular points, and inputs PyTorch rejects), replayed
 //! here against PyTorch's results:

@@ -1,5 +1,5 @@
 //! The op table against PyTorch (PyTorch's OpInfo, tinygrad's test_ops): every fixture case of
-//! `tests/fixtures/ops.safetensors` (from `scripts/gen_fixtures.py`) whose op is in the table
+//! `tests/fixtures/ops.safetensors` (from `scripts/fixtures/gen_fixtures.py`) whose op is in the table
 //! runs through the same checks:
 //!
 //! - forward: dtype, shape and values against PyTorch's, with dtype-aware tolerances;

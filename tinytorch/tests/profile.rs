@@ -1,7 +1,7 @@
 //! The profiler (`profile::summary`) against PyTorch: per-layer parameter counts and forward
 //! FLOPs of mlp, seed-cnn, LeNet-5 and ResNet-20 equal those of
 //! `torch.utils.flop_counter.FlopCounterMode` (fixtures/profile.json, from
-//! scripts/gen_profile_fixtures.py); phases, gradients and errors behave.
+//! scripts/fixtures/gen_profile_fixtures.py); phases, gradients and errors behave.
 //!
 //! The trace is process-wide, so every check here runs under one lock.
 

@@ -1,5 +1,5 @@
 //! Pruning against `torch.nn.utils.prune` (fixtures/prune.safetensors from
-//! scripts/gen_prune_fixtures.py: the same weights give the same masks), masks that stay
+//! scripts/fixtures/gen_prune_fixtures.py: the same weights give the same masks), masks that stay
 //! applied through training, and structured pruning that removes channels with the masked
 //! model's outputs.
 

@@ -1,5 +1,5 @@
 //! int8 quantization numerics against PyTorch (fixtures/quant.safetensors from
-//! scripts/gen_quant_fixtures.py): observers' scales and zero points, the integers of
+//! scripts/fixtures/gen_quant_fixtures.py): observers' scales and zero points, the integers of
 //! quantize_per_tensor / quantize_per_channel and their dequantized values, and the
 //! percentile observer against NumPy; dynamically quantized Linear against PyTorch's
 //! `quantize_dynamic` and the float layer.

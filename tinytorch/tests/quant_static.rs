@@ -1,5 +1,5 @@
 //! Static int8 quantization against PyTorch's quantized modules on fbgemm
-//! (fixtures/quant_static.safetensors from scripts/gen_quant_static_fixtures.py): quantized
+//! (fixtures/quant_static.safetensors from scripts/fixtures/gen_quant_static_fixtures.py): quantized
 //! Linear, LinearReLU, Conv2d and ConvReLU2d give PyTorch's output integers, and a LeNet-shaped
 //! model calibrated and converted like PyTorch's eager flow gets the same parameters and
 //! output; every int8 kernel this CPU has gives the same result; int8 models round-trip

@@ -1,6 +1,6 @@
 //! Recurrent layers (`nn::RNN`, `LSTM`, `GRU` and their cells) against PyTorch: parameters
 //! loaded through `load_state_dict` from `tests/fixtures/rnn.safetensors` (written by
-//! `scripts/gen_rnn_fixtures.py` with torch 2.15), outputs, final states and gradients
+//! `scripts/fixtures/gen_rnn_fixtures.py` with torch 2.15), outputs, final states and gradients
 //! compared in f32; f64 gradchecks; parameter names, init, modes and errors.
 
 use safetensors::SafeTensors;

@@ -1,7 +1,7 @@
 //! `train::Trainer` against PyTorch: eight steps with every option on at once (schedule with
 //! warm-up, gradient accumulation, clipping, weight decay, momentum, a moving average of the
 //! weights) end on PyTorch's weights, average, learning rates and losses
-//! (scripts/gen_trainer_fixtures.py). Also its errors, mixed precision and the epoch loop's
+//! (scripts/fixtures/gen_trainer_fixtures.py). Also its errors, mixed precision and the epoch loop's
 //! step limit.
 
 use std::collections::BTreeMap;

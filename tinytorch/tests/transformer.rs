@@ -1,5 +1,5 @@
 //! MultiheadAttention and the Transformer encoder/decoder layers against PyTorch
-//! (fixtures/transformer.safetensors from scripts/gen_transformer_fixtures.py): outputs and
+//! (fixtures/transformer.safetensors from scripts/fixtures/gen_transformer_fixtures.py): outputs and
 //! the gradients of every parameter and input, with PyTorch's state-dict names.
 
 use std::collections::{BTreeMap, HashMap};

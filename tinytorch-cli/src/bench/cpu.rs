@@ -3,7 +3,7 @@
 //! backward, SGD step) and of the small GPT of `gpt_train` (AdamW), the overhead of one op, bandwidth-bound elementwise ops on fresh
 //! 64 MiB outputs, a 1024^3 matmul, and the seed's layer table (scaled down in batch where a
 //! row would take PyTorch more than ~0.5 s). Every JSON row carries its parameters, so
-//! scripts/bench_cpu_torch.py times exactly the same work in PyTorch.
+//! scripts/bench/bench_cpu_torch.py times exactly the same work in PyTorch.
 
 use super::{gpt_train, layers};
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! GPT training speed: one step (forward, cross-entropy, backward, AdamW step) of the
 //! transformers issue's model: nanoGPT layout, 4 layers, d=128, 4 heads, context 64,
 //! vocabulary 512, batch 16, random weights and tokens, no dropout.
-//! `scripts/bench_gpt_train_torch.py` builds the same model in PyTorch, runs this suite in
+//! `scripts/bench/bench_gpt_train_torch.py` builds the same model in PyTorch, runs this suite in
 //! the same session and prints the ratio.
 
 use super::timer::time_ms;
@@ -12,7 +12,7 @@ use tinytorch::nn::Module;
 use tinytorch::optim::{AdamOptions, AdamW, Optimizer};
 use tinytorch::{manual_seed, Device, Result, Tensor};
 
-/// The model of the row (PyTorch's twin in scripts/bench_gpt_train_torch.py uses the same).
+/// The model of the row (PyTorch's twin in scripts/bench/bench_gpt_train_torch.py uses the same).
 pub const CONFIG: GptConfig = GptConfig {
     vocab_size: 512,
     block_size: 64,

@@ -1,6 +1,6 @@
 //! The int8 suite: dynamically quantized Linear (`quant::DynamicQuantLinear`) beside the f32
 //! Linear it came from, at batch 1, 16 and 64 and sizes from 784 -> 256 to 4096 -> 4096
-//! (scripts/bench_int8_torch.py adds PyTorch's `quantize_dynamic` beside them).
+//! (scripts/bench/bench_int8_torch.py adds PyTorch's `quantize_dynamic` beside them).
 
 use super::timer::time_ms;
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! timed iterations, and the L2 cache flushed (a ~96 MiB scratch sum) between families, as
 //! the seed timed it. On the CPU, rows that would take more than ~0.5 s are scaled down in
 //! batch and the iteration count is bounded by a time budget. Each JSON row carries its
-//! parameters, so scripts/bench_layers_torch.py times exactly the same work in PyTorch.
+//! parameters, so scripts/bench/bench_layers_torch.py times exactly the same work in PyTorch.
 
 use super::timer::{time_fixed_ms, time_ms};
 use serde_json::{json, Value};

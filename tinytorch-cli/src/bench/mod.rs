@@ -1,6 +1,6 @@
 //! `tinytorch bench`: the op suite of the foundation issue. Each row times one operation and
 //! reports its median time; `--json` prints one JSON object per row for
-//! scripts/bench_vs_torch.py, which runs the same rows in PyTorch and prints the ratios.
+//! scripts/bench/bench_vs_torch.py, which runs the same rows in PyTorch and prints the ratios.
 
 mod bandwidth;
 mod cpu;
@@ -180,7 +180,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
 }
 
 /// The layer table on `args.device`: a table, or one JSON object per row with its
-/// parameters for scripts/bench_layers_torch.py.
+/// parameters for scripts/bench/bench_layers_torch.py.
 fn run_layers(args: &BenchArgs) -> Result<()> {
     let device = args.device;
     let budget = Duration::from_millis(args.budget_ms);
@@ -236,7 +236,7 @@ fn run_bandwidth(args: &BenchArgs) -> Result<()> {
 }
 
 /// The CPU-performance suite: a table, or one JSON object per row with its parameters for
-/// scripts/bench_cpu_torch.py.
+/// scripts/bench/bench_cpu_torch.py.
 fn run_cpu(args: &BenchArgs) -> Result<()> {
     let budget = Duration::from_millis(args.budget_ms);
     if !args.json {
@@ -253,7 +253,7 @@ fn run_cpu(args: &BenchArgs) -> Result<()> {
 }
 
 /// Dynamically quantized Linear against f32: a table, or one JSON object per row for
-/// scripts/bench_int8_torch.py.
+/// scripts/bench/bench_int8_torch.py.
 fn run_int8(args: &BenchArgs) -> Result<()> {
     let budget = Duration::from_millis(args.budget_ms);
     if !args.json {

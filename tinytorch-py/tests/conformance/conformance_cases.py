@@ -2,7 +2,7 @@
 one procedure that runs each of them.
 
 This file is imported twice with different libraries behind the same name:
-``scripts/gen_conformance_fixtures.py`` imports it with the real ``torch`` to write the
+``scripts/fixtures/gen_conformance_fixtures.py`` imports it with the real ``torch`` to write the
 reference values, and ``test_conformance.py`` imports it after ``torch_shim.install()`` so
 that ``torch`` (here and inside the model packages) is ``tinytorch``. Nothing here may
 therefore depend on which library it runs on: the weights, inputs and targets are NumPy

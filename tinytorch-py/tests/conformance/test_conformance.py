@@ -4,7 +4,7 @@ Each case of ``conformance_cases.py`` imports a model from a pinned PyPI package
 ``pip install --no-deps`` by scripts/test_all.sh) whose ``import torch`` resolves to
 tinytorch through ``torch_shim``, loads NumPy-drawn weights with ``load_state_dict``, and
 must reproduce what real PyTorch computed on the same numbers
-(tests/fixtures/conformance.npz, from scripts/gen_conformance_fixtures.py): the forward
+(tests/fixtures/conformance.npz, from scripts/fixtures/gen_conformance_fixtures.py): the forward
 output, the loss, every parameter gradient, the losses of three SGD steps and the
 parameters after them. A case whose package is not installed is skipped; an API that
 tinytorch lacks fails the case with the error the model code hit (e.g. the
@@ -101,7 +101,7 @@ def test_model_matches_pytorch(name):
     case = cases.CASE_BY_NAME[name]
     _require(case)
     if f"{name}/loss" not in REFERENCE:
-        pytest.fail(f"no reference for {name}: run scripts/gen_conformance_fixtures.py {name}")
+        pytest.fail(f"no reference for {name}: run scripts/fixtures/gen_conformance_fixtures.py {name}")
     if case.missing_api:
         # A known gap: the model must still fail, and with the error naming the API; once
         # tinytorch has it, this fails ("DID NOT RAISE") until the case drops missing_api.

@@ -2,7 +2,7 @@
 
 Each module is written against ``import torch`` and exposes ``run()``, which trains a tiny
 model for a few steps and returns a dict of plain Python numbers and lists. With real
-PyTorch, scripts/gen_program_fixtures.py stores those dicts in
+PyTorch, scripts/fixtures/gen_program_fixtures.py stores those dicts in
 tests/fixtures/programs.json; tests/test_public_programs.py runs the same modules with
 ``import torch`` resolved to tinytorch (tests/conformance/torch_shim.py) and compares.
 

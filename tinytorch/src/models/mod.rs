@@ -1,6 +1,6 @@
 //! The image classifiers the `tinytorch` command trains: an MLP, the seed CNN, LeNet-5 and the
 //! CIFAR ResNet-20. Parameter names equal the state-dict keys of the PyTorch definitions in
-//! `scripts/torch_models.py`, so weights move between the two frameworks unchanged. And the
+//! `scripts/twins/torch_models.py`, so weights move between the two frameworks unchanged. And the
 //! language model of `tinytorch train-lm`: a GPT in nanoGPT's layout (`gpt`). Pretrained
 //! Hugging Face models: BERT encoders (`bert`) and Llama-style language models (`llama`).
 

@@ -1,6 +1,6 @@
 //! Reading PyTorch reference cases from a fixture file: `tests/fixtures/ops.safetensors`
-//! (written by `scripts/gen_fixtures.py`) or `random_ops.safetensors` (written by
-//! `scripts/gen_random_cases.py`): raw tensors, and the per-case metadata `{"op", "kwargs",
+//! (written by `scripts/fixtures/gen_fixtures.py`) or `random_ops.safetensors` (written by
+//! `scripts/fixtures/gen_random_cases.py`): raw tensors, and the per-case metadata `{"op", "kwargs",
 //! "views", "expect", "error"}` stored as JSON in the safetensors `__metadata__`.
 
 // Shared by the op-table and random-case test binaries; each uses a part of it.

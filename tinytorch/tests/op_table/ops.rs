@@ -1,8 +1,8 @@
 //! The op table: one record per TinyTorch op that the PyTorch fixtures exercise. The name is
-//! the `op` of the fixture cases (see `scripts/gen_fixtures.py`), `run` calls the TinyTorch
+//! the `op` of the fixture cases (see `scripts/fixtures/gen_fixtures.py`), `run` calls the TinyTorch
 //! method with the case's inputs and keyword arguments.
 //!
-//! To add an op: add its cases to `scripts/gen_fixtures.py` (inputs, domain, dtypes, variants
+//! To add an op: add its cases to `scripts/fixtures/gen_fixtures.py` (inputs, domain, dtypes, variants
 //! with broadcasting, 0-d and empty shapes), regenerate the fixture file, and add a record
 //! below whose `dtypes` are exactly the dtypes of its cases (the consistency test checks this).
 //!
