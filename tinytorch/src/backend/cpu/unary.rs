@@ -769,14 +769,7 @@ pub(crate) fn activation_backward_inplace(
     fn relu<T: CpuElement + PartialOrd>(g: &mut [T], y: &[T]) {
         g.par_chunks_mut(PAR_CHUNK)
             .zip(y.par_chunks(PAR_CHUNK))
-            .for_each(|(g, y)| {
-                // `y <= 0` is false for NaN, which passes the gradient (as `relu_backward`).
-                for (g, &y) in g.iter_mut().zip(y) {
-                    if y <= T::zero() {
-                        *g = T::zero();
-                    }
-                }
-            });
+            .for_each(|(g, y)| wide(ReluGradInPlace { g, y }));
     }
     match (g, saved) {
         (CpuStorage::F32(g), CpuStorage::F32(s)) if gelu => {
@@ -792,6 +785,23 @@ pub(crate) fn activation_backward_inplace(
         _ => return Ok(false),
     }
     Ok(true)
+}
+
+/// `g = 0` where `y <= 0`, written as a select of every element (a store only where the
+/// condition holds is a branch per element, which random signs mispredict half the time).
+struct ReluGradInPlace<'a, T> {
+    g: &'a mut [T],
+    y: &'a [T],
+}
+
+impl<T: CpuElement + PartialOrd> Loop for ReluGradInPlace<'_, T> {
+    #[inline(always)]
+    fn run(self) {
+        // `y <= 0` is false for NaN, which passes the gradient (as `relu_backward`).
+        for (g, &y) in self.g.iter_mut().zip(self.y) {
+            *g = if y <= T::zero() { T::zero() } else { *g };
+        }
+    }
 }
 
 /// ReLU's backward: `g` where the forward output `y` is positive, 0 where `y <= 0` (NaN
