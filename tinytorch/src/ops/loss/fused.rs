@@ -11,9 +11,10 @@ use crate::ops::with_spans;
 use crate::tensor::{DType, Tensor};
 
 /// True when the fused kernel may take these arguments (already checked by
-/// [`cross_entropy`](super::cross_entropy)): class-index (i64) targets and everything on one device, with at least
-/// one class. Probability targets, mixed devices and zero classes take the composite path,
-/// which also reports the errors of non-i64 integer targets and of mixed devices.
+/// [`cross_entropy`](super::cross_entropy)): class-index (i64) targets and everything on one
+/// device, with at least one class. Probability targets, mixed devices and zero classes take
+/// the composite path, which also reports the errors of non-i64 integer targets and of mixed
+/// devices.
 pub(super) fn fused_ce_applies(input: &Tensor, target: &Tensor, weight: Option<&Tensor>) -> bool {
     let classes = if input.ndim() == 1 {
         input.shape()[0]
