@@ -3,7 +3,7 @@
 //! directory starts every log anew. Opens the metrics log and, on rank 0, the dashboard's
 //! step logger, and writes the layer table once.
 
-use super::Run;
+use super::state::Run;
 use crate::train::args::TrainArgs;
 use crate::train::run_files::StepLogger;
 use std::path::{Path, PathBuf};

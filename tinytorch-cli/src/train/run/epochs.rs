@@ -5,7 +5,7 @@
 //! loop.
 
 use super::directory::RunFiles;
-use super::{evaluate_averaged, Run};
+use super::state::{evaluate_averaged, Run};
 use crate::train::args::TrainArgs;
 use crate::train::data::on_device;
 use crate::train::distributed::{any_rank, global_totals};

@@ -4,7 +4,7 @@
 //! summary line that scripts read.
 
 use super::epochs::Throughput;
-use super::{evaluate_averaged, Run};
+use super::state::{evaluate_averaged, Run};
 use crate::train::args::TrainArgs;
 use crate::train::eval::percent;
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! loader and trainer, and for a resumed run the weights, optimizer state, generators and
 //! position it had reached.
 
-use super::Run;
+use super::state::Run;
 use crate::train::args::TrainArgs;
 use crate::train::checkpoint::{config_of, resume, Position};
 use crate::train::config::RunConfig;

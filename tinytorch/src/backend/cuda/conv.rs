@@ -1,5 +1,5 @@
 //! im2col / col2im on CUDA (kernels/conv.cu); the convolution itself is a cuBLAS matmul of
-//! the column matrix, driven by ops/conv.rs exactly as on the CPU.
+//! the column matrix, driven by ops/conv/im2col.rs exactly as on the CPU.
 
 use super::launch::{grid, launch};
 use super::{suffix, CudaStorage};
