@@ -132,7 +132,9 @@ fn minilm_matches_sentence_transformers() {
             "TINYTORCH_MINILM_DIR is not set under CI: scripts/test_all.sh sets it from \
              scripts/install/install_minilm.sh"
         );
-        eprintln!("skipping: TINYTORCH_MINILM_DIR is not set (bash scripts/install/install_minilm.sh)");
+        eprintln!(
+            "skipping: TINYTORCH_MINILM_DIR is not set (bash scripts/install/install_minilm.sh)"
+        );
         return;
     };
     let path = concat!(
