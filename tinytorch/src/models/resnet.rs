@@ -48,9 +48,12 @@ impl BasicBlock {
 }
 
 impl Module for BasicBlock {
+    /// x: (N, in_planes, H, W) -> (N, planes, H / stride, W / stride).
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        // out: (N, planes, H / stride, W / stride) after each convolution.
         let out = self.bn1.call_relu(&self.conv1.call(x)?)?;
         let out = self.bn2.call(&self.conv2.call(&out)?)?;
+        // The shortcut brings x to out's shape (subsampled, channels zero-padded).
         out.add(&self.shortcut(x)?)?.relu()
     }
 
@@ -153,11 +156,14 @@ impl ResNet {
 }
 
 impl Module for ResNet {
+    /// x: (N, C, H, W) -> logits (N, classes).
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        // out: (N, 16, H, W), then (N, 32, H/2, W/2) and (N, 64, H/4, W/4) through the stages.
         let mut out = self.bn1.call_relu(&self.conv1.call(x)?)?;
         for block in self.stages.iter().flatten() {
             out = block.call(&out)?;
         }
+        // pooled: (N, 64).
         let pooled = out.adaptive_avg_pool2d([1, 1])?.flatten(1, -1)?;
         self.linear.call(&pooled)
     }

@@ -102,12 +102,15 @@ impl Block {
     ) -> Result<Tensor> {
         let (b, t, e) = (x.shape()[0], x.shape()[1], c.n_embd);
         let (h, hd) = (c.n_head, e / c.n_head);
+        // qkv: 3 x (B, T, E), views of one (B, T, 3E) projection.
         let qkv = self.c_attn.call(&self.ln_1.call(x)?)?.chunk(3, -1)?;
+        // (B, T, E) -> (B, T, H, hd) -> (B, H, T, hd), a view: the heads stay inside the rows.
         let heads = |z: &Tensor| -> Result<Tensor> {
             z.reshape(&[b as isize, t as isize, h as isize, hd as isize])?
                 .transpose(1, 2)
         };
         let (q, k, v) = (heads(&qkv[0])?, heads(&qkv[1])?, heads(&qkv[2])?);
+        // y: (B, H, T, hd); keys and values of the cache: (B, H, past + T, hd).
         let y = match cache {
             None => q.scaled_dot_product_attention(&k, &v, None, p, true, None)?,
             Some((cache, layer)) => {
@@ -123,11 +126,16 @@ impl Block {
                 }
             }
         };
+        // (B, H, T, hd) -> (B, T, H, hd) -> (B, T, E); the CPU kernel wrote y with the heads
+        // inside the rows, so both are views.
         let y = y
             .transpose(1, 2)?
             .reshape(&[b as isize, t as isize, e as isize])?;
+        // x: (B, T, E), with the attention's residual.
         let x = x.add(&dropout(&self.attn_proj.call(&y)?, p, p > 0.0)?)?;
+        // m: (B, T, 4E).
         let m = self.c_fc.call(&self.ln_2.call(&x)?)?.gelu()?;
+        // (B, T, E), with the MLP's residual.
         x.add(&dropout(&self.mlp_proj.call(&m)?, p, p > 0.0)?)
     }
 
@@ -237,6 +245,7 @@ impl Gpt {
             ));
         }
         let p = if self.training { c.dropout } else { 0.0 };
+        // pos: (T,), the positions past..past + T.
         let pos = Tensor::arange(
             past as f64,
             (past + t) as f64,
@@ -244,6 +253,7 @@ impl Gpt {
             DType::I64,
             idx.device(),
         )?;
+        // x: (B, T, E), token embeddings (B, T, E) + position embeddings (T, E).
         let mut x = dropout(
             &self.wte.forward(idx)?.add(&self.wpe.forward(&pos)?)?,
             p,
@@ -268,7 +278,7 @@ impl Gpt {
             self.ln_f.bias.as_ref(),
             1e-5,
         )?;
-        // The LM head is the token embedding (weight tying).
+        // Logits (B, T, V): the LM head is the token embedding (weight tying).
         linear(&x, &self.wte.weight, None)
     }
 

@@ -170,6 +170,7 @@ impl LlamaAttention {
             z.reshape(&[b as isize, t as isize, n as isize, self.head_dim as isize])?
                 .transpose(1, 2)
         };
+        // q: (B, H, T, hd); k, v: (B, Hkv, T, hd) (grouped-query: H a multiple of Hkv).
         let q = heads(self.q_proj.forward(x)?, self.heads)?;
         let k = heads(self.k_proj.forward(x)?, self.kv_heads)?;
         let v = heads(self.v_proj.forward(x)?, self.kv_heads)?;
@@ -177,6 +178,7 @@ impl LlamaAttention {
         let p = if training { self.dropout } else { 0.0 };
         // A window shorter than what the queries could see needs a mask.
         let windowed = |seen: usize| self.window.filter(|&w| w < seen);
+        // y: (B, H, T, hd); the cache's keys and values: (B, Hkv, past + T, hd).
         let y = match cache {
             None => match windowed(t) {
                 None => grouped_query_attention(&q, &k, &v, None, p, true)?,
@@ -196,6 +198,7 @@ impl LlamaAttention {
                 grouped_query_attention(&q, &k_all, &v_all, mask.as_ref(), p, false)?
             }
         };
+        // (B, H, T, hd) -> (B, T, H * hd) -> (B, T, hidden).
         let y = y.transpose(1, 2)?.reshape(&[
             b as isize,
             t as isize,

@@ -88,6 +88,7 @@ impl LlamaDecoderLayer {
         let attn =
             self.self_attn
                 .forward(&self.input_layernorm.forward(x)?, cos, sin, cache, training)?;
+        // h, m: (B, T, hidden), the residual stream after attention and the MLP's output.
         let h = x.add(&attn)?;
         let m = self
             .mlp
