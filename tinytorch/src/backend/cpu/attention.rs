@@ -6,9 +6,9 @@
 //! Operands are `(BH, L, E)` queries, `(BH, S, E)` keys, `(BH, S, Ev)` values (and the
 //! backward's `(BH, L, Ev)` upstream gradient) given as strided views ([`AttnInput`]: any
 //! offset per problem and any row stride, features contiguous), so the heads of a fused QKV
-//! projection or the filled part of a KV cache are read in place, never copied. Outputs are
-//! contiguous. Block products go through `gemm`; rayon spreads (head, block) tasks over the
-//! threads. Results are written in the [`Interleave`] the caller asks for: contiguous
+//! projection or the filled part of a KV cache are read in place, never copied. Block
+//! products go through `gemm`; rayon spreads (head, block) tasks over the threads. Results
+//! are new buffers, written in the [`Interleave`] the caller asks for: contiguous
 //! `(BH, L, E)`, or `(B, L, H, E)` with the heads of a row side by side (PyTorch's layout,
 //! the one a QKV projection's heads come in), so that the model's `transpose(1, 2)` and
 //! reshape back to `(B, L, H * E)` are views rather than copies.
