@@ -34,7 +34,7 @@ def test_the_root_modules_own_parameter_is_a_row_of_its_own():
     mlp = PROFILE_CASES(nn, F)[0][1]()
     rows = torch.profile.summary(mlp, torch.randn(5, 12)).rows
     assert [r["name"] for r in rows] == ["fc1", None, "", "fc2"]  # fc1, relu, * scale, fc2
-    assert [r["type"] for r in rows] == ["matmul+add", "relu", "mul", "matmul+add"]
+    assert [r["type"] for r in rows] == ["addmm", "relu", "mul", "addmm"]
     assert rows[2]["parameters"] == 16
 
 

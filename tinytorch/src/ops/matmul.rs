@@ -133,7 +133,8 @@ impl Tensor {
             return to_autocast(self)?.matmul_bias(&to_autocast(other)?, &to_autocast(bias)?);
         }
         match self.fused_matmul_bias(other, bias)? {
-            Some(out) => record_product(out, self, other, Some(bias), "matmul"),
+            // One node, named as PyTorch names it (`AddmmBackward0`).
+            Some(out) => record_product(out, self, other, Some(bias), "addmm"),
             None => self.matmul(other)?.add(bias),
         }
     }

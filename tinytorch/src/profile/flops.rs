@@ -2,10 +2,10 @@
 //!
 //! The convention is `torch.utils.flop_counter.FlopCounterMode`'s: a multiply-add is two
 //! FLOPs, and only the ops that carry a model's arithmetic are counted — matrix products
-//! (`matmul`, `mm`, `bmm`, `dot`), convolutions (`conv1d`, `conv2d`, `conv_transpose2d`) and
-//! `scaled_dot_product_attention`. Element-wise ops, norms, pooling and softmax count zero,
-//! as there. Multiply-adds (MACs, fvcore's and ptflops' "FLOPs" for these layers) are half
-//! the FLOPs.
+//! (`matmul`, `addmm`, `mm`, `bmm`, `dot`), convolutions (`conv1d`, `conv2d`,
+//! `conv_transpose2d`) and `scaled_dot_product_attention`. Element-wise ops, norms, pooling
+//! and softmax count zero, as there. Multiply-adds (MACs, fvcore's and ptflops' "FLOPs" for
+//! these layers) are half the FLOPs.
 
 use crate::autograd::trace::OpRecord;
 
@@ -19,8 +19,9 @@ pub fn forward_macs(op: &OpRecord) -> u64 {
     let out = op.output.numel() as u64;
     let shape = |i: usize| op.inputs.get(i).map(|t| t.shape.as_slice());
     match op.name {
-        // (..., M, K) @ (..., K, N): K multiply-adds per output element (also for 1-D sides).
-        "matmul" | "mm" | "bmm" | "dot" => shape(0)
+        // (..., M, K) @ (..., K, N): K multiply-adds per output element (also for 1-D sides;
+        // `addmm`'s bias adds no multiply).
+        "matmul" | "addmm" | "mm" | "bmm" | "dot" => shape(0)
             .and_then(|a| a.last())
             .map_or(0, |&k| out * k as u64),
         // Each output element reads (C_in / groups) x kernel inputs: the weight's elements

@@ -35,7 +35,7 @@ pub struct LayerRow {
     /// The layer's state-dict prefix (`"0"`, `"layer1.0.conv1"`; `""` for the model's own
     /// parameters), or `None` for an op without parameters.
     pub name: Option<String>,
-    /// The ops it ran, in order, joined by `+` (`"conv2d"`, `"matmul+add"`); views are
+    /// The ops it ran, in order, joined by `+` (`"conv2d"`, `"addmm"`); views are
     /// left out unless they are all it ran.
     pub kind: String,
     /// Shape of its output (its last op's).
