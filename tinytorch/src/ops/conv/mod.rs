@@ -1,9 +1,9 @@
 //! Convolutions (`torch.nn.functional.conv1d/conv2d/conv_transpose2d`) as im2col + gemm.
 //!
 //! `conv2d` first asks the fused kernels of its device (`Storage::conv2d_forward`, in
-//! `fused.rs`). On the
-//! CPU, f32/f64 run the chunk-parallel kernels of `backend/cpu/conv/gemm.rs` (one thread per
-//! chunk of images, forward and both gradients), or for f32 3x3 and 5x5 stride-1 kernels
+//! `fused.rs`). On the CPU, f32/f64 run the chunk-parallel kernels of
+//! `backend/cpu/conv/gemm.rs` (one thread per chunk of images, forward and both gradients),
+//! or for f32 3x3 and 5x5 stride-1 kernels
 //! with enough channels the Winograd kernels of `backend/cpu/conv/winograd.rs` (switched off
 //! with [`set_winograd_convolution`]), or for other f32 convolutions on AVX-512 CPUs the
 //! direct kernels of `backend/cpu/conv/direct.rs` (switched off with
