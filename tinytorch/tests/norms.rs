@@ -9,7 +9,9 @@ use common::{max_diff, poison_cached_buffer};
 use std::collections::BTreeMap;
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::io::load_safetensors;
-use tinytorch::nn::functional::{batch_norm, batch_norm_relu, group_norm, layer_norm, rms_norm};
+use tinytorch::nn::functional::{
+    batch_norm, batch_norm_add_relu, batch_norm_relu, group_norm, layer_norm, rms_norm,
+};
 use tinytorch::nn::{BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, Module, ModuleHooks};
 use tinytorch::{no_grad, DType, Tensor};
 
@@ -302,6 +304,102 @@ fn batch_norm_running_stats_and_eval_match_pytorch() {
     .unwrap();
     let one = t64(&[1.0, 2.0, 3.0, 4.0], &[1, 4]);
     assert!(batch_norm(&one, None, None, None, None, true, 0.1, 1e-5).is_err());
+}
+
+#[test]
+fn batch_norm_add_relu_is_batch_norm_plus_residual_then_relu() {
+    // Against the three ops it fuses, in training (the fused kernel, f32 and f64, a
+    // non-contiguous input and residual; output, gradients of input, parameters and
+    // residual, running statistics) and in evaluation; an f64 gradcheck through the
+    // residual; the residual's shape checked; a hooked module runs the three ops.
+    for dtype in [DType::F32, DType::F64] {
+        let nchw = |t: Tensor| {
+            t.reshape(&[2, 4, 3, 1])
+                .unwrap()
+                .transpose(2, 3)
+                .unwrap()
+                .to_dtype(dtype)
+                .unwrap()
+        };
+        let x = nchw(x243());
+        let r = nchw(x243().mul_scalar(-0.8).unwrap().sin().unwrap());
+        let w = t64(&[1.0, 2.0, 0.5, -1.0], &[4]).to_dtype(dtype).unwrap();
+        let b = t64(&[0.1, 0.0, -0.2, 0.3], &[4]).to_dtype(dtype).unwrap();
+        let g = x.detach().mul_scalar(0.7).unwrap().cos().unwrap();
+        let run = |fused: bool, training: bool| {
+            let leaf = |t: &Tensor| t.detach().requires_grad_(true).unwrap();
+            let (x, r, w, b) = (leaf(&x), leaf(&r), leaf(&w), leaf(&b));
+            let rm = Tensor::zeros(&[4], dtype, tinytorch::Device::Cpu).unwrap();
+            let rv = Tensor::ones(&[4], dtype, tinytorch::Device::Cpu).unwrap();
+            let (rm_, rv_, w_, b_) = (Some(&rm), Some(&rv), Some(&w), Some(&b));
+            let y = if fused {
+                batch_norm_add_relu(&x, &r, rm_, rv_, w_, b_, training, 0.1, 1e-5)
+            } else {
+                batch_norm(&x, rm_, rv_, w_, b_, training, 0.1, 1e-5)
+                    .and_then(|y| y.add(&r)?.relu())
+            }
+            .unwrap();
+            y.mul(&g).unwrap().sum_all().unwrap().backward().unwrap();
+            let grads = [&x, &r, &w, &b].map(|t| t.grad().unwrap());
+            let [gx, gr, gw, gb] = grads;
+            [y.detach(), gx, gr, gw, gb, rm, rv]
+        };
+        for training in [true, false] {
+            let (fused, three) = (run(true, training), run(false, training));
+            let ys = fused[0].to_vec_f64().unwrap();
+            assert!(ys.contains(&0.0) && ys.iter().any(|&v| v > 0.0));
+            let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+            for (f, p) in fused.iter().zip(&three) {
+                assert_close(f, &p.to_vec_f64().unwrap(), tol);
+            }
+        }
+    }
+    let residual = x243().mul_scalar(0.5).unwrap().cos().unwrap();
+    gradcheck(
+        |xs| {
+            let (w, b) = (Some(&xs[2]), Some(&xs[3]));
+            batch_norm_add_relu(&xs[0], &xs[1], None, None, w, b, true, 0.1, 1e-5)
+        },
+        &[
+            x243(),
+            residual,
+            t64(&[1.0, 2.0, 0.5, -1.0], &[4]),
+            t64(&[0.1, 0.0, -0.2, 0.3], &[4]),
+        ],
+        1e-6,
+        1e-7,
+        1e-5,
+    )
+    .unwrap();
+    let short = t64(&[1.0; 4], &[1, 4]);
+    let err = batch_norm_add_relu(&x243(), &short, None, None, None, None, true, 0.1, 1e-5)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("batch_norm_add_relu") && err.contains("[1, 4]"),
+        "{err}"
+    );
+    // A module with a forward hook runs it on the batch norm's own output, then the sum
+    // and the ReLU.
+    let bn = BatchNorm2d::new(4).unwrap();
+    let x = x243()
+        .reshape(&[2, 4, 3, 1])
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap();
+    let r = x.mul_scalar(0.3).unwrap().cos().unwrap();
+    let three = |bn: &BatchNorm2d| {
+        let y = bn.call(&x).unwrap().add(&r).unwrap().relu().unwrap();
+        y.to_vec_f64().unwrap()
+    };
+    let plain = bn.call_add_relu(&x, &r).unwrap();
+    assert_close(&plain, &three(&bn), 1e-6);
+    let _hook = bn
+        .register_forward_hook(|_, _, y| Ok(Some(y.neg()?)))
+        .unwrap();
+    let hooked = bn.call_add_relu(&x, &r).unwrap();
+    assert_close(&hooked, &three(&bn), 1e-6);
+    assert!(plain.to_vec_f64().unwrap() != hooked.to_vec_f64().unwrap());
 }
 
 #[test]

@@ -52,9 +52,10 @@ impl Module for BasicBlock {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         // out: (N, planes, H / stride, W / stride) after each convolution.
         let out = self.bn1.call_relu(&self.conv1.call(x)?)?;
-        let out = self.bn2.call(&self.conv2.call(&out)?)?;
-        // The shortcut brings x to out's shape (subsampled, channels zero-padded).
-        out.add(&self.shortcut(x)?)?.relu()
+        // The shortcut brings x to out's shape (subsampled, channels zero-padded); the
+        // second batch norm, the sum and the ReLU are one op.
+        self.bn2
+            .call_add_relu(&self.conv2.call(&out)?, &self.shortcut(x)?)
     }
 
     fn named_parameters(&self) -> Vec<(String, Tensor)> {

@@ -60,6 +60,8 @@ pub mod functional {
         binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, distillation_loss,
         huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss,
     };
-    pub use crate::ops::norm::{batch_norm, batch_norm_relu, group_norm, layer_norm, rms_norm};
+    pub use crate::ops::norm::{
+        batch_norm, batch_norm_add_relu, batch_norm_relu, group_norm, layer_norm, rms_norm,
+    };
     pub use crate::ops::{interpolate, InterpolateMode};
 }

@@ -4,7 +4,9 @@
 use super::Module;
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
-use crate::ops::norm::{batch_norm, batch_norm_relu, group_norm, layer_norm, rms_norm};
+use crate::ops::norm::{
+    batch_norm, batch_norm_add_relu, batch_norm_relu, group_norm, layer_norm, rms_norm, After,
+};
 use crate::tensor::{DType, Device, Tensor};
 
 fn param(shape: &[usize], value: f64) -> Result<Tensor> {
@@ -251,11 +253,21 @@ impl BatchNorm {
         if super::hooks::has_hooks(self) {
             return self.call(x)?.relu();
         }
-        self.normalise(x, true)
+        self.normalise(x, After::Relu)
     }
 
-    /// The forward, followed by a ReLU when `relu`.
-    fn normalise(&self, x: &Tensor, relu: bool) -> Result<Tensor> {
+    /// `(module(x) + residual).relu()`, the end of a residual block, as one op
+    /// ([`batch_norm_add_relu`]: in training on the CPU the sum and the ReLU run inside the
+    /// batch norm's output pass) when the module has no hooks.
+    pub fn call_add_relu(&self, x: &Tensor, residual: &Tensor) -> Result<Tensor> {
+        if super::hooks::has_hooks(self) {
+            return self.call(x)?.add(residual)?.relu();
+        }
+        self.normalise(x, After::AddRelu(residual))
+    }
+
+    /// The forward, followed by what `after` says.
+    fn normalise(&self, x: &Tensor, after: After<'_>) -> Result<Tensor> {
         // Without running stats, evaluation also uses the batch statistics, as in PyTorch.
         let use_batch_stats = self.training || self.running_mean.is_none();
         if self.training {
@@ -264,23 +276,20 @@ impl BatchNorm {
                 n.add_scalar_(1)?;
             }
         }
-        let op = if relu { batch_norm_relu } else { batch_norm };
-        op(
-            x,
-            self.running_mean.as_ref(),
-            self.running_var.as_ref(),
-            self.weight.as_ref(),
-            self.bias.as_ref(),
-            use_batch_stats,
-            self.momentum,
-            self.eps,
-        )
+        let (rm, rv) = (self.running_mean.as_ref(), self.running_var.as_ref());
+        let (w, b) = (self.weight.as_ref(), self.bias.as_ref());
+        let (stats, m, eps) = (use_batch_stats, self.momentum, self.eps);
+        match after {
+            After::Nothing => batch_norm(x, rm, rv, w, b, stats, m, eps),
+            After::Relu => batch_norm_relu(x, rm, rv, w, b, stats, m, eps),
+            After::AddRelu(r) => batch_norm_add_relu(x, r, rm, rv, w, b, stats, m, eps),
+        }
     }
 }
 
 impl Module for BatchNorm {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        self.normalise(x, false)
+        self.normalise(x, After::Nothing)
     }
     fn named_parameters(&self) -> Vec<(String, Tensor)> {
         named(&[("weight", &self.weight), ("bias", &self.bias)])

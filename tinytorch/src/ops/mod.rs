@@ -35,6 +35,7 @@ pub use dropout::dropout;
 pub use interpolate::{interpolate, InterpolateMode};
 pub use linalg::{MatrixNormOrd, QrMode, VectorNormOrd};
 pub use shape::PadMode;
+pub(crate) use unary::relu_grad;
 pub use view::SliceArg;
 
 use crate::backend::{Span, Storage};

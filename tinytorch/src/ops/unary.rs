@@ -28,6 +28,15 @@ const SQRT_2_OVER_PI: f64 = 0.797_884_560_802_865_4;
 /// The cubic coefficient of the tanh-approximated GELU.
 const GELU_KAPPA: f64 = 0.044715;
 
+/// The gradient through a ReLU whose output was `y`: `g` where `y > 0` (and where `y` is
+/// NaN), 0 elsewhere; in place over a `g` nothing else holds, where the device can.
+pub(crate) fn relu_grad(g: &Tensor, y: &Tensor) -> Result<Tensor> {
+    match fused_backward(g, y, ActivationGrad::Relu)? {
+        Some(dx) => Ok(dx),
+        None => g.masked_fill(&y.le_scalar(0.0)?, 0.0),
+    }
+}
+
 /// The fused backward of activation `kind` (`Storage::activation_backward`) on the upstream
 /// gradient `g` and the saved tensor `s` (the op's input or output) when they share a dtype
 /// and shape and their device has the kernel; `None` otherwise, and the caller composes the
@@ -272,12 +281,7 @@ impl Tensor {
     pub fn relu(&self) -> Result<Tensor> {
         self.reject_bool("relu")?;
         let out = self.unary_keep_dtype(UnaryOp::Relu)?;
-        self.unary_backward(out, "relu", Saved::Output, |g, y| {
-            match fused_backward(g, y, ActivationGrad::Relu)? {
-                Some(dx) => Ok(dx),
-                None => g.masked_fill(&y.le_scalar(0.0)?, 0.0),
-            }
-        })
+        self.unary_backward(out, "relu", Saved::Output, relu_grad)
     }
 
     /// `self` where positive, `negative_slope * self` elsewhere

@@ -20,7 +20,10 @@
 //! With `relu` the forward's output is `max(y, 0)` (`batch_norm(...).relu()` in one pass),
 //! and the backward takes `g` only where the pre-activation `x * scale + shift` was positive,
 //! recomputing it from `x` with the forward's own operations (so the same bits): the ReLU's
-//! forward pass and its backward pass over memory disappear.
+//! forward pass and its backward pass over memory disappear. With a residual (a residual
+//! block's `relu(bn(x) + shortcut)`), the output is `max(y + r, 0)` in the same pass, and the
+//! backward expects `g` already through the ReLU (whose mask `x` alone no longer gives: the
+//! caller takes it from the output).
 
 use super::float::KernelFloat;
 use super::norm::lane_sum;
@@ -57,6 +60,18 @@ impl Dims {
     }
 }
 
+/// What the forward's output pass applies after `y = x * scale + shift`.
+#[derive(Clone, Copy)]
+pub enum Then<'a, S> {
+    /// Nothing: `y`.
+    Nothing,
+    /// `max(y, 0)`, whose backward [`backward`] includes.
+    Relu,
+    /// `max(y + r, 0)` with `r` laid out like `x`; [`backward`] then takes `g` through the
+    /// ReLU already.
+    AddRelu(&'a [S]),
+}
+
 /// What the backward needs of the forward, per channel.
 pub struct Stats<T> {
     /// Batch mean.
@@ -68,7 +83,7 @@ pub struct Stats<T> {
     /// The forward's `y = x * scale + shift` per channel (for a fused ReLU's mask).
     scale: Vec<T>,
     shift: Vec<T>,
-    /// Whether the forward applied a ReLU.
+    /// Whether the backward gates `g` by the ReLU of the recomputed `x * scale + shift`.
     relu: bool,
 }
 
@@ -78,6 +93,7 @@ pub struct Stats<T> {
 struct Scratch<C> {
     x: Vec<C>,
     g: Vec<C>,
+    r: Vec<C>,
     out: Vec<MaybeUninit<C>>,
 }
 
@@ -86,6 +102,7 @@ impl<C> Scratch<C> {
         Scratch {
             x: Vec::new(),
             g: Vec::new(),
+            r: Vec::new(),
             out: Vec::new(),
         }
     }
@@ -168,8 +185,8 @@ fn per_channel<C, const K: usize>(
 
 /// One elementwise pass of [`per_channel_affine`].
 enum Pass<'a, S: FloatStore> {
-    /// `out = x * a + b`, clamped at 0 (NaN kept, as `relu`) when `relu`.
-    Forward { relu: bool },
+    /// `out = x * a + b`, then what `Then` says (a ReLU keeps NaN, as `relu`).
+    Forward(Then<'a, S>),
     /// `out = g' * gc + x * a + b`, with `g' = g`, or with `live = Some((scale, shift))`, `g`
     /// where `x * scale + shift > 0` and 0 elsewhere (NaN passing, as ReLU's backward).
     Backward {
@@ -185,9 +202,7 @@ type ChannelGate<'a, C> = (&'a [C], &'a [C]);
 
 /// [`Pass`] for one row, in the compute type.
 enum RowPass<'a, C> {
-    Forward {
-        relu: bool,
-    },
+    Forward(Then<'a, C>),
     Backward {
         g: &'a [C],
         gc: C,
@@ -215,14 +230,20 @@ fn affine_row<T: KernelFloat>(
     b: T,
 ) {
     match pass {
-        RowPass::Forward { relu: false } => {
+        RowPass::Forward(Then::Nothing) => {
             for (o, &v) in o.iter_mut().zip(xr) {
                 o.write(v * a + b);
             }
         }
-        RowPass::Forward { relu: true } => {
+        RowPass::Forward(Then::Relu) => {
             for (o, &v) in o.iter_mut().zip(xr) {
                 let y = v * a + b;
+                o.write(if y < T::ZERO { T::ZERO } else { y });
+            }
+        }
+        RowPass::Forward(Then::AddRelu(rr)) => {
+            for ((o, &v), &r) in o.iter_mut().zip(xr).zip(rr) {
+                let y = v * a + b + r;
                 o.write(if y < T::ZERO { T::ZERO } else { y });
             }
         }
@@ -266,7 +287,11 @@ where
             let span = r * d.s..(r + 1) * d.s;
             let xr = widened(&x[span.clone()], &mut sc.x);
             let row_pass = match pass {
-                Pass::Forward { relu } => RowPass::Forward { relu: *relu },
+                Pass::Forward(Then::Nothing) => RowPass::Forward(Then::Nothing),
+                Pass::Forward(Then::Relu) => RowPass::Forward(Then::Relu),
+                Pass::Forward(Then::AddRelu(r)) => {
+                    RowPass::Forward(Then::AddRelu(widened(&r[span], &mut sc.r)))
+                }
                 Pass::Backward { g, gc, live } => RowPass::Backward {
                     g: widened(&g[span], &mut sc.g),
                     gc: gc[ch],
@@ -303,21 +328,24 @@ where
     out
 }
 
-/// Forward in training mode: `y` (then `max(y, 0)` with `relu`) and the batch statistics.
-/// `x` holds `n * c * s` elements (f32, f64, or f16/bf16 computed in f32); `weight` and
-/// `bias` (one per channel, in the compute type) default to 1 and 0.
+/// Forward in training mode: `y`, then what `then` says, and the batch statistics. `x`
+/// (and a residual) holds `n * c * s` elements (f32, f64, or f16/bf16 computed in f32);
+/// `weight` and `bias` (one per channel, in the compute type) default to 1 and 0.
 pub fn forward<S: FloatStore>(
     x: &[S],
     d: Dims,
     weight: Option<&[S::C]>,
     bias: Option<&[S::C]>,
     eps: f64,
-    relu: bool,
+    then: Then<'_, S>,
 ) -> (Vec<S>, Stats<S::C>)
 where
     S::C: KernelFloat,
 {
     assert_eq!(x.len(), d.rows() * d.s, "batch_norm: bad input length");
+    if let Then::AddRelu(r) = then {
+        assert_eq!(r.len(), x.len(), "batch_norm: bad residual length");
+    }
     let row = |r: usize| &x[r * d.s..(r + 1) * d.s];
     // The statistics in one pass over memory: each row, in L1 after its first read, gives its
     // sum and its sum of squares about its own mean, and the channel's sum of squares is
@@ -349,14 +377,14 @@ where
             of(b - KernelFloat::f64(mean[ch]) * w(ch) * rstd[ch])
         })
         .collect();
-    let y = per_channel_affine(d, x, &Pass::Forward { relu }, &scale, &shift);
+    let y = per_channel_affine(d, x, &Pass::Forward(then), &scale, &shift);
     let stats = Stats {
         mean,
         rstd: rstd.into_iter().map(of).collect(),
         var: var.into_iter().map(of).collect(),
         scale,
         shift,
-        relu,
+        relu: matches!(then, Then::Relu),
     };
     (y, stats)
 }
@@ -372,7 +400,8 @@ pub struct Grads<S: FloatStore> {
 }
 
 /// Backward of [`forward`] from the upstream gradient `g` (laid out like `x`, of its type),
-/// through the forward's ReLU when it had one.
+/// through the forward's ReLU when it had one without a residual (with one, `g` is the
+/// gradient after the ReLU, and the residual's gradient is `g` itself).
 pub fn backward<S: FloatStore>(
     x: &[S],
     g: &[S],
@@ -484,7 +513,8 @@ mod tests {
             let w: Vec<f64> = (0..d.c).map(|j| 0.5 + j as f64 * 0.1).collect();
             let b: Vec<f64> = (0..d.c).map(|j| j as f64 * -0.03).collect();
             for relu in [false, true] {
-                let (y, stats) = forward(&x, d, Some(&w), Some(&b), 1e-5, relu);
+                let then = if relu { Then::Relu } else { Then::Nothing };
+                let (y, stats) = forward(&x, d, Some(&w), Some(&b), 1e-5, then);
                 let grads = backward(&x, &g, d, Some(&w), &stats, true);
                 let (ry, rdx, rdw, rdb) = reference(&x, &g, d, &w, &b, 1e-5, relu);
                 let close = |a: &[f64], b: &[f64], what: &str| {
@@ -503,6 +533,69 @@ mod tests {
                     assert!(y.contains(&0.0) && y.iter().any(|&v| v > 0.0));
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_residual_is_added_before_the_relu_and_the_backward_takes_the_gated_gradient() {
+        // relu(bn(x) + r): the output against the f64 formulas, and the backward of a `g`
+        // already through the ReLU's mask against the plain batch norm's (no gate of its
+        // own: the mask of bn(x) alone would be wrong here). Half inputs: the f32 kernel on
+        // the widened values, rounded once.
+        for d in SHAPES {
+            let len = d.rows() * d.s;
+            let x: Vec<f64> = (0..len)
+                .map(|i| ((i * 37 % 101) as f64 - 50.0) * 0.07)
+                .collect();
+            let r: Vec<f64> = (0..len)
+                .map(|i| ((i * 11 % 9) as f64) * 0.4 - 1.5)
+                .collect();
+            let g: Vec<f64> = (0..len)
+                .map(|i| ((i * 13 % 7) as f64) * 0.3 - 1.0)
+                .collect();
+            let w: Vec<f64> = (0..d.c).map(|j| 0.5 + j as f64 * 0.1).collect();
+            let b: Vec<f64> = (0..d.c).map(|j| j as f64 * -0.03).collect();
+            let (y, stats) = forward(&x, d, Some(&w), Some(&b), 1e-5, Then::AddRelu(&r));
+            let (bn, _, _, _) = reference(&x, &g, d, &w, &b, 1e-5, false);
+            for i in 0..len {
+                let want = (bn[i] + r[i]).max(0.0);
+                assert!(
+                    (y[i] - want).abs() < 1e-10 * (1.0 + want.abs()),
+                    "{d:?} y[{i}]"
+                );
+            }
+            assert!(y.contains(&0.0) && y.iter().any(|&v| v > 0.0));
+            let gm: Vec<f64> = (0..len)
+                .map(|i| if y[i] > 0.0 { g[i] } else { 0.0 })
+                .collect();
+            let grads = backward(&x, &gm, d, Some(&w), &stats, true);
+            let (_, rdx, rdw, rdb) = reference(&x, &gm, d, &w, &b, 1e-5, false);
+            let close = |a: &[f64], b: &[f64], what: &str| {
+                for (u, v) in a.iter().zip(b) {
+                    assert!(
+                        (u - v).abs() < 1e-10 * (1.0 + v.abs()),
+                        "{d:?} {what}: {u} vs {v}"
+                    );
+                }
+            };
+            close(grads.dx.as_ref().unwrap(), &rdx, "dx");
+            close(&grads.dweight, &rdw, "dweight");
+            close(&grads.dbias, &rdb, "dbias");
+
+            let xh: Vec<half::bf16> = x.iter().map(|&v| half::bf16::from_f64(v)).collect();
+            let rh: Vec<half::bf16> = r.iter().map(|&v| half::bf16::from_f64(v)).collect();
+            let (xw, rw): (Vec<f32>, Vec<f32>) = (
+                xh.iter().map(|v| v.to_f32()).collect(),
+                rh.iter().map(|v| v.to_f32()).collect(),
+            );
+            let (w32, b32): (Vec<f32>, Vec<f32>) = (
+                w.iter().map(|&v| v as f32).collect(),
+                b.iter().map(|&v| v as f32).collect(),
+            );
+            let (yh, _) = forward(&xh, d, Some(&w32), Some(&b32), 1e-5, Then::AddRelu(&rh));
+            let (yw, _) = forward(&xw, d, Some(&w32), Some(&b32), 1e-5, Then::AddRelu(&rw));
+            let round: Vec<half::bf16> = yw.iter().map(|&v| half::bf16::from_f32(v)).collect();
+            assert_eq!(yh, round, "{d:?} bf16 y");
         }
     }
 
@@ -527,8 +620,12 @@ mod tests {
             let w: Vec<f32> = (0..d.c).map(|j| 0.5 + j as f32 * 0.1).collect();
             let b: Vec<f32> = (0..d.c).map(|j| j as f32 * -0.03).collect();
             for relu in [false, true] {
-                let (y, stats) = forward(&x, d, Some(&w), Some(&b), 1e-5, relu);
-                let (yw, stats_w) = forward(&xw, d, Some(&w), Some(&b), 1e-5, relu);
+                let (then, then_w) = match relu {
+                    true => (Then::Relu, Then::Relu),
+                    false => (Then::Nothing, Then::Nothing),
+                };
+                let (y, stats) = forward(&x, d, Some(&w), Some(&b), 1e-5, then);
+                let (yw, stats_w) = forward(&xw, d, Some(&w), Some(&b), 1e-5, then_w);
                 let round = |v: &[f32]| v.iter().map(|&v| H::down(v)).collect::<Vec<H>>();
                 assert_eq!(y, round(&yw), "{d:?} relu {relu}: y");
                 assert_eq!(stats.mean, stats_w.mean);
@@ -556,7 +653,7 @@ mod tests {
             let x: Vec<f32> = (0..len)
                 .map(|i| 1000.0 + ((i * 37 % 101) as f32 - 50.0) * 0.02)
                 .collect();
-            let (_, stats) = forward(&x, d, None, None, 0.0, false);
+            let (_, stats) = forward(&x, d, None, None, 0.0, Then::Nothing);
             for ch in 0..d.c {
                 let xs: Vec<f64> = (0..d.n)
                     .flat_map(|n| (0..d.s).map(move |t| (n * d.c + ch) * d.s + t))

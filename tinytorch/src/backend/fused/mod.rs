@@ -25,7 +25,8 @@ pub use attention::{AttnConfig, AttnForward, AttnGrads, AttnOperand, AttnSaved};
 pub use conv::{set_direct_convolution, set_winograd_convolution, Conv2dSpec, ConvPlan};
 pub use cross_entropy::{CeForward, CeParams, CeReduction, CeRowGrad, CeSaved};
 pub use norm::{
-    BatchNormDims, BatchNormForward, NormForward, NormGrads, NormKind, NormSaved, NormWanted,
+    BatchNormDims, BatchNormForward, BatchNormThen, NormForward, NormGrads, NormKind, NormSaved,
+    NormWanted,
 };
 pub use pointwise::ActivationGrad;
 pub use pool::PoolPlane;

@@ -1,6 +1,7 @@
 //! Fused normalisations: layer and RMS norm over the last `n` elements of each row
 //! (`Storage::norm_forward` / `norm_backward`: CPU `cpu/norm.rs`, CUDA `cuda/norm.rs`) and
-//! training-mode batch norm over `(N, C, S)` (`Storage::batch_norm_forward` /
+//! training-mode batch norm over `(N, C, S)`, with a ReLU or a residual sum and ReLU after
+//! it (`Storage::batch_norm_forward` /
 //! `batch_norm_backward`: CPU `cpu/batch_norm.rs`; other devices compose it). Operands are
 //! contiguous and of one float dtype, f32 or f64 (the op layer widens half types first),
 //! except batch norm's input and upstream gradient, which may be f16/bf16 (parameters and
@@ -81,6 +82,17 @@ pub struct BatchNormForward {
     pub var: Storage,
     /// For the backward.
     pub saved: NormSaved,
+}
+
+/// What a fused batch norm's output pass applies after the normalisation and affine.
+#[derive(Clone, Copy)]
+pub enum BatchNormThen<'a> {
+    /// Nothing.
+    Nothing,
+    /// A ReLU.
+    Relu,
+    /// The sum with a residual laid out like the input, then a ReLU.
+    AddRelu(Span<'a>),
 }
 
 /// The shape of a batch norm problem: `n * c` rows of `s` elements, channel `c` varying
@@ -186,31 +198,33 @@ impl Storage {
     }
 
     /// Training-mode batch normalisation of `x` (`n * c * s` elements) with the batch's
-    /// statistics, then `* weight + bias` (one per channel, of x's dtype), then, with `relu`,
-    /// a ReLU (whose backward [`Storage::batch_norm_backward`] then includes). `Ok(None)`
-    /// where the device has no kernel (CUDA composes it).
+    /// statistics, then `* weight + bias` (one per channel, of x's dtype), then what `then`
+    /// says: a ReLU (whose backward [`Storage::batch_norm_backward`] then includes), or a
+    /// residual (laid out like `x`, of its dtype) added before the ReLU (the backward then
+    /// expects the gradient through the ReLU already). `Ok(None)` where the device has no
+    /// kernel (CUDA composes it).
     pub fn batch_norm_forward(
         x: Span<'_>,
         d: BatchNormDims,
         weight: Option<Span<'_>>,
         bias: Option<Span<'_>>,
         eps: f64,
-        relu: bool,
+        then: BatchNormThen<'_>,
     ) -> Result<Option<BatchNormForward>> {
+        let f = BnForward {
+            x,
+            d,
+            weight,
+            bias,
+            eps,
+            then,
+        };
         match (x.storage, x.dtype()) {
-            (Storage::Cpu(_), DType::F32) => {
-                cpu_bn_forward::<f32>(x, d, weight, bias, eps, relu, Saved::BatchF32)
-            }
-            (Storage::Cpu(_), DType::F64) => {
-                cpu_bn_forward::<f64>(x, d, weight, bias, eps, relu, Saved::BatchF64)
-            }
+            (Storage::Cpu(_), DType::F32) => cpu_bn_forward::<f32>(f, Saved::BatchF32),
+            (Storage::Cpu(_), DType::F64) => cpu_bn_forward::<f64>(f, Saved::BatchF64),
             // Read and written in their own type, computed in f32 (parameters in f32).
-            (Storage::Cpu(_), DType::BF16) => {
-                cpu_bn_forward::<bf16>(x, d, weight, bias, eps, relu, Saved::BatchF32)
-            }
-            (Storage::Cpu(_), DType::F16) => {
-                cpu_bn_forward::<f16>(x, d, weight, bias, eps, relu, Saved::BatchF32)
-            }
+            (Storage::Cpu(_), DType::BF16) => cpu_bn_forward::<bf16>(f, Saved::BatchF32),
+            (Storage::Cpu(_), DType::F16) => cpu_bn_forward::<f16>(f, Saved::BatchF32),
             _ => Ok(None),
         }
     }
@@ -305,26 +319,37 @@ fn bn_dims(d: BatchNormDims) -> cpu_bn::Dims {
     }
 }
 
-fn cpu_bn_forward<S: FloatStore>(
-    x: Span<'_>,
+/// The operands of [`Storage::batch_norm_forward`].
+#[derive(Clone, Copy)]
+struct BnForward<'a> {
+    x: Span<'a>,
     d: BatchNormDims,
-    weight: Option<Span<'_>>,
-    bias: Option<Span<'_>>,
+    weight: Option<Span<'a>>,
+    bias: Option<Span<'a>>,
     eps: f64,
-    relu: bool,
+    then: BatchNormThen<'a>,
+}
+
+fn cpu_bn_forward<S: FloatStore>(
+    f: BnForward<'_>,
     keep: fn(cpu_bn::Stats<S::C>) -> Saved,
 ) -> Result<Option<BatchNormForward>>
 where
     S::C: KernelFloat,
 {
     const OP: &str = "batch_norm";
+    let then = match f.then {
+        BatchNormThen::Nothing => cpu_bn::Then::Nothing,
+        BatchNormThen::Relu => cpu_bn::Then::Relu,
+        BatchNormThen::AddRelu(r) => cpu_bn::Then::AddRelu(r.cpu_or_err::<S>(OP, "residual")?),
+    };
     let (y, stats) = cpu_bn::forward(
-        x.cpu_or_err::<S>(OP, "input")?,
-        bn_dims(d),
-        opt_cpu(OP, "weight", weight)?,
-        opt_cpu(OP, "bias", bias)?,
-        eps,
-        relu,
+        f.x.cpu_or_err::<S>(OP, "input")?,
+        bn_dims(f.d),
+        opt_cpu(OP, "weight", f.weight)?,
+        opt_cpu(OP, "bias", f.bias)?,
+        f.eps,
+        then,
     );
     Ok(Some(BatchNormForward {
         y: host(y),

@@ -5,10 +5,11 @@
 //! arguments, then calls these when [`fused_applies`], and composes tensor ops where they
 //! answer `None` (a device without the kernel).
 
+use super::After;
 use crate::autograd::needs_grad;
-use crate::backend::{BatchNormDims, NormKind, NormWanted, Storage};
+use crate::backend::{BatchNormDims, BatchNormThen, NormKind, NormWanted, Storage};
 use crate::error::Result;
-use crate::ops::with_spans;
+use crate::ops::{relu_grad, with_spans};
 use crate::tensor::{DType, Tensor};
 use std::sync::Arc;
 
@@ -119,8 +120,9 @@ pub(crate) fn fused_norm(
 /// Training-mode batch normalisation of an `(N, C, *)` input through the fused kernel, as
 /// one autograd op. Returns `y` (x's dtype promoted with the parameters') and the batch mean
 /// and biased variance, `(C,)` in the compute dtype and outside the graph (for the running
-/// statistics); `None` where the device has no kernel. With `relu`, `y` is the ReLU of the
-/// normalised value, in the same op. Arguments are checked by the caller; an f16/bf16
+/// statistics); `None` where the device has no kernel. `after` is applied to the normalised
+/// value in the same op: a ReLU, or the sum with a residual (of x's dtype and shape) and a
+/// ReLU. Arguments are checked by the caller; an f16/bf16
 /// input is read and written in its own type by the CPU kernel (computing in f32), and
 /// widened first for other devices.
 pub(crate) fn fused_batch_norm(
@@ -128,18 +130,26 @@ pub(crate) fn fused_batch_norm(
     weight: Option<&Tensor>,
     bias: Option<&Tensor>,
     eps: f64,
-    relu: bool,
+    after: After<'_>,
 ) -> Result<Option<(Tensor, Tensor, Tensor)>> {
     const OP: &str = "batch_norm";
     let (out_dtype, compute) = dtypes(x, &[weight, bias]);
     let up = |t: &Tensor| t.to_dtype(compute);
     // A half input goes to the kernel as it is (the device answers `None` where it has no
-    // kernel for it); f32 parameters are the kernel's, f64 ones widen everything.
-    let x = if x.dtype().is_half() && compute == DType::F32 {
-        x.contiguous()?
-    } else {
-        up(x)?.contiguous()?
+    // kernel for it); f32 parameters are the kernel's, f64 ones widen everything. A
+    // residual goes as x goes.
+    let as_kernel_reads = |t: &Tensor| {
+        if x.dtype().is_half() && compute == DType::F32 {
+            t.contiguous()
+        } else {
+            up(t)?.contiguous()
+        }
     };
+    let residual = match after {
+        After::AddRelu(r) => Some(as_kernel_reads(r)?),
+        _ => None,
+    };
+    let x = as_kernel_reads(x)?;
     let shape = x.shape().to_vec();
     let d = BatchNormDims {
         n: shape[0],
@@ -150,26 +160,43 @@ pub(crate) fn fused_batch_norm(
     let (weight, bias) = (weight.map(up).transpose()?, bias.map(up).transpose()?);
     let (weight, bias) = (weight.as_ref(), bias.as_ref());
     let (w, b) = (kernel_copy(weight)?, kernel_copy(bias)?);
-    let fwd = with_spans(&[Some(&x), w.as_ref(), b.as_ref()], |s| {
-        Storage::batch_norm_forward(s[0].expect("given"), d, s[1], s[2], eps, relu)
-    })?;
+    let fwd = with_spans(
+        &[Some(&x), w.as_ref(), b.as_ref(), residual.as_ref()],
+        |s| {
+            let then = match (after, s[3]) {
+                (After::Nothing, _) => BatchNormThen::Nothing,
+                (After::Relu, _) => BatchNormThen::Relu,
+                (After::AddRelu(_), r) => BatchNormThen::AddRelu(r.expect("given")),
+            };
+            Storage::batch_norm_forward(s[0].expect("given"), d, s[1], s[2], eps, then)
+        },
+    )?;
     let Some(fwd) = fwd else {
         return Ok(None);
     };
     let y = Tensor::from_contiguous(fwd.y, &shape);
     let mean = Tensor::from_contiguous(fwd.mean, &[d.c]);
     let var = Tensor::from_contiguous(fwd.var, &[d.c]);
-    let inputs: Vec<&Tensor> = [Some(&x), weight, bias].into_iter().flatten().collect();
+    let inputs: Vec<&Tensor> = [Some(&x), weight, bias, residual.as_ref()]
+        .into_iter()
+        .flatten()
+        .collect();
     if !needs_grad(&inputs) {
         return Ok(Some((y.to_dtype(out_dtype)?, mean, var)));
     }
     let saved_x = x.save(OP);
+    // After a residual sum, the ReLU's mask is the output's (x alone no longer gives it).
+    let saved_y = residual.as_ref().map(|_| y.save(OP));
     let saved = Arc::new((w, fwd.saved));
     let (has_w, has_b) = (weight.is_some(), bias.is_some());
     let y = y.record(OP, &inputs, move |g, needs| {
         let (w, stats) = &*saved;
         let x = &saved_x.get()?;
         let g = g.to_dtype(x.dtype())?.contiguous()?;
+        let g = match &saved_y {
+            Some(y) => relu_grad(&g, &y.get()?)?.contiguous()?,
+            None => g,
+        };
         let grads = with_spans(&[Some(x), Some(&g), w.as_ref()], |s| {
             let (xs, gs) = (s[0].expect("given"), s[1].expect("given"));
             Storage::batch_norm_backward(xs, gs, d, s[2], stats, needs[0])
@@ -185,6 +212,9 @@ pub(crate) fn fused_batch_norm(
         }
         if has_b {
             out.push(channel(grads.dbias));
+        }
+        if saved_y.is_some() {
+            out.push(Some(first_order(g.clone())));
         }
         Ok(out)
     });

@@ -42,10 +42,10 @@ fn leaf(shape: &[usize], dtype: DType, seed: f64) -> Tensor {
         .unwrap()
 }
 
-/// A norm applied to (x, weight, bias).
-type NormFn<'a> = &'a dyn Fn(&Tensor, Option<&Tensor>, Option<&Tensor>) -> Tensor;
+/// A norm applied to (x, weight, bias, residual).
+type NormFn<'a> = &'a dyn Fn(&Tensor, Option<&Tensor>, Option<&Tensor>, Option<&Tensor>) -> Tensor;
 
-/// Run `f` on fresh leaves of `dtype` (x and optional weight/bias), backpropagate a fixed
+/// Run `f` on fresh leaves of `dtype` (x and optional weight/bias/residual), backpropagate a fixed
 /// upstream gradient (rounded to `x`'s dtype first), return the output and the gradients.
 fn run(x: &Tensor, params: &[Option<Tensor>], dtype: DType, f: NormFn) -> Vec<Tensor> {
     let fresh = |t: &Tensor| {
@@ -58,7 +58,8 @@ fn run(x: &Tensor, params: &[Option<Tensor>], dtype: DType, f: NormFn) -> Vec<Te
     let x_dtype = x.dtype();
     let x = fresh(x);
     let ps: Vec<Option<Tensor>> = params.iter().map(|p| p.as_ref().map(fresh)).collect();
-    let y = f(&x, ps[0].as_ref(), ps[1].as_ref());
+    let residual = ps.get(2).and_then(|r| r.as_ref());
+    let y = f(&x, ps[0].as_ref(), ps[1].as_ref(), residual);
     assert_eq!(y.dtype(), dtype);
     let g = leaf(y.shape(), x_dtype, 3.0)
         .detach()
@@ -95,20 +96,20 @@ fn fused_layer_and_rms_norm_match_the_composite_form() {
                 ];
                 let what =
                     format!("{dtype} {shape:?}/{norm_shape:?} t={transpose} w={with_w} b={with_b}");
-                let fused = run(&x, &params, dtype, &|x, w, b| {
+                let fused = run(&x, &params, dtype, &|x, w, b, _| {
                     layer_norm(x, norm_shape, w, b, 1e-5).unwrap()
                 });
-                let comp = run(&x, &params, DType::F64, &|x, w, b| {
+                let comp = run(&x, &params, DType::F64, &|x, w, b, _| {
                     layer_norm_composite(x, &dims, w, b, 1e-5).unwrap()
                 });
                 for (i, (f, c)) in fused.iter().zip(&comp).enumerate() {
                     assert_close(f, c, tol(dtype), &format!("layer_norm {what} #{i}"));
                 }
                 let params = [params[0].clone(), None];
-                let fused = run(&x, &params, dtype, &|x, w, _| {
+                let fused = run(&x, &params, dtype, &|x, w, _, _| {
                     rms_norm(x, norm_shape, w, Some(1e-6)).unwrap()
                 });
-                let comp = run(&x, &params, DType::F64, &|x, w, _| {
+                let comp = run(&x, &params, DType::F64, &|x, w, _, _| {
                     rms_norm_composite(x, &dims, w, 1e-6).unwrap()
                 });
                 for (i, (f, c)) in fused.iter().zip(&comp).enumerate() {
@@ -125,7 +126,7 @@ fn fused_layer_and_rms_norm_match_the_composite_form() {
 
 #[test]
 fn fused_batch_norm_matches_the_composite_form() {
-    use super::{batch_norm, batch_norm_composite, batch_norm_relu};
+    use super::{batch_norm, batch_norm_add_relu, batch_norm_composite, batch_norm_relu};
     // (input shape, transpose the input's first two dims first): (N, C), (N, C, L), NCHW
     // with a lane tail, non-contiguous, and large enough for the threaded path; each also
     // with the fused ReLU against the composite followed by `relu`.
@@ -152,11 +153,11 @@ fn fused_batch_norm_matches_the_composite_form() {
                     let what = format!(
                         "{dtype} {shape:?} t={transpose} w={with_w} b={with_b} relu={relu}"
                     );
-                    let fused = run(&x, &params, dtype, &|x, w, b| {
+                    let fused = run(&x, &params, dtype, &|x, w, b, _| {
                         let op = if relu { batch_norm_relu } else { batch_norm };
                         op(x, None, None, w, b, true, 0.1, 1e-5).unwrap()
                     });
-                    let comp = run(&x, &params, DType::F64, &|x, w, b| {
+                    let comp = run(&x, &params, DType::F64, &|x, w, b, _| {
                         let y = batch_norm_composite(x, w, b, 1e-5).unwrap().0;
                         if relu {
                             y.relu().unwrap()
@@ -168,6 +169,38 @@ fn fused_batch_norm_matches_the_composite_form() {
                         assert_close(f, c, tol(dtype), &format!("batch_norm {what} #{i}"));
                     }
                 }
+            }
+        }
+    }
+    // relu(bn(x) + r) against the composite, with the residual's gradient too (r transposed
+    // like x where x is).
+    for dtype in [DType::F64, DType::F32, DType::F16, DType::BF16] {
+        for &(shape, transpose) in cases {
+            let (mut x, mut r) = (leaf(shape, dtype, 0.0), leaf(shape, dtype, 5.0));
+            if transpose {
+                (x, r) = (x.transpose(0, 1).unwrap(), r.transpose(0, 1).unwrap());
+            }
+            let c = x.shape()[1];
+            let params = [
+                Some(leaf(&[c], dtype, 1.0)),
+                Some(leaf(&[c], dtype, 2.0)),
+                Some(r),
+            ];
+            let fused = run(&x, &params, dtype, &|x, w, b, r| {
+                let r = r.expect("given");
+                let y = batch_norm_add_relu(x, r, None, None, w, b, true, 0.1, 1e-5).unwrap();
+                assert_eq!(y.grad_fn_name(), Some("batch_norm"));
+                y
+            });
+            let comp = run(&x, &params, DType::F64, &|x, w, b, r| {
+                let y = batch_norm_composite(x, w, b, 1e-5).unwrap().0;
+                y.add(r.expect("given")).unwrap().relu().unwrap()
+            });
+            let ys = fused[0].to_vec_f64().unwrap();
+            assert!(ys.contains(&0.0) && ys.iter().any(|&v| v > 0.0));
+            for (i, (f, c)) in fused.iter().zip(&comp).enumerate() {
+                let what = format!("batch_norm_add_relu {dtype} {shape:?} t={transpose} #{i}");
+                assert_close(f, c, tol(dtype), &what);
             }
         }
     }

@@ -199,7 +199,16 @@ pub fn batch_norm(
     eps: f64,
 ) -> Result<Tensor> {
     let running = (running_mean, running_var);
-    batch_norm_then(x, running, weight, bias, training, momentum, eps, false)
+    batch_norm_then(
+        x,
+        running,
+        weight,
+        bias,
+        training,
+        momentum,
+        eps,
+        After::Nothing,
+    )
 }
 
 /// `batch_norm(...).relu()`, the pair that follows most convolutions, as one op: in
@@ -218,10 +227,61 @@ pub fn batch_norm_relu(
     eps: f64,
 ) -> Result<Tensor> {
     let running = (running_mean, running_var);
-    batch_norm_then(x, running, weight, bias, training, momentum, eps, true)
+    batch_norm_then(
+        x,
+        running,
+        weight,
+        bias,
+        training,
+        momentum,
+        eps,
+        After::Relu,
+    )
 }
 
-/// [`batch_norm`] with the running `(mean, var)`, followed by a ReLU when `relu`.
+/// `(batch_norm(x, ...) + residual).relu()`, the end of a residual block, as one op: in
+/// training on the CPU the fused kernel adds the residual (of x's shape) and applies the
+/// ReLU in its output pass (three fewer passes over the activation than the three ops);
+/// elsewhere the three ops. `residual` gets the gradient through the ReLU, as with the ops.
+#[allow(clippy::too_many_arguments)]
+pub fn batch_norm_add_relu(
+    x: &Tensor,
+    residual: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    training: bool,
+    momentum: f64,
+    eps: f64,
+) -> Result<Tensor> {
+    if residual.shape() != x.shape() {
+        return Err(Error::shape(
+            "batch_norm_add_relu",
+            format!(
+                "the residual must have the input's shape {:?}, got {:?}",
+                x.shape(),
+                residual.shape()
+            ),
+        ));
+    }
+    let running = (running_mean, running_var);
+    let after = After::AddRelu(residual);
+    batch_norm_then(x, running, weight, bias, training, momentum, eps, after)
+}
+
+/// What follows the normalisation in one batch norm op.
+#[derive(Clone, Copy)]
+pub(crate) enum After<'a> {
+    /// Nothing.
+    Nothing,
+    /// A ReLU.
+    Relu,
+    /// The sum with a residual of the input's shape, then a ReLU.
+    AddRelu(&'a Tensor),
+}
+
+/// [`batch_norm`] with the running `(mean, var)`, followed by what `after` says.
 #[allow(clippy::too_many_arguments)]
 fn batch_norm_then(
     x: &Tensor,
@@ -231,16 +291,14 @@ fn batch_norm_then(
     training: bool,
     momentum: f64,
     eps: f64,
-    relu: bool,
+    after: After<'_>,
 ) -> Result<Tensor> {
     const OP: &str = "batch_norm";
     let out = out_dtype(x, &[weight, bias]);
-    let then = |y: Tensor| {
-        if relu {
-            y.relu()?.to_dtype(out)
-        } else {
-            y.to_dtype(out)
-        }
+    let then = |y: Tensor| match after {
+        After::Nothing => y.to_dtype(out),
+        After::Relu => y.relu()?.to_dtype(out),
+        After::AddRelu(r) => y.to_dtype(out)?.add(r)?.relu(),
     };
     require_float(OP, "input", x)?;
     if x.ndim() < 2 {
@@ -270,8 +328,15 @@ fn batch_norm_then(
                 ),
             ));
         }
-        let fused = match fused_applies(x, &[weight, bias]) {
-            true => fused::fused_batch_norm(x, weight, bias, eps, relu)?,
+        // A residual of another dtype or device takes the composite path (its promotion).
+        let fusable = match after {
+            After::AddRelu(r) => {
+                r.dtype() == x.dtype() && r.device() == x.device() && out == x.dtype()
+            }
+            _ => true,
+        };
+        let fused = match fusable && fused_applies(x, &[weight, bias]) {
+            true => fused::fused_batch_norm(x, weight, bias, eps, after)?,
             false => None,
         };
         let (y, mean, var) = match fused {
