@@ -86,6 +86,12 @@ pub fn exp_f32_fma(x: f32) -> f32 {
 /// vectorises, where libm's `erff` is a scalar call per element.
 #[inline(always)]
 pub fn erf_f32(x: f32) -> f32 {
+    erf_with_gaussian(x, exp_f32(-x * x))
+}
+
+/// [`erf_f32`] given `e = exp(-x^2)`, for callers that need that Gaussian themselves.
+#[inline(always)]
+fn erf_with_gaussian(x: f32, e: f32) -> f32 {
     const P: f32 = 0.327_591_1;
     const A: [f32; 5] = [
         0.254_829_6,
@@ -94,10 +100,9 @@ pub fn erf_f32(x: f32) -> f32 {
         -1.453_152,
         1.061_405_4,
     ];
-    let a = x.abs();
-    let t = 1.0 / (1.0 + P * a);
+    let t = 1.0 / (1.0 + P * x.abs());
     let poly = ((((A[4] * t + A[3]) * t + A[2]) * t + A[1]) * t + A[0]) * t;
-    (1.0 - poly * exp_f32(-a * a)).copysign(x)
+    (1.0 - poly * e).copysign(x)
 }
 
 /// `1 / sqrt(2)`.
@@ -114,7 +119,9 @@ pub fn gelu_f32(x: f32) -> f32 {
 /// GELU's derivative `Phi(x) + x * phi(x)` in f32.
 #[inline(always)]
 pub fn gelu_grad_f32(x: f32) -> f32 {
-    0.5 * (1.0 + erf_f32(x * FRAC_1_SQRT_2)) + x * INV_SQRT_2PI * exp_f32(-0.5 * x * x)
+    // One exponential serves both terms: erf(x / sqrt 2) needs exp(-x^2 / 2) too.
+    let e = exp_f32(-0.5 * x * x);
+    0.5 * (1.0 + erf_with_gaussian(x * FRAC_1_SQRT_2, e)) + x * INV_SQRT_2PI * e
 }
 
 /// True when the CPU has AVX2 and FMA, the features of the `*_avx2` copies of the CPU
