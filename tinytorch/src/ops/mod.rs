@@ -90,6 +90,30 @@ pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// Run `f` on `x` in its batched form `(N, C, ...)` of `rank` dims: an unbatched input, of
+/// `rank - 1` dims, gets a batch dim of 1, removed from the result again (PyTorch accepts
+/// both forms); any other rank is an error naming the two forms (`dims`: the unbatched
+/// form's names, e.g. "C, H, W").
+pub(crate) fn with_batch_dim(
+    op: &'static str,
+    x: &Tensor,
+    (rank, dims): (usize, &str),
+    f: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    match x.ndim() {
+        r if r == rank => f(x),
+        r if r + 1 == rank => f(&x.unsqueeze(0)?)?.squeeze_dim(0),
+        _ => Err(Error::shape(
+            op,
+            format!(
+                "expected a {}-d ({dims}) or {rank}-d (N, {dims}) input, got shape {:?}",
+                rank - 1,
+                x.shape()
+            ),
+        )),
+    }
+}
+
 /// Run `f` with read access to the storages of `a` and `b`, taking one lock when they share a
 /// buffer (a second read lock on the same RwLock from one thread can deadlock).
 pub(crate) fn with_storages2<R>(

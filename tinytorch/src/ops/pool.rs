@@ -9,7 +9,7 @@ use crate::autograd::needs_grad;
 use crate::backend::{PoolPlane, Storage};
 use crate::error::{Error, Result};
 use crate::ops::conv::patches;
-use crate::ops::{with_spans, PadMode};
+use crate::ops::{with_batch_dim, with_spans, PadMode};
 use crate::tensor::Tensor;
 
 /// Output length of a pooling window (PyTorch's `pooling_output_shape`), with ceil mode: the
@@ -177,17 +177,7 @@ fn pool_batched(
             format!("expected a floating-point input, got {}", x.dtype()),
         ));
     }
-    match x.ndim() {
-        4 => f(x),
-        3 => f(&x.unsqueeze(0)?)?.squeeze_dim(0),
-        _ => Err(Error::shape(
-            op,
-            format!(
-                "expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, got shape {:?}",
-                x.shape()
-            ),
-        )),
-    }
+    with_batch_dim(op, x, (4, "C, H, W"), f)
 }
 
 impl Tensor {

@@ -20,7 +20,11 @@ impl Storage {
         bias: Span<'_>,
     ) -> Result<Option<Storage>> {
         match (self, rhs, bias.storage) {
-            (Storage::Cpu(a), Storage::Cpu(b), Storage::Cpu(c)) if bias.len == rhs_l.shape()[2] => {
+            // A bias whose length is not the product's columns is not this kernel's; a
+            // layout of another rank goes on to the kernel, which reports it.
+            (Storage::Cpu(a), Storage::Cpu(b), Storage::Cpu(c))
+                if rhs_l.shape().get(2).is_none_or(|&n| n == bias.len) =>
+            {
                 Ok(cpu::matmul_bias(a, lhs, b, rhs_l, c, bias.offset)?.map(Storage::Cpu))
             }
             _ => Ok(None),

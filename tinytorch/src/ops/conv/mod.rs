@@ -31,7 +31,7 @@ use crate::amp::to_autocast;
 pub use crate::backend::{set_direct_convolution, set_winograd_convolution};
 use crate::backend::{Conv2dSpec, ConvGeometry};
 use crate::error::{Error, Result};
-use crate::ops::same_device;
+use crate::ops::{same_device, with_batch_dim};
 use crate::tensor::Tensor;
 pub(crate) use checks::resolve_padding;
 use checks::{check_bias, check_conv_shapes, check_positive};
@@ -93,25 +93,8 @@ pub(crate) fn patches(
     Tensor::stack(&refs, 2)
 }
 
-/// Run `f` on a batched view of `x`: an unbatched `(C, H, W)` input gets a batch dim of 1,
-/// which is removed again from the result (PyTorch accepts both forms).
-fn batched(
-    op: &'static str,
-    x: &Tensor,
-    f: impl FnOnce(&Tensor) -> Result<Tensor>,
-) -> Result<Tensor> {
-    match x.ndim() {
-        4 => f(x),
-        3 => f(&x.unsqueeze(0)?)?.squeeze_dim(0),
-        _ => Err(Error::shape(
-            op,
-            format!(
-                "expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, got shape {:?}",
-                x.shape()
-            ),
-        )),
-    }
-}
+/// A 2-D op's batched `(N, C, H, W)` and unbatched `(C, H, W)` input forms.
+const IMAGE: (usize, &str) = (4, "C, H, W");
 
 impl Tensor {
     /// 2-D convolution (`torch.nn.functional.conv2d`). `self` is `(N, Ci, H, W)` or
@@ -130,11 +113,11 @@ impl Tensor {
         if crate::amp::autocast_dtype().is_some() {
             let (x, w) = (to_autocast(self)?, to_autocast(weight)?);
             let b = bias.map(to_autocast).transpose()?;
-            return batched(OP, &x, |x| {
+            return with_batch_dim(OP, &x, IMAGE, |x| {
                 conv2d_4d(OP, x, &w, b.as_ref(), stride, padding, dilation, groups)
             });
         }
-        batched(OP, self, |x| {
+        with_batch_dim(OP, self, IMAGE, |x| {
             conv2d_4d(OP, x, weight, bias, stride, padding, dilation, groups)
         })
     }
@@ -178,17 +161,7 @@ impl Tensor {
             )?
             .squeeze_dim(2)
         };
-        match self.ndim() {
-            3 => run(self),
-            2 => run(&self.unsqueeze(0)?)?.squeeze_dim(0),
-            _ => Err(Error::shape(
-                OP,
-                format!(
-                    "expected a 2-d (C, L) or 3-d (N, C, L) input, got shape {:?}",
-                    self.shape()
-                ),
-            )),
-        }
+        with_batch_dim(OP, self, (3, "C, L"), run)
     }
 
     /// Transposed 2-D convolution (`torch.nn.functional.conv_transpose2d`), the adjoint of
@@ -206,7 +179,7 @@ impl Tensor {
         dilation: [usize; 2],
     ) -> Result<Tensor> {
         const OP: &str = "conv_transpose2d";
-        batched(OP, self, |x| {
+        with_batch_dim(OP, self, IMAGE, |x| {
             conv_transpose2d_4d(
                 OP,
                 x,
