@@ -2,7 +2,10 @@
 //!
 //! Layers, bottom to top: `backend` (kernels per device), `tensor` (the handle, layouts,
 //! dtypes, creation), `autograd` (graph and backward engine), `ops` (every differentiable
-//! operation). See docs/DESIGN.md.
+//! operation), `nn`, `optim`, `data`, `io`: these come from the `tinytorch-core` crate and are
+//! re-exported here at the same paths. This crate adds `text`, `train`, `models`,
+//! `distributed` and the systems toolkit (`benchmark`, `profile`, `quant`, `prune`).
+//! See docs/DESIGN.md.
 //!
 //! ```
 //! use tinytorch::{DType, Device, Tensor};
@@ -17,27 +20,20 @@
 //! # }
 //! ```
 
-pub mod amp;
-pub mod autograd;
-pub mod backend;
-pub mod base;
+pub use tinytorch_core::{
+    amp, autograd, backend, base, data, error, io, nn, ops, optim, parallel, tensor,
+};
+
 pub mod benchmark;
-pub mod data;
 pub mod distributed;
-pub mod error;
-pub mod io;
 pub mod models;
-pub mod nn;
-pub mod ops;
-pub mod optim;
-pub mod parallel;
 pub mod profile;
 pub mod prune;
 pub mod quant;
-pub mod tensor;
 pub mod text;
 pub mod train;
 
-pub use autograd::{no_grad, set_grad_enabled};
-pub use error::{Error, Result};
-pub use tensor::{manual_seed, DType, Device, Generator, Layout, Scalar, Tensor};
+pub use tinytorch_core::{
+    manual_seed, no_grad, set_grad_enabled, DType, Device, Error, Generator, Layout, Result,
+    Scalar, Tensor,
+};

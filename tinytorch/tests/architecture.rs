@@ -1,10 +1,12 @@
-//! The layering of docs/DESIGN.md, checked on the sources: each module imports only from the
-//! layers below it (or its own), and nothing outside `backend/` reaches into a device
-//! backend (`backend::cpu`, `backend::cuda`): ops call the backend's one door (the primitives
-//! of `BackendStorage` and the fused kernels of `backend/fused/`, `Storage` methods both),
-//! which picks the device; nn/, optim/, train/ and the rest call ops. The imports that still break a rule are listed in [`KNOWN_DEVIATIONS`], each
-//! with the file that makes it; the test fails on any other, and on a listed one that is gone
-//! (so the list only shrinks).
+//! The layering of docs/DESIGN.md, checked on the sources of both library crates
+//! (`tinytorch-core/src` and `tinytorch/src`, one stack: `tinytorch` re-exports the core's
+//! modules at the same paths): each module imports only from the layers below it (or its own),
+//! the core imports nothing outside the core, and nothing outside `backend/` reaches into a
+//! device backend (`backend::cpu`, `backend::cuda`): ops call the backend's one door (the
+//! primitives of `BackendStorage` and the fused kernels of `backend/fused/`, `Storage` methods
+//! both), which picks the device; nn/, optim/, train/ and the rest call ops. The imports that
+//! still break a rule are listed in [`KNOWN_DEVIATIONS`], each with the file that makes it; the
+//! test fails on any other, and on a listed one that is gone (so the list only shrinks).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -38,6 +40,17 @@ const LAYERS: &[(&str, u8)] = &[
     ("prune", 8),
     ("models", 7),
 ];
+
+/// The modules of the `tinytorch-core` crate: the only ones its sources may import, and the
+/// only ones under `tinytorch-core/src` (the rest live in `tinytorch/src`).
+const CORE_MODULES: &[&str] = &[
+    "base", "error", "backend", "tensor", "autograd", "parallel", "amp", "ops", "nn", "optim",
+    "data", "io",
+];
+
+/// Dependencies the core crate must build without (they belong to `tinytorch`, the CLI or the
+/// dashboard).
+const KEPT_OUT_OF_CORE: &[&str] = &["plotters", "indicatif", "tokenizers", "tokio", "axum"];
 
 /// Files whose layer differs from their folder's (none today: the loss scaler, which steps
 /// optimizers, moved from amp/ to optim/).
@@ -171,32 +184,55 @@ fn device_backends(code: &str) -> BTreeSet<&'static str> {
     found
 }
 
-/// Every rule break in the library's sources, as (file, what it imports).
+/// The library crates' source folders, as (crate folder, whether it is the core).
+const LIBRARY_CRATES: &[(&str, bool)] = &[("tinytorch-core", true), ("tinytorch", false)];
+
+/// Every rule break in the library crates' sources, as (file, what it imports); a file is named
+/// relative to its crate's `src/`.
 fn violations() -> BTreeSet<(String, String)> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut out = BTreeSet::new();
-    for rel in rust_files(&src) {
-        let file = rel.to_string_lossy().replace('\\', "/");
-        let Some(layer) = layer_of(&file) else {
-            assert!(
-                file == "lib.rs",
-                "{file}: a module with no layer: add it to LAYERS in tests/architecture.rs \
-                 and to the map in docs/DESIGN.md"
+    for (krate, is_core) in LIBRARY_CRATES {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("..")
+            .join(krate)
+            .join("src");
+        for rel in rust_files(&src) {
+            let file = rel.to_string_lossy().replace('\\', "/");
+            let code = code_of(&std::fs::read_to_string(src.join(&rel)).unwrap());
+            if *is_core && code.contains("tinytorch::") {
+                out.insert((file.clone(), "tinytorch::".to_string()));
+            }
+            let Some(layer) = layer_of(&file) else {
+                assert!(
+                    file == "lib.rs",
+                    "{krate}/src/{file}: a module with no layer: add it to LAYERS in \
+                     tests/architecture.rs and to the map in docs/DESIGN.md"
+                );
+                continue;
+            };
+            let top = file
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches(".rs");
+            assert_eq!(
+                CORE_MODULES.contains(&top),
+                *is_core,
+                "{krate}/src/{file}: the core's modules (CORE_MODULES in tests/architecture.rs) \
+                 live in tinytorch-core/src, the others in tinytorch/src"
             );
-            continue;
-        };
-        let code = code_of(&std::fs::read_to_string(src.join(&rel)).unwrap());
-        for module in crate_modules(&code) {
-            if let Some(target) = module_layer(&module) {
-                if target > layer {
-                    out.insert((file.clone(), format!("crate::{module}")));
+            for module in crate_modules(&code) {
+                if let Some(target) = module_layer(&module) {
+                    if target > layer || (*is_core && !CORE_MODULES.contains(&module.as_str())) {
+                        out.insert((file.clone(), format!("crate::{module}")));
+                    }
                 }
             }
-        }
-        let folder = file.split('/').next().unwrap_or_default();
-        if !NAMING_A_DEVICE.contains(&folder) {
-            for backend in device_backends(&code) {
-                out.insert((file.clone(), backend.to_string()));
+            let folder = file.split('/').next().unwrap_or_default();
+            if !NAMING_A_DEVICE.contains(&folder) {
+                for backend in device_backends(&code) {
+                    out.insert((file.clone(), backend.to_string()));
+                }
             }
         }
     }
@@ -220,6 +256,27 @@ fn every_import_points_down_the_stack_and_only_the_backend_names_a_device() {
         gone.is_empty(),
         "fixed deviations still listed in KNOWN_DEVIATIONS (remove them): {gone:?}"
     );
+}
+
+/// The core builds without the plotting, progress-bar, tokenizer and web-server crates: none is
+/// a dependency in its manifest.
+#[test]
+fn the_core_depends_on_no_plotting_progress_or_tokenizers() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tinytorch-core/Cargo.toml");
+    let text = std::fs::read_to_string(manifest).unwrap();
+    let deps: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.starts_with('#') && !l.starts_with('['))
+        .filter_map(|l| l.split('=').next())
+        .map(str::trim)
+        .collect();
+    for dep in KEPT_OUT_OF_CORE {
+        assert!(
+            !deps.contains(dep),
+            "tinytorch-core/Cargo.toml depends on {dep}"
+        );
+    }
 }
 
 #[test]

@@ -1,5 +1,5 @@
 """``torch.linalg``: PyTorch's signatures over TinyTorch's linear-algebra ops (the kernels and
-backward rules are in Rust, ``tinytorch/src/ops/linalg/``). Results that PyTorch returns as
+backward rules are in Rust, ``tinytorch-core/src/ops/linalg/``). Results that PyTorch returns as
 named tuples (``eigh``, ``svd``, ``qr``, ``slogdet``, ``lstsq``) are named tuples here too.
 A singular or not positive-definite matrix raises ``LinAlgError``, a ``RuntimeError``."""
 

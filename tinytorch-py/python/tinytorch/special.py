@@ -1,6 +1,6 @@
 """``torch.special``: the special functions. ``erfc``, ``erfinv``, ``gammaln``, ``digamma``,
 ``polygamma`` (orders 0, 1) and the Bessel functions ``i0``, ``i0e``, ``i1``, ``i1e`` are
-Rust kernels (computed in f64, ``tinytorch/src/backend/cpu/special.rs``); the rest are
+Rust kernels (computed in f64, ``tinytorch-core/src/backend/cpu/special.rs``); the rest are
 composed from tensor ops here, so their gradients follow from those of the pieces, with
 PyTorch's values at the special points (``xlogy(0, y) = 0``, ``sinc(0) = 1``,
 ``entr(0) = 0``)."""

@@ -36,7 +36,7 @@
 
 mod atomic;
 pub use atomic::remove_torn_saves;
-pub(crate) use atomic::write_atomic;
+pub use atomic::write_atomic;
 mod checkpoint;
 mod safetensors;
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Replace `path` with what `fill` writes, atomically; `op` names the caller in error
 /// messages. `fill` streams into a buffered temp file, so a large state dict never has to be
 /// assembled in memory. If `fill` fails, the temp file is removed and `path` is untouched.
-pub(crate) fn write_atomic(
+pub fn write_atomic(
     op: &'static str,
     path: &Path,
     fill: impl FnOnce(&mut dyn Write) -> Result<()>,

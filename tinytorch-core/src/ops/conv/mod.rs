@@ -33,7 +33,7 @@ use crate::backend::{Conv2dSpec, ConvGeometry};
 use crate::error::{Error, Result};
 use crate::ops::{same_device, with_batch_dim};
 use crate::tensor::Tensor;
-pub(crate) use checks::resolve_padding;
+pub use checks::resolve_padding;
 use checks::{check_bias, check_conv_shapes, check_positive};
 use fused::conv2d_fused;
 use im2col::conv2d_im2col;
@@ -52,7 +52,7 @@ pub enum ConvPadding {
 }
 
 /// Output length of a sliding window over `padded` elements (PyTorch's formula, floor mode).
-pub(crate) fn window_count(padded: usize, k: usize, stride: usize, dilation: usize) -> usize {
+pub fn window_count(padded: usize, k: usize, stride: usize, dilation: usize) -> usize {
     let span = dilation * (k - 1) + 1;
     if padded < span {
         0

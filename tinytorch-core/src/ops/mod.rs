@@ -28,7 +28,7 @@ mod special;
 mod unary;
 mod view;
 
-pub(crate) use conv::{resolve_padding, window_count};
+pub use conv::{resolve_padding, window_count};
 pub use conv::{set_direct_convolution, set_winograd_convolution, ConvPadding};
 pub(crate) use dropout::check_dropout_p;
 pub use dropout::dropout;
@@ -56,7 +56,9 @@ pub(crate) fn require_float(op: &'static str, what: &str, t: &Tensor) -> Result<
 }
 
 /// A shape as the signed dims that `reshape` and `view` take.
-pub(crate) fn as_isize(shape: &[usize]) -> Vec<isize> {
+/// (Shared with the `tinytorch` crate's layers; not part of the API.)
+#[doc(hidden)]
+pub fn as_isize(shape: &[usize]) -> Vec<isize> {
     shape.iter().map(|&d| d as isize).collect()
 }
 
@@ -170,7 +172,9 @@ pub(crate) fn lock_storages<'a>(
 /// Run `f` on the contiguous tensors `ts` as fused-kernel operands read in place (`None`
 /// stays `None`), one read lock per distinct storage; an error for a tensor with elements
 /// that is not contiguous (a kernel would read the wrong elements).
-pub(crate) fn with_spans<R>(
+/// (Shared with the `tinytorch` crate's quantized layers; not part of the API.)
+#[doc(hidden)]
+pub fn with_spans<R>(
     ts: &[Option<&Tensor>],
     f: impl FnOnce(&[Option<Span<'_>>]) -> Result<R>,
 ) -> Result<R> {

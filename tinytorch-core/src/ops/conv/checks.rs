@@ -129,7 +129,7 @@ pub(super) fn check_conv_shapes(
 }
 
 /// Resolve `padding` into `(top, bottom, left, right)`.
-pub(crate) fn resolve_padding(
+pub fn resolve_padding(
     op: &'static str,
     padding: ConvPadding,
     kernel: [usize; 2],

@@ -50,7 +50,7 @@ pub struct Span<'a> {
 impl<'a> Span<'a> {
     /// The operand's elements as a host slice of `T`; `None` for a buffer on another device
     /// or of another dtype.
-    pub(crate) fn cpu<T: CpuElement>(&self) -> Option<&'a [T]> {
+    pub fn cpu<T: CpuElement>(&self) -> Option<&'a [T]> {
         let data = self.storage.as_cpu()?.as_slice::<T>()?;
         if self.len == 0 {
             return Some(&[]); // an empty view's offset may lie past its buffer
