@@ -1,17 +1,15 @@
 //! Mixed precision against torch.amp (fixtures/amp.json, from scripts/fixtures/gen_amp_fixtures.py):
 //! a GradScaler trajectory with a skipped inf step, and a Linear layer under bf16 autocast.
 
+mod common;
+use common::{assert_close_slices, load_json_fixture, Tol};
+
 use serde_json::Value;
 use tinytorch::amp::{autocast, autocast_dtype};
 use tinytorch::nn::functional::linear;
 use tinytorch::optim::{GradScaler, GradScalerOptions};
 use tinytorch::optim::{Optimizer, SgdOptions, SGD};
 use tinytorch::{DType, Tensor};
-
-fn fixture() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/amp.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("amp.json")).expect("json")
-}
 
 fn floats(v: &Value) -> Vec<f64> {
     v.as_array()
@@ -24,19 +22,9 @@ fn floats(v: &Value) -> Vec<f64> {
         .collect()
 }
 
-fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
-    assert_eq!(got.len(), want.len(), "{what}: lengths");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= tol * (1.0 + w.abs()),
-            "{what}[{i}]: got {g}, PyTorch {w}"
-        );
-    }
-}
-
 #[test]
 fn grad_scaler_follows_pytorch_including_a_skipped_inf_step() {
-    let f = fixture();
+    let f = load_json_fixture("amp.json");
     let s = &f["scaler"];
     let w = Tensor::from_vec(
         floats(&s["w0"])
@@ -75,10 +63,10 @@ fn grad_scaler_follows_pytorch_including_a_skipped_inf_step() {
         let taken = scaler.step(&mut opt).unwrap();
         scaler.update();
         assert_eq!(taken, step["taken"].as_bool().unwrap(), "step {i} taken");
-        assert_close(
+        assert_close_slices(
             &w.to_vec_f64().unwrap(),
             &floats(&step["w"]),
-            1e-6,
+            Tol::scaled(1e-6),
             &format!("w after step {i}"),
         );
     }
@@ -86,7 +74,7 @@ fn grad_scaler_follows_pytorch_including_a_skipped_inf_step() {
 
 #[test]
 fn linear_under_bf16_autocast_matches_pytorch() {
-    let f = fixture();
+    let f = load_json_fixture("amp.json");
     let l = &f["linear"];
     let t = |key: &str, shape: &[usize]| {
         let v: Vec<f32> = floats(&l[key]).iter().map(|&v| v as f32).collect();
@@ -104,7 +92,12 @@ fn linear_under_bf16_autocast_matches_pytorch() {
     assert_eq!(l["y_dtype"], "torch.bfloat16");
     assert_eq!(y.dtype(), DType::BF16);
     // Both sides round the same bf16 products; allow one bf16 ulp of difference.
-    assert_close(&y.to_vec_f64().unwrap(), &floats(&l["y"]), 8e-3, "y");
+    assert_close_slices(
+        &y.to_vec_f64().unwrap(),
+        &floats(&l["y"]),
+        Tol::scaled(8e-3),
+        "y",
+    );
     y.to_dtype(DType::F32)
         .unwrap()
         .sum_all()
@@ -113,16 +106,16 @@ fn linear_under_bf16_autocast_matches_pytorch() {
         .unwrap();
     let gw = weight.grad().unwrap();
     assert_eq!(gw.dtype(), DType::F32, "master weights keep f32 gradients");
-    assert_close(
+    assert_close_slices(
         &gw.to_vec_f64().unwrap(),
         &floats(&l["grad_weight"]),
-        8e-3,
+        Tol::scaled(8e-3),
         "grad weight",
     );
-    assert_close(
+    assert_close_slices(
         &bias.grad().unwrap().to_vec_f64().unwrap(),
         &floats(&l["grad_bias"]),
-        8e-3,
+        Tol::scaled(8e-3),
         "grad bias",
     );
 }

@@ -5,6 +5,9 @@
 //! loading and its errors, truncation, pooling, normalisation. The real model against
 //! PyTorch is tests/minilm.rs.
 
+mod common;
+use common::max_diff;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use tinytorch::io::{load_safetensors, save_safetensors};
@@ -64,15 +67,6 @@ fn ids(rows: &[&[i64]]) -> Tensor {
     let t = rows[0].len();
     let flat: Vec<i64> = rows.iter().flat_map(|r| r.iter().copied()).collect();
     Tensor::from_vec(flat, &[rows.len(), t]).unwrap()
-}
-
-fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
-    assert_eq!(a.shape(), b.shape());
-    let (a, b) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
-    a.iter()
-        .zip(&b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f32::max)
 }
 
 #[test]

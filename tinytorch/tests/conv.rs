@@ -6,10 +6,15 @@
 //! `scripts/fixtures/gen_conv_fixtures.py`. Regenerate it with
 //! `python scripts/fixtures/gen_conv_fixtures.py` (torch 2.15, CPU).
 
+mod common;
+use common::{assert_close, assert_close_slices, load_fixture_case, Tol};
+
+/// Values and gradients against PyTorch's (both f64): `|got - want| <= 1e-9 + 1e-7 |want|`.
+const TOL: Tol = Tol::new(1e-9, 1e-7);
+
 use std::collections::BTreeMap;
 
 use tinytorch::autograd::gradcheck::gradcheck;
-use tinytorch::io::load_safetensors;
 use tinytorch::ops::ConvPadding;
 use tinytorch::{DType, Error, Result, Tensor};
 
@@ -20,40 +25,11 @@ fn det(shape: &[usize], a: f64) -> Tensor {
     Tensor::from_vec(v, shape).unwrap()
 }
 
-fn assert_close(name: &str, got: &[f64], want: &[f64]) {
-    assert_eq!(got.len(), want.len(), "{name}: length");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= 1e-9 + 1e-7 * w.abs(),
-            "{name}[{i}]: got {g}, want {w}"
-        );
-    }
-}
-
-/// [`assert_close`] for two tensors of the same shape.
-fn assert_tensor_close(name: &str, got: &Tensor, want: &Tensor) {
-    assert_eq!(got.shape(), want.shape(), "{name}: shape");
-    assert_close(
-        name,
-        &got.to_vec_f64().unwrap(),
-        &want.to_vec_f64().unwrap(),
-    );
-}
-
 /// The tensors of one case of `tests/fixtures/conv.safetensors`, by the name after
 /// `<case>.`: `x`, `w`, `b` (the inputs), `out`, `gout`, `grad_x`, `grad_w`, `grad_b`. The
 /// folder is `$TINYTORCH_FIXTURES` when set (a test binary run away from its source tree).
 fn fixture_case(case: &str) -> BTreeMap<String, Tensor> {
-    let dir = std::env::var("TINYTORCH_FIXTURES")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures").to_string());
-    let path = format!("{dir}/conv.safetensors");
-    let prefix = format!("{case}.");
-    let tensors: BTreeMap<String, Tensor> = load_safetensors(&path)
-        .unwrap_or_else(|e| panic!("reading {path}: {e}"))
-        .into_iter()
-        .filter_map(|(key, t)| Some((key.strip_prefix(&prefix)?.to_string(), t)))
-        .collect();
-    assert!(!tensors.is_empty(), "no case {case} in {path}");
+    let tensors = load_fixture_case("conv.safetensors", case);
     for (key, t) in &tensors {
         assert_eq!(t.dtype(), DType::F64, "{case}.{key}: dtype");
     }
@@ -81,7 +57,7 @@ fn check(case: &str, inputs: &[&[usize]], out: &[usize], f: ConvFn) {
     assert_eq!(shapes, inputs, "{case}: input shapes");
     let y = f(&x, w.as_ref(), b.as_ref()).unwrap();
     assert_eq!(y.shape(), out, "{case}: output shape");
-    assert_tensor_close(&format!("{case} y"), &y, want("out"));
+    assert_close(&y, want("out"), TOL, &format!("{case} y"));
     y.mul(want("gout"))
         .unwrap()
         .sum_all()
@@ -90,7 +66,12 @@ fn check(case: &str, inputs: &[&[usize]], out: &[usize], f: ConvFn) {
         .unwrap();
     for (key, v) in leaves {
         let grad = format!("grad_{key}");
-        assert_tensor_close(&format!("{case} {grad}"), &v.grad().unwrap(), want(&grad));
+        assert_close(
+            &v.grad().unwrap(),
+            want(&grad),
+            TOL,
+            &format!("{case} {grad}"),
+        );
     }
 }
 
@@ -426,10 +407,11 @@ fn non_contiguous_input_and_unbatched() {
     let b = xt
         .conv2d(&w, None, [1, 1], ConvPadding::Same, [1, 1], 1)
         .unwrap();
-    assert_close(
-        "noncontig",
+    assert_close_slices(
         &b.to_vec_f64().unwrap(),
         &a.to_vec_f64().unwrap(),
+        TOL,
+        "noncontig",
     );
     let u = x
         .select(0, 1)
@@ -437,10 +419,11 @@ fn non_contiguous_input_and_unbatched() {
         .conv2d(&w, None, [1, 1], ConvPadding::Same, [1, 1], 1)
         .unwrap();
     assert_eq!(u.shape(), &[3, 5, 6]);
-    assert_close(
-        "unbatched",
+    assert_close_slices(
         &u.to_vec_f64().unwrap(),
         &a.select(0, 1).unwrap().to_vec_f64().unwrap(),
+        TOL,
+        "unbatched",
     );
 }
 
@@ -784,8 +767,7 @@ fn empty_channels_and_empty_batch_backward() {
         .conv2d(&w, Some(&b), [1, 1], ConvPadding::Valid, [1, 1], 1)
         .unwrap();
     assert_eq!(y.shape(), &[2, 3, 2, 2]);
-    assert_close(
-        "bias only",
+    assert_close_slices(
         &y.select(0, 1)
             .unwrap()
             .select(0, 1)
@@ -793,6 +775,8 @@ fn empty_channels_and_empty_batch_backward() {
             .to_vec_f64()
             .unwrap()[..4],
         &[b.to_vec_f64().unwrap()[1]; 4],
+        TOL,
+        "bias only",
     );
     let x = Tensor::zeros(&[0, 2, 5, 5], DType::F64, tinytorch::Device::Cpu)
         .unwrap()
@@ -814,10 +798,11 @@ fn global_adaptive_avg_pool() {
     let y = x.adaptive_avg_pool2d([1, 1]).unwrap();
     assert_eq!(y.shape(), &[2, 3, 1, 1]);
     let want = x.mean(&[2, 3], true).unwrap();
-    assert_close(
-        "global",
+    assert_close_slices(
         &y.to_vec_f64().unwrap(),
         &want.to_vec_f64().unwrap(),
+        TOL,
+        "global",
     );
     gc(
         |t| t[0].adaptive_avg_pool2d([1, 1]),

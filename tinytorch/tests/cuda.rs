@@ -9,6 +9,7 @@
 #![cfg(feature = "cuda")]
 
 mod common;
+use common::{assert_close_slices, max_diff_slices, Tol};
 
 use std::sync::MutexGuard;
 use tinytorch::backend::cuda;
@@ -27,16 +28,6 @@ fn gpu() -> Option<MutexGuard<'static, ()>> {
 /// The values of `t` (any device) as f64.
 fn vals(t: &Tensor) -> Vec<f64> {
     t.to_vec_f64().unwrap()
-}
-
-/// `got` within `tol` (relative to the magnitude) of `want`, NaN matching NaN and infinities
-/// matching themselves.
-fn assert_close(what: &str, got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "{what}: lengths");
-    for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let ok = g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol * (1.0 + w.abs());
-        assert!(ok, "{what}: element {i} is {g}, the CPU gives {w}");
-    }
 }
 
 /// A seed-cnn for 28x28 images seeded with `seed` on the CPU and a copy of it on the GPU,
@@ -72,11 +63,7 @@ fn sgd_step(model: &dyn Module, opt: &mut SGD, x: &Tensor, y: &Tensor) -> f64 {
 fn assert_parameters_close(cpu: &dyn Module, gpu: &dyn Module, tol: f64) {
     for ((name, c), (_, g)) in cpu.named_parameters().iter().zip(gpu.named_parameters()) {
         let (c, g) = (vals(c), vals(&g));
-        let worst = c
-            .iter()
-            .zip(&g)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0.0, f64::max);
+        let worst = max_diff_slices(&c, &g);
         assert!(worst < tol, "{name}: max difference {worst}");
     }
 }
@@ -205,7 +192,12 @@ fn index_accumulation_in_half_and_byte_dtypes_matches_the_cpu() {
             .unwrap()
             .index_add(0, &index.cuda().unwrap(), &src.cuda().unwrap())
             .unwrap();
-        assert_close(&format!("index_add {dt}"), &vals(&got), &vals(&want), 1e-2);
+        assert_close_slices(
+            &vals(&got),
+            &vals(&want),
+            Tol::scaled(1e-2).equal_nan(),
+            &format!("index_add {dt}"),
+        );
         // scatter_add along dim 1 with a (3, 6) index into (3, 4).
         let sidx = Tensor::from_vec(
             vec![0i64, 3, 3, 1, 0, 2, 1, 1, 1, 2, 3, 0, 2, 2, 0, 0, 3, 1],
@@ -219,11 +211,11 @@ fn index_accumulation_in_half_and_byte_dtypes_matches_the_cpu() {
             .unwrap()
             .scatter_add(1, &sidx.cuda().unwrap(), &ssrc.cuda().unwrap())
             .unwrap();
-        assert_close(
-            &format!("scatter_add {dt}"),
+        assert_close_slices(
             &vals(&got),
             &vals(&want),
-            1e-2,
+            Tol::scaled(1e-2).equal_nan(),
+            &format!("scatter_add {dt}"),
         );
     }
 }
@@ -315,7 +307,12 @@ fn two_threads_use_the_device_at_once() {
             let g = x.cuda().unwrap();
             for _ in 0..50 {
                 let got = vals(&g.matmul(&g.t().unwrap()).unwrap().sum(&[1], false).unwrap());
-                assert_close(&format!("thread {seed}"), &got, &want, 1e-5);
+                assert_close_slices(
+                    &got,
+                    &want,
+                    Tol::scaled(1e-5).equal_nan(),
+                    &format!("thread {seed}"),
+                );
             }
         }
     };
@@ -338,7 +335,7 @@ fn f64_to_half_casts_round_through_f32_like_pytorch() {
         let want = vals(&x.to_dtype(dt).unwrap());
         assert_eq!(want[..2], first_two, "{dt} on the CPU");
         let got = vals(&x.cuda().unwrap().to_dtype(dt).unwrap());
-        assert_close(&format!("f64 -> {dt}"), &got, &want, 0.0);
+        assert_close_slices(&got, &want, Tol::EXACT.equal_nan(), &format!("f64 -> {dt}"));
     }
 }
 
@@ -393,7 +390,7 @@ fn fused_adam_on_cuda_matches_the_cpu() {
             let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
             for (c, g) in cpu.iter().zip(&gpu_params) {
                 let what = format!("{dtype:?} decoupled={decoupled} amsgrad={amsgrad}");
-                assert_close(&what, &vals(g), &vals(c), tol);
+                assert_close_slices(&vals(g), &vals(c), Tol::scaled(tol).equal_nan(), &what);
             }
         }
     }
@@ -445,8 +442,18 @@ fn fused_cross_entropy_on_cuda_matches_the_cpu() {
                     let ((lc, gc), (lg, gg)) = (run(Device::Cpu), run(GPU));
                     let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
                     let what = format!("{dtype:?} {shape:?} {reduction:?} smoothing={smoothing}");
-                    assert_close(&format!("{what} loss"), &lg, &lc, tol);
-                    assert_close(&format!("{what} grad"), &gg, &gc, tol);
+                    assert_close_slices(
+                        &lg,
+                        &lc,
+                        Tol::scaled(tol).equal_nan(),
+                        &format!("{what} loss"),
+                    );
+                    assert_close_slices(
+                        &gg,
+                        &gc,
+                        Tol::scaled(tol).equal_nan(),
+                        &format!("{what} grad"),
+                    );
                 }
             }
         }
@@ -514,8 +521,13 @@ fn create_graph_hessian_vector_product_matches_the_cpu() {
         )
     };
     let ((gc, hc), (gg, hg)) = (run(Device::Cpu), run(GPU));
-    assert_close("first gradient", &gg, &gc, 1e-10);
-    assert_close("Hessian-vector product", &hg, &hc, 1e-10);
+    assert_close_slices(&gg, &gc, Tol::scaled(1e-10).equal_nan(), "first gradient");
+    assert_close_slices(
+        &hg,
+        &hc,
+        Tol::scaled(1e-10).equal_nan(),
+        "Hessian-vector product",
+    );
 }
 
 /// bf16 autocast training on the device (what `train --amp bf16 --device cuda` runs): four

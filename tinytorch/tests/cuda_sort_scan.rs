@@ -10,6 +10,7 @@
 #![cfg(feature = "cuda")]
 
 mod common;
+use common::{assert_close_same_dtype, Tol};
 
 use std::sync::MutexGuard;
 use tinytorch::backend::cuda;
@@ -112,18 +113,6 @@ fn assert_same(what: &str, got: &Tensor, want: &Tensor) {
             f64::from_bits(g[i]),
             f64::from_bits(w[i])
         );
-    }
-}
-
-/// `got` within `tol` (relative to 1 + |want|) of `want`, NaN matching NaN; same dtype and
-/// shape.
-fn assert_close(what: &str, got: &Tensor, want: &Tensor, tol: f64) {
-    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
-    assert_eq!(got.shape(), want.shape(), "{what}: shape");
-    let (g, w) = (got.to_vec_f64().unwrap(), want.to_vec_f64().unwrap());
-    for (i, (g, w)) in g.iter().zip(&w).enumerate() {
-        let ok = (g.is_nan() && w.is_nan()) || (g - w).abs() <= tol * (1.0 + w.abs());
-        assert!(ok, "{what}: element {i} is {g}, the CPU gives {w}");
     }
 }
 
@@ -335,11 +324,11 @@ fn check_scans(
             (cpu.cumsum(dim).unwrap(), dev.cumsum(dim).unwrap())
         };
         let op = if prod { "cumprod" } else { "cumsum" };
-        assert_close(
-            &format!("{op} {what} {dt} dim {dim}"),
+        assert_close_same_dtype(
             &got,
             &want,
-            scan_tol(dt),
+            Tol::scaled(scan_tol(dt)).equal_nan(),
+            &format!("{op} {what} {dt} dim {dim}"),
         );
     }
 }
@@ -435,30 +424,30 @@ fn scan_gradients_match_the_cpu() {
             let w = scan_input(&mut rng, &shape, dt, false);
             let x = scan_input(&mut rng, &shape, dt, false);
             let cumsum = |t: &Tensor| t.cumsum(1).unwrap();
-            assert_close(
-                &format!("cumsum backward {dt} {shape:?}"),
+            assert_close_same_dtype(
                 &grad_of(&x, &w, GPU, cumsum),
                 &grad_of(&x, &w, Device::Cpu, cumsum),
-                scan_tol(dt),
+                Tol::scaled(scan_tol(dt)).equal_nan(),
+                &format!("cumsum backward {dt} {shape:?}"),
             );
             // Numbers near 1 with a few zeros: the rule's paths before, at and after the
             // first zero of a row.
             let x = scan_input(&mut rng, &shape, dt, true);
             let cumprod = |t: &Tensor| t.cumprod(1).unwrap();
-            assert_close(
-                &format!("cumprod backward {dt} {shape:?}"),
+            assert_close_same_dtype(
                 &grad_of(&x, &w, GPU, cumprod),
                 &grad_of(&x, &w, Device::Cpu, cumprod),
-                scan_tol(dt) * 10.0,
+                Tol::scaled(scan_tol(dt) * 10.0).equal_nan(),
+                &format!("cumprod backward {dt} {shape:?}"),
             );
             // Along the first dim of a transposed view.
             let cumsum_t = |t: &Tensor| t.t().unwrap().cumsum(0).unwrap();
             let wt = w.t().unwrap().contiguous().unwrap();
-            assert_close(
-                &format!("cumsum backward, transposed, {dt} {shape:?}"),
+            assert_close_same_dtype(
                 &grad_of(&x, &wt, GPU, cumsum_t),
                 &grad_of(&x, &wt, Device::Cpu, cumsum_t),
-                scan_tol(dt),
+                Tol::scaled(scan_tol(dt)).equal_nan(),
+                &format!("cumsum backward, transposed, {dt} {shape:?}"),
             );
         }
     }

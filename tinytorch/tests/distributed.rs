@@ -1,7 +1,11 @@
 //! Distributed training over MPI, on 2 ranks of this machine: each test launches this test
 //! binary under `mpirun -np 2`, running one `#[ignore]`d worker test per rank (the workers
 //! only make sense inside such a job). Needs Open MPI (`mpirun`), which CI installs.
+
 #![cfg(feature = "mpi")]
+
+mod common;
+use common::max_scaled_diff_named;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -337,20 +341,6 @@ fn step(model: &dyn Module, opt: &mut SGD, x: &Tensor, y: &Tensor) {
     opt.step().unwrap();
 }
 
-/// Largest difference between two lists of named tensors, by name.
-fn max_diff(a: &[(String, Tensor)], b: &[(String, Tensor)]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    let mut worst = 0.0f64;
-    for ((na, ta), (nb, tb)) in a.iter().zip(b) {
-        assert_eq!(na, nb);
-        let (va, vb) = (ta.to_vec_f64().unwrap(), tb.to_vec_f64().unwrap());
-        for (x, y) in va.iter().zip(&vb) {
-            worst = worst.max((x - y).abs() / (1.0 + y.abs()));
-        }
-    }
-    worst
-}
-
 fn check_equivalence(g: &ProcessGroup, build: fn() -> Box<dyn Module>, what: &str) {
     let rank = g.rank();
     // The reference: one process, the whole batch of 64, from rank 0's initial weights.
@@ -367,11 +357,11 @@ fn check_equivalence(g: &ProcessGroup, build: fn() -> Box<dyn Module>, what: &st
         let mine = |t: &Tensor| t.narrow(0, 32 * rank as isize, 32).unwrap();
         step(&ddp, &mut opt, &mine(&x), &mine(&y));
     }
-    let params = max_diff(
+    let params = max_scaled_diff_named(
         &ddp.module().named_parameters(),
         &reference.named_parameters(),
     );
-    let buffers = max_diff(&ddp.module().named_buffers(), &reference.named_buffers());
+    let buffers = max_scaled_diff_named(&ddp.module().named_buffers(), &reference.named_buffers());
     println!("rank {rank} {what}: largest parameter difference {params:.2e}, buffer {buffers:.2e}");
     assert!(params < 1e-4, "{what}: parameters differ by {params}");
     assert!(buffers < 1e-4, "{what}: buffers differ by {buffers}");
@@ -436,7 +426,7 @@ fn worker_ddp_edges() {
     // Each rank's accumulated gradient differs from the other's before the synchronised step.
     let both = g.all_gather(&local.contiguous().unwrap()).unwrap();
     assert!(
-        max_diff(
+        max_scaled_diff_named(
             &[("g".into(), both[0].clone())],
             &[("g".into(), both[1].clone())]
         ) > 0.0

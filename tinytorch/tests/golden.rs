@@ -3,8 +3,10 @@
 //! PyTorch's logits, loss and every parameter gradient, then the losses and final weights of 5
 //! SGD-with-momentum steps. Reference values: scripts/fixtures/gen_golden_fixtures.py.
 
+mod common;
+use common::{load_fixture, max_diff};
+
 use std::collections::{BTreeMap, HashMap};
-use tinytorch::io::load_safetensors;
 use tinytorch::nn::functional::cross_entropy;
 use tinytorch::nn::{
     AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Flatten, Linear, MaxPool2d, Module, ReLU, Reduction,
@@ -36,30 +38,18 @@ fn section(fx: &BTreeMap<String, Tensor>, prefix: &str) -> HashMap<String, Tenso
         .collect()
 }
 
-fn max_diff(a: &Tensor, b: &Tensor) -> Result<f64> {
-    a.to_dtype(tinytorch::DType::F64)?
-        .sub(&b.to_dtype(tinytorch::DType::F64)?)?
-        .abs()?
-        .max_all()?
-        .item_f64()
-}
-
 #[test]
 fn small_cnn_matches_pytorch_end_to_end() -> Result<()> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/golden.safetensors"
-    );
-    let fx = load_safetensors(path)?;
+    let fx = load_fixture("golden.safetensors");
     let model = golden_cnn()?;
     model.load_state_dict(&section(&fx, "golden.param."), true)?;
     let (x, y) = (&fx["golden.x"], &fx["golden.y"]);
 
     let logits = model.forward(x)?;
-    let d = max_diff(&logits, &fx["golden.logits"])?;
+    let d = max_diff(&logits, &fx["golden.logits"]);
     assert!(d < 1e-5, "logits differ by {d}");
     let loss = cross_entropy(&logits, y, None, -100, Reduction::Mean, 0.0)?;
-    let d = max_diff(&loss, &fx["golden.loss"])?;
+    let d = max_diff(&loss, &fx["golden.loss"]);
     assert!(d < 1e-6, "loss differs by {d}");
 
     loss.backward()?;
@@ -67,7 +57,7 @@ fn small_cnn_matches_pytorch_end_to_end() -> Result<()> {
     assert_eq!(grads.len(), model.named_parameters().len());
     for (name, p) in model.named_parameters() {
         let g = p.grad().expect("every parameter gets a gradient");
-        let d = max_diff(&g, &grads[&name])?;
+        let d = max_diff(&g, &grads[&name]);
         assert!(d < 1e-5, "gradient of {name} differs by {d}");
     }
 
@@ -93,7 +83,7 @@ fn small_cnn_matches_pytorch_end_to_end() -> Result<()> {
     }
     let fin = section(&fx, "golden.final.");
     for (name, t) in model.state_dict() {
-        let d = max_diff(&t, &fin[&name])?;
+        let d = max_diff(&t, &fin[&name]);
         assert!(d < 1e-5, "{name} after 5 steps differs by {d}");
     }
     Ok(())

@@ -3,8 +3,10 @@
 //! every parameter, and the losses of 5 AdamW steps; plus the KV cache against the full
 //! forward and sampling rules.
 
+mod common;
+use common::{assert_close, load_fixture, Tol};
+
 use std::collections::{BTreeMap, HashMap};
-use tinytorch::io::load_safetensors;
 use tinytorch::models::gpt::{sample_next, Gpt, GptConfig, Sampling};
 use tinytorch::nn::Module;
 use tinytorch::optim::{AdamOptions, AdamW, Optimizer};
@@ -20,14 +22,6 @@ const CONFIG: GptConfig = GptConfig {
     bias: true,
 };
 
-fn fixture() -> BTreeMap<String, Tensor> {
-    load_safetensors(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/gpt.safetensors"
-    ))
-    .unwrap()
-}
-
 fn model_from(f: &BTreeMap<String, Tensor>) -> Gpt {
     let model = Gpt::new(CONFIG).unwrap();
     let params: HashMap<String, Tensor> = f
@@ -38,32 +32,21 @@ fn model_from(f: &BTreeMap<String, Tensor>) -> Gpt {
     model
 }
 
-fn assert_close(got: &Tensor, want: &Tensor, tol: f64, what: &str) {
-    assert_eq!(got.shape(), want.shape(), "{what}");
-    let (g, w) = (got.to_vec_f64().unwrap(), want.to_vec_f64().unwrap());
-    let worst = g
-        .iter()
-        .zip(&w)
-        .map(|(a, b)| (a - b).abs())
-        .fold(0.0, f64::max);
-    assert!(worst <= tol, "{what}: max difference {worst}");
-}
-
 #[test]
 fn logits_loss_gradients_and_adamw_steps_match_pytorch() {
-    let f = fixture();
+    let f = load_fixture("gpt.safetensors");
     let model = model_from(&f);
     let (idx, targets) = (&f["idx"], &f["targets"]);
     let (loss, logits) = model.loss(idx, targets).unwrap();
-    assert_close(&logits, &f["logits"], 2e-5, "logits");
-    assert_close(&loss, &f["loss"], 2e-6, "loss");
+    assert_close(&logits, &f["logits"], Tol::abs(2e-5), "logits");
+    assert_close(&loss, &f["loss"], Tol::abs(2e-6), "loss");
     loss.backward().unwrap();
     let mut checked = 0;
     for (name, p) in model.named_parameters() {
         assert_close(
             &p.grad().unwrap(),
             &f[&format!("grad.{name}")],
-            2e-5,
+            Tol::abs(2e-5),
             &format!("grad {name}"),
         );
         checked += 1;
@@ -96,7 +79,7 @@ fn logits_loss_gradients_and_adamw_steps_match_pytorch() {
 fn state_dict_has_nanogpt_keys_with_the_tied_head() {
     let model = Gpt::new(CONFIG).unwrap();
     let sd = model.state_dict();
-    let f = fixture();
+    let f = load_fixture("gpt.safetensors");
     let want: Vec<&str> = f.keys().filter_map(|k| k.strip_prefix("param.")).collect();
     let got: Vec<&str> = sd.keys().map(String::as_str).collect();
     assert_eq!(got, want);
@@ -124,7 +107,7 @@ fn kv_cache_matches_the_full_forward() {
         );
     }
     let cached = Tensor::cat(&parts.iter().collect::<Vec<_>>(), 1).unwrap();
-    assert_close(&cached, &full, 1e-5, "cached logits");
+    assert_close(&cached, &full, Tol::abs(1e-5), "cached logits");
     assert_eq!(cache.len(), 7);
     let one = Tensor::from_vec(vec![4i64, 4], &[1, 2]).unwrap();
     assert!(model

@@ -3,22 +3,16 @@
 //! scripts/fixtures/gen_higher_order_fixtures.py, f64), gradgradchecks (central differences of a
 //! first gradient), and the errors of ops whose backward is a fused kernel.
 
+mod common;
+use common::{assert_close, load_fixture, Tol};
+
 use std::collections::BTreeMap;
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::autograd::{grad_with_options, set_grad_enabled, BackwardOptions};
-use tinytorch::io::load_safetensors;
 use tinytorch::nn::functional::{cross_entropy, layer_norm, linear};
 use tinytorch::nn::Reduction;
 use tinytorch::ops::ConvPadding;
 use tinytorch::{DType, Device, Tensor};
-
-fn fixtures() -> BTreeMap<String, Tensor> {
-    load_safetensors(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/higher_order.safetensors"
-    ))
-    .unwrap()
-}
 
 fn leaf(f: &BTreeMap<String, Tensor>, name: &str) -> Tensor {
     f[name]
@@ -26,17 +20,6 @@ fn leaf(f: &BTreeMap<String, Tensor>, name: &str) -> Tensor {
         .unwrap()
         .requires_grad_(true)
         .unwrap()
-}
-
-fn assert_close(got: &Tensor, want: &Tensor, tol: f64, what: &str) {
-    assert_eq!(got.shape(), want.shape(), "{what}");
-    let (g, w) = (got.to_vec_f64().unwrap(), want.to_vec_f64().unwrap());
-    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
-        assert!(
-            (a - b).abs() <= tol * (1.0 + b.abs()),
-            "{what}[{i}]: got {a}, PyTorch {b}"
-        );
-    }
 }
 
 /// `grad(<grad f, v>, params)`: the Hessian-vector product, as PyTorch users write it.
@@ -54,7 +37,7 @@ fn hvp(loss: &Tensor, params: &[Tensor], vs: &[Tensor]) -> (Vec<Tensor>, Vec<Ten
 
 #[test]
 fn mlp_hessian_vector_product_matches_pytorch() {
-    let f = fixtures();
+    let f = load_fixture("higher_order.safetensors");
     let names = ["w1", "b1", "w2", "b2", "w3", "b3"];
     let p: Vec<Tensor> = names
         .iter()
@@ -71,17 +54,22 @@ fn mlp_hessian_vector_product_matches_pytorch() {
     let h = linear(&h, &p[2], Some(&p[3])).unwrap().gelu().unwrap();
     let logits = linear(&h, &p[4], Some(&p[5])).unwrap();
     let loss = cross_entropy(&logits, &f["mlp.y"], None, -100, Reduction::Mean, 0.0).unwrap();
-    assert_close(&loss, &f["mlp.loss"], 1e-12, "loss");
+    assert_close(&loss, &f["mlp.loss"], Tol::scaled(1e-12), "loss");
     let (grads, hv) = hvp(&loss, &p, &vs);
     for (i, n) in names.iter().enumerate() {
-        assert_close(&grads[i], &f[&format!("mlp.grad_{n}")], 1e-10, n);
-        assert_close(&hv[i], &f[&format!("mlp.hvp_{n}")], 1e-10, n);
+        assert_close(
+            &grads[i],
+            &f[&format!("mlp.grad_{n}")],
+            Tol::scaled(1e-10),
+            n,
+        );
+        assert_close(&hv[i], &f[&format!("mlp.hvp_{n}")], Tol::scaled(1e-10), n);
     }
 }
 
 #[test]
 fn tanh_squared_hessian_vector_product_matches_pytorch() {
-    let f = fixtures();
+    let f = load_fixture("higher_order.safetensors");
     let w = leaf(&f, "tanh_sq.w");
     let loss = w
         .matmul(&f["tanh_sq.x"])
@@ -93,9 +81,9 @@ fn tanh_squared_hessian_vector_product_matches_pytorch() {
         .square()
         .unwrap();
     let (g, hv) = hvp(&loss, std::slice::from_ref(&w), &[f["tanh_sq.v"].clone()]);
-    assert_close(&loss, &f["tanh_sq.loss"], 1e-12, "loss");
-    assert_close(&g[0], &f["tanh_sq.grad"], 1e-10, "grad");
-    assert_close(&hv[0], &f["tanh_sq.hvp"], 1e-10, "hvp");
+    assert_close(&loss, &f["tanh_sq.loss"], Tol::scaled(1e-12), "loss");
+    assert_close(&g[0], &f["tanh_sq.grad"], Tol::scaled(1e-10), "grad");
+    assert_close(&hv[0], &f["tanh_sq.hvp"], Tol::scaled(1e-10), "hvp");
 }
 
 /// exp, log, sigmoid, pow, softmax, relu, mean and the arithmetic between them.
@@ -110,7 +98,7 @@ fn elementwise(x: &Tensor) -> tinytorch::Result<Tensor> {
 
 #[test]
 fn elementwise_hessian_vector_product_matches_pytorch() {
-    let f = fixtures();
+    let f = load_fixture("higher_order.safetensors");
     let x = leaf(&f, "elementwise.x");
     let loss = elementwise(&x).unwrap();
     let (g, hv) = hvp(
@@ -118,14 +106,14 @@ fn elementwise_hessian_vector_product_matches_pytorch() {
         std::slice::from_ref(&x),
         &[f["elementwise.v"].clone()],
     );
-    assert_close(&loss, &f["elementwise.loss"], 1e-12, "loss");
-    assert_close(&g[0], &f["elementwise.grad"], 1e-10, "grad");
-    assert_close(&hv[0], &f["elementwise.hvp"], 1e-10, "hvp");
+    assert_close(&loss, &f["elementwise.loss"], Tol::scaled(1e-12), "loss");
+    assert_close(&g[0], &f["elementwise.grad"], Tol::scaled(1e-10), "grad");
+    assert_close(&hv[0], &f["elementwise.hvp"], Tol::scaled(1e-10), "hvp");
 }
 
 #[test]
 fn gradient_penalty_matches_pytorch() {
-    let f = fixtures();
+    let f = load_fixture("higher_order.safetensors");
     let names = ["w1", "b1", "w2", "b2", "w3", "b3"];
     let p: Vec<Tensor> = names.iter().map(|n| leaf(&f, &format!("gp.{n}"))).collect();
     let x = leaf(&f, "gp.x");
@@ -144,7 +132,7 @@ fn gradient_penalty_matches_pytorch() {
     .unwrap()[0]
         .clone()
         .unwrap();
-    assert_close(&gx, &f["gp.grad_x"], 1e-12, "grad_x");
+    assert_close(&gx, &f["gp.grad_x"], Tol::scaled(1e-12), "grad_x");
     let gp = gx
         .norm(2.0, &[1], false)
         .unwrap()
@@ -154,12 +142,12 @@ fn gradient_penalty_matches_pytorch() {
         .unwrap()
         .mean_all()
         .unwrap();
-    assert_close(&gp, &f["gp.penalty"], 1e-12, "penalty");
+    assert_close(&gp, &f["gp.penalty"], Tol::scaled(1e-12), "penalty");
     gp.backward().unwrap();
     for (i, n) in names.iter().enumerate() {
         let want = &f[&format!("gp.grad_{n}")];
         let got = p[i].grad().unwrap_or_else(|| want.zeros_like().unwrap());
-        assert_close(&got, want, 1e-10, n);
+        assert_close(&got, want, Tol::scaled(1e-10), n);
     }
 }
 
@@ -350,12 +338,12 @@ fn conv_penalty_grads(f: &BTreeMap<String, Tensor>, dtype: DType) -> (Tensor, Ve
 
 #[test]
 fn conv_gradient_penalty_matches_pytorch_in_f64_and_f32() {
-    let f = fixtures();
+    let f = load_fixture("higher_order.safetensors");
     for (dtype, tol) in [(DType::F64, 1e-10), (DType::F32, 1e-4)] {
         let (gp, grads) = conv_penalty_grads(&f, dtype);
-        assert_close(&gp, &f["gp_conv.penalty"], tol, "penalty");
+        assert_close(&gp, &f["gp_conv.penalty"], Tol::scaled(tol), "penalty");
         for (g, n) in grads.iter().zip(["cw", "cb", "lw", "lb"]) {
-            assert_close(g, &f[&format!("gp_conv.grad_{n}")], tol, n);
+            assert_close(g, &f[&format!("gp_conv.grad_{n}")], Tol::scaled(tol), n);
         }
     }
 }

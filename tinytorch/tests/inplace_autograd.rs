@@ -1,6 +1,9 @@
 //! In-place ops on autograd-graph tensors (PyTorch's history rebase), version counters and
 //! their errors: every gradient is compared with the same computation written out of place.
 
+mod common;
+use common::{assert_close_f32, Tol};
+
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::{no_grad, DType, Device, Result, Tensor};
 
@@ -19,13 +22,6 @@ fn f64s(v: &[f64], shape: &[usize]) -> Tensor {
 
 fn grad(x: &Tensor) -> Vec<f32> {
     x.grad().expect("a gradient").to_vec::<f32>().unwrap()
-}
-
-fn close(a: &[f32], b: &[f32]) {
-    assert_eq!(a.len(), b.len());
-    for (x, y) in a.iter().zip(b) {
-        assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{a:?} vs {b:?}");
-    }
 }
 
 /// The gradient of `x` through `f`, run on a fresh leaf.
@@ -47,7 +43,7 @@ fn add_on_a_graph_tensor_rebases_its_history() {
     assert_eq!(y.grad_fn_name(), Some("add"));
     assert!(!y.is_leaf());
     y.sum_all().unwrap().backward().unwrap();
-    close(&grad(&x), &[2.0; 6]);
+    assert_close_f32(&grad(&x), &[2.0; 6], Tol::scaled(1e-5), "grad(&x)");
 }
 
 #[test]
@@ -67,8 +63,8 @@ fn relu_in_place_in_an_mlp_matches_out_of_place() {
         (grad(&x), grad(&w))
     };
     let (a, b) = (run(true), run(false));
-    close(&a.0, &b.0);
-    close(&a.1, &b.1);
+    assert_close_f32(&a.0, &b.0, Tol::scaled(1e-5), "a.0");
+    assert_close_f32(&a.1, &b.1, Tol::scaled(1e-5), "a.1");
 }
 
 #[test]
@@ -182,7 +178,7 @@ fn every_in_place_op_matches_its_out_of_place_form() {
             };
             r.square()
         });
-        close(&a, &b);
+        assert_close_f32(&a, &b, Tol::scaled(1e-5), "a");
     }
 }
 
@@ -194,7 +190,7 @@ fn an_operand_that_requires_grad_gets_its_gradient() {
     buf.add_(&w.square().unwrap()).unwrap();
     assert!(!buf.is_leaf());
     buf.sum_all().unwrap().backward().unwrap();
-    close(&grad(&w), &[2., 4., 6.]);
+    assert_close_f32(&grad(&w), &[2., 4., 6.], Tol::scaled(1e-5), "grad(&w)");
 
     let x = leaf(&[1., -2., 3.], &[3]);
     let w = leaf(&[0.5, 4., -2.], &[3]);
@@ -215,8 +211,8 @@ fn an_operand_that_requires_grad_gets_its_gradient() {
         .div(&w2.add_scalar(3.0).unwrap())
         .unwrap();
     y2.square().unwrap().sum_all().unwrap().backward().unwrap();
-    close(&gx, &grad(&x2));
-    close(&gw, &grad(&w2));
+    assert_close_f32(&gx, &grad(&x2), Tol::scaled(1e-5), "gx");
+    assert_close_f32(&gw, &grad(&w2), Tol::scaled(1e-5), "gw");
 }
 
 #[test]
@@ -233,7 +229,7 @@ fn residual_in_place_add_and_chains() {
         let y = y.add(&y.relu()?)?;
         y.mul_scalar(2.0)?.add_scalar(1.0)?.tanh()
     });
-    close(&a, &b);
+    assert_close_f32(&a, &b, Tol::scaled(1e-5), "a");
 }
 
 #[test]
@@ -244,7 +240,7 @@ fn ops_recorded_before_an_in_place_op_keep_the_old_history() {
     let z = y.mul_scalar(3.0).unwrap();
     y.mul_scalar_(5.0).unwrap();
     z.add(&y).unwrap().sum_all().unwrap().backward().unwrap();
-    close(&grad(&x), &[16., 16.]);
+    assert_close_f32(&grad(&x), &[16., 16.], Tol::scaled(1e-5), "grad(&x)");
 }
 
 #[test]
@@ -268,8 +264,8 @@ fn fill_zero_and_copy_give_the_old_values_a_zero_gradient() {
         .unwrap()
         .backward()
         .unwrap();
-    close(&grad(&x), &[0.0; 3]);
-    close(&grad(&w), &[3.0; 3]);
+    assert_close_f32(&grad(&x), &[0.0; 3], Tol::scaled(1e-5), "grad(&x)");
+    assert_close_f32(&grad(&w), &[3.0; 3], Tol::scaled(1e-5), "grad(&w)");
 }
 
 #[test]
@@ -291,7 +287,7 @@ fn in_place_on_a_view_rebases_the_base() {
             _ => (2.0 * v) as f32,
         })
         .collect();
-    close(&g, &want);
+    assert_close_f32(&g, &want, Tol::scaled(1e-5), "g");
 
     // A constant buffer written through a view with a value that requires grad.
     let w = leaf(&[2.0], &[1]);
@@ -302,7 +298,7 @@ fn in_place_on_a_view_rebases_the_base() {
         .unwrap();
     assert_eq!(buf.to_vec::<f32>().unwrap(), vec![0.0, 6.0, 0.0]);
     buf.square().unwrap().sum_all().unwrap().backward().unwrap();
-    close(&grad(&w), &[36.0]);
+    assert_close_f32(&grad(&w), &[36.0], Tol::scaled(1e-5), "grad(&w)");
 }
 
 #[test]
@@ -316,7 +312,12 @@ fn a_view_made_before_an_in_place_op_on_its_base_uses_the_new_history() {
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![3., 5., 6., 8.]);
     y.square().unwrap().sum_all().unwrap().backward().unwrap();
     // d/dx (2x + 1)^2 = 4 (2x + 1) in row 0, d/dx (2x)^2 = 8x in row 1.
-    close(&grad(&x), &[12., 20., 24., 32.]);
+    assert_close_f32(
+        &grad(&x),
+        &[12., 20., 24., 32.],
+        Tol::scaled(1e-5),
+        "grad(&x)",
+    );
 }
 
 #[test]
@@ -391,7 +392,12 @@ fn detach_aliases_storage_and_version_and_data_alias_does_not_track() {
     assert_eq!(y.version(), 0);
     assert_eq!(d.version(), 1);
     y.sum_all().unwrap().backward().unwrap();
-    close(&grad(&x), &[1f64.exp() as f32, 2f64.exp() as f32]);
+    assert_close_f32(
+        &grad(&x),
+        &[1f64.exp() as f32, 2f64.exp() as f32],
+        Tol::scaled(1e-5),
+        "grad(&x)",
+    );
 }
 
 #[test]

@@ -4,6 +4,9 @@
 //! against central differences in f64 (the crate's `gradcheck`). The comparison with
 //! PyTorch's values is in tinytorch-py/tests/test_linalg.py and test_special.py.
 
+mod common;
+use common::max_diff;
+
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::ops::{MatrixNormOrd, QrMode};
 use tinytorch::{DType, Device, Error, Tensor};
@@ -35,15 +38,6 @@ fn dd(shape: &[usize], phase: f64, dtype: DType) -> Tensor {
 
 fn mt(t: &Tensor) -> Tensor {
     t.transpose(-2, -1).unwrap()
-}
-
-fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
-    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(&b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max)
 }
 
 #[test]

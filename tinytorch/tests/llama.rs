@@ -7,9 +7,9 @@
 
 mod common;
 
-use common::max_diff;
+use common::{assert_close, fixture_path, max_diff, Tol};
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::io::{load_safetensors, save_safetensors};
@@ -30,21 +30,12 @@ fn seeded(seed: u64) -> MutexGuard<'static, ()> {
     guard
 }
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/llama")
-}
-
 fn reference() -> BTreeMap<String, Tensor> {
-    load_safetensors(fixtures().join("reference.safetensors")).unwrap()
+    load_safetensors(fixture_path("llama").join("reference.safetensors")).unwrap()
 }
 
 fn load(name: &str) -> LlamaForCausalLM {
-    LlamaForCausalLM::from_pretrained(fixtures().join(name)).unwrap()
-}
-
-fn assert_close(got: &Tensor, want: &Tensor, tol: f64, what: &str) {
-    let d = max_diff(got, want);
-    assert!(d <= tol, "{what}: max abs difference {d} > {tol}");
+    LlamaForCausalLM::from_pretrained(fixture_path("llama").join(name)).unwrap()
 }
 
 /// A fresh directory under the system temp dir.
@@ -58,7 +49,7 @@ fn temp_dir(name: &str) -> PathBuf {
 /// A copy of fixture directory `name` in a fresh temp dir.
 fn copy_fixture(name: &str, to: &str) -> PathBuf {
     let dir = temp_dir(to);
-    for entry in std::fs::read_dir(fixtures().join(name)).unwrap() {
+    for entry in std::fs::read_dir(fixture_path("llama").join(name)).unwrap() {
         let p = entry.unwrap().path();
         std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
     }
@@ -90,7 +81,7 @@ fn f32_logits_match_transformers() {
 fn parameter_names_are_hugging_faces() {
     let model = load("f32");
     let ours: Vec<String> = model.state_dict().into_keys().collect();
-    let file: Vec<String> = load_safetensors(fixtures().join("f32/model.safetensors"))
+    let file: Vec<String> = load_safetensors(fixture_path("llama").join("f32/model.safetensors"))
         .unwrap()
         .into_keys()
         .collect();
@@ -106,16 +97,17 @@ fn parameter_names_are_hugging_faces() {
     assert_eq!(model.num_parameters(), 24736);
     // The tied model has no lm_head of its own, like the file save_pretrained wrote.
     let tied = load("options");
-    let file: Vec<String> = load_safetensors(fixtures().join("options/model.safetensors"))
-        .unwrap()
-        .into_keys()
-        .collect();
+    let file: Vec<String> =
+        load_safetensors(fixture_path("llama").join("options/model.safetensors"))
+            .unwrap()
+            .into_keys()
+            .collect();
     assert_eq!(tied.state_dict().into_keys().collect::<Vec<_>>(), file);
 }
 
 #[test]
 fn sharded_checkpoint_equals_unsharded() {
-    let shards = std::fs::read_dir(fixtures().join("sharded"))
+    let shards = std::fs::read_dir(fixture_path("llama").join("sharded"))
         .unwrap()
         .filter(|e| {
             let name = e.as_ref().unwrap().file_name();
@@ -151,7 +143,8 @@ fn f16_and_bf16_checkpoints_load() {
         eprintln!("{tag} weights in f32: max abs difference {d:e}");
         assert!(d <= 1e-5, "{tag} weights in f32: {d}");
         // Run in the stored dtype: transformers running in that dtype, within its rounding.
-        let half = LlamaForCausalLM::from_pretrained_as(fixtures().join(tag), dtype).unwrap();
+        let half =
+            LlamaForCausalLM::from_pretrained_as(fixture_path("llama").join(tag), dtype).unwrap();
         assert_eq!(half.dtype(), dtype);
         let logits = half.logits(ids).unwrap();
         assert_eq!(logits.dtype(), dtype);
@@ -171,7 +164,8 @@ fn f16_and_bf16_checkpoints_load() {
         );
     }
     // An f32 file loads into f16 too.
-    let m = LlamaForCausalLM::from_pretrained_as(fixtures().join("f32"), DType::F16).unwrap();
+    let m = LlamaForCausalLM::from_pretrained_as(fixture_path("llama").join("f32"), DType::F16)
+        .unwrap();
     assert!(m.parameters().iter().all(|p| p.dtype() == DType::F16));
 }
 
@@ -181,7 +175,7 @@ fn loss_and_every_gradient_match_pytorch() {
     let mut model = load("f32");
     model.train();
     let (loss, _) = model.loss(&f["input_ids"], &f["targets"]).unwrap();
-    assert_close(&loss, &f["loss"], 2e-6, "loss");
+    assert_close(&loss, &f["loss"], Tol::abs(2e-6), "loss");
     loss.backward().unwrap();
     let mut worst = 0.0f64;
     for (name, p) in model.named_parameters() {
@@ -221,8 +215,13 @@ fn options_model_matches_transformers() {
     let ids = &f["options.input_ids"];
     let (loss, logits) = model.loss(ids, &f["options.targets"]).unwrap();
     let scale = 1e-5 * 8.0; // logits here are about 8 times larger than the main model's
-    assert_close(&logits, &f["options.logits"], scale, "options logits");
-    assert_close(&loss, &f["options.loss"], 1e-5, "options loss");
+    assert_close(
+        &logits,
+        &f["options.logits"],
+        Tol::abs(scale),
+        "options logits",
+    );
+    assert_close(&loss, &f["options.loss"], Tol::abs(1e-5), "options loss");
     loss.backward().unwrap();
     let params: HashMap<String, Tensor> = model.named_parameters().into_iter().collect();
     let mut checked = 0;
@@ -236,7 +235,7 @@ fn options_model_matches_transformers() {
                 .unwrap()
                 .item::<f32>()
                 .unwrap() as f64;
-            assert_close(&got, want, 1e-5 + 1e-4 * scale, key);
+            assert_close(&got, want, Tol::abs(1e-5 + 1e-4 * scale), key);
             checked += 1;
         }
     }
@@ -332,7 +331,7 @@ fn grouped_query_attention_equals_repeated_heads() {
                 assert_close(
                     x,
                     y,
-                    1e-5,
+                    Tol::abs(1e-5),
                     &format!("{what} causal={causal} mask={}", mask.is_some()),
                 );
             }
@@ -463,7 +462,7 @@ fn cached_decoding_equals_full_forward() {
     }
     let refs: Vec<&Tensor> = parts.iter().collect();
     let cached = Tensor::cat(&refs, 1).unwrap();
-    assert_close(&cached, &full, 1e-5, "cached logits");
+    assert_close(&cached, &full, Tol::abs(1e-5), "cached logits");
     // Full: positions beyond the capacity are an error, and nothing is appended.
     let one = ids.narrow(1, 0, 1).unwrap();
     assert!(err_of(model.logits_cached(&one, &mut cache)).contains("capacity"));
@@ -472,7 +471,12 @@ fn cached_decoding_equals_full_forward() {
     let again = model
         .logits_cached(&ids.narrow(1, 0, 4).unwrap(), &mut cache)
         .unwrap();
-    assert_close(&again, &full.narrow(1, 0, 4).unwrap(), 1e-5, "after clear");
+    assert_close(
+        &again,
+        &full.narrow(1, 0, 4).unwrap(),
+        Tol::abs(1e-5),
+        "after clear",
+    );
     // The same in the options model (MQA, tied head, biases).
     let opt = load("options");
     let ids = &f["options.input_ids"];
@@ -487,7 +491,7 @@ fn cached_decoding_equals_full_forward() {
     assert_close(
         &Tensor::cat(&[&a, &b], 1).unwrap(),
         &full,
-        1e-4,
+        Tol::abs(1e-4),
         "options cached",
     );
 }
@@ -557,7 +561,11 @@ fn loading_errors_name_the_file_and_the_key() {
 
     // A config without weights.
     let dir = temp_dir("no-weights");
-    std::fs::copy(fixtures().join("f32/config.json"), dir.join("config.json")).unwrap();
+    std::fs::copy(
+        fixture_path("llama").join("f32/config.json"),
+        dir.join("config.json"),
+    )
+    .unwrap();
     let e = err_of(LlamaForCausalLM::from_pretrained(&dir));
     assert!(
         e.contains("neither model.safetensors nor model.safetensors.index.json"),
@@ -590,10 +598,14 @@ fn loading_errors_name_the_file_and_the_key() {
     assert!(err_of(read_state_dict(&dir)).contains("model.safetensors.index.json"));
 
     // Edited single-file checkpoints: a key missing, mis-shaped, extra, or an integer tensor.
-    let state = load_safetensors(fixtures().join("f32/model.safetensors")).unwrap();
+    let state = load_safetensors(fixture_path("llama").join("f32/model.safetensors")).unwrap();
     let edit = |name: &str, f: &dyn Fn(&mut BTreeMap<String, Tensor>)| -> String {
         let dir = temp_dir(name);
-        std::fs::copy(fixtures().join("f32/config.json"), dir.join("config.json")).unwrap();
+        std::fs::copy(
+            fixture_path("llama").join("f32/config.json"),
+            dir.join("config.json"),
+        )
+        .unwrap();
         let mut s = state.clone();
         f(&mut s);
         save_safetensors(dir.join("model.safetensors"), &s).unwrap();
@@ -639,7 +651,11 @@ fn loading_errors_name_the_file_and_the_key() {
     );
     // Old checkpoints' per-layer rotary buffers are accepted and ignored.
     let dir = temp_dir("inv-freq");
-    std::fs::copy(fixtures().join("f32/config.json"), dir.join("config.json")).unwrap();
+    std::fs::copy(
+        fixture_path("llama").join("f32/config.json"),
+        dir.join("config.json"),
+    )
+    .unwrap();
     let mut s = state.clone();
     s.insert(
         "model.layers.0.self_attn.rotary_emb.inv_freq".into(),
@@ -650,7 +666,11 @@ fn loading_errors_name_the_file_and_the_key() {
 
     // A corrupt file.
     let dir = temp_dir("corrupt");
-    std::fs::copy(fixtures().join("f32/config.json"), dir.join("config.json")).unwrap();
+    std::fs::copy(
+        fixture_path("llama").join("f32/config.json"),
+        dir.join("config.json"),
+    )
+    .unwrap();
     std::fs::write(dir.join("model.safetensors"), b"not a safetensors file").unwrap();
     let e = err_of(LlamaForCausalLM::from_pretrained(&dir));
     assert!(e.contains("model.safetensors"), "{e}");
@@ -742,7 +762,7 @@ fn state_dicts_round_trip_through_module_loading() {
         max_diff(&a.logits(ids).unwrap(), &b.logits(ids).unwrap()),
         0.0
     );
-    let read = read_state_dict(fixtures().join("sharded")).unwrap();
+    let read = read_state_dict(fixture_path("llama").join("sharded")).unwrap();
     let c =
         LlamaForCausalLM::from_state_dict(a.config().clone(), read, DType::F32, "shards").unwrap();
     assert_eq!(

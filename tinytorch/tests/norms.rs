@@ -5,10 +5,10 @@
 
 mod common;
 
-use common::{max_diff, poison_cached_buffer};
-use std::collections::BTreeMap;
+use common::{
+    assert_close_same_dtype, assert_close_to, load_fixture, max_diff, poison_cached_buffer, Tol,
+};
 use tinytorch::autograd::gradcheck::gradcheck;
-use tinytorch::io::load_safetensors;
 use tinytorch::nn::functional::{
     batch_norm, batch_norm_add_relu, batch_norm_relu, group_norm, layer_norm, rms_norm,
 };
@@ -17,21 +17,6 @@ use tinytorch::{no_grad, DType, Tensor};
 
 fn t64(v: &[f64], shape: &[usize]) -> Tensor {
     Tensor::from_vec(v.to_vec(), shape).unwrap()
-}
-
-fn assert_close(t: &Tensor, expected: &[f64], tol: f64) {
-    let got = t.to_vec_f64().unwrap();
-    assert_eq!(
-        got.len(),
-        expected.len(),
-        "got {got:?}, expected {expected:?}"
-    );
-    for (g, e) in got.iter().zip(expected) {
-        assert!(
-            (g - e).abs() <= tol * (1.0 + e.abs()),
-            "got {got:?}, expected {expected:?}"
-        );
-    }
 }
 
 /// sin(arange(24) * 0.7 + 0.3).reshape(2, 3, 4)
@@ -56,7 +41,7 @@ fn layer_norm_forward_and_gradients_match_pytorch() {
         .requires_grad_(true)
         .unwrap();
     let y = layer_norm(&x, &[4], Some(&w), Some(&b), 1e-5).unwrap();
-    assert_close(
+    assert_close_to(
         &y.select(0, 0).unwrap(),
         &[
             -1.46276437,
@@ -72,7 +57,8 @@ fn layer_norm_forward_and_gradients_match_pytorch() {
             0.1788099,
             -0.71680991,
         ],
-        1e-6,
+        Tol::scaled(1e-6),
+        "y.select(0, 0)",
     );
     let gw: Vec<f64> = (0..24).map(|i| (i as f64).cos()).collect();
     y.mul(&t64(&gw, &[2, 3, 4]))
@@ -81,7 +67,7 @@ fn layer_norm_forward_and_gradients_match_pytorch() {
         .unwrap()
         .backward()
         .unwrap();
-    assert_close(
+    assert_close_to(
         &x.grad().unwrap().select(0, 0).unwrap(),
         &[
             -0.87424104,
@@ -97,17 +83,20 @@ fn layer_norm_forward_and_gradients_match_pytorch() {
             0.20867555,
             0.9406817,
         ],
-        1e-6,
+        Tol::scaled(1e-6),
+        "x.grad().select(0, 0)",
     );
-    assert_close(
+    assert_close_to(
         &w.grad().unwrap(),
         &[0.52704088, 0.67622095, -1.34794766, 2.55509004],
-        1e-6,
+        Tol::scaled(1e-6),
+        "w.grad()",
     );
-    assert_close(
+    assert_close_to(
         &b.grad().unwrap(),
         &[0.49513289, -0.00261159, -0.49795498, -0.53548086],
-        1e-6,
+        Tol::scaled(1e-6),
+        "b.grad()",
     );
     let (w0, b0) = (w.detach(), b.detach());
     gradcheck(
@@ -130,7 +119,7 @@ fn layer_norm_forward_and_gradients_match_pytorch() {
 #[test]
 fn rms_norm_matches_pytorch() {
     let y = rms_norm(&x234(), &[3, 4], None, None).unwrap();
-    assert_close(
+    assert_close_to(
         &y.select(0, 0).unwrap(),
         &[
             0.40830649,
@@ -146,7 +135,8 @@ fn rms_norm_matches_pytorch() {
             1.17500862,
             1.36695015,
         ],
-        1e-6,
+        Tol::scaled(1e-6),
+        "y.select(0, 0)",
     );
     let w = t64(&[1.0, 2.0, 0.5, -1.0], &[4]);
     gradcheck(
@@ -163,7 +153,7 @@ fn rms_norm_matches_pytorch() {
 fn group_norm_matches_pytorch() {
     let w = t64(&[1.0, 2.0, 0.5, 1.5], &[4]);
     let b = t64(&[0.1, 0.0, -0.2, 0.3], &[4]);
-    assert_close(
+    assert_close_to(
         &group_norm(&x243(), 2, Some(&w), Some(&b), 1e-5).unwrap(),
         &[
             0.06819819,
@@ -191,7 +181,8 @@ fn group_norm_matches_pytorch() {
             0.03546343,
             -1.33685523,
         ],
-        1e-6,
+        Tol::scaled(1e-6),
+        "group_norm(&x243(), 2, Some(&w), Some(&b), 1e-5)",
     );
     gradcheck(
         |xs| group_norm(&xs[0], 2, Some(&xs[1]), Some(&xs[2]), 1e-5),
@@ -228,7 +219,7 @@ fn batch_norm_running_stats_and_eval_match_pytorch() {
     let y1 = bn.forward(&x).unwrap();
     bn.forward(&x.mul_scalar(2.0).unwrap().add_scalar(1.0).unwrap())
         .unwrap();
-    assert_close(
+    assert_close_to(
         &y1.select(0, 0).unwrap(),
         &[
             0.08617012,
@@ -244,17 +235,20 @@ fn batch_norm_running_stats_and_eval_match_pytorch() {
             1.0736382,
             2.18471217,
         ],
-        1e-5,
+        Tol::scaled(1e-5),
+        "y1.select(0, 0)",
     );
-    assert_close(
+    assert_close_to(
         bn.running_mean.as_ref().unwrap(),
         &[0.10255472, 0.10336389, 0.09256136, 0.10743601],
-        1e-5,
+        Tol::scaled(1e-5),
+        "bn.running_mean.as_ref()",
     );
-    assert_close(
+    assert_close_to(
         bn.running_var.as_ref().unwrap(),
         &[1.04857361, 1.05893219, 1.15413904, 1.15405428],
-        1e-5,
+        Tol::scaled(1e-5),
+        "bn.running_var.as_ref()",
     );
     assert_eq!(
         bn.num_batches_tracked
@@ -265,7 +259,7 @@ fn batch_norm_running_stats_and_eval_match_pytorch() {
         2
     );
     bn.eval();
-    assert_close(
+    assert_close_to(
         &bn.forward(&x).unwrap().select(0, 0).unwrap(),
         &[
             -0.00015073,
@@ -281,7 +275,8 @@ fn batch_norm_running_stats_and_eval_match_pytorch() {
             0.73666382,
             1.52780974,
         ],
-        1e-5,
+        Tol::scaled(1e-5),
+        "bn.forward(&x).select(0, 0)",
     );
     let keys: Vec<String> = bn.state_dict().into_keys().collect();
     let mut expected = vec![
@@ -350,7 +345,7 @@ fn batch_norm_add_relu_is_batch_norm_plus_residual_then_relu() {
             assert!(ys.contains(&0.0) && ys.iter().any(|&v| v > 0.0));
             let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
             for (f, p) in fused.iter().zip(&three) {
-                assert_close(f, &p.to_vec_f64().unwrap(), tol);
+                assert_close_to(f, &p.to_vec_f64().unwrap(), Tol::scaled(tol), "fused");
             }
         }
     }
@@ -393,12 +388,12 @@ fn batch_norm_add_relu_is_batch_norm_plus_residual_then_relu() {
         y.to_vec_f64().unwrap()
     };
     let plain = bn.call_add_relu(&x, &r).unwrap();
-    assert_close(&plain, &three(&bn), 1e-6);
+    assert_close_to(&plain, &three(&bn), Tol::scaled(1e-6), "plain");
     let _hook = bn
         .register_forward_hook(|_, _, y| Ok(Some(y.neg()?)))
         .unwrap();
     let hooked = bn.call_add_relu(&x, &r).unwrap();
-    assert_close(&hooked, &three(&bn), 1e-6);
+    assert_close_to(&hooked, &three(&bn), Tol::scaled(1e-6), "hooked");
     assert!(plain.to_vec_f64().unwrap() != hooked.to_vec_f64().unwrap());
 }
 
@@ -454,7 +449,7 @@ fn batch_norm_relu_is_batch_norm_then_relu() {
             assert!(ys.contains(&0.0) && ys.iter().any(|&v| v > 0.0));
             let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
             for (f, p) in fused.iter().zip(&pair) {
-                assert_close(f, &p.to_vec_f64().unwrap(), tol);
+                assert_close_to(f, &p.to_vec_f64().unwrap(), Tol::scaled(tol), "f");
             }
         }
     }
@@ -489,47 +484,28 @@ fn batch_norm_relu_is_batch_norm_then_relu() {
         .to_dtype(DType::F32)
         .unwrap();
     let plain = bn.call_relu(&x).unwrap();
-    assert_close(
+    assert_close_to(
         &plain,
         &bn.call(&x).unwrap().relu().unwrap().to_vec_f64().unwrap(),
-        1e-6,
+        Tol::scaled(1e-6),
+        "plain",
     );
     let _hook = bn
         .register_forward_hook(|_, _, y| Ok(Some(y.neg()?)))
         .unwrap();
     let hooked = bn.call_relu(&x).unwrap();
-    assert_close(
+    assert_close_to(
         &hooked,
         &bn.call(&x).unwrap().relu().unwrap().to_vec_f64().unwrap(),
-        1e-6,
+        Tol::scaled(1e-6),
+        "hooked",
     );
     assert!(plain.to_vec_f64().unwrap() != hooked.to_vec_f64().unwrap());
 }
 
-fn norm_fixture() -> BTreeMap<String, Tensor> {
-    load_safetensors(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/norm.safetensors"
-    ))
-    .unwrap()
-}
-
-/// `|got - want| <= tol * (1 + |want|)` elementwise, with matching dtype and shape.
-fn assert_matches(got: &Tensor, want: &Tensor, tol: f64, what: &str) {
-    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
-    assert_eq!(got.shape(), want.shape(), "{what}: shape");
-    let (g, w) = (got.to_vec_f64().unwrap(), want.to_vec_f64().unwrap());
-    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
-        assert!(
-            (a - b).abs() <= tol * (1.0 + b.abs()),
-            "{what}[{i}]: {a} vs PyTorch {b}"
-        );
-    }
-}
-
 #[test]
 fn fused_layer_and_rms_norm_match_pytorch_in_every_dtype() {
-    let f = norm_fixture();
+    let f = load_fixture("norm.safetensors");
     let cases: Vec<String> = f
         .keys()
         .filter_map(|k| k.strip_suffix(".x").map(str::to_string))
@@ -566,7 +542,7 @@ fn fused_layer_and_rms_norm_match_pytorch_in_every_dtype() {
             DType::F16 => 2e-3,
             _ => 1.6e-2,
         };
-        assert_matches(&y, &want, tol, &format!("{case} out"));
+        assert_close_same_dtype(&y, &want, Tol::scaled(tol), &format!("{case} out"));
         y.mul(&get("gout").unwrap())
             .unwrap()
             .sum_all()
@@ -579,19 +555,19 @@ fn fused_layer_and_rms_norm_match_pytorch_in_every_dtype() {
         } else {
             tol
         };
-        assert_matches(
+        assert_close_same_dtype(
             &x.grad().unwrap(),
             &get("grad_x").unwrap(),
-            gtol,
+            Tol::scaled(gtol),
             &format!("{case} grad x"),
         );
         for (name, p) in [("weight", &w), ("bias", &b)] {
             if let Some(p) = p {
                 let want = get(&format!("grad_{name}")).unwrap();
-                assert_matches(
+                assert_close_same_dtype(
                     &p.grad().unwrap(),
                     &want,
-                    gtol,
+                    Tol::scaled(gtol),
                     &format!("{case} grad {name}"),
                 );
             }

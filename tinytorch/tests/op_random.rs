@@ -14,6 +14,7 @@
 //! still hold; everything else must agree. The test prints how many cases agree, how many
 //! are rejected like PyTorch rejects them, and how many each deliberate difference covers.
 
+mod common;
 #[path = "op_table/compare.rs"]
 mod compare;
 #[path = "op_table/fixture.rs"]

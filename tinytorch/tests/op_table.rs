@@ -11,6 +11,7 @@
 //! Every failure names the case (`<op>__<variant>__<dtype>`), the op, the dtype and the worst
 //! mismatch; all failures of a check are listed together.
 
+mod common;
 #[path = "op_table/compare.rs"]
 mod compare;
 #[path = "op_table/fixture.rs"]
@@ -31,8 +32,12 @@ use tinytorch::{DType, Tensor};
 /// prefix, reason). They are skipped by every check and listed in the test output.
 const KNOWN_FAILURES: &[(&str, &str)] = &[];
 
+/// The cases of `ops.safetensors` (`gen_fixtures.py`) and of `ops_nn.safetensors`
+/// (`gen_nn_op_fixtures.py`: conv2d, layer and batch norm, cross-entropy).
 fn load_cases() -> Vec<Case> {
-    fixture::load_cases("ops.safetensors")
+    let mut cases = fixture::load_cases("ops.safetensors");
+    cases.extend(fixture::load_cases("ops_nn.safetensors"));
+    cases
 }
 
 fn known_failure(case: &Case) -> Option<&'static str> {

@@ -1,7 +1,12 @@
 //! torch.optim: optimizer trajectories, schedulers, clipping, state-dict round trip and
 //! argument errors. Every expected number comes from PyTorch (torch 2.15, float64) running
 //! the same problem: loss = sum((w*x - y)^2) + sum((v*x2 - y2)^2), w in group 0 and v in
-//! group 1 with its own hyperparameters.
+//! group 1 with its own hyperparameters. The numbers are in `tests/fixtures/optim.json`,
+//! written by `scripts/fixtures/gen_optim.py`, which repeats each run below in PyTorch.
+
+mod common;
+use common::{assert_close_slices, load_json_fixture, Tol};
+use serde_json::Value;
 
 use tinytorch::optim::lr_scheduler::{
     CosineAnnealingLR, ExponentialLR, LinearLR, LrScheduler, MultiStepLR, OneCycleLR,
@@ -62,20 +67,40 @@ fn values(w: &Tensor, v: &Tensor) -> Vec<f64> {
     out
 }
 
-fn assert_close(w: &Tensor, v: &Tensor, expected: &[f64]) {
-    let got = values(w, v);
-    assert_eq!(got.len(), expected.len());
-    for (g, e) in got.iter().zip(expected) {
-        assert!((g - e).abs() < 1e-9, "got {got:?}, expected {expected:?}");
-    }
+/// PyTorch's numbers for these tests: `optim.json`'s `section` (`optimizers`, `schedulers`,
+/// `clip_grad_norm`), entry `name`.
+fn expected(section: &str, name: &str) -> Value {
+    let all = load_json_fixture("optim.json");
+    let v = all[section][name].clone();
+    assert!(!v.is_null(), "optim.json has no {section}.{name}");
+    v
 }
 
-fn assert_lrs(got: &[Vec<f64>], expected: &[[f64; 2]]) {
-    assert_eq!(got.len(), expected.len());
-    for (g, e) in got.iter().zip(expected) {
-        for (a, b) in g.iter().zip(e) {
-            assert!((a - b).abs() < 1e-12, "got {got:?}, expected {expected:?}");
-        }
+/// A JSON array of numbers as f64s.
+fn floats(v: &Value) -> Vec<f64> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not an array: {v}"))
+        .iter()
+        .map(|x| x.as_f64().unwrap_or_else(|| panic!("not a number: {x}")))
+        .collect()
+}
+
+/// `w` then `v` after an optimizer's run, within 1e-9 of PyTorch's run `name`.
+#[track_caller]
+fn assert_trajectory(w: &Tensor, v: &Tensor, name: &str) {
+    let want = floats(&expected("optimizers", name));
+    assert_close_slices(&values(w, v), &want, Tol::abs(1e-9), name);
+}
+
+/// Each step's learning rates (or momenta) of both groups, within 1e-12 of PyTorch's
+/// sequence `name`.
+#[track_caller]
+fn assert_lrs(name: &str, got: &[Vec<f64>]) {
+    let want = expected("schedulers", name);
+    let want = want.as_array().expect("a list of steps");
+    assert_eq!(got.len(), want.len(), "{name}: steps");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert_close_slices(g, &floats(w), Tol::abs(1e-12), &format!("{name} step {i}"));
     }
 }
 
@@ -120,18 +145,8 @@ fn sgd_plain_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.SGD, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            0.5298162187500001,
-            -1.410176,
-            -0.499744,
-            0.25591631054687497,
-            -0.6951234453124999,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.SGD, same groups, 5 steps.
+    assert_trajectory(&w, &v, "sgd_plain");
 }
 
 #[test]
@@ -154,18 +169,8 @@ fn sgd_momentum_wd_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.SGD, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            0.649110948280196,
-            -1.9554686830247576,
-            -1.1173715213389954,
-            0.289439331031377,
-            -0.6574313988600398,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.SGD, same groups, 5 steps.
+    assert_trajectory(&w, &v, "sgd_momentum_wd");
 }
 
 #[test]
@@ -186,18 +191,8 @@ fn sgd_nesterov_max_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.SGD, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            -0.6447165703409375,
-            3.530920531840001,
-            18.075664988160003,
-            0.5522097864465202,
-            -0.5419171606758009,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.SGD, same groups, 5 steps.
+    assert_trajectory(&w, &v, "sgd_nesterov_max");
 }
 
 #[test]
@@ -215,18 +210,8 @@ fn adam_default_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.Adam, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            0.5968385462630593,
-            -0.6966032897461611,
-            -0.18849571780882118,
-            0.17230539913829251,
-            -0.8480075970737471,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.Adam, same groups, 5 steps.
+    assert_trajectory(&w, &v, "adam_default");
 }
 
 #[test]
@@ -251,18 +236,8 @@ fn adam_wd_amsgrad_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.Adam, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            0.5955383994329453,
-            -0.6960238564382933,
-            -0.18730831029284883,
-            0.20166469208978643,
-            -0.8366735179523119,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.Adam, same groups, 5 steps.
+    assert_trajectory(&w, &v, "adam_wd_amsgrad");
 }
 
 #[test]
@@ -282,18 +257,8 @@ fn adamw_default_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.AdamW, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            0.5953517824115093,
-            -0.6946230107222899,
-            -0.1889640679822762,
-            0.14602252172685318,
-            -0.7652890883125267,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.AdamW, same groups, 5 steps.
+    assert_trajectory(&w, &v, "adamw_default");
 }
 
 #[test]
@@ -315,18 +280,8 @@ fn adamw_amsgrad_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.AdamW, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            -0.3953039223926407,
-            0.30524537359566495,
-            0.7612036353276825,
-            0.6325386780912549,
-            -0.32219497108451345,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.AdamW, same groups, 5 steps.
+    assert_trajectory(&w, &v, "adamw_amsgrad");
 }
 
 #[test]
@@ -341,18 +296,8 @@ fn rmsprop_default_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.RMSprop, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            0.4139666027108547,
-            -0.5133501100132414,
-            0.002355905083687465,
-            0.19860040137965465,
-            -1.281231986833557,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.RMSprop, same groups, 5 steps.
+    assert_trajectory(&w, &v, "rmsprop_default");
 }
 
 #[test]
@@ -377,18 +322,8 @@ fn rmsprop_centered_momentum_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.RMSprop, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            0.3573664598591681,
-            -0.457793678959858,
-            0.04803560831473338,
-            0.11914043320628384,
-            -1.0149697992499207,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.RMSprop, same groups, 5 steps.
+    assert_trajectory(&w, &v, "rmsprop_centered_momentum");
 }
 
 #[test]
@@ -406,18 +341,8 @@ fn adagrad_default_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.Adagrad, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            0.41268776320016903,
-            -0.5120725974305446,
-            0.0035817621833735686,
-            0.19999999999999998,
-            -1.1268839125477699,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.Adagrad, same groups, 5 steps.
+    assert_trajectory(&w, &v, "adagrad_default");
 }
 
 #[test]
@@ -441,18 +366,8 @@ fn adagrad_decay_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.Adagrad, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            0.33968075350393445,
-            -0.47138951431431886,
-            0.03774407915183499,
-            0.19777588900680318,
-            -1.0383476643055174,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.Adagrad, same groups, 5 steps.
+    assert_trajectory(&w, &v, "adagrad_decay");
 }
 
 #[test]
@@ -467,18 +382,8 @@ fn adadelta_default_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.Adadelta, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            0.1163990786921849,
-            -0.2163972870085878,
-            0.28364741901230944,
-            0.3918641997855337,
-            -0.6081961501503149,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.Adadelta, same groups, 5 steps.
+    assert_trajectory(&w, &v, "adadelta_default");
 }
 
 #[test]
@@ -499,43 +404,16 @@ fn adadelta_wd_matches_pytorch() {
     )
     .unwrap();
     run(&mut opt, &w, &v, 5);
-    // From PyTorch: torch.optim.Adadelta, same groups, 5 steps.
-    assert_close(
-        &w,
-        &v,
-        &[
-            0.3337518374531394,
-            -0.43452335054681385,
-            0.07490267073630091,
-            0.19841335352284684,
-            -0.9555414579464167,
-        ],
-    );
+    // PyTorch's values (optim.json): torch.optim.Adadelta, same groups, 5 steps.
+    assert_trajectory(&w, &v, "adadelta_wd");
 }
 
 #[test]
 fn step_lr_matches_pytorch() {
     let mut opt = sched_opt();
     let mut s = StepLR::new(&mut opt, 3, 0.5).unwrap();
-    // From PyTorch: StepLR(opt, 3, gamma=0.5).
-    assert_lrs(
-        &lr_sequence(&mut opt, &mut s, 12),
-        &[
-            [0.1, 0.05],
-            [0.1, 0.05],
-            [0.1, 0.05],
-            [0.05, 0.025],
-            [0.05, 0.025],
-            [0.05, 0.025],
-            [0.025, 0.0125],
-            [0.025, 0.0125],
-            [0.025, 0.0125],
-            [0.0125, 0.00625],
-            [0.0125, 0.00625],
-            [0.0125, 0.00625],
-            [0.00625, 0.003125],
-        ],
-    );
+    // PyTorch's values (optim.json): StepLR(opt, 3, gamma=0.5).
+    assert_lrs("step_lr", &lr_sequence(&mut opt, &mut s, 12));
     assert_eq!(opt.lrs(), s.get_last_lr());
 }
 
@@ -543,100 +421,32 @@ fn step_lr_matches_pytorch() {
 fn multistep_lr_matches_pytorch() {
     let mut opt = sched_opt();
     let mut s = MultiStepLR::new(&mut opt, &[2, 5, 5, 9], 0.3).unwrap();
-    // From PyTorch: MultiStepLR(opt, [2, 5, 5, 9], gamma=0.3).
-    assert_lrs(
-        &lr_sequence(&mut opt, &mut s, 12),
-        &[
-            [0.1, 0.05],
-            [0.1, 0.05],
-            [0.03, 0.015],
-            [0.03, 0.015],
-            [0.03, 0.015],
-            [0.0026999999999999997, 0.0013499999999999999],
-            [0.0026999999999999997, 0.0013499999999999999],
-            [0.0026999999999999997, 0.0013499999999999999],
-            [0.0026999999999999997, 0.0013499999999999999],
-            [0.0008099999999999998, 0.0004049999999999999],
-            [0.0008099999999999998, 0.0004049999999999999],
-            [0.0008099999999999998, 0.0004049999999999999],
-            [0.0008099999999999998, 0.0004049999999999999],
-        ],
-    );
+    // PyTorch's values (optim.json): MultiStepLR(opt, [2, 5, 5, 9], gamma=0.3).
+    assert_lrs("multistep_lr", &lr_sequence(&mut opt, &mut s, 12));
 }
 
 #[test]
 fn exponential_lr_matches_pytorch() {
     let mut opt = sched_opt();
     let mut s = ExponentialLR::new(&mut opt, 0.8).unwrap();
-    // From PyTorch: ExponentialLR(opt, 0.8).
-    assert_lrs(
-        &lr_sequence(&mut opt, &mut s, 12),
-        &[
-            [0.1, 0.05],
-            [0.08000000000000002, 0.04000000000000001],
-            [0.06400000000000002, 0.03200000000000001],
-            [0.051200000000000016, 0.025600000000000008],
-            [0.04096000000000002, 0.02048000000000001],
-            [0.03276800000000001, 0.016384000000000006],
-            [0.026214400000000013, 0.013107200000000006],
-            [0.02097152000000001, 0.010485760000000005],
-            [0.016777216000000008, 0.008388608000000004],
-            [0.013421772800000007, 0.006710886400000004],
-            [0.010737418240000006, 0.005368709120000003],
-            [0.008589934592000005, 0.0042949672960000025],
-            [0.0068719476736000045, 0.0034359738368000023],
-        ],
-    );
+    // PyTorch's values (optim.json): ExponentialLR(opt, 0.8).
+    assert_lrs("exponential_lr", &lr_sequence(&mut opt, &mut s, 12));
 }
 
 #[test]
 fn cosine_annealing_lr_matches_pytorch() {
     let mut opt = sched_opt();
     let mut s = CosineAnnealingLR::new(&mut opt, 5, 0.01).unwrap();
-    // From PyTorch: CosineAnnealingLR(opt, 5, eta_min=0.01), past T_max and back up.
-    assert_lrs(
-        &lr_sequence(&mut opt, &mut s, 12),
-        &[
-            [0.1, 0.05],
-            [0.09140576474687263, 0.04618033988749895],
-            [0.06890576474687263, 0.03618033988749895],
-            [0.04109423525312736, 0.02381966011250105],
-            [0.018594235253127367, 0.013819660112501053],
-            [0.01, 0.01],
-            [0.018594235253127367, 0.013819660112501051],
-            [0.04109423525312739, 0.023819660112501057],
-            [0.06890576474687267, 0.03618033988749896],
-            [0.09140576474687269, 0.04618033988749897],
-            [0.10000000000000006, 0.050000000000000024],
-            [0.09140576474687272, 0.046180339887498985],
-            [0.06890576474687268, 0.03618033988749897],
-        ],
-    );
+    // PyTorch's values (optim.json): CosineAnnealingLR(opt, 5, eta_min=0.01), past T_max and back up.
+    assert_lrs("cosine_annealing_lr", &lr_sequence(&mut opt, &mut s, 12));
 }
 
 #[test]
 fn linear_lr_matches_pytorch() {
     let mut opt = sched_opt();
     let mut s = LinearLR::new(&mut opt, 0.25, 1.0, 4).unwrap();
-    // From PyTorch: LinearLR(opt, start_factor=0.25, end_factor=1.0, total_iters=4).
-    assert_lrs(
-        &lr_sequence(&mut opt, &mut s, 12),
-        &[
-            [0.025, 0.0125],
-            [0.043750000000000004, 0.021875000000000002],
-            [0.06250000000000001, 0.03125000000000001],
-            [0.08125000000000002, 0.04062500000000001],
-            [0.10000000000000002, 0.05000000000000001],
-            [0.10000000000000002, 0.05000000000000001],
-            [0.10000000000000002, 0.05000000000000001],
-            [0.10000000000000002, 0.05000000000000001],
-            [0.10000000000000002, 0.05000000000000001],
-            [0.10000000000000002, 0.05000000000000001],
-            [0.10000000000000002, 0.05000000000000001],
-            [0.10000000000000002, 0.05000000000000001],
-            [0.10000000000000002, 0.05000000000000001],
-        ],
-    );
+    // PyTorch's values (optim.json): LinearLR(opt, start_factor=0.25, end_factor=1.0, total_iters=4).
+    assert_lrs("linear_lr", &lr_sequence(&mut opt, &mut s, 12));
 }
 
 #[test]
@@ -659,41 +469,9 @@ fn one_cycle_lr_matches_pytorch() {
                 .collect(),
         );
     }
-    // From PyTorch: OneCycleLR(opt, max_lr=[1.0, 0.5], total_steps=12), lrs and momenta.
-    assert_lrs(
-        &lrs,
-        &[
-            [0.040000000000000036, 0.020000000000000018],
-            [0.3497896542195831, 0.17489482710979154],
-            [0.8792851591221287, 0.43964257956106434],
-            [0.9944154354509117, 0.49720771772545586],
-            [0.9330129698414117, 0.46650648492070584],
-            [0.811745653949763, 0.4058728269748815],
-            [0.6473789976951033, 0.32368949884755166],
-            [0.46263710266697505, 0.23131855133348753],
-            [0.28306099820869923, 0.14153049910434962],
-            [0.1334775301888306, 0.0667387650944153],
-            [0.03456698742539522, 0.01728349371269761],
-            [4e-06, 2e-06],
-        ],
-    );
-    assert_lrs(
-        &moms,
-        &[
-            [0.95, 0.95],
-            [0.9177302443521267, 0.9177302443521267],
-            [0.8625744625914449, 0.8625744625914449],
-            [0.8505584586887436, 0.8505584586887436],
-            [0.856698729810778, 0.856698729810778],
-            [0.8688255099070633, 0.8688255099070633],
-            [0.8852622412794547, 0.8852622412794547],
-            [0.9037365046793212, 0.9037365046793212],
-            [0.9216941869558779, 0.9216941869558779],
-            [0.9366525935914912, 0.9366525935914912],
-            [0.9465436874322102, 0.9465436874322102],
-            [0.95, 0.95],
-        ],
-    );
+    // PyTorch's values (optim.json): OneCycleLR(opt, max_lr=[1.0, 0.5], total_steps=12), lrs and momenta.
+    assert_lrs("one_cycle_lr", &lrs);
+    assert_lrs("one_cycle_momentum", &moms);
     // Step total_steps is still allowed (as PyTorch); one more is an error.
     s.step(&mut opt).unwrap();
     assert!(
@@ -725,29 +503,9 @@ fn reduce_lr_on_plateau_matches_pytorch() {
         s.step(&mut opt, m).unwrap();
         got.push(s.get_last_lr());
     }
-    // From PyTorch: ReduceLROnPlateau(opt, 'min', factor=0.5, patience=2, threshold=0.01,
+    // PyTorch's values (optim.json): ReduceLROnPlateau(opt, 'min', factor=0.5, patience=2, threshold=0.01,
     // cooldown=1, min_lr=[0.02, 0.0]).
-    assert_lrs(
-        &got,
-        &[
-            [0.1, 0.05],
-            [0.1, 0.05],
-            [0.1, 0.05],
-            [0.1, 0.05],
-            [0.05, 0.025],
-            [0.05, 0.025],
-            [0.05, 0.025],
-            [0.05, 0.025],
-            [0.025, 0.0125],
-            [0.025, 0.0125],
-            [0.025, 0.0125],
-            [0.025, 0.0125],
-            [0.025, 0.0125],
-            [0.025, 0.0125],
-            [0.02, 0.00625],
-            [0.02, 0.00625],
-        ],
-    );
+    assert_lrs("reduce_lr_on_plateau_min", &got);
 
     let mut opt = sched_opt();
     let mut s = ReduceLROnPlateau::new(
@@ -766,64 +524,20 @@ fn reduce_lr_on_plateau_matches_pytorch() {
         s.step(&mut opt, m).unwrap();
         got.push(s.get_last_lr());
     }
-    // From PyTorch: ReduceLROnPlateau(opt, 'max', factor=0.1, patience=1, threshold=0.1,
+    // PyTorch's values (optim.json): ReduceLROnPlateau(opt, 'max', factor=0.1, patience=1, threshold=0.1,
     // threshold_mode='abs').
-    assert_lrs(
-        &got,
-        &[
-            [0.1, 0.05],
-            [0.1, 0.05],
-            [0.1, 0.05],
-            [0.1, 0.05],
-            [0.010000000000000002, 0.005000000000000001],
-            [0.010000000000000002, 0.005000000000000001],
-            [0.010000000000000002, 0.005000000000000001],
-            [0.0010000000000000002, 0.0005000000000000001],
-        ],
-    );
+    assert_lrs("reduce_lr_on_plateau_max", &got);
 }
 
 #[test]
 fn clip_grad_norm_matches_pytorch() {
-    // From PyTorch: torch.nn.utils.clip_grad_norm_ on grads [[3,-4],[1,2]] and [0.5,-12,2].
-    let cases: [(f64, f64, f64, [f64; 7]); 4] = [
-        (
-            2.0,
-            5.0,
-            13.35102992281869,
-            [
-                1.123508745258241,
-                -1.4980116603443214,
-                0.37450291508608036,
-                0.7490058301721607,
-                0.18725145754304018,
-                -4.494034981032964,
-                0.7490058301721607,
-            ],
-        ),
-        (
-            f64::INFINITY,
-            3.0,
-            12.0,
-            [
-                0.7499999375000053,
-                -0.9999999166666738,
-                0.24999997916666844,
-                0.4999999583333369,
-                0.12499998958333422,
-                -2.999999750000021,
-                0.4999999583333369,
-            ],
-        ),
-        (1.0, 100.0, 24.5, [3.0, -4.0, 1.0, 2.0, 0.5, -12.0, 2.0]),
-        (
-            2.0,
-            100.0,
-            13.35102992281869,
-            [3.0, -4.0, 1.0, 2.0, 0.5, -12.0, 2.0],
-        ),
-    ];
-    for (norm_type, max_norm, total, grads) in cases {
+    // PyTorch's values (optim.json): torch.nn.utils.clip_grad_norm_ on grads [[3,-4],[1,2]] and [0.5,-12,2].
+    let cases = [(2.0, 5.0), (f64::INFINITY, 3.0), (1.0, 100.0), (2.0, 100.0)];
+    let want = load_json_fixture("optim.json")["clip_grad_norm"].clone();
+    let want = want.as_array().expect("one entry per case");
+    assert_eq!(want.len(), cases.len());
+    for ((norm_type, max_norm), want) in cases.into_iter().zip(want) {
+        let (total, grads) = (want["total"].as_f64().unwrap(), floats(&want["grads"]));
         let a = Tensor::zeros(&[2, 2], DType::F64, Device::Cpu).unwrap();
         let b = Tensor::zeros(&[3], DType::F64, Device::Cpu).unwrap();
         let c = Tensor::zeros(&[1], DType::F64, Device::Cpu).unwrap(); // no grad: skipped
@@ -832,15 +546,12 @@ fn clip_grad_norm_matches_pytorch() {
         ));
         b.set_grad(Some(Tensor::from_slice(&[0.5, -12.0, 2.0])));
         let t = clip_grad_norm_(&[a.clone(), b.clone(), c], max_norm, norm_type).unwrap();
-        assert!((t.item_f64().unwrap() - total).abs() < 1e-12);
+        let what = format!("norm_type {norm_type}, max_norm {max_norm}");
+        let t = t.item_f64().unwrap();
+        assert_close_slices(&[t], &[total], Tol::abs(1e-12), &format!("{what}: total"));
         let mut got = a.grad().unwrap().to_vec_f64().unwrap();
         got.extend(b.grad().unwrap().to_vec_f64().unwrap());
-        for (g, e) in got.iter().zip(grads) {
-            assert!(
-                (g - e).abs() < 1e-12,
-                "{norm_type}: got {got:?}, expected {grads:?}"
-            );
-        }
+        assert_close_slices(&got, &grads, Tol::abs(1e-12), &format!("{what}: gradients"));
     }
 }
 
@@ -973,9 +684,7 @@ fn gradient_accumulation_equals_one_big_batch() {
         big.step().unwrap();
     }
     let (a, b) = (w.to_vec_f64().unwrap(), w2.to_vec_f64().unwrap());
-    for (x, y) in a.iter().zip(&b) {
-        assert!((x - y).abs() < 1e-12, "{a:?} vs {b:?}");
-    }
+    assert_close_slices(&a, &b, Tol::abs(1e-12), "accumulated vs one batch");
 }
 
 #[test]
@@ -1034,15 +743,9 @@ fn f32_parameters_follow_the_f64_trajectory() {
         opt.step().unwrap();
     }
     assert_eq!(w.dtype(), DType::F32);
-    // From PyTorch (adam_default above, group 0).
-    let expected = [
-        0.5968385462630593,
-        -0.6966032897461611,
-        -0.18849571780882118,
-    ];
-    for (g, e) in w.to_vec_f64().unwrap().iter().zip(expected) {
-        assert!((g - e).abs() < 1e-6);
-    }
+    // PyTorch's adam_default run (optim.json), group 0.
+    let want = floats(&expected("optimizers", "adam_default"));
+    assert_close_slices(&w.to_vec_f64().unwrap(), &want[..3], Tol::abs(1e-6), "w");
 }
 
 #[test]

@@ -5,7 +5,9 @@
 //!
 //! The trace is process-wide, so every check here runs under one lock.
 
-use serde_json::Value;
+mod common;
+use common::load_json_fixture;
+
 use std::sync::Mutex;
 use tinytorch::models::{ImageShape, ModelKind};
 use tinytorch::nn::Module;
@@ -15,15 +17,10 @@ use tinytorch::{DType, Device, Tensor};
 
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-fn fixture() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/profile.json");
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 #[test]
 fn parameters_and_flops_per_layer_match_pytorchs_flop_counter() {
     let _lock = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let fx = fixture();
+    let fx = load_json_fixture("profile.json");
     for kind in ModelKind::ALL {
         let want = &fx["models"][kind.name()];
         let input: Vec<usize> = want["input"]

@@ -3,8 +3,10 @@
 //! applied through training, and structured pruning that removes channels with the masked
 //! model's outputs.
 
+mod common;
+use common::{assert_close, load_fixture, Tol};
+
 use std::collections::BTreeMap;
-use tinytorch::io::load_safetensors;
 use tinytorch::models::{ImageShape, ModelKind};
 use tinytorch::optim::{SgdOptions, SGD};
 use tinytorch::prune::{
@@ -13,50 +15,39 @@ use tinytorch::prune::{
 };
 use tinytorch::{DType, Device, Tensor};
 
-fn fixture() -> BTreeMap<String, Tensor> {
-    load_safetensors(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/prune.safetensors"
-    ))
-    .unwrap()
-}
-
-fn same(got: &Tensor, want: &Tensor, what: &str) {
-    assert_eq!(got.shape(), want.shape(), "{what}");
-    assert_eq!(
-        got.to_vec_f64().unwrap(),
-        want.to_vec_f64().unwrap(),
-        "{what}"
-    );
-}
-
 #[test]
 fn masks_equal_pytorchs_on_the_same_weights() {
-    let fx = fixture();
+    let fx = load_fixture("prune.safetensors");
     let (conv, linear) = (&fx["conv.weight"], &fx["linear.weight"]);
     let m = l1_unstructured(conv, Amount::Fraction(0.3), None).unwrap();
-    same(&m, &fx["l1_conv_0.3"], "l1 0.3");
+    assert_close(&m, &fx["l1_conv_0.3"], Tol::EXACT, "l1 0.3");
     let m2 = l1_unstructured(conv, Amount::Fraction(0.5), Some(&m)).unwrap();
-    same(
+    assert_close(
         &m2,
         &fx["l1_conv_0.3_then_0.5"],
+        Tol::EXACT,
         "l1 0.3 then 0.5 of the rest",
     );
     let m = l1_unstructured(linear, Amount::Count(37), None).unwrap();
-    same(&m, &fx["l1_linear_37"], "l1 count");
+    assert_close(&m, &fx["l1_linear_37"], Tol::EXACT, "l1 count");
 
     let g = global_unstructured(&[conv, linear], Amount::Fraction(0.6), &[None, None]).unwrap();
-    same(&g[0], &fx["global_0.6.conv"], "global conv");
-    same(&g[1], &fx["global_0.6.linear"], "global linear");
+    assert_close(&g[0], &fx["global_0.6.conv"], Tol::EXACT, "global conv");
+    assert_close(&g[1], &fx["global_0.6.linear"], Tol::EXACT, "global linear");
 
     let s = ln_structured(conv, Amount::Fraction(0.5), 2.0, 0, None).unwrap();
-    same(&s, &fx["ln2_conv_dim0_0.5"], "ln2 dim 0");
+    assert_close(&s, &fx["ln2_conv_dim0_0.5"], Tol::EXACT, "ln2 dim 0");
     let s2 = ln_structured(conv, Amount::Fraction(0.5), 2.0, 0, Some(&s)).unwrap();
-    same(&s2, &fx["ln2_conv_dim0_0.5_then_0.5"], "ln2 twice");
+    assert_close(
+        &s2,
+        &fx["ln2_conv_dim0_0.5_then_0.5"],
+        Tol::EXACT,
+        "ln2 twice",
+    );
     let s = ln_structured(linear, Amount::Count(3), 1.0, 0, None).unwrap();
-    same(&s, &fx["ln1_linear_dim0_3"], "ln1 count");
+    assert_close(&s, &fx["ln1_linear_dim0_3"], Tol::EXACT, "ln1 count");
     let s = ln_structured(linear, Amount::Fraction(0.25), 2.0, 1, None).unwrap();
-    same(&s, &fx["ln2_linear_dim1_0.25"], "ln2 dim 1");
+    assert_close(&s, &fx["ln2_linear_dim1_0.25"], Tol::EXACT, "ln2 dim 1");
 }
 
 #[test]

@@ -4,21 +4,14 @@
 //! percentile observer against NumPy; dynamically quantized Linear against PyTorch's
 //! `quantize_dynamic` and the float layer.
 
-use std::collections::BTreeMap;
-use tinytorch::io::load_safetensors;
+mod common;
+use common::load_fixture;
+
 use tinytorch::nn::{Linear, Module};
 use tinytorch::quant::{
     DynamicQuantLinear, MinMaxObserver, PercentileObserver, QParams, QTensor, QuantRange,
 };
 use tinytorch::{DType, Device, Tensor};
-
-fn fixture() -> BTreeMap<String, Tensor> {
-    load_safetensors(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/quant.safetensors"
-    ))
-    .unwrap()
-}
 
 fn f32s(t: &Tensor) -> Vec<f32> {
     t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
@@ -30,7 +23,7 @@ fn ints(t: &Tensor) -> Vec<i64> {
 
 #[test]
 fn per_tensor_observers_and_quantize_match_pytorch() {
-    let fx = fixture();
+    let fx = load_fixture("quant.safetensors");
     let x = &fx["x"];
     for (name, reduce, symmetric) in [
         ("sym", false, true),
@@ -70,7 +63,7 @@ fn per_tensor_observers_and_quantize_match_pytorch() {
 
 #[test]
 fn per_channel_weights_match_pytorch() {
-    let fx = fixture();
+    let fx = load_fixture("quant.safetensors");
     let w = &fx["w"];
     let mut obs = MinMaxObserver::per_channel(0);
     obs.observe(w).unwrap();
@@ -90,7 +83,7 @@ fn per_channel_weights_match_pytorch() {
 
 #[test]
 fn the_percentile_observer_finds_numpys_percentile_to_one_bin() {
-    let fx = fixture();
+    let fx = load_fixture("quant.safetensors");
     let x = &fx["x"];
     let mut obs = PercentileObserver::new(99.9).unwrap();
     // Small batch first: the histogram's range doubles when the outliers arrive.
@@ -136,7 +129,7 @@ fn bad_inputs_are_refused() {
 
 #[test]
 fn dynamic_quantized_linear_is_as_close_to_float_as_pytorchs() {
-    let fx = fixture();
+    let fx = load_fixture("quant.safetensors");
     let mut linear = Linear::new(32, 16, true).unwrap();
     linear.weight = fx["w"].clone();
     linear.bias = Some(fx["linear.bias"].clone());

@@ -5,8 +5,11 @@
 //! output; every int8 kernel this CPU has gives the same result; int8 models round-trip
 //! through their file.
 
+mod common;
+use common::load_fixture;
+
 use std::collections::{BTreeMap, HashMap};
-use tinytorch::io::{load_safetensors, save_module};
+use tinytorch::io::save_module;
 use tinytorch::nn::{Conv2d, Flatten, Linear, MaxPool2d, Module, ReLU, Sequential};
 use tinytorch::ops::ConvPadding;
 use tinytorch::quant::{
@@ -14,14 +17,6 @@ use tinytorch::quant::{
     ObserverKind, QuantConv2d, QuantLinear, INT8_FORMAT,
 };
 use tinytorch::{no_grad, DType, Device, Tensor};
-
-fn fixture() -> BTreeMap<String, Tensor> {
-    load_safetensors(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/quant_static.safetensors"
-    ))
-    .unwrap()
-}
 
 fn f32s(t: &Tensor) -> Vec<f32> {
     t.to_dtype(DType::F32).unwrap().to_vec::<f32>().unwrap()
@@ -75,7 +70,7 @@ fn run_every_kernel(layer: &mut dyn FnMut(Kernel) -> Vec<f32>) -> Vec<f32> {
 
 #[test]
 fn quantized_linear_gives_pytorchs_integers() {
-    let fx = fixture();
+    let fx = load_fixture("quant_static.safetensors");
     for (name, relu) in [("linear", false), ("linear_relu", true)] {
         let linear = Linear::new(32, 16, true).unwrap();
         set(&linear.weight, &fx[&format!("{name}.weight")]);
@@ -97,7 +92,7 @@ fn quantized_linear_gives_pytorchs_integers() {
 
 #[test]
 fn quantized_conv2d_gives_pytorchs_integers() {
-    let fx = fixture();
+    let fx = load_fixture("quant_static.safetensors");
     let cases = [
         ("conv", [3, 3], [2, 2], (1, 1), [1, 1], false),
         ("conv_relu", [3, 2], [1, 1], (0, 1), [2, 1], true),
@@ -151,7 +146,7 @@ fn lenet_weights(fx: &BTreeMap<String, Tensor>) -> HashMap<String, Tensor> {
 
 #[test]
 fn a_calibrated_model_matches_pytorchs_eager_static_quantization() {
-    let fx = fixture();
+    let fx = load_fixture("quant_static.safetensors");
     let model = small_lenet();
     let weights = lenet_weights(&fx);
     model.load_state_dict(&weights, true).unwrap();
@@ -265,7 +260,7 @@ fn converted_lenet(fx: &BTreeMap<String, Tensor>) -> (Box<dyn Module>, Box<dyn M
 
 #[test]
 fn int8_models_round_trip_through_their_file() {
-    let fx = fixture();
+    let fx = load_fixture("quant_static.safetensors");
     let dir = std::env::temp_dir().join(format!("tt-int8-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let test = &fx["model.test"];

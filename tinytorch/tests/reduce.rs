@@ -1,6 +1,9 @@
 //! Reductions, scans and softmax against values computed with PyTorch 2.x (hard-coded below),
 //! f64 gradient checks, non-contiguous / 0-d / empty inputs and error cases.
 
+mod common;
+use common::{assert_close_to, Tol};
+
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::{DType, Device, Result, Tensor};
 
@@ -11,19 +14,6 @@ fn t64(v: &[f64], shape: &[usize]) -> Tensor {
 /// The 2x3 matrix used by most value tests.
 fn x23() -> Tensor {
     t64(&[1.5, -2.0, 3.0, 0.5, 4.0, -1.0], &[2, 3])
-}
-
-fn assert_close(t: &Tensor, expected: &[f64], tol: f64) {
-    let got = t.to_vec_f64().unwrap();
-    assert_eq!(
-        got.len(),
-        expected.len(),
-        "got {got:?}, expected {expected:?}"
-    );
-    for (g, e) in got.iter().zip(expected) {
-        let ok = (g - e).abs() <= tol * (1.0 + e.abs()) || (g.is_nan() && e.is_nan()) || g == e;
-        assert!(ok, "got {got:?}, expected {expected:?}");
-    }
 }
 
 /// f64 gradcheck of a one-input function.
@@ -44,72 +34,111 @@ fn x345() -> Tensor {
 #[test]
 fn sum_mean_prod_values() {
     let x = x23();
-    assert_close(&x.sum(&[0], false).unwrap(), &[2.0, 2.0, 2.0], 1e-12);
+    assert_close_to(
+        &x.sum(&[0], false).unwrap(),
+        &[2.0, 2.0, 2.0],
+        Tol::scaled(1e-12).equal_nan(),
+        "x.sum(&[0], false)",
+    );
     let s = x.sum(&[1], true).unwrap();
     assert_eq!(s.shape(), &[2, 1]);
-    assert_close(&s, &[2.5, 3.5], 1e-12);
-    assert_close(&x.mean_all().unwrap(), &[1.0], 1e-12);
-    assert_close(
+    assert_close_to(&s, &[2.5, 3.5], Tol::scaled(1e-12).equal_nan(), "s");
+    assert_close_to(
+        &x.mean_all().unwrap(),
+        &[1.0],
+        Tol::scaled(1e-12).equal_nan(),
+        "x.mean_all()",
+    );
+    assert_close_to(
         &x.mean(&[1], false).unwrap(),
         &[0.8333333333333334, 1.1666666666666667],
-        1e-12,
+        Tol::scaled(1e-12).equal_nan(),
+        "x.mean(&[1], false)",
     );
-    assert_close(&x.prod(&[1], false).unwrap(), &[-9.0, -2.0], 1e-12);
+    assert_close_to(
+        &x.prod(&[1], false).unwrap(),
+        &[-9.0, -2.0],
+        Tol::scaled(1e-12).equal_nan(),
+        "x.prod(&[1], false)",
+    );
     let x3 = Tensor::arange(0., 24., 1., DType::F64, Device::Cpu)
         .unwrap()
         .reshape(&[2, 3, 4])
         .unwrap();
-    assert_close(
+    assert_close_to(
         &x3.sum(&[0, 2], false).unwrap(),
         &[60.0, 92.0, 124.0],
-        1e-12,
+        Tol::scaled(1e-12).equal_nan(),
+        "x3.sum(&[0, 2], false)",
     );
     let a = x3.amax(&[0, -1], true).unwrap();
     assert_eq!(a.shape(), &[1, 3, 1]);
-    assert_close(&a, &[15.0, 19.0, 23.0], 0.0);
+    assert_close_to(&a, &[15.0, 19.0, 23.0], Tol::EXACT.equal_nan(), "a");
 }
 
 #[test]
 fn statistics_values() {
     let x = x23();
-    assert_close(
+    assert_close_to(
         &x.var(&[1], 1.0, false).unwrap(),
         &[6.583333333333334, 6.583333333333334],
-        1e-12,
+        Tol::scaled(1e-12).equal_nan(),
+        "x.var(&[1], 1.0, false)",
     );
-    assert_close(&x.var(&[0], 0.0, false).unwrap(), &[0.25, 9.0, 4.0], 1e-12);
-    assert_close(&x.var(&[], 1.0, false).unwrap(), &[5.3], 1e-12);
-    assert_close(
+    assert_close_to(
+        &x.var(&[0], 0.0, false).unwrap(),
+        &[0.25, 9.0, 4.0],
+        Tol::scaled(1e-12).equal_nan(),
+        "x.var(&[0], 0.0, false)",
+    );
+    assert_close_to(
+        &x.var(&[], 1.0, false).unwrap(),
+        &[5.3],
+        Tol::scaled(1e-12).equal_nan(),
+        "x.var(&[], 1.0, false)",
+    );
+    assert_close_to(
         &x.std(&[1], 1.0, false).unwrap(),
         &[2.565800719723442, 2.565800719723442],
-        1e-12,
+        Tol::scaled(1e-12).equal_nan(),
+        "x.std(&[1], 1.0, false)",
     );
-    assert_close(
+    assert_close_to(
         &x.logsumexp(&[1], false).unwrap(),
         &[3.2069069336734133, 4.036269565124779],
-        1e-12,
+        Tol::scaled(1e-12).equal_nan(),
+        "x.logsumexp(&[1], false)",
     );
-    assert_close(
+    assert_close_to(
         &x.logsumexp(&[0, 1], false).unwrap(),
         &[4.398358933882533],
-        1e-12,
+        Tol::scaled(1e-12).equal_nan(),
+        "x.logsumexp(&[0, 1], false)",
     );
-    assert_close(
+    assert_close_to(
         &x.norm(2.0, &[1], false).unwrap(),
         &[3.905124837953327, 4.153311931459037],
-        1e-12,
+        Tol::scaled(1e-12).equal_nan(),
+        "x.norm(2.0, &[1], false)",
     );
-    assert_close(&x.norm(1.0, &[], false).unwrap(), &[12.0], 1e-12);
-    assert_close(
+    assert_close_to(
+        &x.norm(1.0, &[], false).unwrap(),
+        &[12.0],
+        Tol::scaled(1e-12).equal_nan(),
+        "x.norm(1.0, &[], false)",
+    );
+    assert_close_to(
         &x.norm(f64::INFINITY, &[0], false).unwrap(),
         &[1.5, 4.0, 3.0],
-        0.0,
+        Tol::EXACT.equal_nan(),
+        "x.norm(f64::INFINITY, &[0], false)",
     );
     let f = Tensor::from_vec(vec![1.0f32, 2., 3.], &[3]).unwrap();
-    assert_close(
+    assert_close_to(
         &f.std(&[0], 0.0, false).unwrap(),
         &[0.8164966106414795],
-        1e-6,
+        Tol::scaled(1e-6).equal_nan(),
+        "f.std(&[0], 0.0, false)",
     );
 }
 
@@ -117,10 +146,10 @@ fn statistics_values() {
 fn max_min_arg_values() {
     let x = x23();
     let (v, i) = x.max_dim(1, false).unwrap();
-    assert_close(&v, &[3.0, 4.0], 0.0);
+    assert_close_to(&v, &[3.0, 4.0], Tol::EXACT.equal_nan(), "v");
     assert_eq!(i.to_vec::<i64>().unwrap(), vec![2, 1]);
     let (v, i) = x.min_dim(0, false).unwrap();
-    assert_close(&v, &[0.5, -2.0, -1.0], 0.0);
+    assert_close_to(&v, &[0.5, -2.0, -1.0], Tol::EXACT.equal_nan(), "v");
     assert_eq!(i.to_vec::<i64>().unwrap(), vec![1, 0, 1]);
     let (v, i) = x.max_dim(-1, true).unwrap();
     assert_eq!((v.shape(), i.shape()), (&[2usize, 1][..], &[2usize, 1][..]));
@@ -134,8 +163,18 @@ fn max_min_arg_values() {
         x.argmax(Some(1), true).unwrap().to_vec::<i64>().unwrap(),
         vec![2, 1]
     );
-    assert_close(&x.max_all().unwrap(), &[4.0], 0.0);
-    assert_close(&x.min_all().unwrap(), &[-2.0], 0.0);
+    assert_close_to(
+        &x.max_all().unwrap(),
+        &[4.0],
+        Tol::EXACT.equal_nan(),
+        "x.max_all()",
+    );
+    assert_close_to(
+        &x.min_all().unwrap(),
+        &[-2.0],
+        Tol::EXACT.equal_nan(),
+        "x.min_all()",
+    );
     // NaN is the max, and argmax points at it (PyTorch).
     let n = Tensor::from_vec(vec![1.0f32, f32::NAN, 3.0], &[3]).unwrap();
     assert!(n.max_all().unwrap().item::<f32>().unwrap().is_nan());
@@ -145,15 +184,17 @@ fn max_min_arg_values() {
 #[test]
 fn scan_and_softmax_values() {
     let x = x23();
-    assert_close(
+    assert_close_to(
         &x.cumsum(1).unwrap(),
         &[1.5, -0.5, 2.5, 0.5, 4.5, 3.5],
-        1e-12,
+        Tol::scaled(1e-12).equal_nan(),
+        "x.cumsum(1)",
     );
-    assert_close(
+    assert_close_to(
         &x.cumprod(0).unwrap(),
         &[1.5, -2.0, 3.0, 0.75, -8.0, -3.0],
-        1e-12,
+        Tol::scaled(1e-12).equal_nan(),
+        "x.cumprod(0)",
     );
     let sm = [
         0.18142608857948594,
@@ -163,7 +204,12 @@ fn scan_and_softmax_values() {
         0.9643802951468596,
         0.00649794331566194,
     ];
-    assert_close(&x.softmax(1).unwrap(), &sm, 1e-12);
+    assert_close_to(
+        &x.softmax(1).unwrap(),
+        &sm,
+        Tol::scaled(1e-12).equal_nan(),
+        "x.softmax(1)",
+    );
     let lsm = [
         -0.31326168751822286,
         -6.00247568513773,
@@ -172,23 +218,29 @@ fn scan_and_softmax_values() {
         -0.002475685137730357,
         -4.0181499279178094,
     ];
-    assert_close(&x.log_softmax(0).unwrap(), &lsm, 1e-12);
+    assert_close_to(
+        &x.log_softmax(0).unwrap(),
+        &lsm,
+        Tol::scaled(1e-12).equal_nan(),
+        "x.log_softmax(0)",
+    );
     // Non-last dim through a transposed input, f32.
     let xf = x.to_dtype(DType::F32).unwrap();
     let y = xf.t().unwrap().softmax(0).unwrap();
     assert_eq!(y.dtype(), DType::F32);
-    assert_close(&y.t().unwrap(), &sm, 1e-6);
+    assert_close_to(&y.t().unwrap(), &sm, Tol::scaled(1e-6).equal_nan(), "y.t()");
 }
 
 #[test]
 fn softmax_of_extreme_inputs_is_finite() {
     let s = Tensor::from_vec(vec![1000.0f32, -1000.0, 0.0, 999.0], &[4]).unwrap();
-    assert_close(
+    assert_close_to(
         &s.softmax(0).unwrap(),
         &[0.7310585975646973, 0.0, 0.0, 0.2689414322376251],
-        1e-6,
+        Tol::scaled(1e-6).equal_nan(),
+        "s.softmax(0)",
     );
-    assert_close(
+    assert_close_to(
         &s.log_softmax(0).unwrap(),
         &[
             -0.31326165795326233,
@@ -196,12 +248,14 @@ fn softmax_of_extreme_inputs_is_finite() {
             -1000.313232421875,
             -1.31326162815094,
         ],
-        1e-6,
+        Tol::scaled(1e-6).equal_nan(),
+        "s.log_softmax(0)",
     );
-    assert_close(
+    assert_close_to(
         &s.logsumexp(&[0], false).unwrap(),
         &[1000.313232421875],
-        1e-6,
+        Tol::scaled(1e-6).equal_nan(),
+        "s.logsumexp(&[0], false)",
     );
     let big = Tensor::from_vec(vec![1000.0f64, 1000.0, -1000.0, -1000.0], &[2, 2]).unwrap();
     for y in [
@@ -259,9 +313,14 @@ fn half_types_accumulate_in_f32() {
         .unwrap();
     let s = h.sum_all().unwrap();
     assert_eq!(s.dtype(), DType::F16);
-    assert_close(&s, &[10.5], 0.0);
-    assert_close(&h.mean_all().unwrap(), &[2.625], 0.0);
-    assert_close(
+    assert_close_to(&s, &[10.5], Tol::EXACT.equal_nan(), "s");
+    assert_close_to(
+        &h.mean_all().unwrap(),
+        &[2.625],
+        Tol::EXACT.equal_nan(),
+        "h.mean_all()",
+    );
+    assert_close_to(
         &h.softmax(0).unwrap(),
         &[
             0.022613525390625,
@@ -269,11 +328,17 @@ fn half_types_accumulate_in_f32() {
             0.1671142578125,
             0.7490234375,
         ],
-        1e-3,
+        Tol::scaled(1e-3).equal_nan(),
+        "h.softmax(0)",
     );
     // 4096 ones: an f16 accumulator would stop at 2048.
     let ones = Tensor::ones(&[4096], DType::BF16, Device::Cpu).unwrap();
-    assert_close(&ones.sum_all().unwrap(), &[4096.0], 0.0);
+    assert_close_to(
+        &ones.sum_all().unwrap(),
+        &[4096.0],
+        Tol::EXACT.equal_nan(),
+        "ones.sum_all()",
+    );
 }
 
 #[test]
@@ -282,44 +347,51 @@ fn non_contiguous_inputs() {
     let p = base.permute(&[2, 0, 1]).unwrap();
     let pc = p.contiguous_copy().unwrap();
     for dims in [vec![0isize], vec![1], vec![2], vec![0, 2], vec![]] {
-        assert_close(
+        assert_close_to(
             &p.sum(&dims, false).unwrap(),
             &pc.sum(&dims, false).unwrap().to_vec_f64().unwrap(),
-            1e-12,
+            Tol::scaled(1e-12).equal_nan(),
+            "p.sum(&dims, false)",
         );
-        assert_close(
+        assert_close_to(
             &p.amax(&dims, true).unwrap(),
             &pc.amax(&dims, true).unwrap().to_vec_f64().unwrap(),
-            0.0,
+            Tol::EXACT.equal_nan(),
+            "p.amax(&dims, true)",
         );
-        assert_close(
+        assert_close_to(
             &p.prod(&dims, false).unwrap(),
             &pc.prod(&dims, false).unwrap().to_vec_f64().unwrap(),
-            1e-12,
+            Tol::scaled(1e-12).equal_nan(),
+            "p.prod(&dims, false)",
         );
     }
     let s = base.slice(2, Some(1), None, 2).unwrap();
     let sc = s.contiguous_copy().unwrap();
     for d in 0..3isize {
-        assert_close(
+        assert_close_to(
             &s.cumsum(d).unwrap(),
             &sc.cumsum(d).unwrap().to_vec_f64().unwrap(),
-            1e-12,
+            Tol::scaled(1e-12).equal_nan(),
+            "s.cumsum(d)",
         );
-        assert_close(
+        assert_close_to(
             &s.cumprod(d).unwrap(),
             &sc.cumprod(d).unwrap().to_vec_f64().unwrap(),
-            1e-12,
+            Tol::scaled(1e-12).equal_nan(),
+            "s.cumprod(d)",
         );
-        assert_close(
+        assert_close_to(
             &s.softmax(d).unwrap(),
             &sc.softmax(d).unwrap().to_vec_f64().unwrap(),
-            1e-12,
+            Tol::scaled(1e-12).equal_nan(),
+            "s.softmax(d)",
         );
-        assert_close(
+        assert_close_to(
             &s.log_softmax(d).unwrap(),
             &sc.log_softmax(d).unwrap().to_vec_f64().unwrap(),
-            1e-12,
+            Tol::scaled(1e-12).equal_nan(),
+            "s.log_softmax(d)",
         );
         assert_eq!(
             s.argmax(Some(d), false).unwrap().to_vec::<i64>().unwrap(),
@@ -340,36 +412,96 @@ fn non_contiguous_inputs() {
         0.2999999523162842,
         0.40000009536743164,
     ];
-    assert_close(&xf.t().unwrap().sum(&[1], false).unwrap(), &expected, 1e-6);
-    assert_close(&xf.sum(&[0], false).unwrap(), &expected, 1e-6);
+    assert_close_to(
+        &xf.t().unwrap().sum(&[1], false).unwrap(),
+        &expected,
+        Tol::scaled(1e-6).equal_nan(),
+        "xf.t().sum(&[1], false)",
+    );
+    assert_close_to(
+        &xf.sum(&[0], false).unwrap(),
+        &expected,
+        Tol::scaled(1e-6).equal_nan(),
+        "xf.sum(&[0], false)",
+    );
     // Broadcast (stride 0) input.
     let e = Tensor::from_vec(vec![1.0f32, 2.0], &[2, 1])
         .unwrap()
         .expand(&[2, 1000])
         .unwrap();
-    assert_close(&e.sum(&[1], false).unwrap(), &[1000.0, 2000.0], 0.0);
+    assert_close_to(
+        &e.sum(&[1], false).unwrap(),
+        &[1000.0, 2000.0],
+        Tol::EXACT.equal_nan(),
+        "e.sum(&[1], false)",
+    );
 }
 
 #[test]
 fn zero_dim_and_empty() {
     let z = Tensor::scalar(2.5f64);
-    assert_close(&z.sum(&[0], false).unwrap(), &[2.5], 0.0);
-    assert_close(&z.sum(&[-1], true).unwrap(), &[2.5], 0.0);
+    assert_close_to(
+        &z.sum(&[0], false).unwrap(),
+        &[2.5],
+        Tol::EXACT.equal_nan(),
+        "z.sum(&[0], false)",
+    );
+    assert_close_to(
+        &z.sum(&[-1], true).unwrap(),
+        &[2.5],
+        Tol::EXACT.equal_nan(),
+        "z.sum(&[-1], true)",
+    );
     assert_eq!(z.sum(&[0], true).unwrap().shape(), &[] as &[usize]);
     let (v, i) = z.max_dim(0, false).unwrap();
     assert_eq!((v.shape(), i.item::<i64>().unwrap()), (&[] as &[usize], 0));
     assert_eq!(z.argmax(Some(0), false).unwrap().item::<i64>().unwrap(), 0);
-    assert_close(&z.softmax(0).unwrap(), &[1.0], 0.0);
-    assert_close(&z.log_softmax(-1).unwrap(), &[0.0], 0.0);
-    assert_close(&z.cumsum(0).unwrap(), &[2.5], 0.0);
-    assert_close(&z.norm(2.0, &[], false).unwrap(), &[2.5], 0.0);
+    assert_close_to(
+        &z.softmax(0).unwrap(),
+        &[1.0],
+        Tol::EXACT.equal_nan(),
+        "z.softmax(0)",
+    );
+    assert_close_to(
+        &z.log_softmax(-1).unwrap(),
+        &[0.0],
+        Tol::EXACT.equal_nan(),
+        "z.log_softmax(-1)",
+    );
+    assert_close_to(
+        &z.cumsum(0).unwrap(),
+        &[2.5],
+        Tol::EXACT.equal_nan(),
+        "z.cumsum(0)",
+    );
+    assert_close_to(
+        &z.norm(2.0, &[], false).unwrap(),
+        &[2.5],
+        Tol::EXACT.equal_nan(),
+        "z.norm(2.0, &[], false)",
+    );
     check(|x| x[0].softmax(0), &z);
     check(|x| x[0].cumprod(0), &z);
 
     let e = Tensor::zeros(&[0, 3], DType::F32, Device::Cpu).unwrap();
-    assert_close(&e.sum(&[0], false).unwrap(), &[0.0; 3], 0.0);
-    assert_close(&e.prod(&[0], false).unwrap(), &[1.0; 3], 0.0);
-    assert_close(&e.sum_all().unwrap(), &[0.0], 0.0);
+    assert_close_to(
+        &e.sum(&[0], false).unwrap(),
+        &[0.0; 3],
+        Tol::EXACT.equal_nan(),
+        "e.sum(&[0], false)",
+    );
+    assert_close_to(
+        &e.prod(&[0], false).unwrap(),
+        &[1.0; 3],
+        Tol::EXACT.equal_nan(),
+        "e.prod(&[0], false)",
+    );
+    assert_close_to(
+        &e.sum_all().unwrap(),
+        &[0.0],
+        Tol::EXACT.equal_nan(),
+        "e.sum_all()",
+    );
     assert!(e.mean_all().unwrap().item::<f32>().unwrap().is_nan());
     let lse = e.logsumexp(&[0], false).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(lse, vec![f32::NEG_INFINITY; 3]);
@@ -431,10 +563,11 @@ fn prod_gradient_with_zeros() {
         .unwrap()
         .backward()
         .unwrap();
-    assert_close(
+    assert_close_to(
         &p.grad().unwrap(),
         &[0.0, 6.0, 0.0, 0.0, 0.0, 0.0, 6.0, 3.0, 2.0],
-        1e-12,
+        Tol::scaled(1e-12).equal_nan(),
+        "p.grad()",
     );
     check(
         |t| t[0].prod(&[1], false),
@@ -463,15 +596,30 @@ fn max_gradient_ties() {
     let v = [1.0, 3.0, 3.0, 2.0];
     let t = t64(&v, &[4]).requires_grad_(true).unwrap();
     t.amax(&[], false).unwrap().backward().unwrap();
-    assert_close(&t.grad().unwrap(), &[0.0, 0.5, 0.5, 0.0], 0.0);
+    assert_close_to(
+        &t.grad().unwrap(),
+        &[0.0, 0.5, 0.5, 0.0],
+        Tol::EXACT.equal_nan(),
+        "t.grad()",
+    );
     let t = t64(&v, &[4]).requires_grad_(true).unwrap();
     t.max_all().unwrap().backward().unwrap();
-    assert_close(&t.grad().unwrap(), &[0.0, 0.5, 0.5, 0.0], 0.0);
+    assert_close_to(
+        &t.grad().unwrap(),
+        &[0.0, 0.5, 0.5, 0.0],
+        Tol::EXACT.equal_nan(),
+        "t.grad()",
+    );
     let t = t64(&v, &[4]).requires_grad_(true).unwrap();
     let (val, idx) = t.max_dim(0, false).unwrap();
     assert_eq!(idx.item::<i64>().unwrap(), 1);
     val.backward().unwrap();
-    assert_close(&t.grad().unwrap(), &[0.0, 1.0, 0.0, 0.0], 0.0);
+    assert_close_to(
+        &t.grad().unwrap(),
+        &[0.0, 1.0, 0.0, 0.0],
+        Tol::EXACT.equal_nan(),
+        "t.grad()",
+    );
 }
 
 #[test]
@@ -495,7 +643,12 @@ fn norm_gradient_at_zero_is_zero() {
         .requires_grad_(true)
         .unwrap();
     n.norm(2.0, &[], false).unwrap().backward().unwrap();
-    assert_close(&n.grad().unwrap(), &[0.0, 0.0, 0.0], 0.0);
+    assert_close_to(
+        &n.grad().unwrap(),
+        &[0.0, 0.0, 0.0],
+        Tol::EXACT.equal_nan(),
+        "n.grad()",
+    );
 }
 
 #[test]
@@ -515,7 +668,12 @@ fn gradcheck_scans() {
         .unwrap()
         .backward_with(Some(&w), false)
         .unwrap();
-    assert_close(&c.grad().unwrap(), &[1.0, 22.0, 0.0, 0.0, 0.0], 1e-12);
+    assert_close_to(
+        &c.grad().unwrap(),
+        &[1.0, 22.0, 0.0, 0.0, 0.0],
+        Tol::scaled(1e-12).equal_nan(),
+        "c.grad()",
+    );
     check(
         |t| t[0].cumprod(1),
         &t64(

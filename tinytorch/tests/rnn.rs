@@ -3,7 +3,12 @@
 //! `scripts/fixtures/gen_rnn_fixtures.py` with torch 2.15), outputs, final states and gradients
 //! compared in f32; f64 gradchecks; parameter names, init, modes and errors.
 
-use safetensors::SafeTensors;
+mod common;
+use common::{assert_close, load_fixture, Tol};
+
+/// Outputs and gradients against PyTorch's: `|got - want| <= 2e-5 + 2e-5 |want|`.
+const TOL: Tol = Tol::new(2e-5, 2e-5);
+
 use std::collections::HashMap;
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::nn::{GRUCell, LSTMCell, Module, Nonlinearity, RNNCell, RNNOptions, GRU, LSTM, RNN};
@@ -31,24 +36,7 @@ struct Fixture {
 
 impl Fixture {
     fn load() -> Fixture {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/rnn.safetensors"
-        );
-        let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
-        let st = SafeTensors::deserialize(&bytes).expect("safetensors");
-        let tensors = st
-            .tensors()
-            .into_iter()
-            .map(|(name, view)| {
-                let v: Vec<f32> = view
-                    .data()
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
-                    .collect();
-                (name, Tensor::from_vec(v, view.shape()).unwrap())
-            })
-            .collect();
+        let tensors = load_fixture("rnn.safetensors").into_iter().collect();
         Fixture { tensors }
     }
 
@@ -68,18 +56,6 @@ impl Fixture {
             .iter()
             .filter_map(|(k, v)| k.strip_prefix(&prefix).map(|n| (n.to_string(), v.clone())))
             .collect()
-    }
-}
-
-fn assert_close(what: &str, got: &Tensor, want: &Tensor) {
-    assert_eq!(got.shape(), want.shape(), "{what}: shape");
-    let g = got.to_vec_f64().unwrap();
-    let w = want.to_vec_f64().unwrap();
-    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
-        assert!(
-            (a - b).abs() <= 2e-5 + 2e-5 * b.abs(),
-            "{what}[{i}]: got {a}, want {b}"
-        );
     }
 }
 
@@ -153,17 +129,19 @@ fn check_grads(fx: &Fixture, case: &str, m: &dyn Module, inputs: &[(&str, &Optio
     for (key, t) in inputs {
         if let Some(t) = t {
             assert_close(
-                &format!("{case} grad {key}"),
                 &grad_of(t),
                 &fx.must(&format!("{case}.grad.{key}")),
+                TOL,
+                &format!("{case} grad {key}"),
             );
         }
     }
     for (name, p) in m.named_parameters() {
         assert_close(
-            &format!("{case} grad {name}"),
             &grad_of(&p),
             &fx.must(&format!("{case}.grad.param.{name}")),
+            TOL,
+            &format!("{case} grad {name}"),
         );
     }
 }
@@ -189,13 +167,24 @@ fn sequence_modules_match_pytorch() {
                 .run(x.as_ref().unwrap(), h0.as_ref(), c0.as_ref())
                 .unwrap();
             assert_close(
-                &format!("{case} out"),
                 &out,
                 &fx.must(&format!("{case}.out")),
+                TOL,
+                &format!("{case} out"),
             );
-            assert_close(&format!("{case} h_n"), &h, &fx.must(&format!("{case}.h_n")));
+            assert_close(
+                &h,
+                &fx.must(&format!("{case}.h_n")),
+                TOL,
+                &format!("{case} h_n"),
+            );
             if let Some(c) = &c {
-                assert_close(&format!("{case} c_n"), c, &fx.must(&format!("{case}.c_n")));
+                assert_close(
+                    c,
+                    &fx.must(&format!("{case}.c_n")),
+                    TOL,
+                    &format!("{case} c_n"),
+                );
             }
             loss(&out, &h, c.as_ref()).backward().unwrap();
             check_grads(
@@ -244,9 +233,19 @@ fn cells_match_pytorch() {
                     (Box::new(m), h, None)
                 }
             };
-            assert_close(&format!("{case} h'"), &h, &fx.must(&format!("{case}.h_n")));
+            assert_close(
+                &h,
+                &fx.must(&format!("{case}.h_n")),
+                TOL,
+                &format!("{case} h'"),
+            );
             if let Some(c) = &c {
-                assert_close(&format!("{case} c'"), c, &fx.must(&format!("{case}.c_n")));
+                assert_close(
+                    c,
+                    &fx.must(&format!("{case}.c_n")),
+                    TOL,
+                    &format!("{case} c'"),
+                );
             }
             loss(&h, &h, c.as_ref()).backward().unwrap();
             check_grads(

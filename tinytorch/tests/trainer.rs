@@ -4,22 +4,16 @@
 //! (scripts/fixtures/gen_trainer_fixtures.py). Also its errors, mixed precision and the epoch loop's
 //! step limit.
 
+mod common;
+use common::{load_fixture, max_diff};
+
 use std::collections::BTreeMap;
-use tinytorch::io::load_safetensors;
 use tinytorch::nn::{Linear, Module, Sequential, Tanh};
 use tinytorch::optim::{Optimizer, SgdOptions, SGD};
 use tinytorch::train::{
     cross_entropy_loss, Ema, LrSchedule, Progress, ScheduleKind, StepLimit, StepOptions, Trainer,
 };
 use tinytorch::{DType, Tensor};
-
-fn fixtures() -> BTreeMap<String, Tensor> {
-    load_safetensors(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/trainer.safetensors"
-    ))
-    .unwrap()
-}
 
 /// The fixture's MLP in f64 with its initial weights.
 fn mlp(f: &BTreeMap<String, Tensor>) -> Sequential {
@@ -44,18 +38,9 @@ fn mlp(f: &BTreeMap<String, Tensor>) -> Sequential {
     ])
 }
 
-fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
-    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(&b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max)
-}
-
 #[test]
 fn every_option_at_once_matches_pytorch() {
-    let f = fixtures();
+    let f = load_fixture("trainer.safetensors");
     let model = mlp(&f);
     let mut opt = SGD::new(
         model.parameters(),
@@ -112,7 +97,7 @@ fn every_option_at_once_matches_pytorch() {
 
 #[test]
 fn ema_swaps_in_and_back_and_reloads() {
-    let f = fixtures();
+    let f = load_fixture("trainer.safetensors");
     let model = mlp(&f);
     let mut ema = Ema::new(0.5).unwrap();
     assert!(ema.swap(&model).is_err(), "no average before an update");
@@ -149,7 +134,7 @@ fn ema_swaps_in_and_back_and_reloads() {
 
 #[test]
 fn bf16_autocast_steps_train_and_bad_accumulation_is_an_error() {
-    let f = fixtures();
+    let f = load_fixture("trainer.safetensors");
     let model = mlp(&f);
     // The weights in f32, as mixed precision expects.
     let model32 = Sequential::new(vec![
@@ -202,7 +187,7 @@ fn bf16_autocast_steps_train_and_bad_accumulation_is_an_error() {
 
 #[test]
 fn the_epoch_loop_stops_at_the_step_limit_and_counts_steps() {
-    let f = fixtures();
+    let f = load_fixture("trainer.safetensors");
     let mut model = mlp(&f);
     let mut opt = SGD::new(model.parameters(), SgdOptions::default()).unwrap();
     let mut trainer = Trainer::new(&opt);
@@ -231,7 +216,7 @@ fn the_epoch_loop_stops_at_the_step_limit_and_counts_steps() {
 
 #[test]
 fn a_nonfinite_loss_stops_before_the_weights_change() {
-    let f = fixtures();
+    let f = load_fixture("trainer.safetensors");
     let model = mlp(&f);
     let mut opt = SGD::new(model.parameters(), SgdOptions::default()).unwrap();
     let before = model.state_dict()["0.weight"].contiguous_copy().unwrap();

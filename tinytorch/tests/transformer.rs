@@ -2,21 +2,18 @@
 //! (fixtures/transformer.safetensors from scripts/fixtures/gen_transformer_fixtures.py): outputs and
 //! the gradients of every parameter and input, with PyTorch's state-dict names.
 
+mod common;
+use common::{assert_close, load_fixture, Tol};
+
+/// Outputs and gradients against PyTorch's: `|got - want| <= 2e-5 + 2e-4 |want|`.
+const TOL: Tol = Tol::new(2e-5, 2e-4);
+
 use std::collections::{BTreeMap, HashMap};
-use tinytorch::io::load_safetensors;
 use tinytorch::nn::{
     Activation, AttentionArgs, DecoderMasks, Module, MultiheadAttention, TransformerDecoderLayer,
     TransformerEncoderLayer, TransformerOptions,
 };
 use tinytorch::{DType, Tensor};
-
-fn fixture() -> BTreeMap<String, Tensor> {
-    load_safetensors(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/transformer.safetensors"
-    ))
-    .unwrap()
-}
 
 /// The tensors of `case` of `kind`, by name, floats as f32.
 fn part(f: &BTreeMap<String, Tensor>, case: &str, kind: &str) -> HashMap<String, Tensor> {
@@ -33,17 +30,6 @@ fn part(f: &BTreeMap<String, Tensor>, case: &str, kind: &str) -> HashMap<String,
         .collect()
 }
 
-fn assert_close(got: &Tensor, want: &Tensor, what: &str) {
-    assert_eq!(got.shape(), want.shape(), "{what}: shape");
-    let (g, w) = (got.to_vec_f64().unwrap(), want.to_vec_f64().unwrap());
-    for (i, (a, b)) in g.iter().zip(&w).enumerate() {
-        assert!(
-            (a - b).abs() <= 2e-5 + 2e-4 * b.abs(),
-            "{what}[{i}]: {a} vs PyTorch {b}"
-        );
-    }
-}
-
 /// Load the case's parameters, run `f` on its inputs (as leaves), backpropagate the stored
 /// upstream gradients and compare outputs and all gradients.
 fn check<M: Module>(
@@ -51,7 +37,7 @@ fn check<M: Module>(
     module: &mut M,
     f: impl Fn(&M, &HashMap<String, Tensor>) -> Vec<Tensor>,
 ) {
-    let fx = fixture();
+    let fx = load_fixture("transformer.safetensors");
     let params = part(&fx, case, "param");
     assert!(!params.is_empty(), "no fixture for {case}");
     module.load_state_dict(&params, true).unwrap();
@@ -72,7 +58,7 @@ fn check<M: Module>(
     assert_eq!(outs.len(), want.len(), "{case}: outputs");
     let mut loss = Tensor::scalar(0.0f32);
     for (i, o) in outs.iter().enumerate() {
-        assert_close(o, &want[&i.to_string()], &format!("{case} output {i}"));
+        assert_close(o, &want[&i.to_string()], TOL, &format!("{case} output {i}"));
         loss = loss
             .add(&o.mul(&gout[&i.to_string()]).unwrap().sum_all().unwrap())
             .unwrap();
@@ -85,12 +71,18 @@ fn check<M: Module>(
             .find(|(n, _)| *n == name)
             .unwrap()
             .1;
-        assert_close(&p.grad().unwrap(), &g, &format!("{case} grad of {name}"));
+        assert_close(
+            &p.grad().unwrap(),
+            &g,
+            TOL,
+            &format!("{case} grad of {name}"),
+        );
     }
     for (name, g) in part(&fx, case, "grad_in") {
         assert_close(
             &inputs[&name].grad().unwrap(),
             &g,
+            TOL,
             &format!("{case} grad of input {name}"),
         );
     }
@@ -187,14 +179,15 @@ fn bad_head_counts_are_errors() {
 #[test]
 fn sinusoidal_table_and_rope_match_their_pytorch_definitions() {
     use tinytorch::nn::{sinusoidal_table, RotaryEmbedding, SinusoidalPositionalEncoding};
-    let f = fixture();
+    let f = load_fixture("transformer.safetensors");
     let pe = sinusoidal_table(10, 6).unwrap();
-    assert_close(&pe, &f["pos.sinusoidal"], "sinusoidal table");
+    assert_close(&pe, &f["pos.sinusoidal"], TOL, "sinusoidal table");
     let enc = SinusoidalPositionalEncoding::new(6, 10).unwrap();
     let zeros = Tensor::zeros(&[2, 4, 6], DType::F32, Default::default()).unwrap();
     assert_close(
         &enc.forward(&zeros).unwrap().select(0, 1).unwrap(),
         &pe.narrow(0, 0, 4).unwrap(),
+        TOL,
         "added table",
     );
     assert!(enc
@@ -202,7 +195,7 @@ fn sinusoidal_table_and_rope_match_their_pytorch_definitions() {
         .is_err());
     let rope = RotaryEmbedding::new(8, 16, 10000.0).unwrap();
     let x = f["rope.x"].to_dtype(DType::F32).unwrap();
-    assert_close(&rope.apply(&x, 3).unwrap(), &f["rope.out"], "rope");
+    assert_close(&rope.apply(&x, 3).unwrap(), &f["rope.out"], TOL, "rope");
     assert!(rope.apply(&x, 12).is_err(), "positions past the table");
     assert!(RotaryEmbedding::new(7, 4, 10000.0).is_err());
 }
@@ -210,7 +203,7 @@ fn sinusoidal_table_and_rope_match_their_pytorch_definitions() {
 #[test]
 fn swiglu_matches_pytorch() {
     use tinytorch::nn::SwiGlu;
-    let f = fixture();
+    let f = load_fixture("transformer.safetensors");
     let m = SwiGlu::new(6, 10).unwrap();
     let params: HashMap<String, Tensor> = [
         ("gate_proj.weight", "swiglu.gate"),
@@ -222,5 +215,5 @@ fn swiglu_matches_pytorch() {
     .collect();
     m.load_state_dict(&params, true).unwrap();
     let x = f["swiglu.x"].to_dtype(DType::F32).unwrap();
-    assert_close(&m.forward(&x).unwrap(), &f["swiglu.out"], "swiglu");
+    assert_close(&m.forward(&x).unwrap(), &f["swiglu.out"], TOL, "swiglu");
 }

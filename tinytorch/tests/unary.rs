@@ -7,6 +7,9 @@
 // The tables hold PyTorch's outputs verbatim, some of which are well-known constants.
 #![allow(clippy::approx_constant)]
 
+mod common;
+use common::{assert_close_slices, Tol};
+
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::{DType, Device, Result, Tensor};
 
@@ -98,21 +101,18 @@ fn t64(v: &[f64]) -> Tensor {
     Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap()
 }
 
-fn assert_close(name: &str, got: &[f64], want: &[f64], rtol: f64, atol: f64) {
-    assert_eq!(got.len(), want.len(), "{name}: length");
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        let ok = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= atol + rtol * w.abs();
-        assert!(ok, "{name}[{i}]: got {g}, PyTorch gives {w}");
-    }
-}
-
 #[test]
 fn f64_values_match_pytorch() {
     for &(name, input, want) in TABLE {
         let out = apply(name, &t64(input)).unwrap();
         assert_eq!(out.dtype(), DType::F64, "{name}");
         assert_eq!(out.shape(), &[input.len()], "{name}");
-        assert_close(name, &out.to_vec::<f64>().unwrap(), want, 1e-13, 1e-15);
+        assert_close_slices(
+            &out.to_vec::<f64>().unwrap(),
+            want,
+            Tol::new(1e-15, 1e-13).equal_nan(),
+            name,
+        );
     }
 }
 
@@ -122,7 +122,12 @@ fn f32_values_match_pytorch() {
         let x = t64(input).to_dtype(DType::F32).unwrap();
         let out = apply(name, &x).unwrap();
         assert_eq!(out.dtype(), DType::F32, "{name}");
-        assert_close(name, &out.to_vec_f64().unwrap(), want, 2e-6, 1e-7);
+        assert_close_slices(
+            &out.to_vec_f64().unwrap(),
+            want,
+            Tol::new(1e-7, 2e-6).equal_nan(),
+            name,
+        );
     }
 }
 
@@ -147,12 +152,11 @@ fn every_op_on_a_transposed_view_matches_the_contiguous_copy() {
     // And against PyTorch: torch.exp(torch.tensor([[0., 1.], [2., 3.]]).t())
     let m = Tensor::from_vec(vec![0.0f32, 1., 2., 3.], &[2, 2]).unwrap();
     let e = m.t().unwrap().exp().unwrap().to_vec::<f32>().unwrap();
-    assert_close(
-        "exp(t)",
+    assert_close_slices(
         &e.iter().map(|&v| v as f64).collect::<Vec<_>>(),
         &[1.0, 7.389056, 2.7182817, 20.085537],
-        1e-6,
-        0.0,
+        Tol::new(0.0, 1e-6).equal_nan(),
+        "exp(t)",
     );
 }
 
@@ -215,12 +219,11 @@ fn gradients_at_kinks_follow_pytorch() {
     assert_eq!(grad_of(&z, Tensor::relu), vec![0.0, 0.0, 1.0]);
     assert_eq!(grad_of(&z, Tensor::abs), vec![-1.0, 0.0, 1.0]);
     assert_eq!(grad_of(&z, |t| t.leaky_relu(0.1)), vec![0.1, 0.1, 1.0]);
-    assert_close(
-        "elu'",
+    assert_close_slices(
         &grad_of(&z, |t| t.elu(1.3)),
         &[0.47824327352287505, 1.3, 1.0],
-        1e-14,
-        0.0,
+        Tol::new(0.0, 1e-14).equal_nan(),
+        "elu'",
     );
     assert_eq!(grad_of(&z, Tensor::sign), vec![0.0, 0.0, 0.0]);
     assert_eq!(
@@ -257,33 +260,29 @@ fn gradients_at_kinks_follow_pytorch() {
 fn saved_output_rules_give_the_right_gradient() {
     // d/dx at x = 0.7 of exp, sigmoid, tanh, sqrt (saved outputs), from PyTorch.
     let x = [0.7];
-    assert_close(
-        "exp'",
+    assert_close_slices(
         &grad_of(&x, Tensor::exp),
         &[2.0137527074704766],
-        1e-14,
-        0.0,
+        Tol::new(0.0, 1e-14).equal_nan(),
+        "exp'",
     );
-    assert_close(
-        "sigmoid'",
+    assert_close_slices(
         &grad_of(&x, Tensor::sigmoid),
         &[0.22171287329310904],
-        1e-14,
-        0.0,
+        Tol::new(0.0, 1e-14).equal_nan(),
+        "sigmoid'",
     );
-    assert_close(
-        "tanh'",
+    assert_close_slices(
         &grad_of(&x, Tensor::tanh),
         &[0.6347395899824586],
-        1e-14,
-        0.0,
+        Tol::new(0.0, 1e-14).equal_nan(),
+        "tanh'",
     );
-    assert_close(
-        "sqrt'",
+    assert_close_slices(
         &grad_of(&x, Tensor::sqrt),
         &[0.5976143046671968],
-        1e-14,
-        0.0,
+        Tol::new(0.0, 1e-14).equal_nan(),
+        "sqrt'",
     );
 }
 
@@ -345,19 +344,22 @@ fn extreme_inputs_are_stable() {
         ),
     ];
     for (name, out, want) in cases {
-        assert_close(name, &out.to_vec::<f64>().unwrap(), want, 1e-12, 1e-300);
+        assert_close_slices(
+            &out.to_vec::<f64>().unwrap(),
+            want,
+            Tol::new(1e-300, 1e-12).equal_nan(),
+            name,
+        );
     }
     // float32: torch.sigmoid, torch.nn.functional.softplus, torch.tanh
     let e32 = e.to_dtype(DType::F32).unwrap();
-    assert_close(
-        "sigmoid f32",
+    assert_close_slices(
         &e32.sigmoid().unwrap().to_vec_f64().unwrap(),
         &[0.0, 0.0, 9.357623589846195e-14, 1.0, 1.0, 1.0],
-        1e-6,
-        1e-40,
+        Tol::new(1e-40, 1e-6).equal_nan(),
+        "sigmoid f32",
     );
-    assert_close(
-        "softplus f32",
+    assert_close_slices(
         &e32.softplus(1.0, 20.0).unwrap().to_vec_f64().unwrap(),
         &[
             0.0,
@@ -367,30 +369,27 @@ fn extreme_inputs_are_stable() {
             100.0,
             1000.0,
         ],
-        1e-6,
-        1e-40,
+        Tol::new(1e-40, 1e-6).equal_nan(),
+        "softplus f32",
     );
-    assert_close(
-        "tanh f32",
+    assert_close_slices(
         &e32.tanh().unwrap().to_vec_f64().unwrap(),
         &[-1.0, -1.0, -1.0, 1.0, 1.0, 1.0],
-        0.0,
-        0.0,
+        Tol::new(0.0, 0.0).equal_nan(),
+        "tanh f32",
     );
     // torch.log1p / torch.expm1 of 1e-10 keep full precision.
-    assert_close(
-        "log1p",
+    assert_close_slices(
         &t64(&[1e-10]).log1p().unwrap().to_vec::<f64>().unwrap(),
         &[9.999999999500001e-11],
-        1e-15,
-        0.0,
+        Tol::new(0.0, 1e-15).equal_nan(),
+        "log1p",
     );
-    assert_close(
-        "expm1",
+    assert_close_slices(
         &t64(&[1e-10]).expm1().unwrap().to_vec::<f64>().unwrap(),
         &[1.00000000005e-10],
-        1e-15,
-        0.0,
+        Tol::new(0.0, 1e-15).equal_nan(),
+        "expm1",
     );
 }
 
@@ -438,7 +437,12 @@ fn half_precision_values_match_pytorch() {
         for &(name, w) in want {
             let out = run(name, &x).unwrap();
             assert_eq!(out.dtype(), dtype, "{name}");
-            assert_close(name, &out.to_vec_f64().unwrap(), w, ulp, 1e-4);
+            assert_close_slices(
+                &out.to_vec_f64().unwrap(),
+                w,
+                Tol::new(1e-4, ulp).equal_nan(),
+                name,
+            );
         }
     }
 }
@@ -471,26 +475,23 @@ fn integer_dtypes_follow_pytorch() {
     // Float functions compute integers in float32: torch.exp / sqrt / sigmoid of [-3, 0, 5].
     let e = i.exp().unwrap();
     assert_eq!(e.dtype(), DType::F32);
-    assert_close(
-        "exp(i64)",
+    assert_close_slices(
         &e.to_vec_f64().unwrap(),
         &[0.049787066876888275, 1.0, 148.4131622314453],
-        1e-7,
-        0.0,
+        Tol::new(0.0, 1e-7).equal_nan(),
+        "exp(i64)",
     );
-    assert_close(
-        "sqrt(i64)",
+    assert_close_slices(
         &i.sqrt().unwrap().to_vec_f64().unwrap(),
         &[f64::NAN, 0.0, 2.2360680103302],
-        1e-7,
-        0.0,
+        Tol::new(0.0, 1e-7).equal_nan(),
+        "sqrt(i64)",
     );
-    assert_close(
-        "sigmoid(i64)",
+    assert_close_slices(
         &i.sigmoid().unwrap().to_vec_f64().unwrap(),
         &[0.04742587357759476, 0.5, 0.9933071732521057],
-        1e-7,
-        0.0,
+        Tol::new(0.0, 1e-7).equal_nan(),
+        "sigmoid(i64)",
     );
     // PyTorch's float-only activations reject integers.
     for r in [

@@ -1,9 +1,309 @@
-//! What several test binaries share (a module of each, not a test binary of its own).
+//! The test harness that the test binaries share (a module of each, not a test binary of its
+//! own): comparing results with tolerances, reporting the worst mismatch, loading the
+//! fixtures of `tests/fixtures/`, and the GPU tests' turn.
+//!
+//! A comparison passes element by element when `got == want` (so equal infinities pass) or
+//! `|got - want| <= abs + rel * |want|` ([`Tol`]); NaN passes only against NaN and only
+//! where the tolerance says [`Tol::equal_nan`]. A failure names the worst element (its index
+//! in every dimension for tensors), both values, the difference, the tolerance and how many
+//! elements are off.
 // Each binary uses some of these helpers, not all.
 #![allow(dead_code)]
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
-use tinytorch::Tensor;
+use tinytorch::{DType, Tensor};
+
+/// How close two values must be: `|got - want| <= abs + rel * |want|`, and whether a NaN
+/// matches a NaN at the same place.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tol {
+    /// The absolute part of the allowed difference.
+    pub abs: f64,
+    /// The part of the allowed difference proportional to `|want|`.
+    pub rel: f64,
+    /// Whether NaN against NaN passes (otherwise any NaN fails).
+    pub equal_nan: bool,
+}
+
+impl Tol {
+    /// Exact equality (integers, bools, bit-equal reruns).
+    pub const EXACT: Tol = Tol::new(0.0, 0.0);
+
+    /// `|got - want| <= abs + rel * |want|`.
+    pub const fn new(abs: f64, rel: f64) -> Tol {
+        Tol {
+            abs,
+            rel,
+            equal_nan: false,
+        }
+    }
+
+    /// An absolute tolerance only: `|got - want| <= abs`.
+    pub const fn abs(abs: f64) -> Tol {
+        Tol::new(abs, 0.0)
+    }
+
+    /// The same absolute and relative part: `|got - want| <= tol * (1 + |want|)`, the form
+    /// most of the suite's hand-written checks use.
+    pub const fn scaled(tol: f64) -> Tol {
+        Tol::new(tol, tol)
+    }
+
+    /// This tolerance with NaN passing against NaN at the same place.
+    pub const fn equal_nan(self) -> Tol {
+        Tol {
+            equal_nan: true,
+            ..self
+        }
+    }
+
+    /// This tolerance with both parts multiplied by `factor`.
+    pub fn times(self, factor: f64) -> Tol {
+        Tol {
+            abs: self.abs * factor,
+            rel: self.rel * factor,
+            ..self
+        }
+    }
+
+    /// The default tolerance for results of `dtype` against PyTorch's (the op table's):
+    /// 1e-10 for f64, 1e-5 for f32, 1e-2 for f16 and bf16 (both parts), exact for integers and
+    /// bools; NaN matches NaN.
+    pub fn for_dtype(dtype: DType) -> Tol {
+        let t = match dtype {
+            DType::F64 => 1e-10,
+            DType::F32 => 1e-5,
+            DType::F16 | DType::BF16 => 1e-2,
+            DType::Bool | DType::U8 | DType::I32 | DType::I64 => 0.0,
+        };
+        Tol::scaled(t).equal_nan()
+    }
+
+    /// Whether `got` is close enough to `want`.
+    pub fn allows(&self, got: f64, want: f64) -> bool {
+        if got.is_nan() || want.is_nan() {
+            return self.equal_nan && got.is_nan() && want.is_nan();
+        }
+        got == want || (got - want).abs() <= self.abs + self.rel * want.abs()
+    }
+}
+
+/// The element of `got` farthest outside `tol` (relative to what `tol` allows there), as a
+/// message naming its index, both values, the difference, the tolerance and how many
+/// elements are off; `None` when every element is close (and the lengths agree). `index`
+/// turns a flat index into the words that name it.
+fn worst_mismatch_by(
+    got: &[f64],
+    want: &[f64],
+    tol: Tol,
+    index: &dyn Fn(usize) -> String,
+) -> Option<String> {
+    if got.len() != want.len() {
+        return Some(format!("{} values but {} expected", got.len(), want.len()));
+    }
+    let mut worst: Option<(usize, f64)> = None;
+    let mut bad = 0;
+    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
+        if tol.allows(g, w) {
+            continue;
+        }
+        bad += 1;
+        let excess = if g.is_nan() || w.is_nan() {
+            f64::INFINITY
+        } else {
+            (g - w).abs() / (tol.abs + tol.rel * w.abs())
+        };
+        if worst.is_none_or(|(_, e)| excess > e) {
+            worst = Some((i, excess));
+        }
+    }
+    worst.map(|(i, _)| {
+        format!(
+            "worst mismatch at {}: got {} want {} (|diff| {:e}, abs {:e} + rel {:e}; {bad} of {} elements off; max |diff| {:e})",
+            index(i),
+            got[i],
+            want[i],
+            (got[i] - want[i]).abs(),
+            tol.abs,
+            tol.rel,
+            got.len(),
+            max_diff_slices(got, want),
+        )
+    })
+}
+
+/// [`worst_mismatch_by`] with flat indices (`element 7`).
+pub fn worst_mismatch(got: &[f64], want: &[f64], tol: Tol) -> Option<String> {
+    worst_mismatch_by(got, want, tol, &|i| format!("element {i}"))
+}
+
+/// The index in every dimension of the flat, row-major index `flat` into `shape`.
+pub fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut index = vec![0; shape.len()];
+    for (d, &n) in shape.iter().enumerate().rev() {
+        if n > 0 {
+            index[d] = flat % n;
+            flat /= n;
+        }
+    }
+    index
+}
+
+/// Check that two slices are close within `tol`; panics with `what` and the worst element.
+#[track_caller]
+pub fn assert_close_slices(got: &[f64], want: &[f64], tol: Tol, what: &str) {
+    if let Some(m) = worst_mismatch(got, want, tol) {
+        panic!("{what}: {m}");
+    }
+}
+
+/// [`assert_close_slices`] for f32 values (compared in f64).
+#[track_caller]
+pub fn assert_close_f32(got: &[f32], want: &[f32], tol: Tol, what: &str) {
+    let widen = |v: &[f32]| v.iter().map(|&x| x as f64).collect::<Vec<_>>();
+    assert_close_slices(&widen(got), &widen(want), tol, what);
+}
+
+/// Check that a tensor's values (row-major, any dtype, compared in f64) are close to
+/// `want`; panics with `what` and the worst element, indexed in every dimension.
+#[track_caller]
+pub fn assert_close_to(got: &Tensor, want: &[f64], tol: Tol, what: &str) {
+    let values = got
+        .to_vec_f64()
+        .unwrap_or_else(|e| panic!("{what}: to_vec_f64: {e}"));
+    let shape = got.shape().to_vec();
+    if let Some(m) = worst_mismatch_by(&values, want, tol, &|i| format!("{:?}", unravel(i, &shape)))
+    {
+        panic!("{what}: {m}");
+    }
+}
+
+/// Check that two tensors have the same shape and values within `tol` (compared in f64,
+/// so their dtypes may differ); panics with `what` and the worst element.
+#[track_caller]
+pub fn assert_close(got: &Tensor, want: &Tensor, tol: Tol, what: &str) {
+    assert_eq!(got.shape(), want.shape(), "{what}: shape");
+    let want = want
+        .to_vec_f64()
+        .unwrap_or_else(|e| panic!("{what}: to_vec_f64: {e}"));
+    assert_close_to(got, &want, tol, what);
+}
+
+/// [`assert_close`] that also requires the same dtype.
+#[track_caller]
+pub fn assert_close_same_dtype(got: &Tensor, want: &Tensor, tol: Tol, what: &str) {
+    assert_eq!(got.dtype(), want.dtype(), "{what}: dtype");
+    assert_close(got, want, tol, what);
+}
+
+/// The largest absolute difference between two slices of the same length; NaN where either
+/// has a NaN the other has not at the same place.
+pub fn max_diff_slices(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len(), "max_diff: lengths");
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| match (x.is_nan(), y.is_nan()) {
+            (true, true) => 0.0,
+            (false, false) if x == y => 0.0,
+            (false, false) => (x - y).abs(),
+            _ => f64::NAN,
+        })
+        .fold(0.0, |m, d| {
+            if d.is_nan() || m.is_nan() {
+                f64::NAN
+            } else {
+                m.max(d)
+            }
+        })
+}
+
+/// The largest absolute difference between two tensors of the same shape, in f64; NaN
+/// where either has a NaN the other has not at the same place.
+pub fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
+    assert_eq!(a.shape(), b.shape());
+    max_diff_slices(&a.to_vec_f64().unwrap(), &b.to_vec_f64().unwrap())
+}
+
+/// The largest difference relative to the expected value, `|a - b| / (1 + |b|)`, between
+/// two tensors of the same shape; NaN as in [`max_diff`].
+pub fn max_scaled_diff(a: &Tensor, b: &Tensor) -> f64 {
+    assert_eq!(a.shape(), b.shape());
+    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
+    a.iter()
+        .zip(&b)
+        .map(|(x, y)| match (x.is_nan(), y.is_nan()) {
+            (true, true) => 0.0,
+            (false, false) if x == y => 0.0,
+            (false, false) => (x - y).abs() / (1.0 + y.abs()),
+            _ => f64::NAN,
+        })
+        .fold(0.0, |m, d| {
+            if d.is_nan() || m.is_nan() {
+                f64::NAN
+            } else {
+                m.max(d)
+            }
+        })
+}
+
+/// The largest [`max_scaled_diff`] over two lists of named tensors (a module's
+/// `named_parameters` or `named_buffers`), whose names must agree in order.
+pub fn max_scaled_diff_named(a: &[(String, Tensor)], b: &[(String, Tensor)]) -> f64 {
+    assert_eq!(a.len(), b.len(), "max_scaled_diff_named: lengths");
+    a.iter().zip(b).fold(0.0, |m, ((na, ta), (nb, tb))| {
+        assert_eq!(na, nb);
+        let d = max_scaled_diff(ta, tb);
+        if d.is_nan() || m.is_nan() {
+            f64::NAN
+        } else {
+            m.max(d)
+        }
+    })
+}
+
+/// The folder of the test fixtures: `$TINYTORCH_FIXTURES` when set (a test binary run away
+/// from its source tree, as in the GPU bundle), else `tinytorch/tests/fixtures`.
+pub fn fixtures_dir() -> PathBuf {
+    std::env::var_os("TINYTORCH_FIXTURES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures")))
+}
+
+/// The path of the fixture `name` (a file or folder in [`fixtures_dir`]).
+pub fn fixture_path(name: &str) -> PathBuf {
+    fixtures_dir().join(name)
+}
+
+/// Every tensor of the safetensors fixture `name`, by key.
+pub fn load_fixture(name: &str) -> BTreeMap<String, Tensor> {
+    let path = fixture_path(name);
+    tinytorch::io::load_safetensors(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+        .into_iter()
+        .collect()
+}
+
+/// The tensors of the safetensors fixture `name` whose key starts with `<case>.`, by the
+/// rest of the key; panics when there are none.
+pub fn load_fixture_case(name: &str, case: &str) -> BTreeMap<String, Tensor> {
+    let prefix = format!("{case}.");
+    let tensors: BTreeMap<String, Tensor> = load_fixture(name)
+        .into_iter()
+        .filter_map(|(key, t)| Some((key.strip_prefix(&prefix)?.to_string(), t)))
+        .collect();
+    assert!(!tensors.is_empty(), "no case {case} in {name}");
+    tensors
+}
+
+/// The JSON fixture `name`, parsed.
+pub fn load_json_fixture(name: &str) -> serde_json::Value {
+    let path = fixture_path(name);
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("parsing {}: {e}", path.display()))
+}
 
 /// The turn of a GPU test: where `available` is false, `None` after printing `skipped: no
 /// CUDA device` and `missing` (the GPU bundle's run.sh counts those lines); else the lock
@@ -17,27 +317,6 @@ pub fn gpu_turn(available: bool, missing: &str) -> Option<MutexGuard<'static, ()
     }
     // A test that failed while holding the lock leaves it poisoned; the next still runs.
     Some(SERIAL.lock().unwrap_or_else(|e| e.into_inner()))
-}
-
-/// The largest absolute difference between two tensors of the same shape, in f64; NaN
-/// where either has a NaN the other has not at the same place.
-pub fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
-    assert_eq!(a.shape(), b.shape());
-    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
-    a.iter()
-        .zip(&b)
-        .map(|(x, y)| match (x.is_nan(), y.is_nan()) {
-            (true, true) => 0.0,
-            (false, false) => (x - y).abs(),
-            _ => f64::NAN,
-        })
-        .fold(0.0, |m, d| {
-            if d.is_nan() || m.is_nan() {
-                f64::NAN
-            } else {
-                m.max(d)
-            }
-        })
 }
 
 /// Puts a buffer of `len` NaNs of `dtype` (f32 or f64) into the CPU allocator's cache, where

@@ -5,60 +5,21 @@
 #![allow(dead_code)]
 
 use super::fixture::Raw;
+use crate::common::Tol;
 use tinytorch::{DType, Result, Tensor};
 
-/// `(atol, rtol)` for results of `dtype`: a value passes when
-/// `|got - want| <= atol + rtol * |want|`. Integers and bools must be exact.
+/// `(atol, rtol)` for results of `dtype` (the harness's [`Tol::for_dtype`]): a value passes
+/// when `|got - want| <= atol + rtol * |want|`. Integers and bools must be exact.
 pub fn tolerance(dtype: DType) -> (f64, f64) {
-    match dtype {
-        DType::F64 => (1e-10, 1e-10),
-        DType::F32 => (1e-5, 1e-5),
-        DType::F16 | DType::BF16 => (1e-2, 1e-2),
-        DType::Bool | DType::U8 | DType::I32 | DType::I64 => (0.0, 0.0),
-    }
+    let t = Tol::for_dtype(dtype);
+    (t.abs, t.rel)
 }
 
-/// Equal as numbers, with NaN equal to NaN (PyTorch and TinyTorch agree on where NaNs go).
-fn close(got: f64, want: f64, atol: f64, rtol: f64) -> bool {
-    if got.is_nan() || want.is_nan() {
-        return got.is_nan() && want.is_nan();
-    }
-    if got == want {
-        return true;
-    }
-    (got - want).abs() <= atol + rtol * want.abs()
-}
-
-/// The worst element outside the tolerance, as a message; `None` when all are close.
+/// The worst element outside the tolerance, as a message; `None` when all are close. NaN
+/// matches NaN (PyTorch and TinyTorch agree on where NaNs go) and equal values (infinities)
+/// match.
 fn worst_mismatch(got: &[f64], want: &[f64], atol: f64, rtol: f64) -> Option<String> {
-    let mut worst: Option<(usize, f64)> = None;
-    for (i, (&g, &w)) in got.iter().zip(want).enumerate() {
-        if close(g, w, atol, rtol) {
-            continue;
-        }
-        let excess = if g.is_nan() || w.is_nan() {
-            f64::INFINITY
-        } else {
-            (g - w).abs() / (atol + rtol * w.abs())
-        };
-        if worst.is_none_or(|(_, e)| excess > e) {
-            worst = Some((i, excess));
-        }
-    }
-    let bad = got
-        .iter()
-        .zip(want)
-        .filter(|(g, w)| !close(**g, **w, atol, rtol))
-        .count();
-    worst.map(|(i, _)| {
-        format!(
-            "worst mismatch at element {i}: got {} want {} (|diff| {:e}, atol {atol:e}, rtol {rtol:e}; {bad} of {} elements off)",
-            got[i],
-            want[i],
-            (got[i] - want[i]).abs(),
-            got.len()
-        )
-    })
+    crate::common::worst_mismatch(got, want, Tol::new(atol, rtol).equal_nan())
 }
 
 /// Check `got` against PyTorch's `want`: dtype, shape, then values within the dtype's

@@ -13,7 +13,11 @@
 #![allow(dead_code)]
 
 use super::fixture::Kwargs;
-use tinytorch::nn::functional::{interpolate, InterpolateMode};
+use tinytorch::nn::functional::{
+    batch_norm, cross_entropy, interpolate, layer_norm, InterpolateMode,
+};
+use tinytorch::nn::Reduction;
+use tinytorch::ops::ConvPadding;
 use tinytorch::ops::PadMode;
 use tinytorch::{DType, Result, Tensor};
 
@@ -87,6 +91,7 @@ pub fn table() -> Vec<OpInfo> {
     t.extend(inplace());
     t.extend(attention());
     t.extend(nn_ops());
+    t.extend(nn_layers());
     t
 }
 
@@ -592,6 +597,67 @@ fn nn_ops() -> Vec<OpInfo> {
                 InterpolateMode::parse(&k.s("mode")?)?,
                 k.opt_b("align_corners")?,
                 k.opt_b("recompute_scale_factor")?,
+            ))
+        }),
+    ]
+}
+
+/// A two-element size keyword (stride, padding, dilation) of a case.
+fn size2(k: &Kwargs, key: &str) -> Result<[usize; 2]> {
+    let v = k.usizes(key)?;
+    Ok([v[0], v[1]])
+}
+
+/// The layers' ops whose cases are in `tests/fixtures/ops_nn.safetensors`
+/// (`scripts/fixtures/gen_nn_op_fixtures.py`): convolution, layer and batch norm (training
+/// statistics), cross-entropy with class-index targets.
+fn nn_layers() -> Vec<OpInfo> {
+    vec![
+        op!("conv2d", 3, &[F32, F64], grad_ordered, |x, k| {
+            let [ph, pw] = size2(k, "padding")?;
+            one(x[0].conv2d(
+                &x[1],
+                Some(&x[2]),
+                size2(k, "stride")?,
+                ConvPadding::Explicit(ph, pw),
+                size2(k, "dilation")?,
+                k.u("groups")?,
+            ))
+        }),
+        op!("layer_norm", 3, &[F32, F64], grad_ordered, |x, k| one(
+            layer_norm(
+                &x[0],
+                &k.usizes("normalized_shape")?,
+                Some(&x[1]),
+                Some(&x[2]),
+                k.f("eps")?
+            )
+        )),
+        op!("batch_norm", 3, &[F32, F64], grad_ordered, |x, k| one(
+            batch_norm(
+                &x[0],
+                None,
+                None,
+                Some(&x[1]),
+                Some(&x[2]),
+                true,
+                0.1,
+                k.f("eps")?
+            )
+        )),
+        op!("cross_entropy", 2, &[F32, F64], grad_ordered, |x, k| {
+            let reduction = match k.s("reduction")?.as_str() {
+                "none" => Reduction::None,
+                "sum" => Reduction::Sum,
+                _ => Reduction::Mean,
+            };
+            one(cross_entropy(
+                &x[0],
+                &x[1],
+                None,
+                k.i("ignore_index")? as i64,
+                reduction,
+                k.f("label_smoothing")?,
             ))
         }),
     ]
