@@ -10,10 +10,10 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use tinytorch::data::{DataLoader, DataLoaderOptions, TensorDataset};
-//! use tinytorch::{DType, Device, Tensor};
+//! use tinytorch_core::data::{DataLoader, DataLoaderOptions, TensorDataset};
+//! use tinytorch_core::{DType, Device, Tensor};
 //!
-//! # fn main() -> tinytorch::Result<()> {
+//! # fn main() -> tinytorch_core::Result<()> {
 //! let x = Tensor::randn(&[10, 3], DType::F32, Device::Cpu)?;
 //! let y = Tensor::arange(0.0, 10.0, 1.0, DType::I64, Device::Cpu)?;
 //! let opts = DataLoaderOptions::default().batch_size(4).shuffle(true).seed(0);

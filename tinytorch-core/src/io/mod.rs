@@ -7,11 +7,11 @@
 //!
 //! ```
 //! use std::collections::HashMap;
-//! use tinytorch::io::{load_checkpoint, save_checkpoint, Checkpoint};
-//! use tinytorch::nn::{Linear, Module};
-//! use tinytorch::optim::{Optimizer, SgdOptions, SGD};
+//! use tinytorch_core::io::{load_checkpoint, save_checkpoint, Checkpoint};
+//! use tinytorch_core::nn::{Linear, Module};
+//! use tinytorch_core::optim::{Optimizer, SgdOptions, SGD};
 //!
-//! # fn main() -> tinytorch::Result<()> {
+//! # fn main() -> tinytorch_core::Result<()> {
 //! let model = Linear::new(4, 2, true)?;
 //! let opts = SgdOptions { lr: 0.1, momentum: 0.9, ..Default::default() };
 //! let mut opt = SGD::new(model.parameters(), opts)?;
