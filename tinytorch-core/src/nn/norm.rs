@@ -4,9 +4,7 @@
 use super::Module;
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
-use crate::ops::norm::{
-    batch_norm, batch_norm_add_relu, batch_norm_relu, group_norm, layer_norm, rms_norm, After,
-};
+use crate::ops::norm::{batch_norm_then, group_norm, layer_norm, rms_norm, After};
 use crate::tensor::{DType, Device, Tensor};
 
 fn param(shape: &[usize], value: f64) -> Result<Tensor> {
@@ -246,9 +244,9 @@ impl BatchNorm {
         self.momentum
     }
 
-    /// `module(x).relu()`, as one op ([`batch_norm_relu`]: in training on the CPU the ReLU
-    /// runs inside the batch norm's own passes) when the module has no hooks, which must see
-    /// the batch norm's own output.
+    /// `module(x).relu()`, as one op ([`batch_norm_relu`](crate::ops::norm::batch_norm_relu):
+    /// in training on the CPU the ReLU runs inside the batch norm's own passes) when the
+    /// module has no hooks, which must see the batch norm's own output.
     pub fn call_relu(&self, x: &Tensor) -> Result<Tensor> {
         if super::hooks::has_hooks(self) {
             return self.call(x)?.relu();
@@ -257,8 +255,9 @@ impl BatchNorm {
     }
 
     /// `(module(x) + residual).relu()`, the end of a residual block, as one op
-    /// ([`batch_norm_add_relu`]: in training on the CPU the sum and the ReLU run inside the
-    /// batch norm's output pass) when the module has no hooks.
+    /// ([`batch_norm_add_relu`](crate::ops::norm::batch_norm_add_relu): in training on the
+    /// CPU the sum and the ReLU run inside the batch norm's output pass) when the module has
+    /// no hooks.
     pub fn call_add_relu(&self, x: &Tensor, residual: &Tensor) -> Result<Tensor> {
         if super::hooks::has_hooks(self) {
             return self.call(x)?.add(residual)?.relu();
@@ -276,14 +275,10 @@ impl BatchNorm {
                 n.add_scalar_(1)?;
             }
         }
-        let (rm, rv) = (self.running_mean.as_ref(), self.running_var.as_ref());
+        let running = (self.running_mean.as_ref(), self.running_var.as_ref());
         let (w, b) = (self.weight.as_ref(), self.bias.as_ref());
         let (stats, m, eps) = (use_batch_stats, self.momentum, self.eps);
-        match after {
-            After::Nothing => batch_norm(x, rm, rv, w, b, stats, m, eps),
-            After::Relu => batch_norm_relu(x, rm, rv, w, b, stats, m, eps),
-            After::AddRelu(r) => batch_norm_add_relu(x, r, rm, rv, w, b, stats, m, eps),
-        }
+        batch_norm_then(x, running, w, b, stats, m, eps, after)
     }
 }
 

@@ -198,17 +198,8 @@ pub fn batch_norm(
     momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
-    let running = (running_mean, running_var);
-    batch_norm_then(
-        x,
-        running,
-        weight,
-        bias,
-        training,
-        momentum,
-        eps,
-        After::Nothing,
-    )
+    let (running, after) = ((running_mean, running_var), After::Nothing);
+    batch_norm_then(x, running, weight, bias, training, momentum, eps, after)
 }
 
 /// `batch_norm(...).relu()`, the pair that follows most convolutions, as one op: in
@@ -226,17 +217,8 @@ pub fn batch_norm_relu(
     momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
-    let running = (running_mean, running_var);
-    batch_norm_then(
-        x,
-        running,
-        weight,
-        bias,
-        training,
-        momentum,
-        eps,
-        After::Relu,
-    )
+    let (running, after) = ((running_mean, running_var), After::Relu);
+    batch_norm_then(x, running, weight, bias, training, momentum, eps, after)
 }
 
 /// `(batch_norm(x, ...) + residual).relu()`, the end of a residual block, as one op: in
@@ -255,18 +237,7 @@ pub fn batch_norm_add_relu(
     momentum: f64,
     eps: f64,
 ) -> Result<Tensor> {
-    if residual.shape() != x.shape() {
-        return Err(Error::shape(
-            "batch_norm_add_relu",
-            format!(
-                "the residual must have the input's shape {:?}, got {:?}",
-                x.shape(),
-                residual.shape()
-            ),
-        ));
-    }
-    let running = (running_mean, running_var);
-    let after = After::AddRelu(residual);
+    let (running, after) = ((running_mean, running_var), After::AddRelu(residual));
     batch_norm_then(x, running, weight, bias, training, momentum, eps, after)
 }
 
@@ -281,9 +252,11 @@ pub(crate) enum After<'a> {
     AddRelu(&'a Tensor),
 }
 
-/// [`batch_norm`] with the running `(mean, var)`, followed by what `after` says.
+/// [`batch_norm`] with the running `(mean, var)`, followed by what `after` says: the one
+/// body of [`batch_norm`], [`batch_norm_relu`], [`batch_norm_add_relu`] and the
+/// `BatchNorm` modules.
 #[allow(clippy::too_many_arguments)]
-fn batch_norm_then(
+pub(crate) fn batch_norm_then(
     x: &Tensor,
     (running_mean, running_var): (Option<&Tensor>, Option<&Tensor>),
     weight: Option<&Tensor>,
@@ -306,6 +279,18 @@ fn batch_norm_then(
             OP,
             format!("input must be (N, C, *), got shape {:?}", x.shape()),
         ));
+    }
+    if let After::AddRelu(r) = after {
+        if r.shape() != x.shape() {
+            return Err(Error::shape(
+                "batch_norm_add_relu",
+                format!(
+                    "the residual must have the input's shape {:?}, got {:?}",
+                    x.shape(),
+                    r.shape()
+                ),
+            ));
+        }
     }
     let c = x.shape()[1];
     for (name, t) in [
