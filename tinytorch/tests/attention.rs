@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{max_diff, poison_cached_buffer};
+use common::{max_diff, max_scaled_diff, poison_cached_buffer};
 use std::sync::{Mutex, MutexGuard};
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::{manual_seed, DType, Device, Tensor};
@@ -91,6 +91,89 @@ fn fused_kernel_matches_the_composite_path_on_long_sequences() {
                     let layout = a.transpose(1, 2).unwrap().is_contiguous();
                     assert_eq!(layout, heads_in_rows, "{case}");
                 }
+            }
+        }
+    }
+}
+
+/// Output and input gradients of the fused kernel for the upstream gradient `g`.
+fn fused_grads(
+    [q, k, v]: [&Tensor; 3],
+    mask: Option<&Tensor>,
+    dropout: f64,
+    causal: bool,
+    g: &Tensor,
+) -> Vec<Tensor> {
+    let leaf = |t: &Tensor| t.detach().requires_grad_(true).unwrap();
+    let (q, k, v) = (leaf(q), leaf(k), leaf(v));
+    manual_seed(9); // the dropout mask's seed
+    let out = q
+        .scaled_dot_product_attention(&k, &v, mask, dropout, causal, None)
+        .unwrap();
+    out.backward_with(Some(g), false).unwrap();
+    vec![out, q.grad().unwrap(), k.grad().unwrap(), v.grad().unwrap()]
+}
+
+#[test]
+fn half_operands_round_the_f32_kernels_results_once() {
+    // bf16/f16 operands run the f32 kernel on their exact f32 values a batch element at a
+    // time, and round each result once: the output bit for bit the f32 path's rounded, in both
+    // layouts, with a mask, under dropout (the same mask for one seed), and across blocks.
+    let _rng = rng_lock();
+    manual_seed(11);
+    for dt in [DType::BF16, DType::F16] {
+        for (l, s, heads_in_rows, causal, masked, dropout) in [
+            (9, 11, false, false, false, 0.0),
+            (64, 64, true, true, false, 0.0),
+            (150, 200, true, true, false, 0.0),
+            (70, 140, false, false, true, 0.0),
+            (33, 40, true, false, false, 0.25),
+        ] {
+            let operand = |n: usize, f: usize| {
+                let t = match heads_in_rows {
+                    false => randn(&[3, 2, n, f], DType::F32),
+                    true => randn(&[3, n, 2, f], DType::F32).transpose(1, 2).unwrap(),
+                };
+                t.to_dtype(dt).unwrap()
+            };
+            let (q, k, v) = (operand(l, 16), operand(s, 16), operand(s, 8));
+            let mask = masked.then(|| randn(&[l, s], DType::F32).gt_scalar(-1.0).unwrap());
+            let g = randn(&[3, 2, l, 8], DType::F32).to_dtype(dt).unwrap();
+            let half = fused_grads([&q, &k, &v], mask.as_ref(), dropout, causal, &g);
+            let up = |t: &Tensor| t.to_dtype(DType::F32).unwrap();
+            let wide = fused_grads(
+                [&up(&q), &up(&k), &up(&v)],
+                mask.as_ref(),
+                dropout,
+                causal,
+                &up(&g),
+            );
+            let case = format!(
+                "{dt}, {l}x{s}, heads in rows {heads_in_rows}, causal {causal}, mask {masked}, \
+                 dropout {dropout}"
+            );
+            for (name, (a, b)) in ["out", "dq", "dk", "dv"].iter().zip(half.iter().zip(&wide)) {
+                assert_eq!(a.dtype(), dt, "{name}");
+                let rounded = b.to_dtype(dt).unwrap();
+                if *name == "out" {
+                    let (a, b) = (a.to_vec_f64().unwrap(), rounded.to_vec_f64().unwrap());
+                    assert_eq!(a, b, "out ({case})");
+                } else {
+                    // The backward's row term D = sum(dO * O) reads the rounded output.
+                    let ulp = if dt == DType::BF16 {
+                        2f64.powi(-8)
+                    } else {
+                        2f64.powi(-11)
+                    };
+                    let diff = max_scaled_diff(a, &rounded);
+                    assert!(diff <= 4.0 * ulp, "{name} ({case}): {diff}");
+                }
+            }
+            if heads_in_rows {
+                assert!(
+                    half[0].transpose(1, 2).unwrap().is_contiguous(),
+                    "{dt} layout"
+                );
             }
         }
     }

@@ -45,7 +45,7 @@ pub struct AttnInput<'a, T> {
 
 impl<'a, T> AttnInput<'a, T> {
     /// Problem `b` from row `i` on (to the end of the buffer; `gemm_into` bounds the reads).
-    fn at(&self, b: usize, i: usize) -> &'a [T] {
+    pub(super) fn at(&self, b: usize, i: usize) -> &'a [T] {
         &self.data[self.base[b] + i * self.row_stride..]
     }
 }
@@ -171,6 +171,10 @@ pub struct AttnOptions<'a, T> {
     /// element `(b, i, j)` is a hash of them, so the backward regenerates it.
     pub dropout: f64,
     pub seed: u64,
+    /// The index of problem 0 among the caller's problems, where a caller runs them in
+    /// groups (`attention_half.rs`): the dropout mask of problem `b` is that of problem
+    /// `first_problem + b` of the whole call.
+    pub first_problem: usize,
 }
 
 impl<T: KernelFloat> AttnOptions<'_, T> {
@@ -189,7 +193,7 @@ impl<T: KernelFloat> AttnOptions<'_, T> {
         if self.dropout == 0.0 {
             return 1.0;
         }
-        let n = ((b * d.l + i) * d.s + j) as u64;
+        let n = (((self.first_problem + b) * d.l + i) * d.s + j) as u64;
         let u = (splitmix(self.seed ^ splitmix(n)) >> 11) as f64 / (1u64 << 53) as f64;
         if u < self.dropout {
             0.0

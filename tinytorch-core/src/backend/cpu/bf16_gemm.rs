@@ -123,13 +123,15 @@ impl MatRef {
     }
 }
 
-/// `out[r * out_rs + c] = sum_t A[r, t] * B[t, c]` for `r < m`, `c < n`, `t < k`, summed in
-/// f32 on `engine` and rounded to bf16 once. Single-threaded; callers split larger products.
+/// `out[r * out_rs + c] = sum_t A[r, t] * B[t, c] (+ bias[c])` for `r < m`, `c < n`, `t < k`,
+/// summed in f32 on `engine` (the bias added to the f32 sum, as oneDNN's bf16 linear does)
+/// and rounded to bf16 once. Single-threaded; callers split larger products.
 ///
 /// # Safety
 /// `engine` must be what [`engine`] returned (or, for tests, an engine of a CPU that has
 /// both); `a` must be readable for `m x k` elements and `b` for `k x n` at their strides,
-/// and `out` writable for `m` rows of `n` at row stride `out_rs`.
+/// and `out` writable for `m` rows of `n` at row stride `out_rs`; `bias`, if any, holds `n`
+/// elements.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn gemm(
     engine: Engine,
@@ -140,13 +142,24 @@ pub unsafe fn gemm(
     b: MatRef,
     out: *mut bf16,
     out_rs: usize,
+    bias: Option<&[bf16]>,
 ) {
     if m == 0 || n == 0 {
         return;
     }
+    // The bias widened once; padded to whole 32-column blocks so the kernels load it whole.
+    let bias: Option<Vec<f32>> = bias.map(|b| {
+        let mut wide: Vec<f32> = b[..n].iter().map(|v| v.to_f32()).collect();
+        wide.resize(n.next_multiple_of(32), 0.0);
+        wide
+    });
     if k == 0 {
         for r in 0..m {
-            std::slice::from_raw_parts_mut(out.add(r * out_rs), n).fill(bf16::ZERO);
+            let row = std::slice::from_raw_parts_mut(out.add(r * out_rs), n);
+            match &bias {
+                Some(b) => round_to_bf16(&vec![0.0; n], Some(&b[..n]), row),
+                None => row.fill(bf16::ZERO),
+            }
         }
         return;
     }
@@ -214,6 +227,9 @@ pub unsafe fn gemm(
                                 let (r0, c0) = (m0 + i, n0 + j);
                                 let last = (k0 + kc == k).then(|| dot::Out {
                                     ptr: out.add(r0 * out_rs + c0),
+                                    bias: bias
+                                        .as_ref()
+                                        .map_or(std::ptr::null(), |b| b[c0..].as_ptr()),
                                     rs: out_rs,
                                     rows: (m - r0).min(32),
                                     cols: (n - c0).min(32),
@@ -228,9 +244,10 @@ pub unsafe fn gemm(
         if engine == Engine::Amx {
             // n0 < np and both are multiples of 32, so n0 < n.
             let cols = nc.min(n - n0);
+            let bias = bias.as_ref().map(|b| &b[n0..n0 + cols]);
             for r in 0..m {
                 let dst = std::slice::from_raw_parts_mut(out.add(r * out_rs + n0), cols);
-                round_to_bf16(&acc[r * ncb..r * ncb + cols], dst);
+                round_to_bf16(&acc[r * ncb..r * ncb + cols], bias, dst);
             }
         }
     }
@@ -473,27 +490,30 @@ pub(crate) unsafe fn gather_pairs(src: *const bf16, cs: usize, dst: *mut bf16) {
     _mm512_storeu_si512(dst.cast(), pairs);
 }
 
-/// `dst[i] = bf16(src[i])`, rounding to nearest even (AVX512-BF16's `vcvtneps2bf16`, which
-/// [`engine`] requires).
+/// `dst[i] = bf16(src[i] (+ bias[i]))`, rounding to nearest even (AVX512-BF16's
+/// `vcvtneps2bf16`, which [`engine`] requires).
 ///
 /// # Safety
-/// The CPU must have AVX512-BF16.
+/// The CPU must have AVX512-BF16; `bias`, if any, is as long as `src`.
 #[target_feature(enable = "avx512f,avx512bf16,avx512vl")]
-unsafe fn round_to_bf16(src: &[f32], dst: &mut [bf16]) {
+unsafe fn round_to_bf16(src: &[f32], bias: Option<&[f32]>, dst: &mut [bf16]) {
     use std::arch::x86_64::{
-        __m256bh, __m256i, _mm256_storeu_si256, _mm512_cvtneps_pbh, _mm512_loadu_ps,
+        __m256bh, __m256i, _mm256_storeu_si256, _mm512_add_ps, _mm512_cvtneps_pbh, _mm512_loadu_ps,
     };
     let full = src.len() / 16 * 16;
     for i in (0..full).step_by(16) {
-        let v = _mm512_loadu_ps(src.as_ptr().add(i));
+        let mut v = _mm512_loadu_ps(src.as_ptr().add(i));
+        if let Some(b) = bias {
+            v = _mm512_add_ps(v, _mm512_loadu_ps(b.as_ptr().add(i)));
+        }
         let h = _mm512_cvtneps_pbh(v);
         _mm256_storeu_si256(
             dst.as_mut_ptr().add(i).cast(),
             std::mem::transmute::<__m256bh, __m256i>(h),
         );
     }
-    for (d, &s) in dst[full..].iter_mut().zip(&src[full..]) {
-        *d = <bf16 as crate::base::Element>::from_f32(s);
+    for (i, (d, &s)) in dst.iter_mut().zip(src).enumerate().skip(full) {
+        *d = <bf16 as crate::base::Element>::from_f32(s + bias.map_or(0.0, |b| b[i]));
     }
 }
 
@@ -623,9 +643,9 @@ pub(crate) mod tiles {
 mod dot {
     use half::bf16;
     use std::arch::x86_64::{
-        __m256i, __m512bh, _mm256_mask_storeu_epi16, _mm512_cvtneps_pbh, _mm512_dpbf16_ps,
-        _mm512_loadu_ps, _mm512_loadu_si512, _mm512_set1_epi32, _mm512_setzero_ps,
-        _mm512_storeu_ps,
+        __m256i, __m512bh, _mm256_mask_storeu_epi16, _mm512_add_ps, _mm512_cvtneps_pbh,
+        _mm512_dpbf16_ps, _mm512_loadu_ps, _mm512_loadu_si512, _mm512_set1_epi32,
+        _mm512_setzero_ps, _mm512_storeu_ps,
     };
 
     /// Where a block's finished sums go, rounded to bf16: `rows` x `cols` (at most 32 x 32;
@@ -634,6 +654,8 @@ mod dot {
     pub struct Out {
         /// The block's first output element.
         pub ptr: *mut bf16,
+        /// The f32 bias of the block's first column, 32 readable; null for none.
+        pub bias: *const f32,
         /// Row stride of the output, in elements.
         pub rs: usize,
         /// Rows of the block inside the output.
@@ -743,6 +765,13 @@ mod dot {
             ((1u32 << n) - 1) as u16
         };
         let (left, right) = (mask(0), mask(16));
+        if !o.bias.is_null() {
+            let (b0, b1) = (_mm512_loadu_ps(o.bias), _mm512_loadu_ps(o.bias.add(16)));
+            for row in &mut acc {
+                row[0] = _mm512_add_ps(row[0], b0);
+                row[1] = _mm512_add_ps(row[1], b1);
+            }
+        }
         for (r, row) in acc.iter().enumerate().take(o.rows.min(8)) {
             let dst = o.ptr.add(r * o.rs);
             for (half, m, v) in [(0, left, row[0]), (16, right, row[1])] {
@@ -763,7 +792,8 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
 
     /// Products of random sizes (edges of every tile and block: m, n around 16/32/64, k
-    /// around 32 and past KC) and strides (row-major and transposed), against an f64 sum of
+    /// around 32 and past KC), strides (row-major and transposed) and with or without a
+    /// bias, against an f64 sum of
     /// the same bf16 values, on every engine this CPU has; skipped where it has neither.
     #[test]
     fn bf16_gemm_matches_f64_reference_on_every_engine_here() {
@@ -822,15 +852,34 @@ mod tests {
             };
             let out_rs = n + 3;
             let mut out = vec![bf16::from_f32(7.0); m * out_rs];
+            // Every other product with a bias (large, so that dropping it cannot pass).
+            let bias: Option<Vec<bf16>> = (i % 2 == 1).then(|| {
+                (0..n)
+                    .map(|_| bf16::from_f32(rng.random_range(-64.0..64.0)))
+                    .collect()
+            });
             // SAFETY: the CPU has `engine`; the operands have m*k and k*n elements at these
-            // strides and out has m rows of out_rs >= n.
-            unsafe { gemm(engine, m, n, k, a, b, out.as_mut_ptr(), out_rs) };
+            // strides, out has m rows of out_rs >= n, and the bias n elements.
+            unsafe {
+                gemm(
+                    engine,
+                    m,
+                    n,
+                    k,
+                    a,
+                    b,
+                    out.as_mut_ptr(),
+                    out_rs,
+                    bias.as_deref(),
+                )
+            };
             for r in 0..m {
                 for c in 0..n {
                     // SAFETY: r < m, c < n, t < k.
                     let want: f64 = (0..k)
                         .map(|t| unsafe { a.at(r, t).to_f64() * b.at(t, c).to_f64() })
-                        .sum();
+                        .sum::<f64>()
+                        + bias.as_ref().map_or(0.0, |b| b[c].to_f64());
                     let got = out[r * out_rs + c].to_f64();
                     // f32 accumulation plus one bf16 rounding (2^-8 relative).
                     let tol = 1e-5 * k as f64 + want.abs() / 256.0;

@@ -109,7 +109,7 @@ pub fn matmul(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout) -> Resul
         }
         #[cfg(target_arch = "x86_64")]
         (CpuStorage::BF16(x), CpuStorage::BF16(y)) if super::bf16_gemm::engine().is_some() => {
-            CpuStorage::BF16(bf16_batched(x, ma, y, mb, d).into())
+            CpuStorage::BF16(bf16_batched(x, ma, y, mb, d, None).into())
         }
         (CpuStorage::BF16(x), CpuStorage::BF16(y)) => {
             CpuStorage::BF16(bf16_via_f32(x, al, y, bl, d).into())
@@ -138,8 +138,10 @@ pub fn matmul(a: &CpuStorage, al: &Layout, b: &CpuStorage, bl: &Layout) -> Resul
 
 /// `(b, m, k) x (b, k, n) + bias -> (b, m, n)`, with `bias` (`n` elements) added to every
 /// row: gemm accumulates the product onto output blocks it first fills with the bias, so a
-/// linear layer makes one pass over its output instead of a product and then an add.
-/// `None` for dtypes gemm has no kernel for (the op layer adds the bias itself).
+/// linear layer makes one pass over its output instead of a product and then an add; bf16
+/// on the bf16 engine adds it to the f32 sums before their one rounding (as oneDNN's bf16
+/// linear, and one rounding fewer than a product then an add). `None` for dtypes without a
+/// kernel here (the op layer adds the bias itself).
 pub fn matmul_bias(
     a: &CpuStorage,
     al: &Layout,
@@ -172,6 +174,12 @@ pub fn matmul_bias(
         }
         (CpuStorage::F16(x), CpuStorage::F16(y), CpuStorage::F16(c)) => {
             CpuStorage::F16(gemm_batched(x, ma, y, mb, d, Some(&c[row.clone()])).into())
+        }
+        #[cfg(target_arch = "x86_64")]
+        (CpuStorage::BF16(x), CpuStorage::BF16(y), CpuStorage::BF16(c))
+            if super::bf16_gemm::engine().is_some() =>
+        {
+            CpuStorage::BF16(bf16_batched(x, ma, y, mb, d, Some(&c[row.clone()])).into())
         }
         _ => return Ok(None),
     }))
@@ -410,7 +418,14 @@ fn transpose_into<T: Copy + Send + Sync>(
 /// [`gemm_batched`] spreads gemm: a large product in one share of its longer output dim per
 /// thread, a batch of small ones one matrix per task.
 #[cfg(target_arch = "x86_64")]
-fn bf16_batched(a: &[bf16], ma: Mat, b: &[bf16], mb: Mat, d: Dims) -> Vec<bf16> {
+fn bf16_batched(
+    a: &[bf16],
+    ma: Mat,
+    b: &[bf16],
+    mb: Mat,
+    d: Dims,
+    bias: Option<&[bf16]>,
+) -> Vec<bf16> {
     use super::bf16_gemm::{self, MatRef};
     let engine = bf16_gemm::engine().expect("matmul checked the bf16 engine");
     let len = d.batch * d.m * d.n;
@@ -439,6 +454,7 @@ fn bf16_batched(a: &[bf16], ma: Mat, b: &[bf16], mb: Mat, d: Dims) -> Vec<bf16> 
                 },
                 dst.add(i * d.m * d.n + r0 * d.n + c0),
                 d.n,
+                bias.map(|b| &b[c0..c1]),
             )
         }
     };
@@ -735,7 +751,7 @@ mod tests {
     }
 
     #[test]
-    fn matmul_bias_adds_the_bias_and_declines_other_dtypes() {
+    fn matmul_bias_adds_the_bias_in_every_dtype_with_a_kernel() {
         let (m, k, n) = (3, 2, 4);
         let a = CpuStorage::F32(vec![1.0; m * k].into());
         let b = CpuStorage::F32(vec![2.0; k * n].into());
@@ -755,22 +771,34 @@ mod tests {
         );
         let out = matmul_bias(&e, &el, &e, &fl, &bias, 1).unwrap().unwrap();
         assert_eq!(out.to_f64_vec(), [0.5, -1.0, 2.0, 3.0].repeat(m));
-        // A short or mistyped bias is an error; bf16 has no gemm kernel here.
+        // A short or mistyped bias is an error.
         assert!(matmul_bias(&a, &al, &b, &bl, &bias, 2).is_err());
         let wide = CpuStorage::F64(vec![0.0; n].into());
         assert!(matmul_bias(&a, &al, &b, &bl, &wide, 0).is_err());
+        // bf16 adds its bias in the bf16 engine's f32 sums, and is declined without one.
         let h = |v: Vec<f32>| {
             CpuStorage::BF16(v.into_iter().map(bf16::from_f32).collect::<Vec<_>>().into())
         };
-        let none = matmul_bias(
+        let half = matmul_bias(
             &h(vec![1.0; m * k]),
             &al,
             &h(vec![2.0; k * n]),
             &bl,
-            &h(vec![0.0; n]),
+            &h(vec![0.5, -1.0, 2.0, 3.0]),
             0,
-        );
-        assert!(none.unwrap().is_none());
+        )
+        .unwrap();
+        #[cfg(target_arch = "x86_64")]
+        let engine = super::super::bf16_gemm::engine().is_some();
+        #[cfg(not(target_arch = "x86_64"))]
+        let engine = false;
+        match half {
+            Some(out) => {
+                assert!(engine);
+                assert_eq!(out.to_f64_vec(), [4.5, 3.0, 6.0, 7.0].repeat(m));
+            }
+            None => assert!(!engine),
+        }
     }
 
     #[test]

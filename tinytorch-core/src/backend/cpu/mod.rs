@@ -5,6 +5,7 @@
 pub(crate) mod adam;
 pub mod allocator;
 pub(crate) mod attention;
+pub(crate) mod attention_half;
 pub(crate) mod batch_norm;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod bf16_gemm;

@@ -1,5 +1,6 @@
 //! Fused scaled-dot-product attention: `Storage::attention_forward` / `attention_backward`
-//! send it to the CPU's blocked kernel (`cpu/attention.rs`, f32 and f64) or CUDA's
+//! send it to the CPU's blocked kernel (`cpu/attention.rs`, f32 and f64; bf16 and f16
+//! through it a group of heads at a time, `cpu/attention_half.rs`) or CUDA's
 //! flash-attention kernels (`cuda/attention.rs`, every float dtype, head dims up to its
 //! tiles). Operands are `(batch..., rows, features)` views read in place, features
 //! contiguous; the mask is additive and of the query's dtype. Both keep each query row's
@@ -8,10 +9,12 @@
 use crate::backend::cpu::attention::{
     self as cpu, AttnDims, AttnInput, AttnMask, AttnOptions, Interleave,
 };
+use crate::backend::cpu::attention_half;
 use crate::backend::cpu::float::KernelFloat;
 use crate::backend::{CpuElement, Storage};
 use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
+use half::{bf16, f16};
 
 const OP: &str = "scaled_dot_product_attention";
 
@@ -105,6 +108,8 @@ impl Storage {
                     _ if !nonempty => Ok(None),
                     DType::F32 => cpu_forward::<f32>([q, k, v], mask, c, Lse::F32).map(Some),
                     DType::F64 => cpu_forward::<f64>([q, k, v], mask, c, Lse::F64).map(Some),
+                    DType::BF16 => cpu_forward_half::<bf16>([q, k, v], mask, c).map(Some),
+                    DType::F16 => cpu_forward_half::<f16>([q, k, v], mask, c).map(Some),
                     _ => Ok(None),
                 }
             }
@@ -143,7 +148,11 @@ impl Storage {
         c: &AttnConfig,
     ) -> Result<AttnGrads> {
         match &saved.0 {
-            Lse::F32(lse) => cpu_backward::<f32>([q, k, v], out, dout, mask, lse, c),
+            Lse::F32(lse) => match q.storage.dtype() {
+                DType::BF16 => cpu_backward_half::<bf16>([q, k, v], out, dout, mask, lse, c),
+                DType::F16 => cpu_backward_half::<f16>([q, k, v], out, dout, mask, lse, c),
+                _ => cpu_backward::<f32>([q, k, v], out, dout, mask, lse, c),
+            },
             Lse::F64(lse) => cpu_backward::<f64>([q, k, v], out, dout, mask, lse, c),
             #[cfg(feature = "cuda")]
             Lse::Cuda(lse) => {
@@ -256,6 +265,7 @@ where
         mask: mask.map(HostOperand::mask),
         dropout: c.dropout,
         seed: c.seed,
+        first_problem: 0,
     }
 }
 
@@ -324,6 +334,65 @@ fn cpu_backward<T: KernelFloat>(
     let out = HostOperand::<T>::of(out, c.bh, "output")?;
     let [_, hq, hk, hv] = c.heads;
     let (dq, dk, dv) = cpu::backward(
+        [h[0].input(), h[1].input(), h[2].input()],
+        out.input(),
+        lse,
+        g.input(),
+        dims(c),
+        &options(c, mask.as_ref()),
+        [hq, hk, hv].map(|heads| Interleave { heads }),
+    );
+    Ok(AttnGrads {
+        dq: super::host(dq),
+        dk: super::host(dk),
+        dv: super::host(dv),
+        heads: [hq, hk, hv],
+    })
+}
+
+/// [`cpu_forward`] of bf16 or f16 operands, computed in f32 a group of heads at a time
+/// (`cpu/attention_half.rs`); the log-sum-exp is kept in f32.
+fn cpu_forward_half<H: CpuElement>(
+    qkv: [AttnOperand<'_>; 3],
+    mask: Option<AttnOperand<'_>>,
+    c: &AttnConfig,
+) -> Result<AttnForward> {
+    check_heads(c)?;
+    let h = host_operands::<H>(&qkv, &["query", "key", "value"], c.bh)?;
+    let mask = mask
+        .map(|m| HostOperand::of(m, c.bh, "attn_mask"))
+        .transpose()?;
+    let (out, lse) = attention_half::forward(
+        [h[0].input(), h[1].input(), h[2].input()],
+        dims(c),
+        &options(c, mask.as_ref()),
+        Interleave { heads: c.heads[0] },
+    );
+    Ok(AttnForward {
+        out: super::host(out),
+        heads: c.heads[0],
+        saved: AttnSaved(Lse::F32(lse)),
+    })
+}
+
+/// [`cpu_backward`] of bf16 or f16 operands (see [`cpu_forward_half`]).
+fn cpu_backward_half<H: CpuElement>(
+    qkv: [AttnOperand<'_>; 3],
+    out: AttnOperand<'_>,
+    dout: AttnOperand<'_>,
+    mask: Option<AttnOperand<'_>>,
+    lse: &[f32],
+    c: &AttnConfig,
+) -> Result<AttnGrads> {
+    check_heads(c)?;
+    let h = host_operands::<H>(&qkv, &["query", "key", "value"], c.bh)?;
+    let g = HostOperand::<H>::of(dout, c.bh, "output gradient")?;
+    let mask = mask
+        .map(|m| HostOperand::of(m, c.bh, "attn_mask"))
+        .transpose()?;
+    let out = HostOperand::<H>::of(out, c.bh, "output")?;
+    let [_, hq, hk, hv] = c.heads;
+    let (dq, dk, dv) = attention_half::backward(
         [h[0].input(), h[1].input(), h[2].input()],
         out.input(),
         lse,
