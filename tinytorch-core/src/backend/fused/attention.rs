@@ -67,6 +67,18 @@ enum Lse {
     Cuda(crate::backend::CudaStorage),
 }
 
+impl From<Vec<f32>> for Lse {
+    fn from(v: Vec<f32>) -> Lse {
+        Lse::F32(v)
+    }
+}
+
+impl From<Vec<f64>> for Lse {
+    fn from(v: Vec<f64>) -> Lse {
+        Lse::F64(v)
+    }
+}
+
 /// The gradients of the three operands, `(bh, l, e)`, `(bh, s, e)`, `(bh, s, ev)`.
 pub struct AttnGrads {
     /// Of the queries.
@@ -105,13 +117,14 @@ impl Storage {
             Storage::Cpu(_) => {
                 let nonempty = c.bh > 0 && c.l > 0 && c.s > 0 && c.e > 0 && c.ev > 0;
                 match q.storage.dtype() {
-                    _ if !nonempty => Ok(None),
-                    DType::F32 => cpu_forward::<f32>([q, k, v], mask, c, Lse::F32).map(Some),
-                    DType::F64 => cpu_forward::<f64>([q, k, v], mask, c, Lse::F64).map(Some),
-                    DType::BF16 => cpu_forward_half::<bf16>([q, k, v], mask, c).map(Some),
-                    DType::F16 => cpu_forward_half::<f16>([q, k, v], mask, c).map(Some),
-                    _ => Ok(None),
+                    _ if !nonempty => return Ok(None),
+                    DType::F32 => cpu_forward([q, k, v], mask, c, float_forward::<f32>),
+                    DType::F64 => cpu_forward([q, k, v], mask, c, float_forward::<f64>),
+                    DType::BF16 => cpu_forward([q, k, v], mask, c, half_forward::<bf16>),
+                    DType::F16 => cpu_forward([q, k, v], mask, c, half_forward::<f16>),
+                    _ => return Ok(None),
                 }
+                .map(Some)
             }
             #[cfg(feature = "cuda")]
             Storage::Cuda(_) => {
@@ -148,12 +161,17 @@ impl Storage {
         c: &AttnConfig,
     ) -> Result<AttnGrads> {
         match &saved.0 {
-            Lse::F32(lse) => match q.storage.dtype() {
-                DType::BF16 => cpu_backward_half::<bf16>([q, k, v], out, dout, mask, lse, c),
-                DType::F16 => cpu_backward_half::<f16>([q, k, v], out, dout, mask, lse, c),
-                _ => cpu_backward::<f32>([q, k, v], out, dout, mask, lse, c),
-            },
-            Lse::F64(lse) => cpu_backward::<f64>([q, k, v], out, dout, mask, lse, c),
+            Lse::F32(lse) => {
+                let qkv = [q, k, v];
+                match q.storage.dtype() {
+                    DType::BF16 => {
+                        cpu_backward(qkv, out, dout, mask, lse, c, half_backward::<bf16>)
+                    }
+                    DType::F16 => cpu_backward(qkv, out, dout, mask, lse, c, half_backward::<f16>),
+                    _ => cpu_backward(qkv, out, dout, mask, lse, c, cpu::backward::<f32>),
+                }
+            }
+            Lse::F64(lse) => cpu_backward([q, k, v], out, dout, mask, lse, c, cpu::backward::<f64>),
             #[cfg(feature = "cuda")]
             Lse::Cuda(lse) => {
                 let (dq, dk, dv) = crate::backend::cuda::attention::backward(
@@ -291,21 +309,49 @@ fn check_heads(c: &AttnConfig) -> Result<()> {
     }
 }
 
-fn cpu_forward<T: KernelFloat>(
+/// The kernels' `(output, log-sum-exp)` of a forward: `attention.rs`'s, or for half
+/// operands `attention_half.rs`'s (an f32 log-sum-exp).
+type ForwardKernel<T> =
+    fn([AttnInput<T>; 3], AttnDims, &AttnOptions<T>, Interleave) -> (Vec<T>, Lse);
+
+/// [`ForwardKernel`] of f32 and f64 operands.
+fn float_forward<T: KernelFloat>(
+    [q, k, v]: [AttnInput<T>; 3],
+    d: AttnDims,
+    o: &AttnOptions<T>,
+    order: Interleave,
+) -> (Vec<T>, Lse)
+where
+    Lse: From<Vec<T>>,
+{
+    let (out, lse) = cpu::forward(q, k, v, d, o, order);
+    (out, lse.into())
+}
+
+/// [`ForwardKernel`] of bf16 and f16 operands, computed in f32 a group of heads at a time.
+fn half_forward<H: CpuElement>(
+    qkv: [AttnInput<H>; 3],
+    d: AttnDims,
+    o: &AttnOptions<H>,
+    order: Interleave,
+) -> (Vec<H>, Lse) {
+    let (out, lse) = attention_half::forward(qkv, d, o, order);
+    (out, Lse::F32(lse))
+}
+
+fn cpu_forward<T: CpuElement>(
     qkv: [AttnOperand<'_>; 3],
     mask: Option<AttnOperand<'_>>,
     c: &AttnConfig,
-    keep: fn(Vec<T>) -> Lse,
+    kernel: ForwardKernel<T>,
 ) -> Result<AttnForward> {
     check_heads(c)?;
     let h = host_operands::<T>(&qkv, &["query", "key", "value"], c.bh)?;
     let mask = mask
         .map(|m| HostOperand::of(m, c.bh, "attn_mask"))
         .transpose()?;
-    let (out, lse) = cpu::forward(
-        h[0].input(),
-        h[1].input(),
-        h[2].input(),
+    let (out, lse) = kernel(
+        [h[0].input(), h[1].input(), h[2].input()],
         dims(c),
         &options(c, mask.as_ref()),
         Interleave { heads: c.heads[0] },
@@ -313,17 +359,30 @@ fn cpu_forward<T: KernelFloat>(
     Ok(AttnForward {
         out: super::host(out),
         heads: c.heads[0],
-        saved: AttnSaved(keep(lse)),
+        saved: AttnSaved(lse),
     })
 }
 
-fn cpu_backward<T: KernelFloat>(
+/// The kernels' `(dq, dk, dv)`: the operands, the output, the forward's log-sum-exp and the
+/// output's gradient.
+type BackwardKernel<T, L> = fn(
+    [AttnInput<T>; 3],
+    AttnInput<T>,
+    &[L],
+    AttnInput<T>,
+    AttnDims,
+    &AttnOptions<T>,
+    [Interleave; 3],
+) -> (Vec<T>, Vec<T>, Vec<T>);
+
+fn cpu_backward<T: CpuElement, L>(
     qkv: [AttnOperand<'_>; 3],
     out: AttnOperand<'_>,
     dout: AttnOperand<'_>,
     mask: Option<AttnOperand<'_>>,
-    lse: &[T],
+    lse: &[L],
     c: &AttnConfig,
+    kernel: BackwardKernel<T, L>,
 ) -> Result<AttnGrads> {
     check_heads(c)?;
     let h = host_operands::<T>(&qkv, &["query", "key", "value"], c.bh)?;
@@ -333,7 +392,7 @@ fn cpu_backward<T: KernelFloat>(
         .transpose()?;
     let out = HostOperand::<T>::of(out, c.bh, "output")?;
     let [_, hq, hk, hv] = c.heads;
-    let (dq, dk, dv) = cpu::backward(
+    let (dq, dk, dv) = kernel(
         [h[0].input(), h[1].input(), h[2].input()],
         out.input(),
         lse,
@@ -350,63 +409,17 @@ fn cpu_backward<T: KernelFloat>(
     })
 }
 
-/// [`cpu_forward`] of bf16 or f16 operands, computed in f32 a group of heads at a time
-/// (`cpu/attention_half.rs`); the log-sum-exp is kept in f32.
-fn cpu_forward_half<H: CpuElement>(
-    qkv: [AttnOperand<'_>; 3],
-    mask: Option<AttnOperand<'_>>,
-    c: &AttnConfig,
-) -> Result<AttnForward> {
-    check_heads(c)?;
-    let h = host_operands::<H>(&qkv, &["query", "key", "value"], c.bh)?;
-    let mask = mask
-        .map(|m| HostOperand::of(m, c.bh, "attn_mask"))
-        .transpose()?;
-    let (out, lse) = attention_half::forward(
-        [h[0].input(), h[1].input(), h[2].input()],
-        dims(c),
-        &options(c, mask.as_ref()),
-        Interleave { heads: c.heads[0] },
-    );
-    Ok(AttnForward {
-        out: super::host(out),
-        heads: c.heads[0],
-        saved: AttnSaved(Lse::F32(lse)),
-    })
-}
-
-/// [`cpu_backward`] of bf16 or f16 operands (see [`cpu_forward_half`]).
-fn cpu_backward_half<H: CpuElement>(
-    qkv: [AttnOperand<'_>; 3],
-    out: AttnOperand<'_>,
-    dout: AttnOperand<'_>,
-    mask: Option<AttnOperand<'_>>,
+/// [`BackwardKernel`] of bf16 and f16 operands (see [`half_forward`]).
+fn half_backward<H: CpuElement>(
+    qkv: [AttnInput<H>; 3],
+    out: AttnInput<H>,
     lse: &[f32],
-    c: &AttnConfig,
-) -> Result<AttnGrads> {
-    check_heads(c)?;
-    let h = host_operands::<H>(&qkv, &["query", "key", "value"], c.bh)?;
-    let g = HostOperand::<H>::of(dout, c.bh, "output gradient")?;
-    let mask = mask
-        .map(|m| HostOperand::of(m, c.bh, "attn_mask"))
-        .transpose()?;
-    let out = HostOperand::<H>::of(out, c.bh, "output")?;
-    let [_, hq, hk, hv] = c.heads;
-    let (dq, dk, dv) = attention_half::backward(
-        [h[0].input(), h[1].input(), h[2].input()],
-        out.input(),
-        lse,
-        g.input(),
-        dims(c),
-        &options(c, mask.as_ref()),
-        [hq, hk, hv].map(|heads| Interleave { heads }),
-    );
-    Ok(AttnGrads {
-        dq: super::host(dq),
-        dk: super::host(dk),
-        dv: super::host(dv),
-        heads: [hq, hk, hv],
-    })
+    dout: AttnInput<H>,
+    d: AttnDims,
+    o: &AttnOptions<H>,
+    orders: [Interleave; 3],
+) -> (Vec<H>, Vec<H>, Vec<H>) {
+    attention_half::backward(qkv, out, lse, dout, d, o, orders)
 }
 
 /// The CUDA view of an operand; a device error for a host one.
