@@ -84,14 +84,34 @@ pub fn exp_f32_fma(x: f32) -> f32 {
 /// rounding), the formula
 /// PyTorch's vectorised CPU `erf` (and so its f32 GELU) uses; branch-free so that it
 /// vectorises, where libm's `erff` is a scalar call per element.
+#[cfg(test)]
+fn erf_f32(x: f32) -> f32 {
+    erf_with_gaussian::<false>(x, exp_f32(-x * x))
+}
+
+/// `a * b + c`, fused (one rounding) in the copies compiled for CPUs with FMA.
 #[inline(always)]
-pub fn erf_f32(x: f32) -> f32 {
-    erf_with_gaussian(x, exp_f32(-x * x))
+fn mul_add<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// [`exp_f32`], or [`exp_f32_fma`] with `FMA`.
+#[inline(always)]
+fn exp_with<const FMA: bool>(x: f32) -> f32 {
+    if FMA {
+        exp_f32_fma(x)
+    } else {
+        exp_f32(x)
+    }
 }
 
 /// [`erf_f32`] given `e = exp(-x^2)`, for callers that need that Gaussian themselves.
 #[inline(always)]
-fn erf_with_gaussian(x: f32, e: f32) -> f32 {
+fn erf_with_gaussian<const FMA: bool>(x: f32, e: f32) -> f32 {
     const P: f32 = 0.327_591_1;
     const A: [f32; 5] = [
         0.254_829_6,
@@ -100,9 +120,12 @@ fn erf_with_gaussian(x: f32, e: f32) -> f32 {
         -1.453_152,
         1.061_405_4,
     ];
-    let t = 1.0 / (1.0 + P * x.abs());
-    let poly = ((((A[4] * t + A[3]) * t + A[2]) * t + A[1]) * t + A[0]) * t;
-    (1.0 - poly * e).copysign(x)
+    let t = 1.0 / mul_add::<FMA>(P, x.abs(), 1.0);
+    let poly = mul_add::<FMA>(A[4], t, A[3]);
+    let poly = mul_add::<FMA>(poly, t, A[2]);
+    let poly = mul_add::<FMA>(poly, t, A[1]);
+    let poly = mul_add::<FMA>(poly, t, A[0]) * t;
+    mul_add::<FMA>(-poly, e, 1.0).copysign(x)
 }
 
 /// `1 / sqrt(2)`.
@@ -113,15 +136,32 @@ const INV_SQRT_2PI: f32 = 0.398_942_3;
 /// Exact GELU `x * Phi(x)` in f32 with [`erf_f32`].
 #[inline(always)]
 pub fn gelu_f32(x: f32) -> f32 {
-    0.5 * x * (1.0 + erf_f32(x * FRAC_1_SQRT_2))
+    gelu_with::<false>(x)
 }
 
 /// GELU's derivative `Phi(x) + x * phi(x)` in f32.
 #[inline(always)]
 pub fn gelu_grad_f32(x: f32) -> f32 {
+    gelu_grad_with::<false>(x)
+}
+
+/// [`gelu_f32`], with fused multiply-adds where `FMA` (the slice kernels compiled for CPUs
+/// that have them): on an Intel Xeon the small GPT's GELU forward took 1.60 ms of a
+/// single-thread step instead of 2.02, its in-place backward 1.77 instead of 2.44 (`perf`).
+#[inline(always)]
+fn gelu_with<const FMA: bool>(x: f32) -> f32 {
+    let z = x * FRAC_1_SQRT_2;
+    let erf = erf_with_gaussian::<FMA>(z, exp_with::<FMA>(-z * z));
+    0.5 * x * (1.0 + erf)
+}
+
+/// [`gelu_grad_f32`], with fused multiply-adds where `FMA`.
+#[inline(always)]
+fn gelu_grad_with<const FMA: bool>(x: f32) -> f32 {
     // One exponential serves both terms: erf(x / sqrt 2) needs exp(-x^2 / 2) too.
-    let e = exp_f32(-0.5 * x * x);
-    0.5 * (1.0 + erf_with_gaussian(x * FRAC_1_SQRT_2, e)) + x * INV_SQRT_2PI * e
+    let e = exp_with::<FMA>(-0.5 * x * x);
+    let cdf = 0.5 * (1.0 + erf_with_gaussian::<FMA>(x * FRAC_1_SQRT_2, e));
+    mul_add::<FMA>(x * INV_SQRT_2PI, e, cdf)
 }
 
 /// True when the CPU has AVX2 and FMA, the features of the `*_avx2` copies of the CPU
@@ -153,7 +193,7 @@ pub fn gelu_forward_f32(x: &[f32], out: &mut [MaybeUninit<f32>]) {
             return unsafe { wide::gelu_forward_avx2(x, out) };
         }
     }
-    gelu_forward_f32_portable(x, out)
+    gelu_forward_f32_portable::<false>(x, out)
 }
 
 /// GELU's backward `out = g * gelu'(x)` over contiguous f32 slices of one length, in the
@@ -169,7 +209,7 @@ pub fn gelu_backward_f32(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
             return unsafe { wide::gelu_backward_avx2(g, x, out) };
         }
     }
-    gelu_backward_f32_portable(g, x, out)
+    gelu_backward_f32_portable::<false>(g, x, out)
 }
 
 /// GELU's backward in place: `g = g * gelu'(x)` over contiguous f32 slices of one length
@@ -185,7 +225,7 @@ pub fn gelu_backward_f32_inplace(g: &mut [f32], x: &[f32]) {
             return unsafe { wide::gelu_backward_inplace_avx2(g, x) };
         }
     }
-    gelu_backward_f32_inplace_portable(g, x)
+    gelu_backward_f32_inplace_portable::<false>(g, x)
 }
 
 /// The portable bodies compiled with wider vector instructions enabled.
@@ -198,53 +238,53 @@ mod wide {
 
     #[target_feature(enable = "avx512f,avx2,fma")]
     pub unsafe fn gelu_forward_avx512(x: &[f32], out: &mut [MaybeUninit<f32>]) {
-        gelu_forward_f32_portable(x, out)
+        gelu_forward_f32_portable::<true>(x, out)
     }
 
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn gelu_forward_avx2(x: &[f32], out: &mut [MaybeUninit<f32>]) {
-        gelu_forward_f32_portable(x, out)
+        gelu_forward_f32_portable::<true>(x, out)
     }
 
     #[target_feature(enable = "avx512f,avx2,fma")]
     pub unsafe fn gelu_backward_avx512(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
-        gelu_backward_f32_portable(g, x, out)
+        gelu_backward_f32_portable::<true>(g, x, out)
     }
 
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn gelu_backward_avx2(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
-        gelu_backward_f32_portable(g, x, out)
+        gelu_backward_f32_portable::<true>(g, x, out)
     }
 
     #[target_feature(enable = "avx512f,avx2,fma")]
     pub unsafe fn gelu_backward_inplace_avx512(g: &mut [f32], x: &[f32]) {
-        gelu_backward_f32_inplace_portable(g, x)
+        gelu_backward_f32_inplace_portable::<true>(g, x)
     }
 
     #[target_feature(enable = "avx2,fma")]
     pub unsafe fn gelu_backward_inplace_avx2(g: &mut [f32], x: &[f32]) {
-        gelu_backward_f32_inplace_portable(g, x)
+        gelu_backward_f32_inplace_portable::<true>(g, x)
     }
 }
 
 #[inline(always)]
-fn gelu_forward_f32_portable(x: &[f32], out: &mut [MaybeUninit<f32>]) {
+fn gelu_forward_f32_portable<const FMA: bool>(x: &[f32], out: &mut [MaybeUninit<f32>]) {
     for (o, &x) in out.iter_mut().zip(x) {
-        o.write(gelu_f32(x));
+        o.write(gelu_with::<FMA>(x));
     }
 }
 
 #[inline(always)]
-fn gelu_backward_f32_portable(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
+fn gelu_backward_f32_portable<const FMA: bool>(g: &[f32], x: &[f32], out: &mut [MaybeUninit<f32>]) {
     for ((o, &g), &x) in out.iter_mut().zip(g).zip(x) {
-        o.write(g * gelu_grad_f32(x));
+        o.write(g * gelu_grad_with::<FMA>(x));
     }
 }
 
 #[inline(always)]
-fn gelu_backward_f32_inplace_portable(g: &mut [f32], x: &[f32]) {
+fn gelu_backward_f32_inplace_portable<const FMA: bool>(g: &mut [f32], x: &[f32]) {
     for (g, &x) in g.iter_mut().zip(x) {
-        *g *= gelu_grad_f32(x);
+        *g *= gelu_grad_with::<FMA>(x);
     }
 }
 
@@ -366,9 +406,15 @@ pub(super) mod tests {
             let erf = libm::erf(xd);
             worst_erf = worst_erf.max((erf_f32(x) as f64 - erf).abs());
             let cdf = 0.5 * (1.0 + libm::erf(xd * std::f64::consts::FRAC_1_SQRT_2));
-            worst_gelu = worst_gelu.max((gelu_f32(x) as f64 - xd * cdf).abs() / (1.0 + xd.abs()));
             let pdf = (-0.5 * xd * xd).exp() / (2.0 * std::f64::consts::PI).sqrt();
-            worst_grad = worst_grad.max((gelu_grad_f32(x) as f64 - (cdf + xd * pdf)).abs());
+            // Both roundings: separate multiplies and adds, and fused.
+            for (gelu, grad) in [
+                (gelu_with::<false>(x), gelu_grad_with::<false>(x)),
+                (gelu_with::<true>(x), gelu_grad_with::<true>(x)),
+            ] {
+                worst_gelu = worst_gelu.max((gelu as f64 - xd * cdf).abs() / (1.0 + xd.abs()));
+                worst_grad = worst_grad.max((grad as f64 - (cdf + xd * pdf)).abs());
+            }
             x += 0.00731;
         }
         // 1.5e-7 of the formula plus f32 rounding near |erf| = 1.
@@ -384,10 +430,25 @@ pub(super) mod tests {
         assert_eq!(gelu_f32(0.0), 0.0);
     }
 
-    /// The GELU slice kernels (AVX-512 or AVX2 copies here) compute what the scalar
-    /// functions compute, element for element, including the tails shorter than a vector and NaN.
+    /// The GELU slice kernels (AVX-512 or AVX2 copies here, with fused multiply-adds)
+    /// compute what the scalar functions of the same rounding compute, element for element,
+    /// including the tails shorter than a vector and NaN.
     #[test]
     fn gelu_slice_kernels_match_the_scalar_functions() {
+        #[cfg(target_arch = "x86_64")]
+        let fma = has_avx2_fma();
+        #[cfg(not(target_arch = "x86_64"))]
+        let fma = false;
+        let gelu = if fma {
+            gelu_with::<true>
+        } else {
+            gelu_with::<false>
+        };
+        let grad = if fma {
+            gelu_grad_with::<true>
+        } else {
+            gelu_grad_with::<false>
+        };
         let x: Vec<f32> = (0..1037)
             .map(|i| (i as f32 * 0.377).sin() * 9.0)
             .chain([f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0])
@@ -401,11 +462,11 @@ pub(super) mod tests {
             };
             gelu_forward_f32(&x[..n], &mut buf);
             for (o, &x) in out(&buf).iter().zip(&x) {
-                assert_eq!(o.to_bits(), gelu_f32(x).to_bits(), "gelu({x})");
+                assert_eq!(o.to_bits(), gelu(x).to_bits(), "gelu({x})");
             }
             gelu_backward_f32(&g[..n], &x[..n], &mut buf);
             for ((o, &g), &x) in out(&buf).iter().zip(&g).zip(&x) {
-                assert_eq!(o.to_bits(), (g * gelu_grad_f32(x)).to_bits(), "gelu'({x})");
+                assert_eq!(o.to_bits(), (g * grad(x)).to_bits(), "gelu'({x})");
             }
             let mut in_place = g[..n].to_vec();
             gelu_backward_f32_inplace(&mut in_place, &x[..n]);

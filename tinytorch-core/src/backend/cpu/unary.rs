@@ -11,8 +11,9 @@ use super::fast_math;
 use super::special;
 use super::strided::{map1, map2, update1, wide, Loop, Map1, PAR_CHUNK};
 use super::{CpuElement, CpuStorage};
+use crate::backend::BackendStorage;
 use crate::backend::UnaryOp;
-use crate::base::{Element, Layout};
+use crate::base::{DType, Element, Layout};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
 use rayon::prelude::*;
@@ -564,6 +565,12 @@ fn bool_kernel<K: Sink<bool>>(op: UnaryOp, sink: K) -> Result<K::Out> {
 
 /// `op(x)` elementwise.
 pub fn unary(s: &CpuStorage, layout: &Layout, op: UnaryOp) -> Result<CpuStorage> {
+    if op == UnaryOp::Gelu && gelu_slices_take(s.dtype()) && layout.contiguous_range().is_none() {
+        // The slice kernels round as the CPU's FMA copies do; strided views are made
+        // contiguous first, so that a view's GELU is bit for bit its copy's.
+        let dense = super::convert::to_contiguous(s, layout);
+        return unary(&dense, &Layout::contiguous(layout.shape()), op);
+    }
     if let (UnaryOp::Gelu, CpuStorage::F32(v), Some((a, b))) = (op, s, layout.contiguous_range()) {
         // The transformer MLP's activation: the vectorised kernel on chunks across the
         // threads (the generic map computes it 4 lanes wide).
@@ -694,6 +701,12 @@ fn contiguous_pair(
     Some((a0..a1, b0..b1))
 }
 
+/// Whether GELU of `dtype` runs on `fast_math`'s f32 slice kernels (f32, and the half types
+/// widened), whose rounding the scalar fallback does not share where the CPU has FMA.
+fn gelu_slices_take(dtype: DType) -> bool {
+    matches!(dtype, DType::F32 | DType::F16 | DType::BF16)
+}
+
 /// GELU's backward `g * gelu'(x)` in one pass over the upstream gradient `g` and the input
 /// `x` (same shape and float dtype; half types compute in f32). The composite rule of
 /// `ops/unary.rs` makes ~12 passes with a buffer each.
@@ -716,6 +729,12 @@ pub(crate) fn gelu_backward(
             }
             None => run(g, gl, x, xl),
         }
+    }
+    if gelu_slices_take(x.dtype()) && g.dtype() == x.dtype() && contiguous_pair(gl, xl).is_none() {
+        // As in `unary`: strided operands through the slice kernels, so that they round alike.
+        let dense = |s: &CpuStorage, l: &Layout| super::convert::to_contiguous(s, l);
+        let (g, x, l) = (dense(g, gl), dense(x, xl), Layout::contiguous(xl.shape()));
+        return gelu_backward(&g, &l, &x, &l);
     }
     match (g, x) {
         (CpuStorage::F32(g), CpuStorage::F32(x)) => {
