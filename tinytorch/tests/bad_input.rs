@@ -5,6 +5,8 @@
 //! operation and the offending values. A panic, a hang or an `Ok` fails the row.
 //! (tests/errors.rs checks the error kinds of the core ops in more detail.)
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -47,11 +49,9 @@ fn gpu_present() -> bool {
 
 /// The Mistral fixture's `tokenizer.json` (a byte-level BPE with Metaspace), parsed.
 fn mistral_tokenizer_json() -> Result<serde_json::Value> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/llm_families/mistral/tokenizer.json"
-    );
-    Ok(serde_json::from_slice(&std::fs::read(path)?).expect("fixture JSON"))
+    Ok(common::load_json_fixture(
+        "llm_families/mistral/tokenizer.json",
+    ))
 }
 
 fn f32s(shape: &[usize]) -> Tensor {
@@ -441,12 +441,7 @@ fn rows() -> Vec<Row> {
             "tokenizer.json template naming an undefined special token",
             &["HfTokenizer::from_bytes", "[CLSx]"],
             || {
-                let path = concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/tests/fixtures/tiny_bert/tokenizer.json"
-                );
-                let mut json: serde_json::Value =
-                    serde_json::from_slice(&std::fs::read(path)?).expect("fixture JSON");
+                let mut json = common::load_json_fixture("tiny_bert/tokenizer.json");
                 json["post_processor"]["single"] = serde_json::json!([
                     {"SpecialToken": {"id": "[CLSx]", "type_id": 0}},
                     {"Sequence": {"id": "A", "type_id": 0}}

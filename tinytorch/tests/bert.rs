@@ -6,10 +6,10 @@
 //! PyTorch is tests/minilm.rs.
 
 mod common;
-use common::max_diff;
+use common::{fixture_path, max_diff};
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use tinytorch::io::{load_safetensors, save_safetensors};
 use tinytorch::models::bert::{
     l2_normalize, mean_pooling, BertConfig, BertEmbeddings, BertLayer, BertModel, Init,
@@ -19,10 +19,13 @@ use tinytorch::nn::Module;
 use tinytorch::text::hf_tokenizer::HfTokenizer;
 use tinytorch::{DType, Device, Tensor};
 
-const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/tiny_bert");
+/// The tiny model's directory.
+fn fixture() -> PathBuf {
+    fixture_path("tiny_bert")
+}
 
 fn tiny_config() -> BertConfig {
-    BertConfig::from_file(Path::new(FIXTURE).join("config.json")).unwrap()
+    BertConfig::from_file(fixture().join("config.json")).unwrap()
 }
 
 /// A random model with weights large enough that every part matters.
@@ -44,7 +47,7 @@ fn model_dir(name: &str, model: &BertModel) -> PathBuf {
         "sentence_bert_config.json",
         "1_Pooling/config.json",
     ] {
-        std::fs::copy(Path::new(FIXTURE).join(f), dir.join(f)).unwrap();
+        std::fs::copy(fixture().join(f), dir.join(f)).unwrap();
     }
     let mut state = model.state_dict();
     let h = model.config().hidden_size;
@@ -227,7 +230,7 @@ fn bad_inputs_and_configs_are_clear_errors() {
         .to_string();
     assert!(err.contains("token_type_ids"), "{err}");
 
-    let text = std::fs::read_to_string(Path::new(FIXTURE).join("config.json")).unwrap();
+    let text = std::fs::read_to_string(fixture().join("config.json")).unwrap();
     let err = BertConfig::from_json(
         &text.replace("\"num_attention_heads\": 2", "\"num_attention_heads\": 3"),
     )
@@ -266,7 +269,7 @@ fn bad_inputs_and_configs_are_clear_errors() {
 
 #[test]
 fn tokenizer_pads_to_the_longest_and_truncates() {
-    let tok = HfTokenizer::from_file(Path::new(FIXTURE).join("tokenizer.json")).unwrap();
+    let tok = HfTokenizer::from_file(fixture().join("tokenizer.json")).unwrap();
     // The file's own truncation (5) and fixed padding (12) are replaced.
     assert_eq!(tok.max_length(), None);
     assert_eq!(tok.special_tokens(), 2);
@@ -298,9 +301,9 @@ fn tokenizer_pads_to_the_longest_and_truncates() {
     assert_eq!(tok.encode("the cat sat on").unwrap(), vec![2, 4, 5, 3]);
     let err = tok.with_max_length(2).err().unwrap().to_string();
     assert!(err.contains("max_length 2"), "{err}");
-    let tok = HfTokenizer::from_file(Path::new(FIXTURE).join("tokenizer.json")).unwrap();
+    let tok = HfTokenizer::from_file(fixture().join("tokenizer.json")).unwrap();
     assert!(tok.encode_batch(&[]).is_err());
-    let err = HfTokenizer::from_file(Path::new(FIXTURE).join("config.json"))
+    let err = HfTokenizer::from_file(fixture().join("config.json"))
         .err()
         .unwrap()
         .to_string();

@@ -3,8 +3,10 @@
 //! training bit-identically, and the errors for missing, truncated and corrupt files.
 //! (The crash-during-save tests live next to the atomic writer, in src/io.)
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use tinytorch::io::{
     deserialize_safetensors, load_checkpoint, load_module, load_safetensors,
     load_safetensors_with_metadata, save_checkpoint, save_module, save_safetensors,
@@ -17,7 +19,10 @@ use tinytorch::optim::{Adam, AdamOptions, Optimizer, SgdOptions, StateValue, SGD
 use tinytorch::tensor::get_rng_state;
 use tinytorch::{DType, Device, Generator, Tensor};
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/io");
+/// The folder of this file's fixtures.
+fn fixtures() -> PathBuf {
+    common::fixture_path("io")
+}
 
 /// A fresh scratch directory for one test, removed when the test ends.
 struct Scratch(PathBuf);
@@ -274,8 +279,7 @@ fn we_read_reference_writer_files() {
 fn loads_pytorch_written_tensors_of_every_dtype() {
     // Written by safetensors.torch.save_file in scripts/fixtures/gen_io_fixtures.py.
     let (got, meta) =
-        load_safetensors_with_metadata(Path::new(FIXTURES).join("torch_dtypes.safetensors"))
-            .unwrap();
+        load_safetensors_with_metadata(fixtures().join("torch_dtypes.safetensors")).unwrap();
     assert_same_maps(&got, &expected());
     assert_eq!(meta, metadata());
 }
@@ -286,7 +290,7 @@ fn writes_the_bytes_pytorch_verified() {
     // TINYTORCH_REGEN_IO_FIXTURES=1) and scripts/fixtures/gen_io_fixtures.py checked that
     // safetensors.torch.load_file reads it back with PyTorch's dtypes, shapes and values equal
     // to its `expected()`. Writing the same bytes again means PyTorch still reads our files.
-    let path = Path::new(FIXTURES).join("tinytorch_written.safetensors");
+    let path = fixtures().join("tinytorch_written.safetensors");
     if std::env::var_os("TINYTORCH_REGEN_IO_FIXTURES").is_some() {
         save_safetensors_with_metadata(&path, &expected(), &metadata()).unwrap();
     }
@@ -321,14 +325,9 @@ fn net() -> Sequential {
 #[test]
 fn pytorch_state_dict_gives_pytorchs_forward() {
     let mut model = net();
-    load_module(
-        Path::new(FIXTURES).join("torch_model.safetensors"),
-        &model,
-        true,
-    )
-    .unwrap();
+    load_module(fixtures().join("torch_model.safetensors"), &model, true).unwrap();
     model.eval();
-    let io = load_safetensors(Path::new(FIXTURES).join("torch_model_io.safetensors")).unwrap();
+    let io = load_safetensors(fixtures().join("torch_model_io.safetensors")).unwrap();
     let y = model.forward(&io["input"]).unwrap();
     let (got, want) = (y.to_vec_f64().unwrap(), io["output"].to_vec_f64().unwrap());
     assert_eq!(y.shape(), io["output"].shape());

@@ -8,21 +8,20 @@
 
 mod common;
 
-use common::max_diff;
+use common::{fixture_path, load_fixture, load_json_fixture, max_diff};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use tinytorch::io::load_safetensors;
+use std::path::PathBuf;
 use tinytorch::models::gpt::Sampling;
 use tinytorch::models::llama::{Family, LlamaConfig, LlamaForCausalLM};
 use tinytorch::nn::Module;
 use tinytorch::Tensor;
 
 fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/llm_families")
+    fixture_path("llm_families")
 }
 
 fn reference() -> BTreeMap<String, Tensor> {
-    load_safetensors(fixtures().join("reference.safetensors")).unwrap()
+    load_fixture("llm_families/reference.safetensors")
 }
 
 fn load(name: &str) -> LlamaForCausalLM {
@@ -177,8 +176,7 @@ fn greedy_generation_matches_transformers_generate() {
 
 #[test]
 fn unsupported_family_options_are_errors() {
-    let text = std::fs::read_to_string(fixtures().join("qwen2/config.json")).unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut v = load_json_fixture("llm_families/qwen2/config.json");
     v["use_sliding_window"] = true.into();
     let err = LlamaConfig::from_json(&v.to_string())
         .unwrap_err()
@@ -190,8 +188,7 @@ fn unsupported_family_options_are_errors() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("model_type 'gemma'"), "{err}");
-    let text = std::fs::read_to_string(fixtures().join("mistral/config.json")).unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut v = load_json_fixture("llm_families/mistral/config.json");
     v["sliding_window"] = 0.into();
     let err = LlamaConfig::from_json(&v.to_string())
         .unwrap_err()
@@ -202,9 +199,7 @@ fn unsupported_family_options_are_errors() {
 #[test]
 fn the_directories_tokenizer_encodes_and_decodes_as_transformers() {
     use tinytorch::text::hf_tokenizer::HfTokenizer;
-    let reference: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(fixtures().join("generate.json")).unwrap())
-            .unwrap();
+    let reference = load_json_fixture("llm_families/generate.json");
     let tok = HfTokenizer::from_file(fixtures().join("qwen2/tokenizer.json")).unwrap();
     let want: Vec<u32> = serde_json::from_value(reference["qwen2"]["prompt_ids"].clone()).unwrap();
     assert_eq!(tok.encode("the cat sat").unwrap(), want);

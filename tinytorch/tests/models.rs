@@ -2,18 +2,16 @@
 //! the same state-dict keys, shapes and parameter counts, and the same output for the same
 //! weights (tests/fixtures/golden.safetensors, from scripts/fixtures/gen_golden_fixtures.py).
 
+mod common;
+
+use common::load_fixture;
 use std::collections::{BTreeMap, HashMap};
-use tinytorch::io::load_safetensors;
 use tinytorch::models::{ImageShape, ModelKind};
 use tinytorch::nn::Module;
 use tinytorch::{DType, Result, Tensor};
 
 fn fixture() -> BTreeMap<String, Tensor> {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/golden.safetensors"
-    );
-    load_safetensors(path).expect("golden fixture")
+    load_fixture("golden.safetensors")
 }
 
 /// PyTorch's `sum(p.numel() for p in model.parameters())` and `len(model.state_dict())`
