@@ -92,6 +92,10 @@ pub(crate) fn same_device(op: &'static str, tensors: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
+/// A 2-D op's batched `(N, C, H, W)` and unbatched `(C, H, W)` input forms, for
+/// [`with_batch_dim`].
+pub(crate) const IMAGE: (usize, &str) = (4, "C, H, W");
+
 /// Run `f` on `x` in its batched form `(N, C, ...)` of `rank` dims: an unbatched input, of
 /// `rank - 1` dims, gets a batch dim of 1, removed from the result again (PyTorch accepts
 /// both forms); any other rank is an error naming the two forms (`dims`: the unbatched

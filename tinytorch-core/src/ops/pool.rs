@@ -9,7 +9,7 @@ use crate::autograd::needs_grad;
 use crate::backend::{PoolPlane, Storage};
 use crate::error::{Error, Result};
 use crate::ops::conv::patches;
-use crate::ops::{with_batch_dim, with_spans, PadMode};
+use crate::ops::{with_batch_dim, with_spans, PadMode, IMAGE};
 use crate::tensor::Tensor;
 
 /// Output length of a pooling window (PyTorch's `pooling_output_shape`), with ceil mode: the
@@ -177,7 +177,7 @@ fn pool_batched(
             format!("expected a floating-point input, got {}", x.dtype()),
         ));
     }
-    with_batch_dim(op, x, (4, "C, H, W"), f)
+    with_batch_dim(op, x, IMAGE, f)
 }
 
 impl Tensor {

@@ -9,7 +9,7 @@
 use crate::backend::cpu::attention::{
     self as cpu, AttnDims, AttnInput, AttnMask, AttnOptions, Interleave,
 };
-use crate::backend::cpu::attention_half;
+use crate::backend::cpu::attention_half as cpu_half;
 use crate::backend::cpu::float::KernelFloat;
 use crate::backend::{CpuElement, Storage};
 use crate::base::{DType, Layout};
@@ -165,9 +165,11 @@ impl Storage {
                 let qkv = [q, k, v];
                 match q.storage.dtype() {
                     DType::BF16 => {
-                        cpu_backward(qkv, out, dout, mask, lse, c, half_backward::<bf16>)
+                        cpu_backward(qkv, out, dout, mask, lse, c, cpu_half::backward::<bf16>)
                     }
-                    DType::F16 => cpu_backward(qkv, out, dout, mask, lse, c, half_backward::<f16>),
+                    DType::F16 => {
+                        cpu_backward(qkv, out, dout, mask, lse, c, cpu_half::backward::<f16>)
+                    }
                     _ => cpu_backward(qkv, out, dout, mask, lse, c, cpu::backward::<f32>),
                 }
             }
@@ -335,7 +337,7 @@ fn half_forward<H: CpuElement>(
     o: &AttnOptions<H>,
     order: Interleave,
 ) -> (Vec<H>, Lse) {
-    let (out, lse) = attention_half::forward(qkv, d, o, order);
+    let (out, lse) = cpu_half::forward(qkv, d, o, order);
     (out, Lse::F32(lse))
 }
 
@@ -407,19 +409,6 @@ fn cpu_backward<T: CpuElement, L>(
         dv: super::host(dv),
         heads: [hq, hk, hv],
     })
-}
-
-/// [`BackwardKernel`] of bf16 and f16 operands (see [`half_forward`]).
-fn half_backward<H: CpuElement>(
-    qkv: [AttnInput<H>; 3],
-    out: AttnInput<H>,
-    lse: &[f32],
-    dout: AttnInput<H>,
-    d: AttnDims,
-    o: &AttnOptions<H>,
-    orders: [Interleave; 3],
-) -> (Vec<H>, Vec<H>, Vec<H>) {
-    attention_half::backward(qkv, out, lse, dout, d, o, orders)
 }
 
 /// The CUDA view of an operand; a device error for a host one.

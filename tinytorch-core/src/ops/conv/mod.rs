@@ -31,7 +31,7 @@ use crate::amp::to_autocast;
 pub use crate::backend::{set_direct_convolution, set_winograd_convolution};
 use crate::backend::{Conv2dSpec, ConvGeometry};
 use crate::error::{Error, Result};
-use crate::ops::{same_device, with_batch_dim};
+use crate::ops::{same_device, with_batch_dim, IMAGE};
 use crate::tensor::Tensor;
 pub use checks::resolve_padding;
 use checks::{check_bias, check_conv_shapes, check_positive};
@@ -92,9 +92,6 @@ pub(crate) fn patches(
     let refs: Vec<&Tensor> = taps.iter().collect();
     Tensor::stack(&refs, 2)
 }
-
-/// A 2-D op's batched `(N, C, H, W)` and unbatched `(C, H, W)` input forms.
-const IMAGE: (usize, &str) = (4, "C, H, W");
 
 impl Tensor {
     /// 2-D convolution (`torch.nn.functional.conv2d`). `self` is `(N, Ci, H, W)` or
