@@ -567,7 +567,8 @@ fn composite_reference(
         denom += weights[ti as usize];
     }
     let probs = Tensor::from_vec(onehot, x.shape())?.to_dtype(x.dtype())?;
-    let per = cross_entropy(x, &probs, w, ignore, Reduction::None, eps)?;
+    // The ignored targets are masked below; probability targets take no ignore_index.
+    let per = cross_entropy(x, &probs, w, -100, Reduction::None, eps)?;
     let keep = Tensor::from_vec(keep, per.shape())?.to_dtype(x.dtype())?;
     let per = per.mul(&keep)?;
     match reduction {

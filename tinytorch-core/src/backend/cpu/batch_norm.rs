@@ -5,10 +5,15 @@
 //!
 //! ```text
 //! forward:  mean = sum(x) / M,  var = sum((x - mean)^2) / M,  rstd = 1 / sqrt(var + eps)
-//!           y = x * scale + shift,  scale = w * rstd,  shift = b - mean * scale
+//!           y = (x - mean) * scale + b,  scale = w * rstd
 //! backward: dbias = sum(g),  dweight = rstd * sum(g * (x - mean))
 //!           dx = w * rstd * (g - dbias / M - (x - mean) * rstd^2 * sum(g * (x - mean)) / M)
 //! ```
+//!
+//! `x - mean` is taken before scaling (as PyTorch's composite path does), not folded into
+//! `x * scale + (b - mean * scale)`: when the spread is small beside the mean (a constant
+//! channel, images with a large offset), the folded form's two large terms cancel and the
+//! result keeps only the rounding error of `x * scale`.
 //!
 //! which is the gradient through the batch statistics too. The forward reads the input from
 //! memory twice (statistics, normalise) and writes once; the backward reads input and
@@ -18,7 +23,7 @@
 //! the result does not depend on the number of threads.
 //!
 //! With `relu` the forward's output is `max(y, 0)` (`batch_norm(...).relu()` in one pass),
-//! and the backward takes `g` only where the pre-activation `x * scale + shift` was positive,
+//! and the backward takes `g` only where the pre-activation `(x - mean) * scale + b` was positive,
 //! recomputing it from `x` with the forward's own operations (so the same bits): the ReLU's
 //! forward pass and its backward pass over memory disappear. With a residual (a residual
 //! block's `relu(bn(x) + shortcut)`), the output is `max(y + r, 0)` in the same pass, and the
@@ -60,7 +65,7 @@ impl Dims {
     }
 }
 
-/// What the forward's output pass applies after `y = x * scale + shift`.
+/// What the forward's output pass applies after `y = (x - mean) * scale + b`.
 #[derive(Clone, Copy)]
 pub enum Then<'a, S> {
     /// Nothing: `y`.
@@ -80,10 +85,11 @@ pub struct Stats<T> {
     pub rstd: Vec<T>,
     /// Biased batch variance (for the running statistics).
     pub var: Vec<T>,
-    /// The forward's `y = x * scale + shift` per channel (for a fused ReLU's mask).
+    /// The forward's `y = (x - mean) * scale + shift` per channel (for a fused ReLU's mask):
+    /// `scale = w * rstd`, `shift` the bias.
     scale: Vec<T>,
     shift: Vec<T>,
-    /// Whether the backward gates `g` by the ReLU of the recomputed `x * scale + shift`.
+    /// Whether the backward gates `g` by the ReLU of the recomputed pre-activation.
     relu: bool,
 }
 
@@ -138,8 +144,8 @@ fn stat_row<T: KernelFloat>(xr: &[T]) -> [f64; 2] {
 fn grad_row<T: KernelFloat>(gr: &[T], xr: &[T], mean: T, live: Option<(T, T)>) -> [f64; 2] {
     match live {
         Some((sc, sh)) => [
-            lane_sum(gr, xr, |gv, v| gate(gv, v, sc, sh)).f64(),
-            lane_sum(gr, xr, |gv, v| gate(gv, v, sc, sh) * (v - mean)).f64(),
+            lane_sum(gr, xr, |gv, v| gate(gv, v, mean, sc, sh)).f64(),
+            lane_sum(gr, xr, |gv, v| gate(gv, v, mean, sc, sh) * (v - mean)).f64(),
         ],
         None => [
             lane_sum(gr, gr, |gv, _| gv).f64(),
@@ -185,10 +191,11 @@ fn per_channel<C, const K: usize>(
 
 /// One elementwise pass of [`per_channel_affine`].
 enum Pass<'a, S: FloatStore> {
-    /// `out = x * a + b`, then what `Then` says (a ReLU keeps NaN, as `relu`).
+    /// `out = (x - mean) * a + b`, then what `Then` says (a ReLU keeps NaN, as `relu`).
     Forward(Then<'a, S>),
-    /// `out = g' * gc + x * a + b`, with `g' = g`, or with `live = Some((scale, shift))`, `g`
-    /// where `x * scale + shift > 0` and 0 elsewhere (NaN passing, as ReLU's backward).
+    /// `out = g' * gc + (x - mean) * a + b`, with `g' = g`, or with `live = Some((scale,
+    /// shift))`, `g` where `(x - mean) * scale + shift > 0` and 0 elsewhere (NaN passing, as
+    /// ReLU's backward).
     Backward {
         g: &'a [S],
         gc: &'a [S::C],
@@ -197,7 +204,7 @@ enum Pass<'a, S: FloatStore> {
 }
 
 /// A fused ReLU's per-channel `(scale, shift)` of the forward, whose pre-activation
-/// `x * scale + shift` says where the gradient passes.
+/// `(x - mean) * scale + shift` says where the gradient passes.
 type ChannelGate<'a, C> = (&'a [C], &'a [C]);
 
 /// [`Pass`] for one row, in the compute type.
@@ -210,46 +217,46 @@ enum RowPass<'a, C> {
     },
 }
 
-/// `g` where the pre-activation `x * scale + shift` of a fused ReLU was positive (or NaN),
-/// else 0: the gradient that reaches the normalisation.
+/// `g` where the pre-activation `(x - mean) * scale + shift` of a fused ReLU was positive
+/// (or NaN), else 0: the gradient that reaches the normalisation.
 #[inline(always)]
-fn gate<T: KernelFloat>(g: T, x: T, scale: T, shift: T) -> T {
-    if x * scale + shift <= T::ZERO {
+fn gate<T: KernelFloat>(g: T, x: T, mean: T, scale: T, shift: T) -> T {
+    if (x - mean) * scale + shift <= T::ZERO {
         T::ZERO
     } else {
         g
     }
 }
 
-/// One row of [`per_channel_affine`]: `o = x * a + b` and the other forms of [`RowPass`].
+/// One row of [`per_channel_affine`]: `o = (x - m) * a + b` and the other forms of
+/// [`RowPass`].
 fn affine_row<T: KernelFloat>(
     o: &mut [MaybeUninit<T>],
     xr: &[T],
     pass: RowPass<'_, T>,
-    a: T,
-    b: T,
+    [m, a, b]: [T; 3],
 ) {
     match pass {
         RowPass::Forward(Then::Nothing) => {
             for (o, &v) in o.iter_mut().zip(xr) {
-                o.write(v * a + b);
+                o.write((v - m) * a + b);
             }
         }
         RowPass::Forward(Then::Relu) => {
             for (o, &v) in o.iter_mut().zip(xr) {
-                let y = v * a + b;
+                let y = (v - m) * a + b;
                 o.write(if y < T::ZERO { T::ZERO } else { y });
             }
         }
         RowPass::Forward(Then::AddRelu(rr)) => {
             for ((o, &v), &r) in o.iter_mut().zip(xr).zip(rr) {
-                let y = v * a + b + r;
+                let y = (v - m) * a + b + r;
                 o.write(if y < T::ZERO { T::ZERO } else { y });
             }
         }
         RowPass::Backward { g, gc, live: None } => {
             for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(g) {
-                o.write(gv * gc + v * a + b);
+                o.write(gv * gc + (v - m) * a + b);
             }
         }
         RowPass::Backward {
@@ -258,21 +265,20 @@ fn affine_row<T: KernelFloat>(
             live: Some((sc, sh)),
         } => {
             for ((o, &v), &gv) in o.iter_mut().zip(xr).zip(g) {
-                o.write(gate(gv, v, sc, sh) * gc + v * a + b);
+                o.write(gate(gv, v, m, sc, sh) * gc + (v - m) * a + b);
             }
         }
     }
 }
 
-/// `out[row] = x[row] * a[ch] + b[ch]` and the other forms of [`Pass`]: the one elementwise
-/// pass of the forward and of the backward. Half-precision rows are widened, computed in
-/// the compute type and rounded once.
+/// `out[row] = (x[row] - m[ch]) * a[ch] + b[ch]` and the other forms of [`Pass`]: the one
+/// elementwise pass of the forward and of the backward. Half-precision rows are widened,
+/// computed in the compute type and rounded once.
 fn per_channel_affine<S: FloatStore>(
     d: Dims,
     x: &[S],
     pass: &Pass<'_, S>,
-    a: &[S::C],
-    b: &[S::C],
+    [m, a, b]: [&[S::C]; 3],
 ) -> Vec<S>
 where
     S::C: KernelFloat,
@@ -298,11 +304,12 @@ where
                     live: live.map(|(sc, sh)| (sc[ch], sh[ch])),
                 },
             };
+            let coefficients = [m[ch], a[ch], b[ch]];
             match S::as_compute_mut(o) {
-                Some(o) => affine_row(o, xr, row_pass, a[ch], b[ch]),
+                Some(o) => affine_row(o, xr, row_pass, coefficients),
                 None => {
                     sc.out.resize(d.s, MaybeUninit::uninit());
-                    affine_row(&mut sc.out, xr, row_pass, a[ch], b[ch]);
+                    affine_row(&mut sc.out, xr, row_pass, coefficients);
                     // SAFETY: `affine_row` wrote all `d.s` elements of the row buffer.
                     let computed =
                         unsafe { &*(&sc.out[..] as *const [MaybeUninit<S::C>] as *const [S::C]) };
@@ -371,13 +378,11 @@ where
     let rstd: Vec<f64> = var.iter().map(|v| 1.0 / (v + eps).sqrt()).collect();
     let w = |ch: usize| weight.map_or(1.0, |w| KernelFloat::f64(w[ch]));
     let scale: Vec<S::C> = (0..d.c).map(|ch| of(w(ch) * rstd[ch])).collect();
-    let shift: Vec<S::C> = (0..d.c)
-        .map(|ch| {
-            let b = bias.map_or(0.0, |b| KernelFloat::f64(b[ch]));
-            of(b - KernelFloat::f64(mean[ch]) * w(ch) * rstd[ch])
-        })
-        .collect();
-    let y = per_channel_affine(d, x, &Pass::Forward(then), &scale, &shift);
+    let shift: Vec<S::C> = match bias {
+        Some(b) => b.to_vec(),
+        None => vec![of(0.0); d.c],
+    };
+    let y = per_channel_affine(d, x, &Pass::Forward(then), [&mean, &scale, &shift]);
     let stats = Stats {
         mean,
         rstd: rstd.into_iter().map(of).collect(),
@@ -428,8 +433,8 @@ where
         .map(|ch| of(sums[ch][1] * f64_of(stats.rstd[ch])))
         .collect();
     let dx = want_dx.then(|| {
-        // dx = gc * g + a * x + b, with gc = w * rstd, a = -gc * rstd^2 * sum(g (x - mean)) / M,
-        // b = -gc * sum(g) / M - a * mean.
+        // dx = gc * g + a * (x - mean) + b, with gc = w * rstd,
+        // a = -gc * rstd^2 * sum(g (x - mean)) / M, b = -gc * sum(g) / M.
         let inv_m = 1.0 / d.count();
         let (mut gc, mut a, mut b) = (vec![], vec![], vec![]);
         for ch in 0..d.c {
@@ -438,10 +443,11 @@ where
             let av = -gcv * rstd * rstd * sums[ch][1] * inv_m;
             gc.push(of(gcv));
             a.push(of(av));
-            b.push(of(-gcv * sums[ch][0] * inv_m - av * f64_of(stats.mean[ch])));
+            b.push(of(-gcv * sums[ch][0] * inv_m));
         }
         let live = stats.relu.then_some((&stats.scale[..], &stats.shift[..]));
-        per_channel_affine(d, x, &Pass::Backward { g, gc: &gc, live }, &a, &b)
+        let pass = Pass::Backward { g, gc: &gc, live };
+        per_channel_affine(d, x, &pass, [&stats.mean, &a, &b])
     });
     Grads { dx, dweight, dbias }
 }
@@ -664,6 +670,30 @@ mod tests {
                 let v = stats.var[ch] as f64;
                 assert!((v - e).abs() < 1e-5 * e, "{d:?} channel {ch}: {v} vs {e}");
             }
+        }
+    }
+
+    #[test]
+    fn a_constant_channel_normalises_to_its_bias_exactly() {
+        // Six equal f32 values (a mean computed exactly) at eps 1e-5: `x - mean` is 0, so
+        // y is the bias, and so is dx's constant part. The folded `x * scale + (b - mean *
+        // scale)` left the rounding of `x * scale` (|x * scale| about 900, one ulp 6e-5).
+        let d = Dims { n: 3, c: 2, s: 1 };
+        let x = [1.441_f32, 1.441, 1.441, 1.441, 1.441, 1.441];
+        let (w, b) = ([0.308_f32, -1.9775], [1.0067_f32, -1.8505]);
+        let (y, stats) = forward(&x, d, Some(&w), Some(&b), 1e-5, Then::Nothing);
+        assert_eq!(y, [b[0], b[1], b[0], b[1], b[0], b[1]]);
+        let g = [0.5_f32, -1.0, 0.25, 2.0, -0.75, 1.0];
+        let dx = backward(&x, &g, d, Some(&w), &stats, true).dx.unwrap();
+        for (i, v) in dx.iter().enumerate() {
+            let ch = i % 2;
+            let gc = w[ch] as f64 / (1e-5f64).sqrt();
+            let mean_g: f64 = (0..3).map(|n| g[n * 2 + ch] as f64).sum::<f64>() / 3.0;
+            let want = gc * (g[i] as f64 - mean_g);
+            assert!(
+                (*v as f64 - want).abs() <= 1e-6 * want.abs().max(1.0),
+                "{i}: {v} vs {want}"
+            );
         }
     }
 }

@@ -45,6 +45,15 @@ pub fn cross_entropy(
             format!("label_smoothing must be between 0.0 and 1.0, got {label_smoothing}"),
         ));
     }
+    if target.dtype().is_float() && ignore_index >= 0 {
+        return Err(Error::invalid(
+            CE,
+            format!(
+                "ignore_index is not supported for probability (floating-point) targets, got \
+                 ignore_index={ignore_index}"
+            ),
+        ));
+    }
     if fused_ce_applies(input, target, weight) {
         if let Some(loss) = fused_cross_entropy(
             input,
@@ -72,7 +81,9 @@ pub(super) const CE: &str = "cross_entropy";
 
 /// The composite cross entropy (any device, index or probability targets): log-softmax,
 /// the target distribution `q` as a tensor, `-sum(q * logp)`; backward
-/// `g * (exp(logp) * sum(q) - q)`. The reference the fused kernel is tested against.
+/// `g * (exp(logp) * sum(q) - q)`, and for probability targets that require grad (as
+/// PyTorch differentiates them) `-g * (1 - label_smoothing) * weight * logp`. The reference
+/// the fused kernel is tested against.
 fn composite_cross_entropy(
     input: &Tensor,
     target: &Tensor,
@@ -98,17 +109,35 @@ fn composite_cross_entropy(
         };
         (out, logp, q, denom)
     };
-    if !needs_grad(&[input]) {
+    // Probability targets are differentiable inputs too: q = (1 - eps) * t * w + eps / C * w.
+    let target_factor = if t.dtype().is_float() && needs_grad(&[target]) {
+        let classes = x.shape()[1];
+        let w = class_weight(OP, weight, classes, x.ndim(), x.dtype())?;
+        let f = -(1.0 - label_smoothing);
+        Some(match w {
+            Some(w) => w.mul_scalar(f)?,
+            None => Tensor::scalar_tensor(f, x.dtype(), x.device())?,
+        })
+    } else {
+        None
+    };
+    let recorded: Vec<&Tensor> = match target_factor {
+        Some(_) => vec![input, target],
+        None => vec![input],
+    };
+    if !needs_grad(&recorded) {
         return Ok(out);
     }
     let (logp, q, saved_x) = (logp.save(OP), q.save(OP), x.save(OP));
+    let target_shape: Vec<isize> = target.shape().iter().map(|&d| d as isize).collect();
+    let target_dtype = target.dtype();
     let per_shape: Vec<isize> = {
         let mut s: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
         s[1] = 1;
         s
     };
     let in_shape: Vec<isize> = input.shape().iter().map(|&d| d as isize).collect();
-    Ok(out.record(OP, &[input], move |g, _| {
+    Ok(out.record(OP, &recorded, move |g, _| {
         let q = &q.get()?;
         // Under create_graph, log-softmax again from the logits in the graph, so that the
         // gradient is differentiable w.r.t. them.
@@ -125,7 +154,12 @@ fn composite_cross_entropy(
         };
         let total = q.sum(&[1], true)?;
         let dx = logp.exp()?.mul(&total)?.sub(q)?.mul(&g)?;
-        Ok(vec![Some(dx.reshape(&in_shape)?)])
+        let mut grads = vec![Some(dx.reshape(&in_shape)?)];
+        if let Some(f) = &target_factor {
+            let dt = logp.mul(f)?.mul(&g)?;
+            grads.push(Some(dt.reshape(&target_shape)?.to_dtype(target_dtype)?));
+        }
+        Ok(grads)
     }))
 }
 

@@ -304,7 +304,14 @@ pub(crate) fn batch_norm_then(
     let cs = channel_shape(c, x.ndim());
     if training {
         let count = x.numel() / c.max(1);
-        if count <= 1 {
+        if count == 0 {
+            // An empty batch, as PyTorch: an empty output, the running statistics untouched
+            // and zero gradients for the affine parameters, which the affine map alone gives.
+            let w = weight.map(|w| w.reshape(&cs)).transpose()?;
+            let b = bias.map(|b| b.reshape(&cs)).transpose()?;
+            return then(affine(x.clone(), w.as_ref(), b.as_ref())?);
+        }
+        if count == 1 {
             return Err(Error::invalid(
                 OP,
                 format!(
