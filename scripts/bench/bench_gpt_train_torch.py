@@ -29,6 +29,7 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_cpu_torch import gpt_step  # noqa: E402
+from bench_stats import median_ms  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VOCAB, BLOCK, LAYERS, HEADS, EMBD, BATCH = 512, 64, 4, 4, 128, 16
@@ -36,14 +37,7 @@ VOCAB, BLOCK, LAYERS, HEADS, EMBD, BATCH = 512, 64, 4, 4, 128, 16
 
 def torch_step_ms(step, budget_s):
     """Median ms of one step: 2 warm-up steps, then >= 10 and more while the budget lasts."""
-    step()
-    step()
-    times, start = [], time.perf_counter()
-    while len(times) < 10 or (time.perf_counter() - start < budget_s and len(times) < 1000):
-        t = time.perf_counter()
-        step()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    return median_ms(step, budget_s, min_runs=10)
 
 
 def tinytorch_step_ms(binary, threads, budget_ms):

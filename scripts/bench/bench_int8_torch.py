@@ -19,9 +19,7 @@ import sys
 import torch
 
 from bench_layers_torch import time_row
-from bench_stats import compare
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench_stats import add_run_args, compare
 
 
 def torch_row(p, budget_s):
@@ -37,11 +35,7 @@ def torch_row(p, budget_s):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--budget-ms", type=int, default=500)
-    ap.add_argument("--markdown", action="store_true")
-    ap.add_argument("--exe", default=os.path.join(ROOT, "target", "release", "tinytorch"))
+    add_run_args(ap, budget_ms=500)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     env = dict(os.environ, RAYON_NUM_THREADS=str(args.threads))

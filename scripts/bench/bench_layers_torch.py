@@ -26,9 +26,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from bench_stats import compare
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from bench_stats import add_run_args, compare, median_ms
 
 
 def sync(device):
@@ -51,14 +49,7 @@ def time_row(fn, device, budget_s):
             timed()
             times.append((time.perf_counter() - t) * 1e3)
         return statistics.median(times)
-    timed()
-    timed()
-    times, start = [], time.perf_counter()
-    while len(times) < 5 or (time.perf_counter() - start < budget_s and len(times) < 1000):
-        t = time.perf_counter()
-        timed()
-        times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    return median_ms(timed, budget_s, min_runs=5)
 
 
 def build(name, p, device):
@@ -103,11 +94,7 @@ def tinytorch_rows(exe, device, threads, budget_ms):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=os.cpu_count())
-    ap.add_argument("--repeats", type=int, default=1)
-    ap.add_argument("--budget-ms", type=int, default=1000)
-    ap.add_argument("--markdown", action="store_true")
-    ap.add_argument("--exe", default=os.path.join(ROOT, "target", "release", "tinytorch"))
+    add_run_args(ap, budget_ms=1000)
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     torch.backends.cuda.matmul.allow_tf32 = False

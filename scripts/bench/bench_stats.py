@@ -6,12 +6,41 @@ error with Welch's degrees of freedom). The interval needs the Python package
 (``pip install ./tinytorch-py``) and at least two runs (``--repeats``); without them the
 column shows the ratio of medians alone.
 """
+import os
 import statistics
+import time
 
 try:
     from tinytorch.utils.benchmark import speedup
 except ImportError:  # the package is not installed: ratios without intervals
     speedup = None
+
+#: The repository root (this file is scripts/bench/bench_stats.py).
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def add_run_args(ap, budget_ms):
+    """The options of the scripts that run the TinyTorch binary's suites against PyTorch:
+    ``--threads``, ``--repeats``, ``--budget-ms`` (default ``budget_ms``), ``--markdown``
+    and ``--exe`` (the binary)."""
+    ap.add_argument("--threads", type=int, default=os.cpu_count())
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--budget-ms", type=int, default=budget_ms)
+    ap.add_argument("--markdown", action="store_true")
+    ap.add_argument("--exe", default=os.path.join(ROOT, "target", "release", "tinytorch"))
+
+
+def median_ms(fn, budget_s, min_runs):
+    """The median milliseconds of ``fn()``: two warm-up calls, then at least ``min_runs``
+    timed calls, and more while ``budget_s`` seconds last (1000 at most)."""
+    fn()
+    fn()
+    times, start = [], time.perf_counter()
+    while len(times) < min_runs or (time.perf_counter() - start < budget_s and len(times) < 1000):
+        t = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
 
 
 def compare(pt_times, tt_times):

@@ -36,6 +36,30 @@ def assert_close(got, want, atol=1e-5, rtol=1e-5, what=""):
     assert not bad, f"{what}: {len(bad)} of {len(g)} elements differ, first {bad[:3]}"
 
 
+def check_op_case(name, expr, env, ref, device=None, **tol):
+    """Evaluate the cases.py expression ``expr`` over the inputs ``env`` and compare its
+    value, then (where ``ref`` has them) the gradients of ``(out * upstream(out)).sum()``
+    with respect to the inputs, with PyTorch's in ``ref`` (ops.safetensors); ``tol``:
+    assert_close's tolerances. With ``device``, the result and the gradients must be on it
+    (they are compared on the CPU)."""
+
+    def on_cpu(t, what):
+        if device is None:
+            return t
+        assert t.device == torch.device(device), f"{name}: {what} on {t.device}"
+        return t.cpu()
+
+    out = eval(expr, {"torch": torch}, env)
+    assert_close(on_cpu(out, "result"), ref[f"{name}.out"], what=f"{name}: {expr}", **tol)
+    grads = {k[len(name) + 6:]: v for k, v in ref.items() if k.startswith(f"{name}.grad.")}
+    if not grads:
+        return
+    (out * upstream(out)).sum().backward()
+    for k, want in grads.items():
+        got = env[k].grad if env[k].grad is not None else torch.zeros_like(env[k])
+        assert_close(on_cpu(got, f"grad of {k}"), want, what=f"{name}: grad of {k}", **tol)
+
+
 @pytest.fixture
 def close():
     return assert_close

@@ -56,35 +56,31 @@ def LAYER_CASES(torch, nn):
     ]
 
 
-def SelfAttention(mha, which, need_weights=True):
-    """Self-attention of ``mha`` as a Module returning output ``which`` (0: the attention
-    output, 1: the head-averaged weights)."""
-    cls = next(b for b in type(mha).__mro__ if b.__name__ == "Module")
+def _wrapped(name, inner, call):
+    """``inner`` held as attribute ``name`` of a Module (of ``inner``'s own framework) whose
+    ``forward(x)`` is ``call(inner, x)``."""
+    cls = next(b for b in type(inner).__mro__ if b.__name__ == "Module")
 
     class Wrapped(cls):
         def __init__(self):
             super().__init__()
-            self.mha = mha
+            setattr(self, name, inner)
 
         def forward(self, x):
-            return self.mha(x, x, x, need_weights=need_weights)[which]
+            return call(getattr(self, name), x)
 
     return Wrapped()
+
+
+def SelfAttention(mha, which, need_weights=True):
+    """Self-attention of ``mha`` as a Module returning output ``which`` (0: the attention
+    output, 1: the head-averaged weights)."""
+    return _wrapped("mha", mha, lambda m, x: m(x, x, x, need_weights=need_weights)[which])
 
 
 def First(layer):
     """A recurrent layer as a Module whose output is the layer's first output."""
-    cls = next(b for b in type(layer).__mro__ if b.__name__ == "Module")
-
-    class Wrapped(cls):
-        def __init__(self):
-            super().__init__()
-            self.layer = layer
-
-        def forward(self, x):
-            return self.layer(x)[0]
-
-    return Wrapped()
+    return _wrapped("layer", layer, lambda m, x: m(x)[0])
 
 
 def make_classes(nn, F):
@@ -159,6 +155,20 @@ def training_runs(torch, nn, F):
     MLP, CNN = make_classes(nn, F)
     out = {}
 
+    def loader_losses(model, loader, opt, scheduler, epochs):
+        """The loss of every batch of ``epochs`` passes of cross-entropy training over
+        ``loader``, ``scheduler`` stepped after each pass."""
+        losses = []
+        for _ in range(epochs):
+            for xb, yb in loader:
+                opt.zero_grad()
+                loss = F.cross_entropy(model(xb), yb)
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+            scheduler.step()
+        return losses
+
     # An MLP with SGD (momentum, weight decay), StepLR and a DataLoader over a TensorDataset.
     model = MLP()
     set_ramp_weights(torch, model)
@@ -167,16 +177,7 @@ def training_runs(torch, nn, F):
     loader = data.DataLoader(data.TensorDataset(x, y), batch_size=8)
     opt = optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-3)
     scheduler = sched.StepLR(opt, step_size=2, gamma=0.5)
-    losses = []
-    for _ in range(4):
-        for xb, yb in loader:
-            opt.zero_grad()
-            loss = F.cross_entropy(model(xb), yb)
-            loss.backward()
-            opt.step()
-            losses.append(loss.item())
-        scheduler.step()
-    out["mlp_sgd"] = losses
+    out["mlp_sgd"] = loader_losses(model, loader, opt, scheduler, 4)
 
     # A CNN with Adam and gradient clipping.
     model = CNN()
@@ -220,16 +221,7 @@ def training_runs(torch, nn, F):
         loader = data.DataLoader(data.TensorDataset(x, y), batch_size=64)
         opt = optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
         scheduler = sched.StepLR(opt, step_size=1, gamma=0.7)
-        losses = []
-        for _ in range(2):
-            for xb, yb in loader:
-                opt.zero_grad()
-                loss = F.cross_entropy(model(xb), yb)
-                loss.backward()
-                opt.step()
-                losses.append(loss.item())
-            scheduler.step()
-        out["fashion_mnist_cnn"] = losses
+        out["fashion_mnist_cnn"] = loader_losses(model, loader, opt, scheduler, 2)
     return out
 
 

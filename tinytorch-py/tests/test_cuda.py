@@ -12,7 +12,7 @@ import tinytorch.nn.functional as F
 import tinytorch.optim as optim
 import models
 from cases import CASES, inputs
-from conftest import assert_close, fixture, upstream
+from conftest import assert_close, check_op_case, fixture, upstream
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 
@@ -27,19 +27,8 @@ def to_gpu(env):
 
 @pytest.mark.parametrize("name,expr", CASES, ids=[c[0] for c in CASES])
 def test_op_on_gpu_matches_pytorch(name, expr):
-    ref = fixture("ops.safetensors")
-    env = to_gpu(inputs(torch))
-    out = eval(expr, {"torch": torch}, env)
-    assert out.device == torch.device(GPU), f"{name}: result on {out.device}"
-    assert_close(out.cpu(), ref[f"{name}.out"], atol=1e-5, rtol=1e-4, what=f"{name}: {expr}")
-    grads = {k[len(name) + 6:]: v for k, v in ref.items() if k.startswith(f"{name}.grad.")}
-    if not grads:
-        return
-    (out * upstream(out)).sum().backward()
-    for k, want in grads.items():
-        got = env[k].grad if env[k].grad is not None else torch.zeros_like(env[k])
-        assert got.device == torch.device(GPU), f"{name}: grad of {k} on {got.device}"
-        assert_close(got.cpu(), want, atol=1e-5, rtol=1e-4, what=f"{name}: grad of {k}")
+    check_op_case(name, expr, to_gpu(inputs(torch)), fixture("ops.safetensors"), device=GPU,
+                  atol=1e-5, rtol=1e-4)
 
 
 LAYERS = models.LAYER_CASES(torch, nn)

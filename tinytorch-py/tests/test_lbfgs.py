@@ -5,42 +5,16 @@ searches), its state counters and argument errors."""
 import pytest
 
 import tinytorch as torch
+from py_api_cases import LBFGS_CASES as CASES, lbfgs_losses
 from py_api_fixtures import DATA, assert_list_close, filled
 
-
-def least_squares(params):
-    (w,) = params
-    a = filled((6, 3), 0.2, torch.float64)
-    b = filled((6,), 1.1, torch.float64)
-    return 0.5 * ((a @ w - b) ** 2).sum() + 0.05 * (w ** 2).sum()
+LOSSES = lbfgs_losses(torch, filled)
 
 
-def rosenbrock(params):
-    (xy,) = params
-    return (1 - xy[0]) ** 2 + 100 * (xy[1] - xy[0] ** 2) ** 2
-
-
-def tanh_net(params):
-    w1, w2 = params
-    x = filled((8, 3), 0.6, torch.float64)
-    y = filled((8, 1), 2.2, torch.float64)
-    return ((torch.tanh(x @ w1) @ w2 - y) ** 2).mean()
-
-
-CASES = [
-    ("least_squares_fixed_step", least_squares, [((3,), 0.4)],
-     {"lr": 0.5, "max_iter": 4, "history_size": 2}, 4),
-    ("rosenbrock_strong_wolfe", rosenbrock, [((2,), 3.0)],
-     {"lr": 1, "max_iter": 10, "history_size": 5, "line_search_fn": "strong_wolfe"}, 3),
-    ("tanh_net_strong_wolfe", tanh_net, [((3, 4), 0.8), ((4, 1), 1.9)],
-     {"max_iter": 8, "line_search_fn": "strong_wolfe"}, 3),
-    ("tanh_net_defaults", tanh_net, [((3, 4), 0.8), ((4, 1), 1.9)], {}, 2),
-]
-
-
-@pytest.mark.parametrize("name,loss_fn,inits,opts,steps", CASES, ids=[c[0] for c in CASES])
-def test_lbfgs_matches_pytorch(name, loss_fn, inits, opts, steps):
+@pytest.mark.parametrize("name,loss_name,inits,opts,steps", CASES, ids=[c[0] for c in CASES])
+def test_lbfgs_matches_pytorch(name, loss_name, inits, opts, steps):
     want = DATA["lbfgs"][name]
+    loss_fn = LOSSES[loss_name]
     params = [filled(shape, phase, torch.float64).requires_grad_(True)
               for shape, phase in inits]
     opt = torch.optim.LBFGS(params, **opts)

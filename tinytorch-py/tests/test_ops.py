@@ -5,20 +5,11 @@ import pytest
 
 import tinytorch as torch
 from cases import CASES, inputs
-from conftest import assert_close, fixture, upstream
+from conftest import check_op_case, fixture
 
 REF = fixture("ops.safetensors")
 
 
 @pytest.mark.parametrize("name,expr", CASES, ids=[c[0] for c in CASES])
 def test_matches_pytorch(name, expr):
-    env = inputs(torch)
-    out = eval(expr, {"torch": torch}, env)
-    assert_close(out, REF[f"{name}.out"], what=f"{name}: {expr}")
-    grads = {k[len(name) + 6:]: v for k, v in REF.items() if k.startswith(f"{name}.grad.")}
-    if not grads:
-        return
-    (out * upstream(out)).sum().backward()
-    for k, want in grads.items():
-        got = env[k].grad if env[k].grad is not None else torch.zeros_like(env[k])
-        assert_close(got, want, what=f"{name}: grad of {k}")
+    check_op_case(name, expr, inputs(torch), REF)

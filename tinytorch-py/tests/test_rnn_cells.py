@@ -7,18 +7,8 @@ import math
 import pytest
 
 import tinytorch as torch
+from py_api_cases import CELL_CASES as CASES, HIDDEN
 from py_api_fixtures import DATA, assert_list_close, filled, upstream
-
-HIDDEN = 5
-CASES = [
-    ("rnn_tanh", "RNNCell", {}, (3, 4), True),
-    ("rnn_relu", "RNNCell", {"nonlinearity": "relu"}, (3, 4), True),
-    ("rnn_no_state", "RNNCell", {}, (3, 4), False),
-    ("lstm", "LSTMCell", {}, (3, 4), True),
-    ("lstm_unbatched", "LSTMCell", {}, (4,), True),
-    ("gru", "GRUCell", {}, (3, 4), True),
-    ("gru_no_bias", "GRUCell", {"bias": False}, (2, 4), True),
-]
 
 
 @pytest.mark.parametrize("name,kind,kwargs,xshape,with_state", CASES, ids=[c[0] for c in CASES])

@@ -99,22 +99,24 @@ def _as_tensor(x, like):
                      device=like.device)
 
 
-def xlogy(input, other, *, out=None):
-    """``x * log(y)``, 0 where ``x == 0`` (unless ``y`` is NaN)."""
+def _x_times_log(input, other, log):
+    """``input * log(other)``, 0 where ``input == 0`` (unless ``other`` is NaN); a number
+    argument becomes a tensor like the other one."""
     if not isinstance(input, _C.Tensor):
         input = _as_tensor(input, other)
     other = _as_tensor(other, input)
-    value = input * other.log()
+    value = input * log(other)
     return _C.where((input == 0) & ~other.isnan(), value.new_zeros(value.shape), value)
+
+
+def xlogy(input, other, *, out=None):
+    """``x * log(y)``, 0 where ``x == 0`` (unless ``y`` is NaN)."""
+    return _x_times_log(input, other, lambda t: t.log())
 
 
 def xlog1py(input, other, *, out=None):
     """``x * log1p(y)``, 0 where ``x == 0`` (unless ``y`` is NaN)."""
-    if not isinstance(input, _C.Tensor):
-        input = _as_tensor(input, other)
-    other = _as_tensor(other, input)
-    value = input * other.log1p()
-    return _C.where((input == 0) & ~other.isnan(), value.new_zeros(value.shape), value)
+    return _x_times_log(input, other, lambda t: t.log1p())
 
 
 def i0(input, *, out=None):

@@ -8,7 +8,8 @@
 
 from .. import _tinytorch as _C
 from . import functional as F
-from .layers import _conv_extra_repr
+from .layers import (_channel_norm_extra_repr, _channel_norm_init, _conv_extra_repr,
+                     _OptionsModule)
 from .module import Module
 from .parameter import Parameter
 
@@ -30,15 +31,19 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
-class Hardswish(Module):
-    """``x * relu6(x + 3) / 6``."""
+class _InplaceActivation(_OptionsModule):
+    """An activation ``_fn(input, inplace)`` whose only option is ``inplace``, not shown."""
+
+    _options, _shown = ("inplace",), ()
 
     def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
+        super().__init__(inplace)
 
-    def forward(self, input):
-        return F.hardswish(input, self.inplace)
+
+class Hardswish(_InplaceActivation):
+    """``x * relu6(x + 3) / 6``."""
+
+    _fn = staticmethod(F.hardswish)
 
 
 class ZeroPad2d(Module):
@@ -148,46 +153,32 @@ class ReplicationPad3d(_ModePad):
     _dims, _mode = 3, "replicate"
 
 
-class ReLU6(Module):
+class ReLU6(_InplaceActivation):
     """``min(max(0, x), 6)``."""
 
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.relu6(input, self.inplace)
+    _fn = staticmethod(F.relu6)
 
 
-class Hardtanh(Module):
+class Hardtanh(_OptionsModule):
     """``x`` clamped to [min_val, max_val] (default [-1, 1])."""
 
+    _fn = staticmethod(F.hardtanh)
+    _options, _shown = ("min_val", "max_val", "inplace"), ("min_val", "max_val")
+
     def __init__(self, min_val=-1.0, max_val=1.0, inplace=False):
-        super().__init__()
         if max_val <= min_val:
             raise ValueError(f"Hardtanh: max_val ({max_val}) must be larger than min_val "
                              f"({min_val})")
-        self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
-
-    def forward(self, input):
-        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
-
-    def extra_repr(self):
-        return f"min_val={self.min_val}, max_val={self.max_val}"
+        super().__init__(min_val, max_val, inplace)
 
 
-class GLU(Module):
+class GLU(_OptionsModule):
     """The gated linear unit along ``dim``."""
 
+    _fn, _options = staticmethod(F.glu), ("dim",)
+
     def __init__(self, dim=-1):
-        super().__init__()
-        self.dim = dim
-
-    def forward(self, input):
-        return F.glu(input, self.dim)
-
-    def extra_repr(self):
-        return f"dim={self.dim}"
+        super().__init__(dim)
 
 
 class Dropout2d(Module):
@@ -206,15 +197,10 @@ class Dropout2d(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-class SELU(Module):
+class SELU(_InplaceActivation):
     """``scale * elu(x, alpha)`` with SELU's constants (``F.selu``)."""
 
-    def __init__(self, inplace=False):
-        super().__init__()
-        self.inplace = inplace
-
-    def forward(self, input):
-        return F.selu(input, self.inplace)
+    _fn = staticmethod(F.selu)
 
     def extra_repr(self):
         return "inplace=True" if self.inplace else ""
@@ -305,22 +291,8 @@ class _InstanceNorm(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False,
                  track_running_stats=False, device=None, dtype=None):
         super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(_C.ones(num_features, dtype=dtype, device=device))
-            self.bias = Parameter(_C.zeros(num_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        if track_running_stats:
-            self.register_buffer("running_mean", _C.zeros(num_features, dtype=dtype,
-                                                          device=device))
-            self.register_buffer("running_var", _C.ones(num_features, dtype=dtype,
-                                                        device=device))
-            self.register_buffer("num_batches_tracked", _C.tensor(0, device=device))
-        else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+        _channel_norm_init(self, num_features, eps, momentum, affine, track_running_stats,
+                           device, dtype, register_none=True)
 
     def forward(self, input):
         if input.dim() not in (self._dims, self._dims + 1):
@@ -334,8 +306,7 @@ class _InstanceNorm(Module):
         return out.squeeze(0) if unbatched else out
 
     def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+        return _channel_norm_extra_repr(self)
 
 
 class InstanceNorm1d(_InstanceNorm):
@@ -350,34 +321,21 @@ class InstanceNorm2d(_InstanceNorm):
     _dims = 3
 
 
-class Unfold(Module):
+class Unfold(_OptionsModule):
     """``Unfold(kernel_size, dilation=1, padding=0, stride=1)``: ``F.unfold``."""
 
+    _fn = staticmethod(F.unfold)
+    _options = ("kernel_size", "dilation", "padding", "stride")
+
     def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__()
-        self.kernel_size, self.dilation = kernel_size, dilation
-        self.padding, self.stride = padding, stride
-
-    def forward(self, input):
-        return F.unfold(input, self.kernel_size, self.dilation, self.padding, self.stride)
-
-    def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
-                f"padding={self.padding}, stride={self.stride}")
+        super().__init__(kernel_size, dilation, padding, stride)
 
 
-class Fold(Module):
+class Fold(_OptionsModule):
     """``Fold(output_size, kernel_size, dilation=1, padding=0, stride=1)``: ``F.fold``."""
 
+    _fn = staticmethod(F.fold)
+    _options = ("output_size", "kernel_size", "dilation", "padding", "stride")
+
     def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
-        super().__init__()
-        self.output_size, self.kernel_size = output_size, kernel_size
-        self.dilation, self.padding, self.stride = dilation, padding, stride
-
-    def forward(self, input):
-        return F.fold(input, self.output_size, self.kernel_size, self.dilation, self.padding,
-                      self.stride)
-
-    def extra_repr(self):
-        return (f"output_size={self.output_size}, kernel_size={self.kernel_size}, "
-                f"dilation={self.dilation}, padding={self.padding}, stride={self.stride}")
+        super().__init__(output_size, kernel_size, dilation, padding, stride)

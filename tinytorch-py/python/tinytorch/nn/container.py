@@ -43,8 +43,7 @@ class Sequential(Module):
 class ModuleList(Module):
     def __init__(self, modules=None):
         super().__init__()
-        for m in modules or []:
-            self.append(m)
+        self.extend(modules or [])
 
     def append(self, module):
         self.add_module(str(len(self._modules)), module)

@@ -14,6 +14,11 @@ def _pair(v):
     return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
 
 
+def _shape_tuple(shape):
+    """A shape given as an int or a sequence of ints, as a tuple."""
+    return (shape,) if isinstance(shape, int) else tuple(shape)
+
+
 def _empty(*shape, dtype=None, device=None):
     return _C.zeros(*shape, dtype=dtype, device=device)
 
@@ -98,13 +103,21 @@ class _ConvNd(Module):
         return _conv_extra_repr(self)
 
 
-class Conv1d(_ConvNd):
+class _ZeroPaddedConvNd(_ConvNd):
+    """A (not transposed) convolution of ``_nd`` spatial dims, zero padding only."""
+
+    _nd = None
+
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
                  groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
         if padding_mode != "zeros":
             raise ValueError("only padding_mode='zeros' is supported")
-        super().__init__(1, in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, device, dtype)
+        super().__init__(self._nd, in_channels, out_channels, kernel_size, stride, padding,
+                         dilation, groups, bias, device, dtype)
+
+
+class Conv1d(_ZeroPaddedConvNd):
+    _nd = 1
 
     def forward(self, input):
         pad = self.padding if isinstance(self.padding, str) else self.padding[0]
@@ -112,13 +125,8 @@ class Conv1d(_ConvNd):
                         self.groups)
 
 
-class Conv2d(_ConvNd):
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1,
-                 groups=1, bias=True, padding_mode="zeros", device=None, dtype=None):
-        if padding_mode != "zeros":
-            raise ValueError("only padding_mode='zeros' is supported")
-        super().__init__(2, in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, device, dtype)
+class Conv2d(_ZeroPaddedConvNd):
+    _nd = 2
 
     def forward(self, input):
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
@@ -138,103 +146,95 @@ class ConvTranspose2d(_ConvNd):
                                   self.output_padding, self.groups, self.dilation)
 
 
-class MaxPool2d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
-                 ceil_mode=False):
+class _OptionsModule(Module):
+    """A Module whose ``forward`` is ``_fn(input, *options)``, the options being the
+    attributes named in ``_options``, set in that order from the values the subclass's
+    ``__init__`` passes on; its ``extra_repr`` shows the attributes named in ``_shown``
+    (default: all the options) as ``name=value``."""
+
+    _fn = None
+    _options = ()
+    _shown = None
+
+    def __init__(self, *values):
         super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
-        self.dilation, self.ceil_mode = dilation, ceil_mode
+        for name, value in zip(self._options, values):
+            setattr(self, name, value)
 
     def forward(self, input):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode)
+        return self._fn(input, *(getattr(self, k) for k in self._options))
 
     def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+        shown = self._options if self._shown is None else self._shown
+        return ", ".join(f"{k}={getattr(self, k)}" for k in shown)
 
 
-class AvgPool2d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
-                 count_include_pad=True):
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
-        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
+class _MaxPoolNd(_OptionsModule):
+    """Max pooling; ``stride`` defaults to ``kernel_size``."""
 
-    def forward(self, input):
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
+    _options = ("kernel_size", "stride", "padding", "dilation", "ceil_mode")
 
-
-class MaxPool1d(Module):
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
                  ceil_mode=False):
-        super().__init__()
+        super().__init__(kernel_size, stride or kernel_size, padding, dilation, ceil_mode)
+
+
+class _AvgPoolNd(_OptionsModule):
+    """Average pooling; ``stride`` defaults to ``kernel_size``."""
+
+    _options = ("kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
+                 count_include_pad=True):
+        super().__init__(kernel_size, stride or kernel_size, padding, ceil_mode,
+                         count_include_pad)
+
+
+class MaxPool2d(_MaxPoolNd):
+    _fn = staticmethod(F.max_pool2d)
+
+
+class AvgPool2d(_AvgPoolNd):
+    _fn = staticmethod(F.avg_pool2d)
+    _shown = ()
+
+
+class MaxPool1d(_MaxPoolNd):
+    _fn = staticmethod(F.max_pool1d)
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False,
+                 ceil_mode=False):
         if return_indices:
             raise TypeError("MaxPool1d(return_indices=True) is not supported")
-        self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
-        self.dilation, self.ceil_mode = dilation, ceil_mode
-
-    def forward(self, input):
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            self.ceil_mode)
-
-    def extra_repr(self):
-        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
-                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+        super().__init__(kernel_size, stride, padding, dilation, return_indices, ceil_mode)
 
 
-class AvgPool1d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
-                 count_include_pad=True):
-        super().__init__()
-        self.kernel_size, self.stride, self.padding = kernel_size, stride or kernel_size, padding
-        self.ceil_mode, self.count_include_pad = ceil_mode, count_include_pad
-
-    def forward(self, input):
-        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+class AvgPool1d(_AvgPoolNd):
+    _fn = staticmethod(F.avg_pool1d)
+    _shown = ("kernel_size", "stride", "padding")
 
 
-class AdaptiveMaxPool2d(Module):
+class AdaptiveMaxPool2d(_OptionsModule):
+    _fn, _options = staticmethod(F.adaptive_max_pool2d), ("output_size",)
+
     def __init__(self, output_size, return_indices=False):
-        super().__init__()
         if return_indices:
             raise TypeError("AdaptiveMaxPool2d(return_indices=True) is not supported")
-        self.output_size = output_size
-
-    def forward(self, input):
-        return F.adaptive_max_pool2d(input, self.output_size)
-
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
+        super().__init__(output_size)
 
 
-class PixelShuffle(Module):
+class PixelShuffle(_OptionsModule):
+    _fn, _options = staticmethod(F.pixel_shuffle), ("upscale_factor",)
+
     def __init__(self, upscale_factor):
-        super().__init__()
-        self.upscale_factor = upscale_factor
-
-    def forward(self, input):
-        return F.pixel_shuffle(input, self.upscale_factor)
-
-    def extra_repr(self):
-        return f"upscale_factor={self.upscale_factor}"
+        super().__init__(upscale_factor)
 
 
-class PixelUnshuffle(Module):
+class PixelUnshuffle(_OptionsModule):
+    _fn, _options = staticmethod(F.pixel_unshuffle), ("downscale_factor",)
+
     def __init__(self, downscale_factor):
-        super().__init__()
-        self.downscale_factor = downscale_factor
-
-    def forward(self, input):
-        return F.pixel_unshuffle(input, self.downscale_factor)
-
-    def extra_repr(self):
-        return f"downscale_factor={self.downscale_factor}"
+        super().__init__(downscale_factor)
 
 
 class Upsample(Module):
@@ -258,35 +258,55 @@ class Upsample(Module):
         return info + f", mode='{self.mode}'"
 
 
-class AdaptiveAvgPool2d(Module):
+class AdaptiveAvgPool2d(_OptionsModule):
+    _fn, _options = staticmethod(F.adaptive_avg_pool2d), ("output_size",)
+
     def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
+        super().__init__(output_size)
 
-    def forward(self, input):
-        return F.adaptive_avg_pool2d(input, self.output_size)
 
-    def extra_repr(self):
-        return f"output_size={self.output_size}"
+def _affine_params(module, shape, affine, dtype, device, bias=True, register_none=False):
+    """Give a normalisation layer its learned affine transform: ``module.weight`` (ones) and
+    ``module.bias`` (zeros) of ``shape``; without ``bias`` the bias alone is None. Without
+    ``affine`` both are None: plain attributes, or, with ``register_none``, parameters."""
+    if affine:
+        module.weight = Parameter(_C.ones(*shape, dtype=dtype, device=device))
+        module.bias = Parameter(_C.zeros(*shape, dtype=dtype, device=device)) if bias else None
+    elif register_none:
+        module.register_parameter("weight", None)
+        module.register_parameter("bias", None)
+    else:
+        module.weight = module.bias = None
+
+
+def _channel_norm_init(module, num_features, eps, momentum, affine, track_running_stats,
+                       device, dtype, register_none=False):
+    """The options, parameters and buffers that batch and instance norms share: a weight
+    and bias per channel (see ``_affine_params``) and, with ``track_running_stats``, the
+    ``running_mean`` / ``running_var`` / ``num_batches_tracked`` buffers (else None)."""
+    module.num_features, module.eps, module.momentum = num_features, eps, momentum
+    module.affine, module.track_running_stats = affine, track_running_stats
+    _affine_params(module, (num_features,), affine, dtype, device, register_none=register_none)
+    if track_running_stats:
+        module.register_buffer("running_mean", _C.zeros(num_features, dtype=dtype, device=device))
+        module.register_buffer("running_var", _C.ones(num_features, dtype=dtype, device=device))
+        module.register_buffer("num_batches_tracked", _C.tensor(0, device=device))
+    else:
+        module.running_mean = module.running_var = module.num_batches_tracked = None
+
+
+def _channel_norm_extra_repr(m):
+    """A batch or instance norm's arguments as PyTorch prints them."""
+    return (f"{m.num_features}, eps={m.eps}, momentum={m.momentum}, "
+            f"affine={m.affine}, track_running_stats={m.track_running_stats}")
 
 
 class _BatchNorm(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True,
                  track_running_stats=True, device=None, dtype=None):
         super().__init__()
-        self.num_features, self.eps, self.momentum = num_features, eps, momentum
-        self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(_C.ones(num_features, dtype=dtype, device=device))
-            self.bias = Parameter(_C.zeros(num_features, dtype=dtype, device=device))
-        else:
-            self.weight = self.bias = None
-        if track_running_stats:
-            self.register_buffer("running_mean", _C.zeros(num_features, dtype=dtype, device=device))
-            self.register_buffer("running_var", _C.ones(num_features, dtype=dtype, device=device))
-            self.register_buffer("num_batches_tracked", _C.tensor(0, device=device))
-        else:
-            self.running_mean = self.running_var = self.num_batches_tracked = None
+        _channel_norm_init(self, num_features, eps, momentum, affine, track_running_stats,
+                           device, dtype)
 
     def forward(self, input):
         use_batch_stats = self.training or not self.track_running_stats
@@ -299,8 +319,7 @@ class _BatchNorm(Module):
             self.weight, self.bias, use_batch_stats, self.momentum, self.eps)
 
     def extra_repr(self):
-        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+        return _channel_norm_extra_repr(self)
 
 
 class BatchNorm1d(_BatchNorm):
@@ -324,16 +343,9 @@ class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True,
                  device=None, dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape, self.eps = tuple(normalized_shape), eps
+        self.normalized_shape, self.eps = _shape_tuple(normalized_shape), eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_C.ones(*self.normalized_shape, dtype=dtype, device=device))
-            self.bias = (Parameter(_C.zeros(*self.normalized_shape, dtype=dtype, device=device))
-                         if bias else None)
-        else:
-            self.weight = self.bias = None
+        _affine_params(self, self.normalized_shape, elementwise_affine, dtype, device, bias)
 
     def forward(self, input):
         return F.layer_norm(input, list(self.normalized_shape), self.weight, self.bias, self.eps)
@@ -347,9 +359,7 @@ class RMSNorm(Module):
     def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
                  dtype=None):
         super().__init__()
-        if isinstance(normalized_shape, int):
-            normalized_shape = (normalized_shape,)
-        self.normalized_shape, self.eps = tuple(normalized_shape), eps
+        self.normalized_shape, self.eps = _shape_tuple(normalized_shape), eps
         self.weight = (Parameter(_C.ones(*self.normalized_shape, dtype=dtype, device=device))
                        if elementwise_affine else None)
 
@@ -361,11 +371,7 @@ class GroupNorm(Module):
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None):
         super().__init__()
         self.num_groups, self.num_channels, self.eps = num_groups, num_channels, eps
-        if affine:
-            self.weight = Parameter(_C.ones(num_channels, dtype=dtype, device=device))
-            self.bias = Parameter(_C.zeros(num_channels, dtype=dtype, device=device))
-        else:
-            self.weight = self.bias = None
+        _affine_params(self, (num_channels,), affine, dtype, device)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)

@@ -109,22 +109,36 @@ def _activation(a):
     return {"relu": F.relu, "gelu": F.gelu}[a]
 
 
+def _init_layer(layer, attentions, d_model, nhead, dim_feedforward, dropout, activation,
+                layer_norm_eps, batch_first, norm_first, bias, device, dtype):
+    """Build what an encoder and a decoder layer share, in PyTorch's order (so parameters
+    list and initialise as PyTorch's do): a ``MultiheadAttention`` for each name in
+    ``attentions``, the feed-forward block (``linear1``, ``dropout``, ``linear2``), then one
+    ``LayerNorm`` (``norm1``, ...) and one ``Dropout`` (``dropout1``, ...) for each attention
+    block and the feed-forward block."""
+    kw = {"device": device, "dtype": dtype}
+    for name in attentions:
+        setattr(layer, name, MultiheadAttention(d_model, nhead, dropout, bias=bias,
+                                                batch_first=batch_first, **kw))
+    layer.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+    layer.dropout = Dropout(dropout)
+    layer.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+    layer.norm_first = norm_first
+    blocks = range(1, len(attentions) + 2)
+    for i in blocks:
+        setattr(layer, f"norm{i}", LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+    for i in blocks:
+        setattr(layer, f"dropout{i}", Dropout(dropout))
+    object.__setattr__(layer, "activation", _activation(activation))
+
+
 class TransformerEncoderLayer(Module):
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
         super().__init__()
-        kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias=bias,
-                                            batch_first=batch_first, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1, self.dropout2 = Dropout(dropout), Dropout(dropout)
-        object.__setattr__(self, "activation", _activation(activation))
+        _init_layer(self, ("self_attn",), d_model, nhead, dim_feedforward, dropout, activation,
+                    layer_norm_eps, batch_first, norm_first, bias, device, dtype)
 
     def _sa(self, x, mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=mask, key_padding_mask=key_padding_mask,
@@ -148,20 +162,9 @@ class TransformerDecoderLayer(Module):
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
                  device=None, dtype=None):
         super().__init__()
-        kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout, bias=bias,
-                                            batch_first=batch_first, **kw)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout, bias=bias,
-                                                 batch_first=batch_first, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1, self.dropout2, self.dropout3 = Dropout(dropout), Dropout(dropout), Dropout(dropout)
-        object.__setattr__(self, "activation", _activation(activation))
+        _init_layer(self, ("self_attn", "multihead_attn"), d_model, nhead, dim_feedforward,
+                    dropout, activation, layer_norm_eps, batch_first, norm_first, bias, device,
+                    dtype)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
@@ -236,22 +239,21 @@ class Transformer(Module):
                  norm_first=False, bias=True, device=None, dtype=None):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
-        if custom_encoder is not None:
-            self.encoder = custom_encoder
-        else:
-            encoder_layer = TransformerEncoderLayer(
-                d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                batch_first, norm_first, bias, **kw)
-            encoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-            self.encoder = TransformerEncoder(encoder_layer, num_encoder_layers, encoder_norm)
-        if custom_decoder is not None:
-            self.decoder = custom_decoder
-        else:
-            decoder_layer = TransformerDecoderLayer(
-                d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                batch_first, norm_first, bias, **kw)
-            decoder_norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-            self.decoder = TransformerDecoder(decoder_layer, num_decoder_layers, decoder_norm)
+
+        def stack(custom, stack_cls, layer_cls, num_layers):
+            """``custom`` if given, else ``num_layers`` copies of a new ``layer_cls`` layer
+            followed by a LayerNorm."""
+            if custom is not None:
+                return custom
+            layer = layer_cls(d_model, nhead, dim_feedforward, dropout, activation,
+                              layer_norm_eps, batch_first, norm_first, bias, **kw)
+            norm = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+            return stack_cls(layer, num_layers, norm)
+
+        self.encoder = stack(custom_encoder, TransformerEncoder, TransformerEncoderLayer,
+                             num_encoder_layers)
+        self.decoder = stack(custom_decoder, TransformerDecoder, TransformerDecoderLayer,
+                             num_decoder_layers)
         self._reset_parameters()
         self.d_model = d_model
         self.nhead = nhead

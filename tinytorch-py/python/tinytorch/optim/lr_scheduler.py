@@ -7,7 +7,24 @@ from bisect import bisect_right
 from collections import Counter
 
 
-class LRScheduler:
+class _SchedulerState:
+    """What every scheduler shares: the learning rates it last set (``get_last_lr``) and its
+    state (``state_dict``: every attribute but the optimizer)."""
+
+    def _record_last_lr(self):
+        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
+
+    def get_last_lr(self):
+        return self._last_lr
+
+    def state_dict(self):
+        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
+
+    def load_state_dict(self, state_dict):
+        self.__dict__.update(state_dict)
+
+
+class LRScheduler(_SchedulerState):
     def __init__(self, optimizer, last_epoch=-1):
         self.optimizer = optimizer
         if last_epoch == -1:
@@ -38,16 +55,7 @@ class LRScheduler:
             values = closed() if closed else self.get_lr()
         for g, lr in zip(self.optimizer.param_groups, values):
             g["lr"] = lr
-        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
-
-    def get_last_lr(self):
-        return self._last_lr
-
-    def state_dict(self):
-        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
-
-    def load_state_dict(self, state_dict):
-        self.__dict__.update(state_dict)
+        self._record_last_lr()
 
     def _lrs(self):
         return [g["lr"] for g in self.optimizer.param_groups]
@@ -265,7 +273,7 @@ class OneCycleLR(LRScheduler):
         return lrs
 
 
-class ReduceLROnPlateau:
+class ReduceLROnPlateau(_SchedulerState):
     """Reduce the learning rate when a metric has stopped improving."""
 
     def __init__(self, optimizer, mode="min", factor=0.1, patience=10, threshold=1e-4,
@@ -279,7 +287,7 @@ class ReduceLROnPlateau:
         self.best = math.inf if mode == "min" else -math.inf
         self.num_bad_epochs = self.cooldown_counter = 0
         self.last_epoch = 0
-        self._last_lr = [g["lr"] for g in optimizer.param_groups]
+        self._record_last_lr()
 
     def _better(self, a, best):
         rel, mode = self.threshold_mode == "rel", self.mode
@@ -303,13 +311,4 @@ class ReduceLROnPlateau:
                 if g["lr"] - new > self.eps:
                     g["lr"] = new
             self.cooldown_counter, self.num_bad_epochs = self.cooldown, 0
-        self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
-
-    def get_last_lr(self):
-        return self._last_lr
-
-    def state_dict(self):
-        return {k: v for k, v in self.__dict__.items() if k != "optimizer"}
-
-    def load_state_dict(self, state_dict):
-        self.__dict__.update(state_dict)
+        self._record_last_lr()

@@ -6,6 +6,7 @@ before recomputing ``<name>``."""
 
 from ..._grad_mode import no_grad
 from ..parameter import Parameter
+from .weight_norm import _attach, _attached_handle, _detach
 
 
 def _normalize(t, eps):
@@ -67,26 +68,15 @@ def spectral_norm(module, name="weight", n_power_iterations=1, eps=1e-12, dim=No
     module.register_parameter(name + "_orig", Parameter(weight.detach()))
     module.register_buffer(name + "_u", _normalize(_C.randn(h, dtype=weight.dtype), eps))
     module.register_buffer(name + "_v", _normalize(_C.randn(w, dtype=weight.dtype), eps))
-    object.__setattr__(module, name, weight.detach())
-    handle = module.register_forward_pre_hook(fn)
-    object.__setattr__(module, "_spectral_norm_" + name, handle)
-    return module
+    return _attach(module, name, "spectral_norm", fn, weight.detach())
 
 
 def remove_spectral_norm(module, name="weight"):
     """Undo ``spectral_norm``: ``module.<name>`` is a plain Parameter again (the normalised
     weight); returns ``module``."""
-    handle = module.__dict__.get("_spectral_norm_" + name)
-    if handle is None:
-        raise ValueError(f"spectral_norm of '{name}' not found in {module}")
+    handle = _attached_handle(module, name, "spectral_norm")
     fn = next(h for h in module._forward_pre_hooks.values()
               if isinstance(h, _SpectralNorm) and h.name == name)
     weight = fn.compute_weight(module, False).detach()
-    handle.remove()
-    object.__delattr__(module, "_spectral_norm_" + name)
-    object.__delattr__(module, name)
-    del module._parameters[name + "_orig"]
-    del module._buffers[name + "_u"]
-    del module._buffers[name + "_v"]
-    module.register_parameter(name, Parameter(weight))
-    return module
+    return _detach(module, name, "spectral_norm", handle, weight, parameters=(name + "_orig",),
+                   buffers=(name + "_u", name + "_v"))

@@ -5,6 +5,40 @@
 from ..parameter import Parameter
 
 
+def _attach(module, name, kind, fn, weight):
+    """Install the reparametrisation ``kind`` (``"weight_norm"``, ``"spectral_norm"``) of
+    ``module.<name>``: the plain attribute ``<name>`` holds ``weight`` until the forward
+    pre-hook ``fn`` recomputes it, and ``module._<kind>_<name>`` keeps the hook's handle.
+    Returns ``module``."""
+    object.__setattr__(module, name, weight)
+    handle = module.register_forward_pre_hook(fn)
+    object.__setattr__(module, f"_{kind}_{name}", handle)
+    return module
+
+
+def _attached_handle(module, name, kind):
+    """The handle ``_attach`` kept for ``kind`` of ``module.<name>``; ValueError if none."""
+    handle = module.__dict__.get(f"_{kind}_{name}")
+    if handle is None:
+        raise ValueError(f"{kind} of '{name}' not found in {module}")
+    return handle
+
+
+def _detach(module, name, kind, handle, weight, parameters=(), buffers=()):
+    """Undo ``_attach``: remove the hook and the attributes, delete the reparametrisation's
+    ``parameters`` and ``buffers`` (full names) and make ``weight`` the Parameter ``<name>``
+    again. Returns ``module``."""
+    handle.remove()
+    object.__delattr__(module, f"_{kind}_{name}")
+    object.__delattr__(module, name)
+    for p in parameters:
+        del module._parameters[p]
+    for b in buffers:
+        del module._buffers[b]
+    module.register_parameter(name, Parameter(weight))
+    return module
+
+
 def _norm_except_dim(v, dim):
     """The 2-norm of ``v`` over every dim but ``dim`` (kept, size 1 elsewhere); over all
     elements for ``dim=None``."""
@@ -47,27 +81,17 @@ def weight_norm(module, name="weight", dim=0):
     del module._parameters[name]
     module.register_parameter(name + "_g", Parameter(_norm_except_dim(weight, dim).detach()))
     module.register_parameter(name + "_v", Parameter(weight.detach()))
-    object.__setattr__(module, name, fn.compute_weight(module))
-    handle = module.register_forward_pre_hook(fn)
-    object.__setattr__(module, "_weight_norm_" + name, handle)
-    return module
+    return _attach(module, name, "weight_norm", fn, fn.compute_weight(module))
 
 
 def remove_weight_norm(module, name="weight"):
     """Undo ``weight_norm``: ``module.<name>`` is a plain Parameter again (its current
     value); returns ``module``."""
-    handle = module.__dict__.get("_weight_norm_" + name)
-    if handle is None:
-        raise ValueError(f"weight_norm of '{name}' not found in {module}")
+    handle = _attached_handle(module, name, "weight_norm")
     hook = _WeightNorm(name, None)
     for h in module._forward_pre_hooks.values():
         if isinstance(h, _WeightNorm) and h.name == name:
             hook = h
     weight = hook.compute_weight(module).detach()
-    handle.remove()
-    object.__delattr__(module, "_weight_norm_" + name)
-    object.__delattr__(module, name)
-    del module._parameters[name + "_g"]
-    del module._parameters[name + "_v"]
-    module.register_parameter(name, Parameter(weight))
-    return module
+    return _detach(module, name, "weight_norm", handle, weight,
+                   parameters=(name + "_g", name + "_v"))

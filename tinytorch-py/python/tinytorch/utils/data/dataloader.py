@@ -11,7 +11,7 @@ import math
 
 from ... import _tinytorch as _C
 from .dataset import IterableDataset, TensorDataset
-from .sampler import BatchSampler, RandomSampler, SequentialSampler
+from .sampler import BatchSampler, RandomSampler, SequentialSampler, _batches
 
 
 def default_convert(data):
@@ -149,14 +149,7 @@ class DataLoader:
         if self.batch_size is None:
             yield from it
             return
-        batch = []
-        for sample in it:
-            batch.append(sample)
-            if len(batch) == self.batch_size:
-                yield batch
-                batch = []
-        if batch and not self.drop_last:
-            yield batch
+        yield from _batches(it, self.batch_size, self.drop_last)
 
     def _start_worker(self):
         """Call ``worker_init_fn(0)`` for a new (or the first persistent) worker."""

@@ -27,6 +27,18 @@ def _generator_or_seeded(generator):
     return _C.Generator().manual_seed(seed)
 
 
+
+def _batches(items, batch_size, drop_last):
+    """``items`` in lists of ``batch_size``, the last one shorter unless ``drop_last``."""
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == batch_size:
+            yield batch
+            batch = []
+    if batch and not drop_last:
+        yield batch
+
 class Sampler:
     """Base class: ``__iter__`` yields dataset indices (or, for a batch sampler, lists of
     them); ``__len__`` is optional."""
@@ -140,14 +152,7 @@ class BatchSampler(Sampler):
         self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 
     def __iter__(self):
-        batch = []
-        for idx in self.sampler:
-            batch.append(idx)
-            if len(batch) == self.batch_size:
-                yield batch
-                batch = []
-        if batch and not self.drop_last:
-            yield batch
+        yield from _batches(self.sampler, self.batch_size, self.drop_last)
 
     def __len__(self):
         if self.drop_last:
