@@ -4,31 +4,6 @@ use crate::error::Result;
 use crate::nn::Module;
 use crate::tensor::Tensor;
 
-/// Implements `Module` for a parameterless activation: `forward` applies `$f`, and the
-/// training flag is kept only so `is_training` reports what was set, as in PyTorch.
-macro_rules! activation_module {
-    ($ty:ident, |$s:ident, $x:ident| $body:expr) => {
-        impl Module for $ty {
-            fn forward(&self, $x: &Tensor) -> Result<Tensor> {
-                let $s = self;
-                $body
-            }
-
-            fn named_parameters(&self) -> Vec<(String, Tensor)> {
-                Vec::new()
-            }
-
-            fn set_training(&mut self, training: bool) {
-                self.training = training;
-            }
-
-            fn is_training(&self) -> bool {
-                self.training
-            }
-        }
-    };
-}
-
 /// `torch.nn.ReLU`.
 #[derive(Clone, Debug)]
 pub struct ReLU {
@@ -48,7 +23,7 @@ impl Default for ReLU {
     }
 }
 
-activation_module!(ReLU, |_s, x| x.relu());
+parameterless_module!(ReLU, |_s, x| x.relu());
 
 /// `torch.nn.LeakyReLU(negative_slope)` (PyTorch's default slope is 0.01).
 #[derive(Clone, Debug)]
@@ -68,7 +43,7 @@ impl LeakyReLU {
     }
 }
 
-activation_module!(LeakyReLU, |s, x| x.leaky_relu(s.negative_slope));
+parameterless_module!(LeakyReLU, |s, x| x.leaky_relu(s.negative_slope));
 
 /// `torch.nn.ELU(alpha)` (default alpha 1.0).
 #[derive(Clone, Debug)]
@@ -88,7 +63,7 @@ impl ELU {
     }
 }
 
-activation_module!(ELU, |s, x| x.elu(s.alpha));
+parameterless_module!(ELU, |s, x| x.elu(s.alpha));
 
 /// `torch.nn.GELU(approximate='none' | 'tanh')`; `approximate = true` is the tanh form.
 #[derive(Clone, Debug)]
@@ -108,7 +83,7 @@ impl GELU {
     }
 }
 
-activation_module!(GELU, |s, x| if s.approximate {
+parameterless_module!(GELU, |s, x| if s.approximate {
     x.gelu_tanh()
 } else {
     x.gelu()
@@ -133,7 +108,7 @@ impl Default for SiLU {
     }
 }
 
-activation_module!(SiLU, |_s, x| x.silu());
+parameterless_module!(SiLU, |_s, x| x.silu());
 
 /// `torch.nn.Sigmoid`.
 #[derive(Clone, Debug)]
@@ -154,7 +129,7 @@ impl Default for Sigmoid {
     }
 }
 
-activation_module!(Sigmoid, |_s, x| x.sigmoid());
+parameterless_module!(Sigmoid, |_s, x| x.sigmoid());
 
 /// `torch.nn.Tanh`.
 #[derive(Clone, Debug)]
@@ -175,7 +150,7 @@ impl Default for Tanh {
     }
 }
 
-activation_module!(Tanh, |_s, x| x.tanh());
+parameterless_module!(Tanh, |_s, x| x.tanh());
 
 /// `torch.nn.Softplus(beta, threshold)` (defaults 1.0 and 20.0).
 #[derive(Clone, Debug)]
@@ -198,7 +173,7 @@ impl Softplus {
     }
 }
 
-activation_module!(Softplus, |s, x| x.softplus(s.beta, s.threshold));
+parameterless_module!(Softplus, |s, x| x.softplus(s.beta, s.threshold));
 
 /// `torch.nn.Softmax(dim)`.
 #[derive(Clone, Debug)]
@@ -218,7 +193,7 @@ impl Softmax {
     }
 }
 
-activation_module!(Softmax, |s, x| x.softmax(s.dim));
+parameterless_module!(Softmax, |s, x| x.softmax(s.dim));
 
 /// `torch.nn.LogSoftmax(dim)`.
 #[derive(Clone, Debug)]
@@ -238,4 +213,4 @@ impl LogSoftmax {
     }
 }
 
-activation_module!(LogSoftmax, |s, x| x.log_softmax(s.dim));
+parameterless_module!(LogSoftmax, |s, x| x.log_softmax(s.dim));

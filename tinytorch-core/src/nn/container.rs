@@ -1,29 +1,16 @@
 //! Containers: `nn.Sequential` and `nn.ModuleList`.
 
 use crate::error::{Error, Result};
-use crate::nn::{prefixed, Module};
+use crate::nn::Module;
 use crate::tensor::Tensor;
 
+/// The children named by their index (`0`, `1`, ...): the parameter and buffer names
+/// (`0.weight`) follow from them through `Module`'s defaults.
 fn indexed_children(modules: &[Box<dyn Module>]) -> Vec<(String, &dyn Module)> {
     modules
         .iter()
         .enumerate()
         .map(|(i, m)| (i.to_string(), m.as_ref()))
-        .collect()
-}
-
-fn indexed_params(modules: &[Box<dyn Module>], buffers: bool) -> Vec<(String, Tensor)> {
-    modules
-        .iter()
-        .enumerate()
-        .flat_map(|(i, m)| {
-            let named = if buffers {
-                m.named_buffers()
-            } else {
-                m.named_parameters()
-            };
-            prefixed(&i.to_string(), named)
-        })
         .collect()
 }
 
@@ -75,14 +62,6 @@ impl Module for Sequential {
             y = m.call(&y)?;
         }
         Ok(y)
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        indexed_params(&self.modules, false)
-    }
-
-    fn named_buffers(&self) -> Vec<(String, Tensor)> {
-        indexed_params(&self.modules, true)
     }
 
     fn named_children(&self) -> Vec<(String, &dyn Module)> {
@@ -153,14 +132,6 @@ impl Module for ModuleList {
             "ModuleList.forward",
             "ModuleList has no forward; index it and call its children",
         ))
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        indexed_params(&self.modules, false)
-    }
-
-    fn named_buffers(&self) -> Vec<(String, Tensor)> {
-        indexed_params(&self.modules, true)
     }
 
     fn named_children(&self) -> Vec<(String, &dyn Module)> {

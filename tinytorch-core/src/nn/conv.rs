@@ -33,6 +33,33 @@ fn check_channels(op: &'static str, cin: usize, cout: usize, groups: usize) -> R
     Ok(())
 }
 
+/// The weight and (when `bias`) the bias of a convolution layer named `op`, after checking
+/// that `groups` divides both channel counts. The weight is `(Co, Ci/groups, *kernel)`, or
+/// `(Ci, Co/groups, *kernel)` when `transposed`; as in PyTorch, fan_in is the weight's
+/// `size(1)` times the kernel size in both cases, and the weight is drawn before the bias.
+fn conv_parameters(
+    op: &'static str,
+    in_channels: usize,
+    out_channels: usize,
+    groups: usize,
+    kernel: &[usize],
+    transposed: bool,
+    bias: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
+    check_channels(op, in_channels, out_channels, groups)?;
+    let (lead, split) = match transposed {
+        true => (in_channels, out_channels / groups),
+        false => (out_channels, in_channels / groups),
+    };
+    let fan_in = split * kernel.iter().product::<usize>();
+    let shape: Vec<usize> = [lead, split].iter().chain(kernel).copied().collect();
+    let weight = uniform_param(&shape, fan_in)?;
+    let bias = bias
+        .then(|| uniform_param(&[out_channels], fan_in))
+        .transpose()?;
+    Ok((weight, bias))
+}
+
 /// 2-D convolution layer (`torch.nn.Conv2d`): weight `(Co, Ci/groups, kh, kw)`, bias `(Co,)`.
 pub struct Conv2d {
     /// `(out_channels, in_channels/groups, kh, kw)`.
@@ -62,15 +89,15 @@ impl Conv2d {
         groups: usize,
         bias: bool,
     ) -> Result<Conv2d> {
-        check_channels("Conv2d", in_channels, out_channels, groups)?;
-        let fan_in = in_channels / groups * kernel[0] * kernel[1];
-        let weight = uniform_param(
-            &[out_channels, in_channels / groups, kernel[0], kernel[1]],
-            fan_in,
+        let (weight, bias) = conv_parameters(
+            "Conv2d",
+            in_channels,
+            out_channels,
+            groups,
+            &kernel,
+            false,
+            bias,
         )?;
-        let bias = bias
-            .then(|| uniform_param(&[out_channels], fan_in))
-            .transpose()?;
         Ok(Conv2d {
             weight,
             bias,
@@ -129,12 +156,15 @@ impl Conv1d {
         groups: usize,
         bias: bool,
     ) -> Result<Conv1d> {
-        check_channels("Conv1d", in_channels, out_channels, groups)?;
-        let fan_in = in_channels / groups * kernel;
-        let weight = uniform_param(&[out_channels, in_channels / groups, kernel], fan_in)?;
-        let bias = bias
-            .then(|| uniform_param(&[out_channels], fan_in))
-            .transpose()?;
+        let (weight, bias) = conv_parameters(
+            "Conv1d",
+            in_channels,
+            out_channels,
+            groups,
+            &[kernel],
+            false,
+            bias,
+        )?;
         Ok(Conv1d {
             weight,
             bias,
@@ -197,15 +227,15 @@ impl ConvTranspose2d {
         bias: bool,
         dilation: [usize; 2],
     ) -> Result<ConvTranspose2d> {
-        check_channels("ConvTranspose2d", in_channels, out_channels, groups)?;
-        let fan_in = out_channels / groups * kernel[0] * kernel[1];
-        let weight = uniform_param(
-            &[in_channels, out_channels / groups, kernel[0], kernel[1]],
-            fan_in,
+        let (weight, bias) = conv_parameters(
+            "ConvTranspose2d",
+            in_channels,
+            out_channels,
+            groups,
+            &kernel,
+            true,
+            bias,
         )?;
-        let bias = bias
-            .then(|| uniform_param(&[out_channels], fan_in))
-            .transpose()?;
         Ok(ConvTranspose2d {
             weight,
             bias,

@@ -26,20 +26,4 @@ impl Dropout {
     }
 }
 
-impl Module for Dropout {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        dropout(x, self.p, self.training)
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
-
-    fn set_training(&mut self, training: bool) {
-        self.training = training;
-    }
-
-    fn is_training(&self) -> bool {
-        self.training
-    }
-}
+parameterless_module!(Dropout, |s, x| dropout(x, s.p, s.training));

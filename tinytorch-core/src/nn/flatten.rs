@@ -32,23 +32,7 @@ impl Default for Flatten {
     }
 }
 
-impl Module for Flatten {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        x.flatten(self.start_dim, self.end_dim)
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
-
-    fn set_training(&mut self, training: bool) {
-        self.training = training;
-    }
-
-    fn is_training(&self) -> bool {
-        self.training
-    }
-}
+parameterless_module!(Flatten, |s, x| x.flatten(s.start_dim, s.end_dim));
 
 /// `torch.nn.Identity`: returns its input.
 #[derive(Clone, Debug)]
@@ -69,20 +53,4 @@ impl Default for Identity {
     }
 }
 
-impl Module for Identity {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        Ok(x.clone())
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
-
-    fn set_training(&mut self, training: bool) {
-        self.training = training;
-    }
-
-    fn is_training(&self) -> bool {
-        self.training
-    }
-}
+parameterless_module!(Identity, |_s, x| Ok(x.clone()));

@@ -1,7 +1,7 @@
 //! The feed-forward blocks of transformers: a GELU MLP (`fc2(gelu(fc1(x)))`, timm's `Mlp`
 //! names) and Llama's SwiGLU (`down_proj(silu(gate_proj(x)) * up_proj(x))`, no biases).
 
-use super::module::{prefixed, Module};
+use super::module::Module;
 use super::Linear;
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -27,12 +27,6 @@ impl GeluMlp {
 impl Module for GeluMlp {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         self.fc2.call(&self.fc1.call(x)?.gelu()?)
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let mut out = prefixed("fc1", self.fc1.named_parameters());
-        out.extend(prefixed("fc2", self.fc2.named_parameters()));
-        out
     }
 
     fn named_children(&self) -> Vec<(String, &dyn Module)> {
@@ -69,13 +63,6 @@ impl Module for SwiGlu {
             .silu()?
             .mul(&self.up_proj.call(x)?)?;
         self.down_proj.call(&gated)
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let mut out = prefixed("gate_proj", self.gate_proj.named_parameters());
-        out.extend(prefixed("up_proj", self.up_proj.named_parameters()));
-        out.extend(prefixed("down_proj", self.down_proj.named_parameters()));
-        out
     }
 
     fn named_children(&self) -> Vec<(String, &dyn Module)> {

@@ -1,6 +1,30 @@
 //! Neural-network building blocks: the `Module` trait, layers, initialisation and losses.
 //! Modules live at `nn::`; the functional forms at `nn::functional` (`torch.nn.functional`).
 
+/// Implements `Module` for a layer without parameters that keeps a `training: bool` field
+/// (activations, `Dropout`, `Flatten`, `Identity`): `forward` is `$body` with `$s` bound to
+/// `self` and `$x` to the input, and train/eval mode sets and reports the field, as in
+/// PyTorch (only `Dropout` reads it). Defined before the `mod` lines so every layer file
+/// sees it.
+macro_rules! parameterless_module {
+    ($ty:ident, |$s:ident, $x:ident| $body:expr) => {
+        impl Module for $ty {
+            fn forward(&self, $x: &Tensor) -> Result<Tensor> {
+                let $s = self;
+                $body
+            }
+
+            fn set_training(&mut self, training: bool) {
+                self.training = training;
+            }
+
+            fn is_training(&self) -> bool {
+                self.training
+            }
+        }
+    };
+}
+
 mod activation;
 mod attention;
 mod container;

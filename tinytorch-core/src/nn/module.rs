@@ -118,11 +118,19 @@ pub trait Module: AsAny + AsModule + Send + Sync {
 
     /// Trainable parameters with their names relative to this module (`weight`, `0.bias`,
     /// `layers.1.weight`, ...), in registration order.
-    fn named_parameters(&self) -> Vec<(String, Tensor)>;
+    ///
+    /// By default, those of [`Module::named_children`], each under its child's name, in the
+    /// children's order (as PyTorch's recursion, without its de-duplication): so a layer
+    /// without parameters (an activation, a pool) and a module made only of children (a
+    /// container, an MLP) need not write it. A layer that owns tensors lists them itself.
+    fn named_parameters(&self) -> Vec<(String, Tensor)> {
+        children_named(self, |m| m.named_parameters())
+    }
 
-    /// Non-trainable state saved in the state dict (BatchNorm's running statistics).
+    /// Non-trainable state saved in the state dict (BatchNorm's running statistics). By
+    /// default, the children's buffers under their names, as [`Module::named_parameters`].
     fn named_buffers(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
+        children_named(self, |m| m.named_buffers())
     }
 
     /// Switch training mode on or off, recursively (`module.train(mode)`).
@@ -227,6 +235,19 @@ pub trait Module: AsAny + AsModule + Send + Sync {
         }
         Ok(())
     }
+}
+
+/// `named(child)` of every child of `module`, each name prefixed with the child's name: the
+/// default of [`Module::named_parameters`] and [`Module::named_buffers`].
+fn children_named<M: Module + ?Sized>(
+    module: &M,
+    named: impl Fn(&dyn Module) -> Vec<(String, Tensor)>,
+) -> Vec<(String, Tensor)> {
+    module
+        .named_children()
+        .into_iter()
+        .flat_map(|(name, child)| prefixed(&name, named(child)))
+        .collect()
 }
 
 /// Prefix every name with `prefix.` (how containers build hierarchical names).

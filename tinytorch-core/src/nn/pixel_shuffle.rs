@@ -22,10 +22,6 @@ impl Module for PixelShuffle {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         x.pixel_shuffle(self.upscale_factor)
     }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
 }
 
 /// `torch.nn.PixelUnshuffle(downscale_factor)`: `(*, C, H*r, W*r)` -> `(*, C*r*r, H, W)`.
@@ -44,9 +40,5 @@ impl PixelUnshuffle {
 impl Module for PixelUnshuffle {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         x.pixel_unshuffle(self.downscale_factor)
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
     }
 }

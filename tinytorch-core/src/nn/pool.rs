@@ -42,10 +42,6 @@ impl Module for MaxPool2d {
             self.ceil_mode,
         )
     }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
 }
 
 /// `torch.nn.AvgPool2d(kernel_size, stride=None, padding=0, count_include_pad=True)`.
@@ -81,10 +77,6 @@ impl Module for AvgPool2d {
             self.count_include_pad,
         )
     }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
 }
 
 /// `torch.nn.AdaptiveAvgPool2d(output_size)`.
@@ -103,10 +95,6 @@ impl AdaptiveAvgPool2d {
 impl Module for AdaptiveAvgPool2d {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         x.adaptive_avg_pool2d(self.output_size)
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
     }
 }
 
@@ -147,10 +135,6 @@ impl Module for MaxPool1d {
             self.ceil_mode,
         )
     }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
 }
 
 /// `torch.nn.AvgPool1d(kernel_size, stride=None, padding=0, count_include_pad=True)`.
@@ -186,10 +170,6 @@ impl Module for AvgPool1d {
             self.count_include_pad,
         )
     }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
 }
 
 /// `torch.nn.AdaptiveMaxPool2d(output_size)` (without `return_indices`).
@@ -208,9 +188,5 @@ impl AdaptiveMaxPool2d {
 impl Module for AdaptiveMaxPool2d {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         x.adaptive_max_pool2d(self.output_size)
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
     }
 }

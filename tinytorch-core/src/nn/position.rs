@@ -51,10 +51,6 @@ impl Module for SinusoidalPositionalEncoding {
             .to_device(x.device())?;
         x.add(&pe.to_dtype(x.dtype())?)
     }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
 }
 
 /// Llama's RoPE inverse frequencies `1 / base^(2i/head_dim)`, `i < head_dim/2`, computed in

@@ -4,7 +4,7 @@
 
 use super::attention::{AttentionArgs, MultiheadAttention};
 use super::functional::dropout;
-use super::module::{prefixed, Module};
+use super::module::Module;
 use super::{LayerNorm, Linear};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
@@ -81,12 +81,6 @@ impl FeedForward {
             training,
         )?;
         self.linear2.call(&hidden)
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let mut out = prefixed("linear1", self.linear1.named_parameters());
-        out.extend(prefixed("linear2", self.linear2.named_parameters()));
-        out
     }
 }
 
@@ -170,14 +164,6 @@ impl TransformerEncoderLayer {
 impl Module for TransformerEncoderLayer {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         self.forward_with(x, None, None, false)
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let mut out = prefixed("self_attn", self.self_attn.named_parameters());
-        out.extend(self.ff.named_parameters());
-        out.extend(prefixed("norm1", self.norm1.named_parameters()));
-        out.extend(prefixed("norm2", self.norm2.named_parameters()));
-        out
     }
 
     fn named_children(&self) -> Vec<(String, &dyn Module)> {
@@ -290,19 +276,6 @@ impl Module for TransformerDecoderLayer {
     /// Decoding `x` against itself as the memory.
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
         self.forward_with(x, x, DecoderMasks::default())
-    }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        let mut out = prefixed("self_attn", self.self_attn.named_parameters());
-        out.extend(prefixed(
-            "multihead_attn",
-            self.multihead_attn.named_parameters(),
-        ));
-        out.extend(self.ff.named_parameters());
-        out.extend(prefixed("norm1", self.norm1.named_parameters()));
-        out.extend(prefixed("norm2", self.norm2.named_parameters()));
-        out.extend(prefixed("norm3", self.norm3.named_parameters()));
-        out
     }
 
     fn named_children(&self) -> Vec<(String, &dyn Module)> {

@@ -56,8 +56,4 @@ impl Module for Upsample {
             self.recompute_scale_factor,
         )
     }
-
-    fn named_parameters(&self) -> Vec<(String, Tensor)> {
-        Vec::new()
-    }
 }

@@ -247,6 +247,25 @@ impl Tensor {
         }))
     }
 
+    /// The checks and forward that `scatter` and `scatter_add` share (their backward rules
+    /// differ): the result, the index as i64 and the normalized `dim`.
+    fn scatter_src(
+        &self,
+        op: &'static str,
+        dim: isize,
+        index: &Tensor,
+        src: &Tensor,
+        accumulate: bool,
+    ) -> Result<(Tensor, Tensor, usize)> {
+        same_device(op, &[self, index, src])?;
+        let index = long_index(op, index)?;
+        check_same_dtype(op, self, src)?;
+        let d = normalize_dim(op, dim, self.ndim())?;
+        check_gather_shapes(op, self, d, &index, Some(src))?;
+        let out = self.scatter_impl(op, d, &index, src, accumulate)?;
+        Ok((out, index, d))
+    }
+
     /// A copy of `self` with the primitive scatter of `src` at `index` applied; a 0-d `src`
     /// stands for the same value at every index position.
     fn scatter_impl(
@@ -282,12 +301,7 @@ impl Tensor {
     /// PyTorch leaves unspecified.
     pub fn scatter(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         const OP: &str = "scatter";
-        same_device(OP, &[self, index, src])?;
-        let index = &long_index(OP, index)?;
-        check_same_dtype(OP, self, src)?;
-        let d = normalize_dim(OP, dim, self.ndim())?;
-        check_gather_shapes(OP, self, d, index, Some(src))?;
-        let out = self.scatter_impl(OP, d, index, src, false)?;
+        let (out, index, d) = self.scatter_src(OP, dim, index, src, false)?;
         if !needs_grad(&[self, src]) {
             return Ok(out);
         }
@@ -338,12 +352,7 @@ impl Tensor {
     /// (out-of-place `x.scatter_add(dim, index, src)`).
     pub fn scatter_add(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
         const OP: &str = "scatter_add";
-        same_device(OP, &[self, index, src])?;
-        let index = &long_index(OP, index)?;
-        check_same_dtype(OP, self, src)?;
-        let d = normalize_dim(OP, dim, self.ndim())?;
-        check_gather_shapes(OP, self, d, index, Some(src))?;
-        let out = self.scatter_impl(OP, d, index, src, true)?;
+        let (out, index, d) = self.scatter_src(OP, dim, index, src, true)?;
         if !needs_grad(&[self, src]) {
             return Ok(out);
         }

@@ -74,12 +74,27 @@ fn apply<S: LrScheduler + ?Sized>(s: &mut S, opt: &mut dyn Optimizer) -> Result<
     Ok(())
 }
 
-fn new_state(opt: &dyn Optimizer) -> SchedulerState {
-    SchedulerState {
+/// Build a scheduler around fresh bookkeeping (`base_lrs` and `last_lr` from `opt`, epoch 0)
+/// and perform the initial step, as every epoch-based constructor in PyTorch does.
+fn start<S: LrScheduler>(
+    opt: &mut dyn Optimizer,
+    build: impl FnOnce(SchedulerState) -> S,
+) -> Result<S> {
+    let mut s = build(SchedulerState {
         base_lrs: opt.lrs(),
         last_epoch: 0,
         last_lr: opt.lrs(),
+    });
+    apply(&mut s, opt)?;
+    Ok(s)
+}
+
+/// A period in epochs, which must be positive, as the `i64` that epoch arithmetic uses.
+fn positive_epochs(op: &'static str, name: &str, epochs: usize) -> Result<i64> {
+    if epochs == 0 {
+        return Err(Error::invalid(op, format!("{name} must be positive")));
     }
+    Ok(epochs as i64)
 }
 
 macro_rules! sched_accessors {
@@ -103,16 +118,12 @@ pub struct StepLR {
 impl StepLR {
     /// `StepLR(optimizer, step_size, gamma=0.1)`.
     pub fn new(opt: &mut dyn Optimizer, step_size: usize, gamma: f64) -> Result<Self> {
-        if step_size == 0 {
-            return Err(Error::invalid("StepLR", "step_size must be positive"));
-        }
-        let mut s = StepLR {
-            state: new_state(opt),
-            step_size: step_size as i64,
+        let step_size = positive_epochs("StepLR", "step_size", step_size)?;
+        start(opt, |state| StepLR {
+            state,
+            step_size,
             gamma,
-        };
-        apply(&mut s, opt)?;
-        Ok(s)
+        })
     }
 }
 
@@ -137,13 +148,11 @@ pub struct MultiStepLR {
 impl MultiStepLR {
     /// `MultiStepLR(optimizer, milestones, gamma=0.1)`; a milestone listed twice applies twice.
     pub fn new(opt: &mut dyn Optimizer, milestones: &[usize], gamma: f64) -> Result<Self> {
-        let mut s = MultiStepLR {
-            state: new_state(opt),
+        start(opt, |state| MultiStepLR {
+            state,
             milestones: milestones.iter().map(|&m| m as i64).collect(),
             gamma,
-        };
-        apply(&mut s, opt)?;
-        Ok(s)
+        })
     }
 }
 
@@ -171,12 +180,7 @@ pub struct ExponentialLR {
 impl ExponentialLR {
     /// `ExponentialLR(optimizer, gamma)`.
     pub fn new(opt: &mut dyn Optimizer, gamma: f64) -> Result<Self> {
-        let mut s = ExponentialLR {
-            state: new_state(opt),
-            gamma,
-        };
-        apply(&mut s, opt)?;
-        Ok(s)
+        start(opt, |state| ExponentialLR { state, gamma })
     }
 }
 
@@ -201,19 +205,12 @@ pub struct CosineAnnealingLR {
 impl CosineAnnealingLR {
     /// `CosineAnnealingLR(optimizer, T_max, eta_min=0)`.
     pub fn new(opt: &mut dyn Optimizer, t_max: usize, eta_min: f64) -> Result<Self> {
-        if t_max == 0 {
-            return Err(Error::invalid(
-                "CosineAnnealingLR",
-                "T_max must be positive",
-            ));
-        }
-        let mut s = CosineAnnealingLR {
-            state: new_state(opt),
-            t_max: t_max as i64,
+        let t_max = positive_epochs("CosineAnnealingLR", "T_max", t_max)?;
+        start(opt, |state| CosineAnnealingLR {
+            state,
+            t_max,
             eta_min,
-        };
-        apply(&mut s, opt)?;
-        Ok(s)
+        })
     }
 }
 
@@ -269,14 +266,12 @@ impl LinearLR {
                 ),
             ));
         }
-        let mut s = LinearLR {
-            state: new_state(opt),
+        start(opt, |state| LinearLR {
+            state,
             start_factor,
             end_factor,
             total_iters: total_iters as i64,
-        };
-        apply(&mut s, opt)?;
-        Ok(s)
+        })
     }
 }
 
@@ -407,14 +402,12 @@ impl OneCycleLR {
         for (i, g) in opt.param_groups_mut().iter_mut().enumerate() {
             g.lr = Some(initial[i]);
         }
-        let mut s = OneCycleLR {
-            state: new_state(opt),
+        start(opt, |state| OneCycleLR {
+            state,
             total_steps: total_steps as i64,
             phases,
             cycle_momentum: o.cycle_momentum,
-        };
-        apply(&mut s, opt)?;
-        Ok(s)
+        })
     }
 }
 

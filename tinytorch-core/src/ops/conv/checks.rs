@@ -5,7 +5,7 @@ use super::ConvPadding;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
-pub(super) fn check_positive(op: &'static str, name: &str, v: [usize; 2]) -> Result<()> {
+fn check_positive(op: &'static str, name: &str, v: [usize; 2]) -> Result<()> {
     if v[0] == 0 || v[1] == 0 {
         return Err(Error::invalid(
             op,
@@ -15,7 +15,7 @@ pub(super) fn check_positive(op: &'static str, name: &str, v: [usize; 2]) -> Res
     Ok(())
 }
 
-pub(super) fn check_float_pair(op: &'static str, x: &Tensor, w: &Tensor) -> Result<()> {
+fn check_float_pair(op: &'static str, x: &Tensor, w: &Tensor) -> Result<()> {
     if !x.dtype().is_float() {
         return Err(Error::dtype(
             op,
@@ -76,19 +76,28 @@ pub(super) fn check_bias(
     Ok(())
 }
 
-/// Check the shapes of a convolution and return `(N, Ci, Co, kernel)`.
-pub(super) fn check_conv_shapes(
+/// The checks that convolution and transposed convolution share, in this order: positive
+/// stride and dilation, a floating-point input with the weight's dtype, a 4-d weight
+/// (`weight_layout` names its dims in the error, e.g. `(Co, Ci/groups, kh, kw)`) and a
+/// positive number of groups.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn check_conv_args(
     op: &'static str,
     x: &Tensor,
     w: &Tensor,
+    stride: [usize; 2],
+    dilation: [usize; 2],
     groups: usize,
-) -> Result<(usize, usize, usize, [usize; 2])> {
+    weight_layout: &str,
+) -> Result<()> {
+    check_positive(op, "stride", stride)?;
+    check_positive(op, "dilation", dilation)?;
     check_float_pair(op, x, w)?;
     if w.ndim() != 4 {
         return Err(Error::shape(
             op,
             format!(
-                "expected a 4-d weight (Co, Ci/groups, kh, kw), got shape {:?}",
+                "expected a 4-d weight {weight_layout}, got shape {:?}",
                 w.shape()
             ),
         ));
@@ -96,6 +105,17 @@ pub(super) fn check_conv_shapes(
     if groups == 0 {
         return Err(Error::invalid(op, "groups must be positive"));
     }
+    Ok(())
+}
+
+/// Check the channel and kernel shapes of a convolution whose arguments passed
+/// [`check_conv_args`], and return `(N, Ci, Co, kernel)`.
+pub(super) fn check_conv_shapes(
+    op: &'static str,
+    x: &Tensor,
+    w: &Tensor,
+    groups: usize,
+) -> Result<(usize, usize, usize, [usize; 2])> {
     let (n, ci) = (x.shape()[0], x.shape()[1]);
     let ws = w.shape();
     if !ci.is_multiple_of(groups) || !ws[0].is_multiple_of(groups) {

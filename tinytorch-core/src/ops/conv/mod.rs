@@ -34,7 +34,7 @@ use crate::error::{Error, Result};
 use crate::ops::{same_device, with_batch_dim, IMAGE};
 use crate::tensor::Tensor;
 pub use checks::resolve_padding;
-use checks::{check_bias, check_conv_shapes, check_positive};
+use checks::{check_bias, check_conv_args, check_conv_shapes};
 use fused::conv2d_fused;
 use im2col::conv2d_im2col;
 use transposed::conv_transpose2d_4d;
@@ -206,8 +206,15 @@ fn conv2d_4d(
     dilation: [usize; 2],
     groups: usize,
 ) -> Result<Tensor> {
-    check_positive(op, "stride", stride)?;
-    check_positive(op, "dilation", dilation)?;
+    check_conv_args(
+        op,
+        x,
+        w,
+        stride,
+        dilation,
+        groups,
+        "(Co, Ci/groups, kh, kw)",
+    )?;
     let (n, ci, co, k) = check_conv_shapes(op, x, w, groups)?;
     same_device(op, &[x, w])?;
     if let Some(b) = bias {

@@ -1,7 +1,7 @@
 //! Transposed convolution (`conv_transpose2d`): a `conv2d` of the zero-stuffed, padded input
 //! with the flipped kernel, built from differentiable views, so autograd derives its backward.
 
-use super::checks::{add_bias, check_float_pair, check_positive};
+use super::checks::{add_bias, check_conv_args};
 use super::{conv2d_4d, ConvPadding};
 use crate::error::{Error, Result};
 use crate::ops::PadMode;
@@ -49,21 +49,15 @@ pub(super) fn conv_transpose2d_4d(
     groups: usize,
     dilation: [usize; 2],
 ) -> Result<Tensor> {
-    check_positive(op, "stride", stride)?;
-    check_positive(op, "dilation", dilation)?;
-    check_float_pair(op, x, w)?;
-    if w.ndim() != 4 {
-        return Err(Error::shape(
-            op,
-            format!(
-                "expected a 4-d weight (Ci, Co/groups, kh, kw), got shape {:?}",
-                w.shape()
-            ),
-        ));
-    }
-    if groups == 0 {
-        return Err(Error::invalid(op, "groups must be positive"));
-    }
+    check_conv_args(
+        op,
+        x,
+        w,
+        stride,
+        dilation,
+        groups,
+        "(Ci, Co/groups, kh, kw)",
+    )?;
     let ws = w.shape().to_vec();
     let ci = x.shape()[1];
     if ws[0] != ci {
