@@ -124,6 +124,12 @@ const DELIBERATE: &[Deliberate] = &[
         EMPTY_CHECKS,
     ),
     deliberate(
+        "batch_norm_eval",
+        Refuses::TinyTorch,
+        "must have shape",
+        EMPTY_CHECKS,
+    ),
+    deliberate(
         "log_softmax",
         Refuses::TinyTorch,
         "floating-point",

@@ -610,7 +610,8 @@ fn size2(k: &Kwargs, key: &str) -> Result<[usize; 2]> {
 
 /// The layers' ops whose cases are in `tests/fixtures/ops_nn.safetensors`
 /// (`scripts/fixtures/gen_nn_op_fixtures.py`): convolution, layer and batch norm (training
-/// statistics), cross-entropy with class-index targets.
+/// statistics, and `batch_norm_eval` with running statistics given as kwargs, which PyTorch
+/// does not differentiate), cross-entropy with class-index targets.
 fn nn_layers() -> Vec<OpInfo> {
     vec![
         op!("conv2d", 3, &[F32, F64], grad_ordered, |x, k| {
@@ -645,6 +646,28 @@ fn nn_layers() -> Vec<OpInfo> {
                 k.f("eps")?
             )
         )),
+        op!("batch_norm_eval", 3, &[F32, F64], grad_ordered, |x, k| {
+            let stat = |key: &str| -> Result<Tensor> {
+                let values = k.opt_floats(key)?.unwrap_or_default();
+                let dtype = match x[0].dtype() {
+                    d if d.is_float() => d,
+                    _ => DType::F32,
+                };
+                Tensor::from_vec(values.clone(), &[values.len()])?
+                    .to_dtype(dtype)?
+                    .to_device(x[0].device())
+            };
+            one(batch_norm(
+                &x[0],
+                Some(&stat("running_mean")?),
+                Some(&stat("running_var")?),
+                Some(&x[1]),
+                Some(&x[2]),
+                false,
+                0.1,
+                k.f("eps")?,
+            ))
+        }),
         op!("cross_entropy", 2, &[F32, F64], grad_ordered, |x, k| {
             let reduction = match k.s("reduction")?.as_str() {
                 "none" => Reduction::None,
