@@ -6,22 +6,16 @@
 
 mod common;
 
-use common::{synthetic_mnist, temp_dir, train_args, write_idx};
+use common::{spawn_tinytorch, synthetic_mnist, temp_dir, train_args, write_idx};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 use tinytorch::io::{load_checkpoint, save_checkpoint};
 
 /// Run `args` with a deadline; (exit status success, stderr). A run past the deadline is
 /// killed and fails the row as a hang.
 fn run(args: &[String], deadline: Duration) -> Result<(bool, String), String> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tinytorch"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run tinytorch");
+    let mut child = spawn_tinytorch(args, Stdio::null(), Stdio::null());
     let start = Instant::now();
     loop {
         if let Some(status) = child.try_wait().expect("wait") {

@@ -5,10 +5,10 @@
 
 mod common;
 
-use common::temp_dir;
+use common::{spawn_tinytorch, temp_dir};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use tinytorch::io::save_module;
 use tinytorch::models::bert::{BertConfig, BertModel, Init, SentenceEncoder};
 
@@ -19,14 +19,8 @@ const TINY: &str = concat!(
 
 /// Run `tinytorch embed` with `args` and `input` on standard input.
 fn embed(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tinytorch"))
-        .arg("embed")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run tinytorch");
+    let args = [&["embed"], args].concat();
+    let mut child = spawn_tinytorch(args, Stdio::piped(), Stdio::piped());
     // The command may fail before reading its input; a broken pipe is then expected.
     let _ = child.stdin.take().unwrap().write_all(input);
     child.wait_with_output().expect("wait for tinytorch")

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{temp_dir, tinytorch};
+use common::{temp_dir, tinytorch, tinytorch_fails};
 use std::process::Output;
 
 fn stdout(o: &Output) -> String {
@@ -96,16 +96,13 @@ fn train_lm_learns_and_generate_reads_its_checkpoint() {
 
 #[test]
 fn lm_errors_are_one_line() {
-    let o = tinytorch(&["train-lm", "--corpus", "/nonexistent/corpus.txt"]);
-    assert!(!o.status.success());
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = tinytorch_fails(&["train-lm", "--corpus", "/nonexistent/corpus.txt"]);
     assert!(
         err.starts_with("error: ") && err.contains("corpus") && err.lines().count() == 1,
         "{err}"
     );
-    let o = tinytorch(&["generate", "--checkpoint", "/nonexistent.safetensors"]);
-    assert!(!o.status.success());
-    assert_eq!(String::from_utf8_lossy(&o.stderr).lines().count(), 1);
+    let err = tinytorch_fails(&["generate", "--checkpoint", "/nonexistent.safetensors"]);
+    assert_eq!(err.lines().count(), 1);
 }
 
 /// The tiny Qwen2 and Mistral directories of tinytorch's fixtures (with a tokenizer.json).
@@ -150,16 +147,9 @@ fn generate_reads_hugging_face_directories_of_the_llama_family() {
     for f in ["config.json", "model.safetensors"] {
         std::fs::copy(family_dir("qwen2").join(f), dir.join(f)).unwrap();
     }
-    let o = tinytorch(&["generate", "--model-dir", dir.to_str().unwrap()]);
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("tokenizer.json"));
-    let o = tinytorch(&[
-        "generate",
-        "--model-dir",
-        dir.to_str().unwrap(),
-        "--checkpoint",
-        "x",
-    ]);
-    assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("cannot be used with"));
+    let dir_s = dir.to_str().unwrap();
+    let stderr = tinytorch_fails(&["generate", "--model-dir", dir_s]);
+    assert!(stderr.contains("tokenizer.json"), "{stderr}");
+    let stderr = tinytorch_fails(&["generate", "--model-dir", dir_s, "--checkpoint", "x"]);
+    assert!(stderr.contains("cannot be used with"), "{stderr}");
 }

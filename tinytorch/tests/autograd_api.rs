@@ -1,16 +1,12 @@
 //! `autograd::grad` (`torch.autograd.grad`) and custom differentiable ops
 //! (`Tensor::with_custom_backward`, what `torch.autograd.Function` is built on).
 
+mod common;
+use common::leaf64 as leaf;
+
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::autograd::{grad, no_grad};
 use tinytorch::Tensor;
-
-fn leaf(v: &[f64]) -> Tensor {
-    Tensor::from_vec(v.to_vec(), &[v.len()])
-        .unwrap()
-        .requires_grad_(true)
-        .unwrap()
-}
 
 #[test]
 fn grad_returns_gradients_of_leaves_and_intermediates_without_touching_dot_grad() {

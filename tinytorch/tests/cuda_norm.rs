@@ -5,6 +5,9 @@
 //! f64 and f16 inputs. Without a GPU each test prints that it was skipped.
 #![cfg(feature = "cuda")]
 
+mod common;
+use common::rel_diff_with;
+
 use tinytorch::backend::cuda;
 use tinytorch::nn::functional::{layer_norm, rms_norm};
 use tinytorch::{DType, Device, Generator, Tensor};
@@ -27,14 +30,7 @@ fn randn(gen: &mut Generator, shape: &[usize], dt: DType) -> Tensor {
 
 /// Largest |a - b| relative to the largest |b| (at least 1).
 fn rel_diff(a: &Tensor, b: &Tensor) -> f64 {
-    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
-    assert_eq!(a.len(), b.len());
-    let scale = b.iter().fold(1.0f64, |m, x| m.max(x.abs()));
-    a.iter()
-        .zip(&b)
-        .map(|(x, y)| (x - y).abs())
-        .fold(0.0, f64::max)
-        / scale
+    rel_diff_with(a, b, |x, y| (x - y).abs())
 }
 
 #[derive(Clone, Copy, Debug)]

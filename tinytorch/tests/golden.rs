@@ -4,32 +4,14 @@
 //! SGD-with-momentum steps. Reference values: scripts/fixtures/gen_golden_fixtures.py.
 
 mod common;
-use common::{load_fixture, max_diff};
+use common::{load_fixture, max_diff, sgd_momentum, small_cnn};
 
 use std::collections::{BTreeMap, HashMap};
 use tinytorch::nn::functional::cross_entropy;
-use tinytorch::nn::{
-    AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Flatten, Linear, MaxPool2d, Module, ReLU, Reduction,
-    Sequential,
-};
+use tinytorch::nn::{Module, Reduction};
 use tinytorch::ops::ConvPadding;
-use tinytorch::optim::{Optimizer, SgdOptions, SGD};
+use tinytorch::optim::Optimizer;
 use tinytorch::{Result, Tensor};
-
-fn golden_cnn() -> Result<Sequential> {
-    let same = ConvPadding::Explicit(1, 1);
-    Ok(Sequential::new(vec![
-        Box::new(Conv2d::new(1, 8, [3, 3], [1, 1], same, [1, 1], 1, true)?),
-        Box::new(BatchNorm2d::new(8)?),
-        Box::new(ReLU::new()),
-        Box::new(MaxPool2d::new([2, 2])),
-        Box::new(Conv2d::new(8, 16, [3, 3], [1, 1], same, [1, 1], 1, true)?),
-        Box::new(ReLU::new()),
-        Box::new(AdaptiveAvgPool2d::new([1, 1])),
-        Box::new(Flatten::default()),
-        Box::new(Linear::new(16, 10, true)?),
-    ]))
-}
 
 /// The fixture entries under `prefix`, with the prefix removed.
 fn section(fx: &BTreeMap<String, Tensor>, prefix: &str) -> HashMap<String, Tensor> {
@@ -41,7 +23,7 @@ fn section(fx: &BTreeMap<String, Tensor>, prefix: &str) -> HashMap<String, Tenso
 #[test]
 fn small_cnn_matches_pytorch_end_to_end() -> Result<()> {
     let fx = load_fixture("golden.safetensors");
-    let model = golden_cnn()?;
+    let model = small_cnn(ConvPadding::Explicit(1, 1), [1, 1], 10)?;
     model.load_state_dict(&section(&fx, "golden.param."), true)?;
     let (x, y) = (&fx["golden.x"], &fx["golden.y"]);
 
@@ -61,14 +43,7 @@ fn small_cnn_matches_pytorch_end_to_end() -> Result<()> {
         assert!(d < 1e-5, "gradient of {name} differs by {d}");
     }
 
-    let mut opt = SGD::new(
-        model.parameters(),
-        SgdOptions {
-            lr: 0.1,
-            momentum: 0.9,
-            ..Default::default()
-        },
-    )?;
+    let mut opt = sgd_momentum(model.parameters(), 0.1, 0.9)?;
     let want = fx["golden.losses"].to_vec::<f32>()?;
     for (step, want) in want.iter().enumerate() {
         opt.zero_grad();

@@ -4,23 +4,13 @@
 //! forward and sampling rules.
 
 mod common;
-use common::{assert_close, load_fixture, Tol};
+use common::{assert_close, load_fixture, Tol, TINY_GPT as CONFIG};
 
 use std::collections::{BTreeMap, HashMap};
-use tinytorch::models::gpt::{sample_next, Gpt, GptConfig, Sampling};
+use tinytorch::models::gpt::{sample_next, Gpt, Sampling};
 use tinytorch::nn::Module;
 use tinytorch::optim::{AdamOptions, AdamW, Optimizer};
 use tinytorch::{manual_seed, Tensor};
-
-const CONFIG: GptConfig = GptConfig {
-    vocab_size: 11,
-    block_size: 8,
-    n_layer: 2,
-    n_head: 2,
-    n_embd: 16,
-    dropout: 0.0,
-    bias: true,
-};
 
 fn model_from(f: &BTreeMap<String, Tensor>) -> Gpt {
     let model = Gpt::new(CONFIG).unwrap();

@@ -111,6 +111,33 @@ fn elementwise_hessian_vector_product_matches_pytorch() {
     assert_close(&hv[0], &f["elementwise.hvp"], Tol::scaled(1e-10), "hvp");
 }
 
+/// The gradient of `d.sum()` with respect to the critic's input `x`, with create_graph (so
+/// a penalty on it can be differentiated again): `grad(d.sum(), x, create_graph=True)[0]`.
+fn input_grad(d: &Tensor, x: &Tensor) -> Tensor {
+    grad_with_options(
+        &d.sum_all().unwrap(),
+        None,
+        std::slice::from_ref(x),
+        BackwardOptions::create_graph(),
+    )
+    .unwrap()[0]
+        .clone()
+        .unwrap()
+}
+
+/// WGAN-GP's penalty on a (batch, features) input gradient `gx`:
+/// `((gx.norm(2, dim=1) - 1) ** 2).mean()`.
+fn gradient_penalty(gx: &Tensor) -> Tensor {
+    gx.norm(2.0, &[1], false)
+        .unwrap()
+        .sub_scalar(1.0)
+        .unwrap()
+        .square()
+        .unwrap()
+        .mean_all()
+        .unwrap()
+}
+
 #[test]
 fn gradient_penalty_matches_pytorch() {
     let f = load_fixture("higher_order.safetensors");
@@ -123,25 +150,9 @@ fn gradient_penalty_matches_pytorch() {
         .leaky_relu(0.2)
         .unwrap();
     let d = linear(&h, &p[4], Some(&p[5])).unwrap();
-    let gx = grad_with_options(
-        &d.sum_all().unwrap(),
-        None,
-        std::slice::from_ref(&x),
-        BackwardOptions::create_graph(),
-    )
-    .unwrap()[0]
-        .clone()
-        .unwrap();
+    let gx = input_grad(&d, &x);
     assert_close(&gx, &f["gp.grad_x"], Tol::scaled(1e-12), "grad_x");
-    let gp = gx
-        .norm(2.0, &[1], false)
-        .unwrap()
-        .sub_scalar(1.0)
-        .unwrap()
-        .square()
-        .unwrap()
-        .mean_all()
-        .unwrap();
+    let gp = gradient_penalty(&gx);
     assert_close(&gp, &f["gp.penalty"], Tol::scaled(1e-12), "penalty");
     gp.backward().unwrap();
     for (i, n) in names.iter().enumerate() {
@@ -268,25 +279,21 @@ fn differentiating_a_fused_kernels_gradient_is_an_error_naming_the_op() {
 /// The convolutional critic's gradient penalty in `dtype` (f64 runs the im2col path, f32 the
 /// CPU's fused kernels, whose backward falls back to im2col under create_graph).
 fn conv_penalty_grads(f: &BTreeMap<String, Tensor>, dtype: DType) -> (Tensor, Vec<Tensor>) {
+    // The fixture's tensor `gp_conv.<name>` in `dtype`, as a leaf that requires grad.
+    let leaf_as = |name: &str| {
+        f[&format!("gp_conv.{name}")]
+            .to_dtype(dtype)
+            .unwrap()
+            .contiguous_copy()
+            .unwrap()
+            .requires_grad_(true)
+            .unwrap()
+    };
     let p: Vec<Tensor> = ["cw", "cb", "lw", "lb"]
         .iter()
-        .map(|n| {
-            f[&format!("gp_conv.{n}")]
-                .to_dtype(dtype)
-                .unwrap()
-                .contiguous_copy()
-                .unwrap()
-                .requires_grad_(true)
-                .unwrap()
-        })
+        .map(|n| leaf_as(n))
         .collect();
-    let x = f["gp_conv.x"]
-        .to_dtype(dtype)
-        .unwrap()
-        .contiguous_copy()
-        .unwrap()
-        .requires_grad_(true)
-        .unwrap();
+    let x = leaf_as("x");
     let h = x
         .conv2d(
             &p[0],
@@ -302,26 +309,8 @@ fn conv_penalty_grads(f: &BTreeMap<String, Tensor>, dtype: DType) -> (Tensor, Ve
         .flatten(1, -1)
         .unwrap();
     let d = linear(&h, &p[2], Some(&p[3])).unwrap();
-    let gx = grad_with_options(
-        &d.sum_all().unwrap(),
-        None,
-        std::slice::from_ref(&x),
-        BackwardOptions::create_graph(),
-    )
-    .unwrap()[0]
-        .clone()
-        .unwrap();
-    let gp = gx
-        .flatten(1, -1)
-        .unwrap()
-        .norm(2.0, &[1], false)
-        .unwrap()
-        .sub_scalar(1.0)
-        .unwrap()
-        .square()
-        .unwrap()
-        .mean_all()
-        .unwrap();
+    let gx = input_grad(&d, &x);
+    let gp = gradient_penalty(&gx.flatten(1, -1).unwrap());
     gp.backward().unwrap();
     let grads = p
         .iter()

@@ -3,9 +3,12 @@
 //! module tree (`named_children`, `named_modules`, `apply`). Expected values are PyTorch's
 //! semantics worked by hand (y = x W^T + b, so grad_input = grad_output W).
 
+mod common;
+use common::{backward_sum, TINY_GPT};
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use tinytorch::models::gpt::{Gpt, GptConfig};
+use tinytorch::models::gpt::Gpt;
 use tinytorch::nn::{Linear, Module, ModuleHooks, ReLU, Sequential};
 use tinytorch::{no_grad, DType, Device, Tensor};
 
@@ -97,14 +100,7 @@ fn full_backward_hook_sees_grad_input_and_grad_output_and_can_replace_grad_input
         .unwrap();
     // loss = sum(y * [1, 2]): grad_output [1, 2], grad_input [1, 2] W = [9, 12, 15].
     let c = Tensor::from_vec(vec![1.0f32, 2.0], &[1, 2]).unwrap();
-    l.call(&x)
-        .unwrap()
-        .mul(&c)
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .backward()
-        .unwrap();
+    backward_sum(l.call(&x).unwrap().mul(&c));
     assert_eq!(
         *seen.lock().unwrap(),
         vec![(Some(vec![9.0, 12.0, 15.0]), vec![1.0, 2.0])]
@@ -117,14 +113,7 @@ fn full_backward_hook_sees_grad_input_and_grad_output_and_can_replace_grad_input
     );
     h.remove();
     x.set_grad(None);
-    l.call(&x)
-        .unwrap()
-        .mul(&c)
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .backward()
-        .unwrap();
+    backward_sum(l.call(&x).unwrap().mul(&c));
     assert_eq!(vals(&x.grad().unwrap()), vec![9.0, 12.0, 15.0]);
     assert_eq!(seen.lock().unwrap().len(), 1);
 }
@@ -154,16 +143,7 @@ fn full_backward_hook_gets_no_grad_input_when_the_input_needs_none() {
 
 #[test]
 fn hooks_fire_inside_a_model_reached_through_named_modules() {
-    let config = GptConfig {
-        vocab_size: 11,
-        block_size: 8,
-        n_layer: 2,
-        n_head: 2,
-        n_embd: 16,
-        dropout: 0.0,
-        bias: true,
-    };
-    let model = Gpt::new(config).unwrap();
+    let model = Gpt::new(TINY_GPT).unwrap();
     let shapes = Arc::new(Mutex::new(Vec::new()));
     let mut handles = Vec::new();
     for (name, m) in model.named_modules() {
@@ -241,16 +221,7 @@ fn the_module_tree_has_pytorchs_names_and_apply_visits_children_first() {
 
 #[test]
 fn gpt_named_modules_cover_every_parameter() {
-    let config = GptConfig {
-        vocab_size: 11,
-        block_size: 8,
-        n_layer: 2,
-        n_head: 2,
-        n_embd: 16,
-        dropout: 0.0,
-        bias: true,
-    };
-    let model = Gpt::new(config).unwrap();
+    let model = Gpt::new(TINY_GPT).unwrap();
     let modules = model.named_modules();
     assert_eq!(modules.len(), 1 + 2 + 2 * 6 + 1);
     for (pname, _) in model.named_parameters() {

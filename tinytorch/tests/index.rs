@@ -1,28 +1,16 @@
 //! Index ops: values against PyTorch (numbers computed with torch 2.x and hard-coded here),
 //! f64 gradchecks, non-contiguous inputs and indices, 0-d and empty tensors, and errors.
 
-use tinytorch::autograd::gradcheck::gradcheck;
+mod common;
+use common::{arange64 as arange, gradcheck64 as check, t64 as t, vals64 as vals};
+
 use tinytorch::{DType, Device, Error, Tensor};
 
-fn t(data: &[f64], shape: &[usize]) -> Tensor {
-    Tensor::from_vec(data.to_vec(), shape).unwrap()
-}
 fn tf(data: &[f32], shape: &[usize]) -> Tensor {
     Tensor::from_vec(data.to_vec(), shape).unwrap()
 }
 fn ti(data: &[i64], shape: &[usize]) -> Tensor {
     Tensor::from_vec(data.to_vec(), shape).unwrap()
-}
-/// `torch.arange(n).reshape(shape)` as f64.
-fn arange(shape: &[usize]) -> Tensor {
-    let n: usize = shape.iter().product();
-    t(&(0..n).map(|x| x as f64).collect::<Vec<_>>(), shape)
-}
-fn vals(x: &Tensor) -> Vec<f64> {
-    x.to_vec_f64().unwrap()
-}
-fn check(f: impl Fn(&[Tensor]) -> tinytorch::Result<Tensor>, inputs: &[Tensor]) {
-    gradcheck(f, inputs, 1e-6, 1e-7, 1e-5).unwrap();
 }
 fn err_text(r: tinytorch::Result<impl std::fmt::Debug>) -> String {
     r.unwrap_err().to_string()

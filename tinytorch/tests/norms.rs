@@ -6,7 +6,8 @@
 mod common;
 
 use common::{
-    assert_close_same_dtype, assert_close_to, load_fixture, max_diff, poison_cached_buffer, Tol,
+    assert_close_same_dtype, assert_close_to, backward_sum, load_fixture, max_diff,
+    poison_cached_buffer, Tol,
 };
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::nn::functional::{
@@ -61,12 +62,7 @@ fn layer_norm_forward_and_gradients_match_pytorch() {
         "y.select(0, 0)",
     );
     let gw: Vec<f64> = (0..24).map(|i| (i as f64).cos()).collect();
-    y.mul(&t64(&gw, &[2, 3, 4]))
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .backward()
-        .unwrap();
+    backward_sum(y.mul(&t64(&gw, &[2, 3, 4])));
     assert_close_to(
         &x.grad().unwrap().select(0, 0).unwrap(),
         &[
@@ -543,12 +539,7 @@ fn fused_layer_and_rms_norm_match_pytorch_in_every_dtype() {
             _ => 1.6e-2,
         };
         assert_close_same_dtype(&y, &want, Tol::scaled(tol), &format!("{case} out"));
-        y.mul(&get("gout").unwrap())
-            .unwrap()
-            .sum_all()
-            .unwrap()
-            .backward()
-            .unwrap();
+        backward_sum(y.mul(&get("gout").unwrap()));
         // Gradients of parameters sum over every row: allow for the rounding of the sum.
         let gtol = if x.dtype().is_float() && x.dtype().size_in_bytes() == 2 {
             4.0 * tol

@@ -6,7 +6,7 @@
 //! thousands more cases of this kind.
 
 mod common;
-use common::{assert_close_slices, Tol};
+use common::{assert_close_slices, backward_sum, Tol};
 
 use tinytorch::ops::PadMode;
 use tinytorch::{DType, Device, Scalar, Tensor};
@@ -72,12 +72,7 @@ fn pow_gradient_is_zero_where_the_exponent_is_zero() {
     // x ** 0 and x ** 0.0: zero gradient, also at x = 0.
     for e in [Scalar::Int(0), Scalar::Float(0.0)] {
         let x = leaf(&[0., 1.5, -2.], &[3]);
-        x.pow_scalar(e)
-            .unwrap()
-            .sum_all()
-            .unwrap()
-            .backward()
-            .unwrap();
+        backward_sum(x.pow_scalar(e));
         assert_close_slices(&grad(&x), &[0.0, 0.0, 0.0], Tol::scaled(1e-12), "grad(&x)");
     }
 }
@@ -86,12 +81,7 @@ fn pow_gradient_is_zero_where_the_exponent_is_zero() {
 fn std_gradient_is_zero_where_the_deviation_is_zero() {
     // x = [[1, 1, 1], [1, 2, 3]]; x.std(1).sum().backward()
     let x = leaf(&[1., 1., 1., 1., 2., 3.], &[2, 3]);
-    x.std(&[1], 1.0, false)
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .backward()
-        .unwrap();
+    backward_sum(x.std(&[1], 1.0, false));
     assert_close_slices(
         &grad(&x),
         &[0., 0., 0., -0.5, 0., 0.5],
@@ -295,12 +285,7 @@ fn out_of_place_masked_fill_broadcasts_the_tensor_to_the_mask() {
     assert_eq!(vals(&y), vec![1., 0., 1., 0., 0., 0.]);
     // The gradient reaches x summed over the broadcast dim.
     let x = leaf(&[1., 2., 3.], &[3]);
-    x.masked_fill(&m, 0.0)
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .backward()
-        .unwrap();
+    backward_sum(x.masked_fill(&m, 0.0));
     assert_close_slices(&grad(&x), &[1., 2., 1.], Tol::scaled(1e-12), "grad(&x)");
     // A non-bool mask is refused, as PyTorch does.
     let im = Tensor::from_vec(vec![1i64, 0, 1], &[3]).unwrap();
@@ -333,12 +318,7 @@ fn negative_pads_crop() {
     assert!(e.contains("pad") && e.contains("negative"), "{e}");
     // Gradients of a crop land in the kept part only.
     let x = leaf(&[0., 1., 2., 3., 4., 5.], &[2, 3]);
-    x.pad(&[-1, 1], c)
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .backward()
-        .unwrap();
+    backward_sum(x.pad(&[-1, 1], c));
     assert_close_slices(
         &grad(&x),
         &[0., 1., 1., 0., 1., 1.],

@@ -68,25 +68,49 @@ fn run_every_kernel(layer: &mut dyn FnMut(Kernel) -> Vec<f32>) -> Vec<f32> {
     first
 }
 
+/// Loads the fixture's case `name` into a float layer (`<name>.weight` into `weight`,
+/// `<name>.bias` into `bias`) and returns the case's input and output quantization
+/// (`<name>.input`, `<name>.output`).
+fn load_case(
+    fx: &BTreeMap<String, Tensor>,
+    name: &str,
+    weight: &Tensor,
+    bias: &Option<Tensor>,
+) -> (Affine, Affine) {
+    set(weight, &fx[&format!("{name}.weight")]);
+    set(bias.as_ref().unwrap(), &fx[&format!("{name}.bias")]);
+    (
+        affine(&fx[&format!("{name}.input")]),
+        affine(&fx[&format!("{name}.output")]),
+    )
+}
+
+/// Runs a quantized layer with every kernel (`layer` sets the kernel and runs it) and checks
+/// the integers it gives on `output`'s levels against PyTorch's, the fixture's `<name>.int`
+/// (98% equal, all within one).
+fn assert_every_kernel_gives(
+    fx: &BTreeMap<String, Tensor>,
+    name: &str,
+    output: Affine,
+    layer: &mut dyn FnMut(Kernel) -> Vec<f32>,
+) {
+    let out = run_every_kernel(layer);
+    let torch = fx[&format!("{name}.int")].to_vec::<i64>().unwrap();
+    assert_integers_match(&integers(&out, output), &torch, 0.98, name);
+}
+
 #[test]
 fn quantized_linear_gives_pytorchs_integers() {
     let fx = load_fixture("quant_static.safetensors");
     for (name, relu) in [("linear", false), ("linear_relu", true)] {
         let linear = Linear::new(32, 16, true).unwrap();
-        set(&linear.weight, &fx[&format!("{name}.weight")]);
-        set(linear.bias.as_ref().unwrap(), &fx[&format!("{name}.bias")]);
-        let (input, output) = (
-            affine(&fx[&format!("{name}.input")]),
-            affine(&fx[&format!("{name}.output")]),
-        );
+        let (input, output) = load_case(&fx, name, &linear.weight, &linear.bias);
         let mut q = QuantLinear::from_linear(&linear, input, output, relu).unwrap();
         let x = &fx[&format!("{name}.x")];
-        let out = run_every_kernel(&mut |k| {
+        assert_every_kernel_gives(&fx, name, output, &mut |k| {
             q.kernel = k;
             f32s(&q.forward(x).unwrap())
         });
-        let torch = fx[&format!("{name}.int")].to_vec::<i64>().unwrap();
-        assert_integers_match(&integers(&out, output), &torch, 0.98, name);
     }
 }
 
@@ -100,22 +124,15 @@ fn quantized_conv2d_gives_pytorchs_integers() {
     for (name, kernel, stride, (ph, pw), dilation, relu) in cases {
         let pad = ConvPadding::Explicit(ph, pw);
         let conv = Conv2d::new(3, 5, kernel, stride, pad, dilation, 1, true).unwrap();
-        set(&conv.weight, &fx[&format!("{name}.weight")]);
-        set(conv.bias.as_ref().unwrap(), &fx[&format!("{name}.bias")]);
-        let (input, output) = (
-            affine(&fx[&format!("{name}.input")]),
-            affine(&fx[&format!("{name}.output")]),
-        );
+        let (input, output) = load_case(&fx, name, &conv.weight, &conv.bias);
         let mut q = QuantConv2d::from_conv(&conv, input, output, relu).unwrap();
         let x = &fx[&format!("{name}.x")];
         let want_shape = conv.forward(x).unwrap().shape().to_vec();
         assert_eq!(q.forward(x).unwrap().shape(), want_shape.as_slice());
-        let out = run_every_kernel(&mut |k| {
+        assert_every_kernel_gives(&fx, name, output, &mut |k| {
             q.kernel = k;
             f32s(&q.forward(x).unwrap())
         });
-        let torch = fx[&format!("{name}.int")].to_vec::<i64>().unwrap();
-        assert_integers_match(&integers(&out, output), &torch, 0.98, name);
     }
 }
 

@@ -2,7 +2,7 @@
 //! f64 gradient checks, non-contiguous / 0-d / empty inputs and error cases.
 
 mod common;
-use common::{assert_close_to, Tol};
+use common::{assert_close_to, backward_sum, Tol};
 
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::{DType, Device, Result, Tensor};
@@ -557,12 +557,7 @@ fn prod_gradient_with_zeros() {
     let p = t64(&[2.0, 0.0, 3.0, 0.0, 0.0, 1.0, 1.0, 2.0, 3.0], &[3, 3])
         .requires_grad_(true)
         .unwrap();
-    p.prod(&[1], false)
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .backward()
-        .unwrap();
+    backward_sum(p.prod(&[1], false));
     assert_close_to(
         &p.grad().unwrap(),
         &[0.0, 6.0, 0.0, 0.0, 0.0, 0.0, 6.0, 3.0, 2.0],

@@ -1,17 +1,13 @@
 //! `Tensor::register_hook` (on leaves and non-leaves, replacing the gradient, removable) and
 //! `retain_grad`, with the values PyTorch gives for the same graphs (worked by hand below).
 
+mod common;
+use common::{backward_sum, leaf64 as leaf};
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tinytorch::autograd::grad;
 use tinytorch::Tensor;
-
-fn leaf(v: &[f64]) -> Tensor {
-    Tensor::from_vec(v.to_vec(), &[v.len()])
-        .unwrap()
-        .requires_grad_(true)
-        .unwrap()
-}
 
 #[test]
 fn a_hook_on_a_non_leaf_sees_the_whole_gradient_and_may_replace_it() {
@@ -60,22 +56,12 @@ fn a_removed_hook_no_longer_runs_and_none_keeps_the_gradient() {
             Ok(None)
         })
         .unwrap();
-    x.mul_scalar(5.0)
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .backward()
-        .unwrap();
+    backward_sum(x.mul_scalar(5.0));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![5.0]);
     h.remove();
     h.remove(); // twice is fine, as in PyTorch
-    x.mul_scalar(5.0)
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .backward()
-        .unwrap();
+    backward_sum(x.mul_scalar(5.0));
     assert_eq!(calls.load(Ordering::SeqCst), 1);
     assert_eq!(x.grad().unwrap().to_vec::<f64>().unwrap(), vec![10.0]);
 }

@@ -1,10 +1,13 @@
 //! The training-loop pieces: steps, epochs with a step limit, evaluation, metrics files and
 //! the curves PNG.
 
+mod common;
+use common::sgd_momentum;
+
 use tinytorch::nn::{Linear, Module, ReLU, Sequential};
 use tinytorch::optim::{SgdOptions, SGD};
 use tinytorch::train::{
-    evaluate, plot_curves, train_epoch, EpochMetrics, MetricsLog, Progress, StepLimit,
+    evaluate, plot_curves, train_epoch, EpochMetrics, EpochTotals, MetricsLog, Progress, StepLimit,
 };
 use tinytorch::{manual_seed, DType, Device, Result, Tensor};
 
@@ -36,6 +39,16 @@ fn model() -> Result<Sequential> {
     ]))
 }
 
+/// One `train_epoch` of `m` with `opt` over `batches`, within `limit`, without a progress bar.
+fn quiet_epoch(
+    m: &mut Sequential,
+    opt: &mut SGD,
+    batches: Vec<Result<(Tensor, Tensor)>>,
+    limit: &mut StepLimit,
+) -> Result<EpochTotals> {
+    train_epoch(m, opt, batches, limit, &Progress::hidden())
+}
+
 fn cloned(b: &[Result<(Tensor, Tensor)>]) -> Vec<Result<(Tensor, Tensor)>> {
     b.iter()
         .map(|r| Ok(r.as_ref().expect("batch").clone()))
@@ -47,22 +60,10 @@ fn an_epoch_learns_and_evaluate_agrees() -> Result<()> {
     manual_seed(3);
     let data = blobs(512)?;
     let mut m = model()?;
-    let mut opt = SGD::new(
-        m.parameters(),
-        SgdOptions {
-            lr: 0.1,
-            ..Default::default()
-        },
-    )?;
+    let mut opt = sgd_momentum(m.parameters(), 0.1, 0.0)?;
     let (loss0, _) = evaluate(&mut m, cloned(&data))?;
     let mut limit = StepLimit(None);
-    let totals = train_epoch(
-        &mut m,
-        &mut opt,
-        cloned(&data),
-        &mut limit,
-        &Progress::hidden(),
-    )?;
+    let totals = quiet_epoch(&mut m, &mut opt, cloned(&data), &mut limit)?;
     assert_eq!(totals.steps, 32);
     assert_eq!(totals.samples, 512);
     assert_eq!(totals.timed_samples, 31 * 16, "the first step is not timed");
@@ -80,22 +81,10 @@ fn the_step_limit_stops_mid_epoch() -> Result<()> {
     let mut m = model()?;
     let mut opt = SGD::new(m.parameters(), SgdOptions::default())?;
     let mut limit = StepLimit(Some(5));
-    let totals = train_epoch(
-        &mut m,
-        &mut opt,
-        cloned(&data),
-        &mut limit,
-        &Progress::hidden(),
-    )?;
+    let totals = quiet_epoch(&mut m, &mut opt, cloned(&data), &mut limit)?;
     assert_eq!(totals.steps, 5);
     assert!(limit.exhausted());
-    let again = train_epoch(
-        &mut m,
-        &mut opt,
-        cloned(&data),
-        &mut limit,
-        &Progress::hidden(),
-    )?;
+    let again = quiet_epoch(&mut m, &mut opt, cloned(&data), &mut limit)?;
     assert_eq!(again.steps, 0);
     Ok(())
 }
@@ -106,14 +95,7 @@ fn a_bad_batch_is_an_error_not_a_panic() -> Result<()> {
     let mut opt = SGD::new(m.parameters(), SgdOptions::default())?;
     let x = Tensor::zeros(&[3, 5], DType::F32, Device::Cpu)?;
     let y = Tensor::zeros(&[3], DType::I64, Device::Cpu)?;
-    let err = train_epoch(
-        &mut m,
-        &mut opt,
-        vec![Ok((x, y))],
-        &mut StepLimit(None),
-        &Progress::hidden(),
-    )
-    .unwrap_err();
+    let err = quiet_epoch(&mut m, &mut opt, vec![Ok((x, y))], &mut StepLimit(None)).unwrap_err();
     assert!(err.to_string().contains("[3, 5]"), "{err}");
     Ok(())
 }

@@ -3,13 +3,13 @@
 //! task that needs spatial features (is the bright blob in the left or right half?). The loss
 //! must fall and the training accuracy must reach 90%.
 
+mod common;
+use common::{sgd_momentum, small_cnn};
+
 use tinytorch::nn::functional::cross_entropy;
-use tinytorch::nn::{
-    AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Flatten, Linear, MaxPool2d, Module, ReLU, Reduction,
-    Sequential,
-};
+use tinytorch::nn::{Module, Reduction};
 use tinytorch::ops::ConvPadding;
-use tinytorch::optim::{Optimizer, SgdOptions, SGD};
+use tinytorch::optim::Optimizer;
 use tinytorch::{manual_seed, DType, Device, Result, Tensor};
 
 /// `n` 1x8x8 images: noise plus a 3x3 blob in the left or right half; label 0 = left, 1 = right.
@@ -38,27 +38,9 @@ fn dataset(n: usize) -> Result<(Tensor, Tensor)> {
 #[test]
 fn small_cnn_learns_a_spatial_task() -> Result<()> {
     manual_seed(0);
-    let same = ConvPadding::Same;
-    let model = Sequential::new(vec![
-        Box::new(Conv2d::new(1, 8, [3, 3], [1, 1], same, [1, 1], 1, true)?),
-        Box::new(BatchNorm2d::new(8)?),
-        Box::new(ReLU::new()),
-        Box::new(MaxPool2d::new([2, 2])),
-        Box::new(Conv2d::new(8, 16, [3, 3], [1, 1], same, [1, 1], 1, true)?),
-        Box::new(ReLU::new()),
-        // Keep the left/right layout: pool to 1x2 rather than to one value.
-        Box::new(AdaptiveAvgPool2d::new([1, 2])),
-        Box::new(Flatten::default()),
-        Box::new(Linear::new(32, 2, true)?),
-    ]);
-    let mut opt = SGD::new(
-        model.parameters(),
-        SgdOptions {
-            lr: 0.1,
-            momentum: 0.9,
-            ..Default::default()
-        },
-    )?;
+    // Keep the left/right layout: pool to 1x2 rather than to one value.
+    let model = small_cnn(ConvPadding::Same, [1, 2], 2)?;
+    let mut opt = sgd_momentum(model.parameters(), 0.1, 0.9)?;
     let (x, y) = dataset(64)?;
     let loss_of = |logits: &Tensor| cross_entropy(logits, &y, None, -100, Reduction::Mean, 0.0);
     let first = loss_of(&model.forward(&x)?)?.item::<f32>()?;

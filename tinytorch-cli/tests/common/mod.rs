@@ -3,14 +3,43 @@
 // Each test binary compiles this module and uses only some of it.
 #![allow(dead_code)]
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
 /// Run the `tinytorch` binary with `args`, capturing its output.
 pub fn tinytorch(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tinytorch"))
         .args(args)
         .output()
+        .expect("run tinytorch")
+}
+
+/// Run the `tinytorch` binary with `args`, which must fail; returns its standard error.
+#[track_caller]
+pub fn tinytorch_fails(args: &[&str]) -> String {
+    let o = tinytorch(args);
+    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(
+        !o.status.success(),
+        "tinytorch {args:?} succeeded: {stderr}"
+    );
+    stderr
+}
+
+/// Start the `tinytorch` binary with `args`, `stdin` and `stdout`; its standard error is
+/// piped.
+pub fn spawn_tinytorch(
+    args: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    stdin: Stdio,
+    stdout: Stdio,
+) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_tinytorch"))
+        .args(args)
+        .stdin(stdin)
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("run tinytorch")
 }
 

@@ -13,6 +13,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
+use tinytorch::models::gpt::GptConfig;
+use tinytorch::nn::{
+    AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Flatten, Linear, MaxPool2d, ReLU, Sequential,
+};
+use tinytorch::ops::ConvPadding;
+use tinytorch::optim::{SgdOptions, SGD};
 use tinytorch::{DType, Tensor};
 
 /// How close two values must be: `|got - want| <= abs + rel * |want|`, and whether a NaN
@@ -198,25 +204,35 @@ pub fn assert_close_same_dtype(got: &Tensor, want: &Tensor, tol: Tol, what: &str
     assert_close(got, want, tol, what);
 }
 
+/// The larger of `m` and `d`, or NaN when either is NaN (the fold of the `max_*diff`
+/// helpers, where a NaN difference must not be lost to `f64::max`).
+fn nan_max(m: f64, d: f64) -> f64 {
+    if d.is_nan() || m.is_nan() {
+        f64::NAN
+    } else {
+        m.max(d)
+    }
+}
+
+/// The largest `|x - y| / scale(y)` over the pairs of `a` and `b` (`y` the expected value):
+/// 0 where the two are equal (equal infinities, NaN against NaN), NaN where only one is NaN.
+fn max_diff_over(a: &[f64], b: &[f64], scale: impl Fn(f64) -> f64) -> f64 {
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| match (x.is_nan(), y.is_nan()) {
+            (true, true) => 0.0,
+            (false, false) if x == y => 0.0,
+            (false, false) => (x - y).abs() / scale(y),
+            _ => f64::NAN,
+        })
+        .fold(0.0, nan_max)
+}
+
 /// The largest absolute difference between two slices of the same length; NaN where either
 /// has a NaN the other has not at the same place.
 pub fn max_diff_slices(a: &[f64], b: &[f64]) -> f64 {
     assert_eq!(a.len(), b.len(), "max_diff: lengths");
-    a.iter()
-        .zip(b)
-        .map(|(x, y)| match (x.is_nan(), y.is_nan()) {
-            (true, true) => 0.0,
-            (false, false) if x == y => 0.0,
-            (false, false) => (x - y).abs(),
-            _ => f64::NAN,
-        })
-        .fold(0.0, |m, d| {
-            if d.is_nan() || m.is_nan() {
-                f64::NAN
-            } else {
-                m.max(d)
-            }
-        })
+    max_diff_over(a, b, |_| 1.0)
 }
 
 /// The largest absolute difference between two tensors of the same shape, in f64; NaN
@@ -231,21 +247,7 @@ pub fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
 pub fn max_scaled_diff(a: &Tensor, b: &Tensor) -> f64 {
     assert_eq!(a.shape(), b.shape());
     let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
-    a.iter()
-        .zip(&b)
-        .map(|(x, y)| match (x.is_nan(), y.is_nan()) {
-            (true, true) => 0.0,
-            (false, false) if x == y => 0.0,
-            (false, false) => (x - y).abs() / (1.0 + y.abs()),
-            _ => f64::NAN,
-        })
-        .fold(0.0, |m, d| {
-            if d.is_nan() || m.is_nan() {
-                f64::NAN
-            } else {
-                m.max(d)
-            }
-        })
+    max_diff_over(&a, &b, |y| 1.0 + y.abs())
 }
 
 /// The largest [`max_scaled_diff`] over two lists of named tensors (a module's
@@ -254,12 +256,7 @@ pub fn max_scaled_diff_named(a: &[(String, Tensor)], b: &[(String, Tensor)]) -> 
     assert_eq!(a.len(), b.len(), "max_scaled_diff_named: lengths");
     a.iter().zip(b).fold(0.0, |m, ((na, ta), (nb, tb))| {
         assert_eq!(na, nb);
-        let d = max_scaled_diff(ta, tb);
-        if d.is_nan() || m.is_nan() {
-            f64::NAN
-        } else {
-            m.max(d)
-        }
+        nan_max(m, max_scaled_diff(ta, tb))
     })
 }
 
@@ -344,4 +341,109 @@ pub fn poison_cached_buffer(dtype: tinytorch::DType, len: usize) {
         }
     };
     allocator::recycle(storage);
+}
+
+/// An f64 tensor of `shape` holding `data` (row-major).
+pub fn t64(data: &[f64], shape: &[usize]) -> Tensor {
+    Tensor::from_vec(data.to_vec(), shape).unwrap()
+}
+
+/// `torch.arange(n).reshape(shape)` as f64.
+pub fn arange64(shape: &[usize]) -> Tensor {
+    let n: usize = shape.iter().product();
+    t64(&(0..n).map(|x| x as f64).collect::<Vec<_>>(), shape)
+}
+
+/// A tensor's values, row-major, as f64.
+pub fn vals64(x: &Tensor) -> Vec<f64> {
+    x.to_vec_f64().unwrap()
+}
+
+/// A 1-d f64 leaf holding `v` that requires grad.
+pub fn leaf64(v: &[f64]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), &[v.len()])
+        .unwrap()
+        .requires_grad_(true)
+        .unwrap()
+}
+
+/// `gradcheck` of `f` at the f64 `inputs` with eps 1e-6, atol 1e-7 and rtol 1e-5; panics
+/// where the analytic and numeric gradients differ.
+#[track_caller]
+pub fn gradcheck64(f: impl Fn(&[Tensor]) -> tinytorch::Result<Tensor>, inputs: &[Tensor]) {
+    tinytorch::autograd::gradcheck::gradcheck(f, inputs, 1e-6, 1e-7, 1e-5).unwrap();
+}
+
+/// Sums `y` (an op's result) to a scalar and runs backward from it: PyTorch's
+/// `y.sum().backward()`.
+#[track_caller]
+pub fn backward_sum(y: tinytorch::Result<Tensor>) {
+    y.unwrap().sum_all().unwrap().backward().unwrap();
+}
+
+/// The small GPT of the GPT tests (`fixtures/gpt.safetensors` was made with it): 11 tokens,
+/// 8 positions, 2 layers of 2 heads, width 16, no dropout, with biases.
+pub const TINY_GPT: GptConfig = GptConfig {
+    vocab_size: 11,
+    block_size: 8,
+    n_layer: 2,
+    n_head: 2,
+    n_embd: 16,
+    dropout: 0.0,
+    bias: true,
+};
+
+/// The small CNN of the end-to-end tests: a 3x3 convolution from 1 to 8 channels (with
+/// `padding`), batch norm, ReLU, 2x2 max pooling, a 3x3 convolution from 8 to 16 channels
+/// (with `padding`), ReLU, adaptive average pooling to `pooled`, flatten, and a linear layer
+/// to `classes` outputs.
+pub fn small_cnn(
+    padding: ConvPadding,
+    pooled: [usize; 2],
+    classes: usize,
+) -> tinytorch::Result<Sequential> {
+    Ok(Sequential::new(vec![
+        Box::new(Conv2d::new(1, 8, [3, 3], [1, 1], padding, [1, 1], 1, true)?),
+        Box::new(BatchNorm2d::new(8)?),
+        Box::new(ReLU::new()),
+        Box::new(MaxPool2d::new([2, 2])),
+        Box::new(Conv2d::new(
+            8,
+            16,
+            [3, 3],
+            [1, 1],
+            padding,
+            [1, 1],
+            1,
+            true,
+        )?),
+        Box::new(ReLU::new()),
+        Box::new(AdaptiveAvgPool2d::new(pooled)),
+        Box::new(Flatten::default()),
+        Box::new(Linear::new(16 * pooled[0] * pooled[1], classes, true)?),
+    ]))
+}
+
+/// SGD with momentum (and PyTorch's defaults otherwise) over `params`.
+pub fn sgd_momentum(params: Vec<Tensor>, lr: f64, momentum: f64) -> tinytorch::Result<SGD> {
+    let options = SgdOptions {
+        lr,
+        momentum,
+        ..Default::default()
+    };
+    SGD::new(params, options)
+}
+
+/// The largest `diff(a_i, b_i)` over two tensors of the same length (in f64, `f64::max`
+/// folding from 0), divided by the largest `|b_i|` (at least 1): the GPU tests' distance
+/// from the CPU oracle `b`.
+pub fn rel_diff_with(a: &Tensor, b: &Tensor, diff: impl Fn(f64, f64) -> f64) -> f64 {
+    let (a, b) = (a.to_vec_f64().unwrap(), b.to_vec_f64().unwrap());
+    assert_eq!(a.len(), b.len());
+    let scale = b.iter().fold(1.0f64, |m, x| m.max(x.abs()));
+    a.iter()
+        .zip(&b)
+        .map(|(&x, &y)| diff(x, y))
+        .fold(0.0, f64::max)
+        / scale
 }
