@@ -505,19 +505,34 @@ mod tests {
         },
     ];
 
+    /// A test problem of shape `d`: input, upstream gradient, weight and bias.
+    struct Problem {
+        x: Vec<f64>,
+        g: Vec<f64>,
+        w: Vec<f64>,
+        b: Vec<f64>,
+    }
+
+    /// Deterministic values spread over both signs (and, with a ReLU, both sides of 0).
+    fn problem(d: Dims) -> Problem {
+        let len = d.rows() * d.s;
+        Problem {
+            x: (0..len)
+                .map(|i| ((i * 37 % 101) as f64 - 50.0) * 0.07)
+                .collect(),
+            g: (0..len)
+                .map(|i| ((i * 13 % 7) as f64) * 0.3 - 1.0)
+                .collect(),
+            w: (0..d.c).map(|j| 0.5 + j as f64 * 0.1).collect(),
+            b: (0..d.c).map(|j| j as f64 * -0.03).collect(),
+        }
+    }
+
     #[test]
     fn forward_and_backward_match_the_formulas_on_one_and_many_threads() {
         // Each shape without and with the fused ReLU.
         for d in SHAPES {
-            let len = d.rows() * d.s;
-            let x: Vec<f64> = (0..len)
-                .map(|i| ((i * 37 % 101) as f64 - 50.0) * 0.07)
-                .collect();
-            let g: Vec<f64> = (0..len)
-                .map(|i| ((i * 13 % 7) as f64) * 0.3 - 1.0)
-                .collect();
-            let w: Vec<f64> = (0..d.c).map(|j| 0.5 + j as f64 * 0.1).collect();
-            let b: Vec<f64> = (0..d.c).map(|j| j as f64 * -0.03).collect();
+            let Problem { x, g, w, b } = problem(d);
             for relu in [false, true] {
                 let then = if relu { Then::Relu } else { Then::Nothing };
                 let (y, stats) = forward(&x, d, Some(&w), Some(&b), 1e-5, then);
@@ -550,17 +565,10 @@ mod tests {
         // the widened values, rounded once.
         for d in SHAPES {
             let len = d.rows() * d.s;
-            let x: Vec<f64> = (0..len)
-                .map(|i| ((i * 37 % 101) as f64 - 50.0) * 0.07)
-                .collect();
+            let Problem { x, g, w, b } = problem(d);
             let r: Vec<f64> = (0..len)
                 .map(|i| ((i * 11 % 9) as f64) * 0.4 - 1.5)
                 .collect();
-            let g: Vec<f64> = (0..len)
-                .map(|i| ((i * 13 % 7) as f64) * 0.3 - 1.0)
-                .collect();
-            let w: Vec<f64> = (0..d.c).map(|j| 0.5 + j as f64 * 0.1).collect();
-            let b: Vec<f64> = (0..d.c).map(|j| j as f64 * -0.03).collect();
             let (y, stats) = forward(&x, d, Some(&w), Some(&b), 1e-5, Then::AddRelu(&r));
             let (bn, _, _, _) = reference(&x, &g, d, &w, &b, 1e-5, false);
             for i in 0..len {
