@@ -35,5 +35,6 @@ pub mod parallel;
 pub mod tensor;
 
 pub use autograd::{no_grad, set_grad_enabled};
+pub use base::{Dim, Dims};
 pub use error::{Error, Result};
 pub use tensor::{manual_seed, DType, Device, Generator, Layout, Scalar, Tensor};

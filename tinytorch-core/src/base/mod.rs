@@ -4,11 +4,13 @@
 //! use them without importing `tensor`; `tensor` re-exports them under their old paths.
 
 mod device;
+pub mod dims;
 pub mod dtype;
 pub mod layout;
 pub mod scalar;
 
 pub use device::Device;
+pub use dims::{Dim, Dims};
 pub use dtype::{DType, Element, FloatElement, ResultType};
 pub use layout::Layout;
 pub use scalar::Scalar;

@@ -6,6 +6,7 @@
 
 use super::{same_device, with_storages2};
 use crate::autograd::needs_grad;
+use crate::base::Dim;
 use crate::error::{Error, Result};
 use crate::tensor::layout::{broadcast_shapes, normalize_dim};
 use crate::tensor::{DType, Layout, Scalar, Tensor};
@@ -126,7 +127,8 @@ fn embed_leading(t: &Tensor, shape: &[usize]) -> Result<Tensor> {
 impl Tensor {
     /// The slices of `dim` listed by the 1-D i64 `index`, in that order
     /// (`torch.index_select(x, dim, index)`); repeats are allowed.
-    pub fn index_select(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
+    pub fn index_select(&self, dim: impl Dim, index: &Tensor) -> Result<Tensor> {
+        let dim = dim.to_isize();
         const OP: &str = "index_select";
         same_device(OP, &[self, index])?;
         let index = &long_index(OP, index)?;
@@ -168,7 +170,8 @@ impl Tensor {
 
     /// `self` with `source`'s slices added at the positions of `dim` listed by the 1-D
     /// `index`; repeated indices accumulate (out-of-place `x.index_add(dim, index, source)`).
-    pub fn index_add(&self, dim: isize, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+    pub fn index_add(&self, dim: impl Dim, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+        let dim = dim.to_isize();
         const OP: &str = "index_add";
         same_device(OP, &[self, index, source])?;
         let index = &long_index(OP, index)?;
@@ -226,7 +229,8 @@ impl Tensor {
 
     /// `out[i][j] = self[index[i][j]][j]` for `dim = 0` (and so on for other dims): values
     /// picked along `dim` by an i64 index of the same rank (`torch.gather(x, dim, index)`).
-    pub fn gather(&self, dim: isize, index: &Tensor) -> Result<Tensor> {
+    pub fn gather(&self, dim: impl Dim, index: &Tensor) -> Result<Tensor> {
+        let dim = dim.to_isize();
         const OP: &str = "gather";
         same_device(OP, &[self, index])?;
         let index = &long_index(OP, index)?;
@@ -299,7 +303,8 @@ impl Tensor {
     /// `self` with `src[p]` written at `index[p]` along `dim` (out-of-place
     /// `x.scatter(dim, index, src)`). With repeated indices the result is the last write, which
     /// PyTorch leaves unspecified.
-    pub fn scatter(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    pub fn scatter(&self, dim: impl Dim, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        let dim = dim.to_isize();
         const OP: &str = "scatter";
         let (out, index, d) = self.scatter_src(OP, dim, index, src, false)?;
         if !needs_grad(&[self, src]) {
@@ -328,11 +333,12 @@ impl Tensor {
     /// `x.scatter(dim, index, value)`).
     pub fn scatter_value(
         &self,
-        dim: isize,
+        dim: impl Dim,
         index: &Tensor,
         value: impl Into<Scalar>,
     ) -> Result<Tensor> {
         const OP: &str = "scatter";
+        let dim = dim.to_isize();
         same_device(OP, &[self, index])?;
         let index = &long_index(OP, index)?;
         let d = normalize_dim(OP, dim, self.ndim())?;
@@ -350,7 +356,8 @@ impl Tensor {
 
     /// `self` with `src[p]` added at `index[p]` along `dim`; repeated indices accumulate
     /// (out-of-place `x.scatter_add(dim, index, src)`).
-    pub fn scatter_add(&self, dim: isize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    pub fn scatter_add(&self, dim: impl Dim, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        let dim = dim.to_isize();
         const OP: &str = "scatter_add";
         let (out, index, d) = self.scatter_src(OP, dim, index, src, true)?;
         if !needs_grad(&[self, src]) {
@@ -424,7 +431,8 @@ impl Tensor {
 
     /// Stable sort along `dim` (NaN sorts as the largest value): `(values, indices)` with the
     /// indices as i64 (`torch.sort(x, dim, descending, stable=True)`).
-    pub fn sort(&self, dim: isize, descending: bool) -> Result<(Tensor, Tensor)> {
+    pub fn sort(&self, dim: impl Dim, descending: bool) -> Result<(Tensor, Tensor)> {
+        let dim = dim.to_isize();
         const OP: &str = "sort";
         let d = normalize_dim(OP, dim, self.ndim())?;
         let (v, i) = self.storage().sort(self.layout(), d, descending)?;
@@ -445,7 +453,8 @@ impl Tensor {
     }
 
     /// The i64 indices that sort `self` along `dim` (stable) (`torch.argsort`).
-    pub fn argsort(&self, dim: isize, descending: bool) -> Result<Tensor> {
+    pub fn argsort(&self, dim: impl Dim, descending: bool) -> Result<Tensor> {
+        let dim = dim.to_isize();
         let d = normalize_dim("argsort", dim, self.ndim())?;
         let (_, i) = self.storage().sort(self.layout(), d, descending)?;
         Ok(Tensor::from_contiguous(i, self.shape()))
@@ -457,11 +466,12 @@ impl Tensor {
     pub fn topk(
         &self,
         k: usize,
-        dim: isize,
+        dim: impl Dim,
         largest: bool,
         sorted: bool,
     ) -> Result<(Tensor, Tensor)> {
         const OP: &str = "topk";
+        let dim = dim.to_isize();
         // A sorted result is also a valid answer for `sorted = false`.
         let _ = sorted;
         let d = normalize_dim(OP, dim, self.ndim())?;

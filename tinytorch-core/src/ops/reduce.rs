@@ -9,6 +9,7 @@ use super::as_isize;
 use super::view::inverse_permutation;
 use crate::autograd::{needs_grad, no_grad};
 use crate::backend::{ArgReduceOp, ReduceOp, ScanOp};
+use crate::base::{Dim, Dims};
 use crate::error::{Error, Result};
 use crate::tensor::layout::{normalize_dim, normalize_dims};
 use crate::tensor::{DType, Device, Tensor};
@@ -68,7 +69,8 @@ impl Tensor {
 
     /// Sum over `dims` (empty: all dims), keeping them as size 1 if `keepdim`
     /// (`x.sum(dims, keepdim)`). Bool and integer inputs sum to i64.
-    pub fn sum(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+    pub fn sum<D: Dims + ?Sized>(&self, dims: &D, keepdim: bool) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         let d = normalize_dims("sum", dims, self.ndim())?;
         let out = self.reduce_raw(ReduceOp::Sum, &d, keepdim)?;
         if !needs_grad(&[self]) {
@@ -87,7 +89,8 @@ impl Tensor {
 
     /// Mean over `dims` (empty: all dims) (`x.mean(dims, keepdim)`). Floats only, as in
     /// PyTorch; f16/bf16 accumulate in f32. The mean of an empty reduction is NaN.
-    pub fn mean(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+    pub fn mean<D: Dims + ?Sized>(&self, dims: &D, keepdim: bool) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         self.require_float("mean")?;
         let d = normalize_dims("mean", dims, self.ndim())?;
         let count = reduced_count(self.shape(), &d) as f64;
@@ -109,7 +112,8 @@ impl Tensor {
     /// Product over `dims` (empty: all dims) (`x.prod(dims, keepdim)`; PyTorch's `prod` takes
     /// one dim, this takes several). Bool and integer inputs give i64. The gradient is right
     /// also when the input holds zeros.
-    pub fn prod(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+    pub fn prod<D: Dims + ?Sized>(&self, dims: &D, keepdim: bool) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         let d = normalize_dims("prod", dims, self.ndim())?;
         let out = self.reduce_raw(ReduceOp::Prod, &d, keepdim)?;
         if !needs_grad(&[self]) {
@@ -180,12 +184,14 @@ impl Tensor {
     }
 
     /// Maximum over `dims` (empty: all) (`torch.amax`); ties share the gradient evenly.
-    pub fn amax(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+    pub fn amax<D: Dims + ?Sized>(&self, dims: &D, keepdim: bool) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         self.extreme("amax", true, dims, keepdim)
     }
 
     /// Minimum over `dims` (empty: all) (`torch.amin`); ties share the gradient evenly.
-    pub fn amin(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+    pub fn amin<D: Dims + ?Sized>(&self, dims: &D, keepdim: bool) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         self.extreme("amin", false, dims, keepdim)
     }
 
@@ -241,12 +247,14 @@ impl Tensor {
 
     /// Max along `dim` with the index of its first occurrence (`torch.max(x, dim, keepdim)`):
     /// `(values, i64 indices)`. The gradient flows to the indexed element.
-    pub fn max_dim(&self, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    pub fn max_dim(&self, dim: impl Dim, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let dim = dim.to_isize();
         self.extreme_dim("max", true, dim, keepdim)
     }
 
     /// Min along `dim` with the index of its first occurrence (`torch.min(x, dim, keepdim)`).
-    pub fn min_dim(&self, dim: isize, keepdim: bool) -> Result<(Tensor, Tensor)> {
+    pub fn min_dim(&self, dim: impl Dim, keepdim: bool) -> Result<(Tensor, Tensor)> {
+        let dim = dim.to_isize();
         self.extreme_dim("min", false, dim, keepdim)
     }
 
@@ -323,7 +331,13 @@ impl Tensor {
     /// Variance over `dims` (empty: all) with `correction` (1 = Bessel's correction, the
     /// PyTorch default) (`torch.var(x, dims, correction=, keepdim=)`). Floats only. A
     /// non-positive `N - correction` divides by zero (inf/NaN), as in PyTorch.
-    pub fn var(&self, dims: &[isize], correction: f64, keepdim: bool) -> Result<Tensor> {
+    pub fn var<D: Dims + ?Sized>(
+        &self,
+        dims: &D,
+        correction: f64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         self.require_float("var")?;
         let d = normalize_dims("var", dims, self.ndim())?;
         let n = reduced_count(self.shape(), &d) as f64;
@@ -336,7 +350,13 @@ impl Tensor {
     }
 
     /// Standard deviation: the square root of [`Tensor::var`] (`torch.std`).
-    pub fn std(&self, dims: &[isize], correction: f64, keepdim: bool) -> Result<Tensor> {
+    pub fn std<D: Dims + ?Sized>(
+        &self,
+        dims: &D,
+        correction: f64,
+        keepdim: bool,
+    ) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         self.require_float("std")?;
         let var = self.var(dims, correction, keepdim)?;
         let out = {
@@ -358,7 +378,8 @@ impl Tensor {
 
     /// `log(sum(exp(x)))` over `dims` (empty: all), computed stably
     /// (`torch.logsumexp`). Integers are computed as f32; an empty reduction gives -inf.
-    pub fn logsumexp(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+    pub fn logsumexp<D: Dims + ?Sized>(&self, dims: &D, keepdim: bool) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         let x = self.to_dtype(self.dtype().to_float())?;
         let d = normalize_dims("logsumexp", dims, x.ndim())?;
         let out_shape = if keepdim {
@@ -435,7 +456,8 @@ impl Tensor {
     /// keepdim)`): p = 2 (Euclidean, gradient 0 at the zero vector as in PyTorch), 1,
     /// `f64::INFINITY` (max of |x|, ties share the gradient), `-INFINITY` (min of |x|), 0 (count of
     /// non-zeros, no gradient) or any other p (`sum(|x|^p)^(1/p)`). Floats only.
-    pub fn norm(&self, p: f64, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+    pub fn norm<D: Dims + ?Sized>(&self, p: f64, dims: &D, keepdim: bool) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         self.require_float("norm")?;
         if p.is_nan() {
             return Err(Error::invalid("norm", "the order p must not be NaN"));
@@ -541,13 +563,15 @@ impl Tensor {
 
     /// `all` over `dims` (empty: all dims) (`torch.all(x, dims, keepdim)`). The output is
     /// bool, except for a u8 input, which gives u8 0/1 (PyTorch keeps this legacy rule).
-    pub fn all_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+    pub fn all_dims<D: Dims + ?Sized>(&self, dims: &D, keepdim: bool) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         self.logical_reduce("all", ReduceOp::All, dims, keepdim)
     }
 
     /// `any` over `dims` (empty: all dims) (`torch.any(x, dims, keepdim)`); the output dtype
     /// as for [`Tensor::all_dims`].
-    pub fn any_dims(&self, dims: &[isize], keepdim: bool) -> Result<Tensor> {
+    pub fn any_dims<D: Dims + ?Sized>(&self, dims: &D, keepdim: bool) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         self.logical_reduce("any", ReduceOp::Any, dims, keepdim)
     }
 
@@ -574,7 +598,8 @@ impl Tensor {
     }
 
     /// Cumulative sum along `dim` (`torch.cumsum`); bool and integers give i64.
-    pub fn cumsum(&self, dim: isize) -> Result<Tensor> {
+    pub fn cumsum(&self, dim: impl Dim) -> Result<Tensor> {
+        let dim = dim.to_isize();
         let d = normalize_dim("cumsum", dim, self.ndim())?;
         let out = self.scan_raw(ScanOp::CumSum, d)?;
         if !needs_grad(&[self]) {
@@ -595,7 +620,8 @@ impl Tensor {
 
     /// Cumulative product along `dim` (`torch.cumprod`); bool and integers give i64. The
     /// gradient is right also when the input holds zeros.
-    pub fn cumprod(&self, dim: isize) -> Result<Tensor> {
+    pub fn cumprod(&self, dim: impl Dim) -> Result<Tensor> {
+        let dim = dim.to_isize();
         let d = normalize_dim("cumprod", dim, self.ndim())?;
         let out = self.scan_raw(ScanOp::CumProd, d)?;
         if !needs_grad(&[self]) {

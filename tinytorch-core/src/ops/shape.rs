@@ -5,6 +5,7 @@
 
 use super::{as_isize, same_device};
 use crate::autograd::needs_grad;
+use crate::base::{Dim, Dims};
 use crate::error::{Error, Result};
 use crate::tensor::layout::{normalize_dim, normalize_dims};
 use crate::tensor::{DType, Layout, Tensor};
@@ -123,7 +124,8 @@ fn pad_positions(n: usize, left: usize, right: usize, reflect: bool) -> Vec<i64>
 impl Tensor {
     /// Concatenate along `dim` (`torch.cat`). Dtypes are promoted; 1-D empty tensors are
     /// skipped, as in PyTorch; every other tensor must match the others except in `dim`.
-    pub fn cat(tensors: &[&Tensor], dim: isize) -> Result<Tensor> {
+    pub fn cat(tensors: &[&Tensor], dim: impl Dim) -> Result<Tensor> {
+        let dim = dim.to_isize();
         const OP: &str = "cat";
         let (shape, d, slots) = cat_plan(tensors, dim)?;
         same_device(OP, tensors)?;
@@ -164,7 +166,8 @@ impl Tensor {
     }
 
     /// Join tensors of one shape along a new dimension `dim` (`torch.stack`).
-    pub fn stack(tensors: &[&Tensor], dim: isize) -> Result<Tensor> {
+    pub fn stack(tensors: &[&Tensor], dim: impl Dim) -> Result<Tensor> {
+        let dim = dim.to_isize();
         const OP: &str = "stack";
         let first = tensors
             .first()
@@ -217,7 +220,8 @@ impl Tensor {
     }
 
     /// Reverse the order of elements along each of `dims` (`torch.flip`); a copy.
-    pub fn flip(&self, dims: &[isize]) -> Result<Tensor> {
+    pub fn flip<D: Dims + ?Sized>(&self, dims: &D) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         if dims.is_empty() || self.ndim() == 0 {
             normalize_dims("flip", dims, self.ndim())?;
             return self.contiguous_copy();
@@ -233,7 +237,8 @@ impl Tensor {
 
     /// Shift elements along `dims` by `shifts`, wrapping around (`torch.roll`); with no dims
     /// the tensor is rolled as if flattened (then `shifts` has one entry).
-    pub fn roll(&self, shifts: &[isize], dims: &[isize]) -> Result<Tensor> {
+    pub fn roll<D: Dims + ?Sized>(&self, shifts: &[isize], dims: &D) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         const OP: &str = "roll";
         if dims.is_empty() {
             if shifts.len() != 1 {

@@ -2,6 +2,7 @@
 //! sum of exponentials, normalise) and a backward rule written with Tensor ops.
 
 use crate::autograd::needs_grad;
+use crate::base::Dim;
 use crate::error::Result;
 use crate::tensor::layout::normalize_dim;
 use crate::tensor::{DType, Tensor};
@@ -25,7 +26,8 @@ impl Tensor {
 
     /// `exp(x) / sum(exp(x))` along `dim` (`torch.softmax(x, dim)`). Stable for any
     /// finite input; a slice of all -inf gives NaN, as in PyTorch.
-    pub fn softmax(&self, dim: isize) -> Result<Tensor> {
+    pub fn softmax(&self, dim: impl Dim) -> Result<Tensor> {
+        let dim = dim.to_isize();
         if crate::amp::runs_in_f32(self) {
             return self.to_dtype(DType::F32)?.softmax(dim);
         }
@@ -44,7 +46,8 @@ impl Tensor {
 
     /// `x - log(sum(exp(x)))` along `dim` (`torch.log_softmax(x, dim)`), stable for any
     /// finite input.
-    pub fn log_softmax(&self, dim: isize) -> Result<Tensor> {
+    pub fn log_softmax(&self, dim: impl Dim) -> Result<Tensor> {
+        let dim = dim.to_isize();
         if crate::amp::runs_in_f32(self) {
             return self.to_dtype(DType::F32)?.log_softmax(dim);
         }

@@ -3,6 +3,7 @@
 //! maps the gradient back to the input's layout.
 
 use crate::autograd::needs_grad;
+use crate::base::{Dim, Dims};
 use crate::error::{Error, Result};
 use crate::tensor::layout::{normalize_dim, normalize_dims, numel};
 use crate::tensor::{Layout, Tensor};
@@ -152,8 +153,9 @@ impl Tensor {
 
     /// A view with `shape` (one entry may be -1); errors when the strides do not allow a view
     /// (`x.view(shape)`).
-    pub fn view(&self, shape: &[isize]) -> Result<Tensor> {
-        let new = infer_shape("view", shape, self.numel(), self.shape())?;
+    pub fn view<S: Dims + ?Sized>(&self, shape: &S) -> Result<Tensor> {
+        let shape = shape.to_isizes();
+        let new = infer_shape("view", &shape, self.numel(), self.shape())?;
         let layout = self.layout().view_as(&new).ok_or_else(|| {
             Error::invalid(
                 "view",
@@ -164,23 +166,25 @@ impl Tensor {
                 ),
             )
         })?;
-        let in_shape: Vec<isize> = self.shape().iter().map(|&d| d as isize).collect();
+        let in_shape = self.shape().to_vec();
         Ok(self.make_view("view", layout, move |g| g.reshape(&in_shape)))
     }
 
     /// `shape` (one entry may be -1): a view when possible, otherwise a contiguous copy
     /// (`x.reshape(shape)`).
-    pub fn reshape(&self, shape: &[isize]) -> Result<Tensor> {
-        let new = infer_shape("reshape", shape, self.numel(), self.shape())?;
+    pub fn reshape<S: Dims + ?Sized>(&self, shape: &S) -> Result<Tensor> {
+        let shape = shape.to_isizes();
+        let new = infer_shape("reshape", &shape, self.numel(), self.shape())?;
         if self.layout().view_as(&new).is_some() {
-            return self.view(shape);
+            return self.view(&new);
         }
-        self.contiguous_copy()?.view(shape)
+        self.contiguous_copy()?.view(&new)
     }
 
     /// Reorder dimensions (`x.permute(dims)`).
-    pub fn permute(&self, dims: &[isize]) -> Result<Tensor> {
-        let layout = self.layout().permute("permute", dims)?;
+    pub fn permute<D: Dims + ?Sized>(&self, dims: &D) -> Result<Tensor> {
+        let dims = dims.to_isizes();
+        let layout = self.layout().permute("permute", &dims)?;
         let n = self.ndim();
         let mut inverse = vec![0isize; n];
         for (i, &d) in dims.iter().enumerate() {
@@ -190,16 +194,14 @@ impl Tensor {
     }
 
     /// Swap two dimensions (`x.transpose(d0, d1)`).
-    pub fn transpose(&self, d0: isize, d1: isize) -> Result<Tensor> {
-        let a = normalize_dim("transpose", d0, self.ndim())?;
-        let b = normalize_dim("transpose", d1, self.ndim())?;
+    pub fn transpose(&self, d0: impl Dim, d1: impl Dim) -> Result<Tensor> {
+        let a = normalize_dim("transpose", d0.to_isize(), self.ndim())?;
+        let b = normalize_dim("transpose", d1.to_isize(), self.ndim())?;
         if self.ndim() == 0 {
             return Ok(self.clone());
         }
         let layout = self.layout().transpose(a, b);
-        Ok(self.make_view("transpose", layout, move |g| {
-            g.transpose(a as isize, b as isize)
-        }))
+        Ok(self.make_view("transpose", layout, move |g| g.transpose(a, b)))
     }
 
     /// Transpose of a matrix; 0-d and 1-d tensors are returned as is (`x.t()`).
@@ -220,30 +222,31 @@ impl Tensor {
     }
 
     /// Remove dimension `dim` if it has size 1 (`x.squeeze(dim)`).
-    pub fn squeeze_dim(&self, dim: isize) -> Result<Tensor> {
-        self.squeeze_dims(&[dim])
+    pub fn squeeze_dim(&self, dim: impl Dim) -> Result<Tensor> {
+        self.squeeze_dims(&[dim.to_isize()])
     }
 
     /// Remove the listed dimensions that have size 1; an empty list means all.
-    pub fn squeeze_dims(&self, dims: &[isize]) -> Result<Tensor> {
-        let dims = normalize_dims("squeeze", dims, self.ndim())?;
+    pub fn squeeze_dims<D: Dims + ?Sized>(&self, dims: &D) -> Result<Tensor> {
+        let dims = normalize_dims("squeeze", &dims.to_isizes(), self.ndim())?;
         let layout = self.layout().squeeze(&dims);
-        let in_shape: Vec<isize> = self.shape().iter().map(|&d| d as isize).collect();
+        let in_shape = self.shape().to_vec();
         Ok(self.make_view("squeeze", layout, move |g| g.reshape(&in_shape)))
     }
 
     /// Insert a size-1 dimension at `dim` (`x.unsqueeze(dim)`; -1 appends).
-    pub fn unsqueeze(&self, dim: isize) -> Result<Tensor> {
-        let d = normalize_dim("unsqueeze", dim, self.ndim() + 1)?;
+    pub fn unsqueeze(&self, dim: impl Dim) -> Result<Tensor> {
+        let d = normalize_dim("unsqueeze", dim.to_isize(), self.ndim() + 1)?;
         let layout = self.layout().unsqueeze(d);
-        Ok(self.make_view("unsqueeze", layout, move |g| g.squeeze_dim(d as isize)))
+        Ok(self.make_view("unsqueeze", layout, move |g| g.squeeze_dim(d)))
     }
 
     /// Merge dimensions `start..=end` into one (`x.flatten(start, end)`).
-    pub fn flatten(&self, start: isize, end: isize) -> Result<Tensor> {
+    pub fn flatten(&self, start: impl Dim, end: impl Dim) -> Result<Tensor> {
         if self.ndim() == 0 {
             return self.reshape(&[1]);
         }
+        let (start, end) = (start.to_isize(), end.to_isize());
         let s = normalize_dim("flatten", start, self.ndim())?;
         let e = normalize_dim("flatten", end, self.ndim())?;
         if s > e {
@@ -252,24 +255,26 @@ impl Tensor {
                 format!("start_dim {start} comes after end_dim {end}"),
             ));
         }
-        let mut shape: Vec<isize> = self.shape()[..s].iter().map(|&d| d as isize).collect();
-        shape.push(numel(&self.shape()[s..=e]) as isize);
-        shape.extend(self.shape()[e + 1..].iter().map(|&d| d as isize));
+        let mut shape = self.shape()[..s].to_vec();
+        shape.push(numel(&self.shape()[s..=e]));
+        shape.extend(&self.shape()[e + 1..]);
         self.reshape(&shape)
     }
 
     /// Split dimension `dim` into `sizes` (one may be -1) (`x.unflatten(dim, sizes)`).
-    pub fn unflatten(&self, dim: isize, sizes: &[isize]) -> Result<Tensor> {
-        let d = normalize_dim("unflatten", dim, self.ndim())?;
-        let inner = infer_shape("unflatten", sizes, self.shape()[d], &self.shape()[d..=d])?;
-        let mut shape: Vec<isize> = self.shape()[..d].iter().map(|&x| x as isize).collect();
-        shape.extend(inner.iter().map(|&x| x as isize));
-        shape.extend(self.shape()[d + 1..].iter().map(|&x| x as isize));
+    pub fn unflatten<S: Dims + ?Sized>(&self, dim: impl Dim, sizes: &S) -> Result<Tensor> {
+        let d = normalize_dim("unflatten", dim.to_isize(), self.ndim())?;
+        let sizes = sizes.to_isizes();
+        let inner = infer_shape("unflatten", &sizes, self.shape()[d], &self.shape()[d..=d])?;
+        let mut shape = self.shape()[..d].to_vec();
+        shape.extend(inner);
+        shape.extend(&self.shape()[d + 1..]);
         self.reshape(&shape)
     }
 
     /// Broadcast to `shape` without copying; -1 keeps a dimension (`x.expand(shape)`).
-    pub fn expand(&self, shape: &[isize]) -> Result<Tensor> {
+    pub fn expand<S: Dims + ?Sized>(&self, shape: &S) -> Result<Tensor> {
+        let shape = &*shape.to_isizes();
         let n = shape.len();
         if n < self.ndim() {
             return Err(Error::shape(
@@ -314,7 +319,8 @@ impl Tensor {
     }
 
     /// Elements `start..start+length` of `dim` (`x.narrow(dim, start, length)`).
-    pub fn narrow(&self, dim: isize, start: isize, length: usize) -> Result<Tensor> {
+    pub fn narrow(&self, dim: impl Dim, start: isize, length: usize) -> Result<Tensor> {
+        let dim = dim.to_isize();
         let d = normalize_dim("narrow", dim, self.ndim())?;
         if self.ndim() == 0 {
             return Err(Error::index("narrow", "cannot narrow a 0-d tensor"));
@@ -339,11 +345,12 @@ impl Tensor {
     /// clamped, negative bounds count from the end, `step` must be positive.
     pub fn slice(
         &self,
-        dim: isize,
+        dim: impl Dim,
         start: Option<isize>,
         end: Option<isize>,
         step: usize,
     ) -> Result<Tensor> {
+        let dim = dim.to_isize();
         if step == 0 {
             return Err(Error::invalid("slice", "slice step must be positive"));
         }
@@ -370,7 +377,8 @@ impl Tensor {
     }
 
     /// Index `index` of `dim`, removing that dimension (`x.select(dim, index)`, `x[i]`).
-    pub fn select(&self, dim: isize, index: isize) -> Result<Tensor> {
+    pub fn select(&self, dim: impl Dim, index: isize) -> Result<Tensor> {
+        let dim = dim.to_isize();
         if self.ndim() == 0 {
             return Err(Error::index(
                 "select",
@@ -394,7 +402,9 @@ impl Tensor {
     /// The diagonal of the plane `(dim1, dim2)` shifted by `offset` (above the main diagonal
     /// when positive), as a view (`torch.diagonal(x, offset, dim1, dim2)`): both dims are
     /// removed and the diagonal becomes the last dim (empty when `offset` is past the plane).
-    pub fn diagonal(&self, offset: isize, dim1: isize, dim2: isize) -> Result<Tensor> {
+    pub fn diagonal(&self, offset: isize, dim1: impl Dim, dim2: impl Dim) -> Result<Tensor> {
+        let dim1 = dim1.to_isize();
+        let dim2 = dim2.to_isize();
         const OP: &str = "diagonal";
         if self.ndim() < 2 {
             return Err(Error::shape(
@@ -420,7 +430,8 @@ impl Tensor {
 
     /// Split into `chunks` views of equal size along `dim` (the last may be smaller), as
     /// `torch.chunk`.
-    pub fn chunk(&self, chunks: usize, dim: isize) -> Result<Vec<Tensor>> {
+    pub fn chunk(&self, chunks: usize, dim: impl Dim) -> Result<Vec<Tensor>> {
+        let dim = dim.to_isize();
         if chunks == 0 {
             return Err(Error::invalid(
                 "chunk",
@@ -438,7 +449,8 @@ impl Tensor {
     }
 
     /// Split into views of `split_size` along `dim` (the last may be smaller) (`torch.split`).
-    pub fn split(&self, split_size: usize, dim: isize) -> Result<Vec<Tensor>> {
+    pub fn split(&self, split_size: usize, dim: impl Dim) -> Result<Vec<Tensor>> {
+        let dim = dim.to_isize();
         require_dims("split", self)?;
         let d = normalize_dim("split", dim, self.ndim())?;
         let size = self.shape()[d];
@@ -459,7 +471,8 @@ impl Tensor {
     }
 
     /// Split into views with the given sizes along `dim`, which must sum to its size.
-    pub fn split_sizes(&self, sizes: &[usize], dim: isize) -> Result<Vec<Tensor>> {
+    pub fn split_sizes(&self, sizes: &[usize], dim: impl Dim) -> Result<Vec<Tensor>> {
+        let dim = dim.to_isize();
         require_dims("split", self)?;
         let d = normalize_dim("split", dim, self.ndim())?;
         let total: usize = sizes.iter().sum();

@@ -18,6 +18,7 @@ pub use random::{get_rng_state, manual_seed, set_rng_state, Generator, Generator
 
 use crate::backend::CpuElement;
 use crate::backend::Storage;
+use crate::base::Dim;
 use crate::error::{Error, Result};
 use node::Node;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -300,7 +301,8 @@ impl Tensor {
         self.inner.layout.shape()
     }
     /// The size of dimension `dim` (negative counts from the end).
-    pub fn size(&self, dim: isize) -> Result<usize> {
+    pub fn size(&self, dim: impl Dim) -> Result<usize> {
+        let dim = dim.to_isize();
         let d = layout::normalize_dim("size", dim, self.ndim())?;
         Ok(self.shape().get(d).copied().unwrap_or(1))
     }

@@ -3,6 +3,7 @@
 //! PyTorch's, including its conventions at zero and at ties (`norm_backward`, `amax`).
 
 use super::check_float;
+use crate::base::Dims;
 use crate::error::{Error, Result};
 use crate::tensor::layout::normalize_dim;
 use crate::tensor::Tensor;
@@ -26,12 +27,13 @@ pub enum MatrixNormOrd {
 impl Tensor {
     /// The vector `ord`-norm over `dims` (all dims when empty) (`torch.linalg.vector_norm(x,
     /// ord, dim, keepdim)`); see [`Tensor::norm`].
-    pub fn linalg_vector_norm(
+    pub fn linalg_vector_norm<D: Dims + ?Sized>(
         &self,
         ord: VectorNormOrd,
-        dims: &[isize],
+        dims: &D,
         keepdim: bool,
     ) -> Result<Tensor> {
+        let dims = &*dims.to_isizes();
         check_float("linalg.vector_norm", self)?;
         self.norm(ord, dims, keepdim)
     }
