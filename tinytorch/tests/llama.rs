@@ -46,6 +46,14 @@ fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
+/// A fresh temp dir `name` holding the f32 fixture's `config.json` and no weights.
+fn dir_with_f32_config(name: &str) -> PathBuf {
+    let dir = temp_dir(name);
+    let config = fixture_path("llama").join("f32/config.json");
+    std::fs::copy(config, dir.join("config.json")).unwrap();
+    dir
+}
+
 /// A copy of fixture directory `name` in a fresh temp dir.
 fn copy_fixture(name: &str, to: &str) -> PathBuf {
     let dir = temp_dir(to);
@@ -54,6 +62,17 @@ fn copy_fixture(name: &str, to: &str) -> PathBuf {
         std::fs::copy(&p, dir.join(p.file_name().unwrap())).unwrap();
     }
     dir
+}
+
+/// The largest `|x|` of an f32 tensor, as f64.
+fn largest_abs(t: &Tensor) -> f64 {
+    let m = t.abs().unwrap().amax(&[], false).unwrap();
+    m.item::<f32>().unwrap() as f64
+}
+
+/// A tensor of standard normal draws on the CPU.
+fn randn(shape: &[usize], dtype: DType) -> Tensor {
+    Tensor::randn(shape, dtype, Device::Cpu).unwrap()
 }
 
 fn err_of<T>(r: tinytorch::Result<T>) -> String {
@@ -181,13 +200,7 @@ fn loss_and_every_gradient_match_pytorch() {
     for (name, p) in model.named_parameters() {
         let want = &f[&format!("grad.{name}")];
         let got = p.grad().unwrap_or_else(|| panic!("{name} has no gradient"));
-        let scale = want
-            .abs()
-            .unwrap()
-            .amax(&[], false)
-            .unwrap()
-            .item::<f32>()
-            .unwrap() as f64;
+        let scale = largest_abs(want);
         let d = max_diff(&got, want);
         worst = worst.max(d / scale.max(1e-3));
         assert!(
@@ -228,13 +241,7 @@ fn options_model_matches_transformers() {
     for (key, want) in &f {
         if let Some(name) = key.strip_prefix("options.grad.") {
             let got = params[name].grad().unwrap();
-            let scale = want
-                .abs()
-                .unwrap()
-                .amax(&[], false)
-                .unwrap()
-                .item::<f32>()
-                .unwrap() as f64;
+            let scale = largest_abs(want);
             assert_close(&got, want, Tol::abs(1e-5 + 1e-4 * scale), key);
             checked += 1;
         }
@@ -290,18 +297,27 @@ fn repeat_kv(t: &Tensor, groups: usize) -> Tensor {
         .unwrap()
 }
 
+/// Random query, key and value of grouped-query attention in `dtype`, drawn in that order:
+/// a batch of 2, `heads` query heads over 2 key/value heads, `queries` queries of width 4,
+/// `keys` keys of width 4 and values of width 3.
+fn random_qkv(dtype: DType, heads: usize, queries: usize, keys: usize) -> [Tensor; 3] {
+    [
+        randn(&[2, heads, queries, 4], dtype),
+        randn(&[2, 2, keys, 4], dtype),
+        randn(&[2, 2, keys, 3], dtype),
+    ]
+}
+
 #[test]
 fn grouped_query_attention_equals_repeated_heads() {
     let _rng = seeded(3);
-    let q = Tensor::randn(&[2, 6, 5, 4], DType::F32, Device::Cpu).unwrap();
-    let k = Tensor::randn(&[2, 2, 7, 4], DType::F32, Device::Cpu).unwrap();
-    let v = Tensor::randn(&[2, 2, 7, 3], DType::F32, Device::Cpu).unwrap();
-    let w = Tensor::randn(&[2, 6, 5, 3], DType::F32, Device::Cpu).unwrap();
+    let [q, k, v] = random_qkv(DType::F32, 6, 5, 7);
+    let w = randn(&[2, 6, 5, 3], DType::F32);
     let bool_mask = Tensor::rand(&[2, 1, 5, 7], DType::F32, Device::Cpu)
         .unwrap()
         .lt_scalar(0.7)
         .unwrap();
-    let head_mask = Tensor::randn(&[2, 6, 5, 7], DType::F32, Device::Cpu).unwrap();
+    let head_mask = randn(&[2, 6, 5, 7], DType::F32);
     let masks = [None, Some(bool_mask), Some(head_mask)];
     for causal in [false, true] {
         for mask in masks.iter().filter(|m| !causal || m.is_none()) {
@@ -337,18 +353,16 @@ fn grouped_query_attention_equals_repeated_heads() {
             }
         }
     }
-    let q3 = Tensor::randn(&[1, 3, 2, 4], DType::F32, Device::Cpu).unwrap();
-    let k2 = Tensor::randn(&[1, 2, 2, 4], DType::F32, Device::Cpu).unwrap();
+    let q3 = randn(&[1, 3, 2, 4], DType::F32);
+    let k2 = randn(&[1, 2, 2, 4], DType::F32);
     assert!(err_of(grouped_query_attention(&q3, &k2, &k2, None, 0.0, true)).contains("multiple"));
 }
 
 #[test]
 fn grouped_query_attention_gradcheck_f64() {
     let _rng = seeded(4);
-    let q = Tensor::randn(&[2, 4, 3, 4], DType::F64, Device::Cpu).unwrap();
-    let k = Tensor::randn(&[2, 2, 5, 4], DType::F64, Device::Cpu).unwrap();
-    let v = Tensor::randn(&[2, 2, 5, 3], DType::F64, Device::Cpu).unwrap();
-    let head_mask = Tensor::randn(&[2, 4, 3, 5], DType::F64, Device::Cpu).unwrap();
+    let [q, k, v] = random_qkv(DType::F64, 4, 3, 5);
+    let head_mask = randn(&[2, 4, 3, 5], DType::F64);
     let bool_mask = Tensor::ones(&[3, 5], DType::Bool, Device::Cpu)
         .unwrap()
         .tril(2)
@@ -388,7 +402,7 @@ fn whole_model_gradcheck_f64() {
     c.tie_word_embeddings = true;
     let model = LlamaForCausalLM::new(c, DType::F64).unwrap();
     assert!(model.parameters().iter().all(|p| p.dtype() == DType::F64));
-    let embeds = Tensor::randn(&[2, 3, 8], DType::F64, Device::Cpu).unwrap();
+    let embeds = randn(&[2, 3, 8], DType::F64);
     gradcheck(
         |x| model.logits_from_embeds(&x[0]),
         &[embeds],
@@ -454,12 +468,15 @@ fn cached_decoding_equals_full_forward() {
     let _guard = tinytorch::autograd::no_grad();
     let mut cache = model.new_cache(2, 12).unwrap();
     // A prompt of 5, one token, a chunk of 3, then one at a time.
-    let mut parts = Vec::new();
-    for (start, len) in [(0, 5), (5, 1), (6, 3), (9, 1), (10, 1), (11, 1)] {
-        let chunk = ids.narrow(1, start, len).unwrap();
-        parts.push(model.logits_cached(&chunk, &mut cache).unwrap());
-        assert_eq!(cache.len(), start as usize + len);
-    }
+    let parts: Vec<Tensor> = [(0, 5), (5, 1), (6, 3), (9, 1), (10, 1), (11, 1)]
+        .into_iter()
+        .map(|(start, len)| {
+            let chunk = ids.narrow(1, start, len).unwrap();
+            let logits = model.logits_cached(&chunk, &mut cache).unwrap();
+            assert_eq!(cache.len(), start as usize + len);
+            logits
+        })
+        .collect();
     let refs: Vec<&Tensor> = parts.iter().collect();
     let cached = Tensor::cat(&refs, 1).unwrap();
     assert_close(&cached, &full, Tol::abs(1e-5), "cached logits");
@@ -500,18 +517,11 @@ fn cached_decoding_equals_full_forward() {
 fn greedy_generation_matches_transformers_generate() {
     let f = reference();
     let model = load("f32");
-    let prompt: Vec<usize> = f["generate.prompt"]
-        .to_vec::<i64>()
-        .unwrap()
-        .into_iter()
-        .map(|t| t as usize)
-        .collect();
-    let want: Vec<usize> = f["generate.tokens"]
-        .to_vec::<i64>()
-        .unwrap()
-        .into_iter()
-        .map(|t| t as usize)
-        .collect();
+    let tokens = |key: &str| -> Vec<usize> {
+        let ids = f[key].to_vec::<i64>().unwrap();
+        ids.into_iter().map(|t| t as usize).collect()
+    };
+    let (prompt, want) = (tokens("generate.prompt"), tokens("generate.tokens"));
     let greedy = Sampling {
         temperature: 0.0,
         ..Default::default()
@@ -560,12 +570,7 @@ fn loading_errors_name_the_file_and_the_key() {
     assert!(e.contains("not a model directory"), "{e}");
 
     // A config without weights.
-    let dir = temp_dir("no-weights");
-    std::fs::copy(
-        fixture_path("llama").join("f32/config.json"),
-        dir.join("config.json"),
-    )
-    .unwrap();
+    let dir = dir_with_f32_config("no-weights");
     let e = err_of(LlamaForCausalLM::from_pretrained(&dir));
     assert!(
         e.contains("neither model.safetensors nor model.safetensors.index.json"),
@@ -599,78 +604,55 @@ fn loading_errors_name_the_file_and_the_key() {
 
     // Edited single-file checkpoints: a key missing, mis-shaped, extra, or an integer tensor.
     let state = load_safetensors(fixture_path("llama").join("f32/model.safetensors")).unwrap();
-    let edit = |name: &str, f: &dyn Fn(&mut BTreeMap<String, Tensor>)| -> String {
-        let dir = temp_dir(name);
-        std::fs::copy(
-            fixture_path("llama").join("f32/config.json"),
-            dir.join("config.json"),
-        )
-        .unwrap();
+    let edit = |name: &str, f: &dyn Fn(&mut BTreeMap<String, Tensor>)| {
+        let dir = dir_with_f32_config(name);
         let mut s = state.clone();
         f(&mut s);
         save_safetensors(dir.join("model.safetensors"), &s).unwrap();
-        err_of(LlamaForCausalLM::from_pretrained(&dir))
+        LlamaForCausalLM::from_pretrained(&dir)
+    };
+    // The checkpoint with zeros of `shape` and `dtype` under `key`.
+    let with_zeros = |name: &str, key: &str, shape: &[usize], dtype: DType| {
+        let t = Tensor::zeros(shape, dtype, Device::Cpu).unwrap();
+        edit(name, &|s| {
+            s.insert(key.to_string(), t.clone());
+        })
     };
     let key = "model.layers.1.self_attn.k_proj.weight";
-    let e = edit("missing-key", &|s| {
+    let e = err_of(edit("missing-key", &|s| {
         s.remove(key);
-    });
+    }));
     assert!(
         e.contains(&format!("no tensor '{key}'")) && e.contains("[16, 32]"),
         "{e}"
     );
-    let e = edit("bad-shape", &|s| {
-        s.insert(
-            key.into(),
-            Tensor::zeros(&[32, 32], DType::F32, Device::Cpu).unwrap(),
-        );
-    });
+    let e = err_of(with_zeros("bad-shape", key, &[32, 32], DType::F32));
     assert!(
         e.contains(key) && e.contains("[32, 32]") && e.contains("[16, 32]"),
         "{e}"
     );
-    let e = edit("extra-key", &|s| {
-        s.insert(
-            "model.layers.2.mlp.up_proj.weight".into(),
-            Tensor::zeros(&[2], DType::F32, Device::Cpu).unwrap(),
-        );
-    });
+    let extra = "model.layers.2.mlp.up_proj.weight";
+    let e = err_of(with_zeros("extra-key", extra, &[2], DType::F32));
     assert!(
         e.contains("not part of a Llama model") && e.contains("model.layers.2"),
         "{e}"
     );
-    let e = edit("int-tensor", &|s| {
-        s.insert(
-            "model.norm.weight".into(),
-            Tensor::zeros(&[32], DType::I64, Device::Cpu).unwrap(),
-        );
-    });
+    let e = err_of(with_zeros(
+        "int-tensor",
+        "model.norm.weight",
+        &[32],
+        DType::I64,
+    ));
     assert!(
         e.contains("model.norm.weight") && e.contains("float"),
         "{e}"
     );
     // Old checkpoints' per-layer rotary buffers are accepted and ignored.
-    let dir = temp_dir("inv-freq");
-    std::fs::copy(
-        fixture_path("llama").join("f32/config.json"),
-        dir.join("config.json"),
-    )
-    .unwrap();
-    let mut s = state.clone();
-    s.insert(
-        "model.layers.0.self_attn.rotary_emb.inv_freq".into(),
-        Tensor::zeros(&[4], DType::F32, Device::Cpu).unwrap(),
-    );
-    save_safetensors(dir.join("model.safetensors"), &s).unwrap();
-    LlamaForCausalLM::from_pretrained(&dir).unwrap();
+    let inv_freq = "model.layers.0.self_attn.rotary_emb.inv_freq";
+    with_zeros("inv-freq", inv_freq, &[4], DType::F32).unwrap();
 
     // A corrupt file.
-    let dir = temp_dir("corrupt");
-    std::fs::copy(
-        fixture_path("llama").join("f32/config.json"),
-        dir.join("config.json"),
-    )
-    .unwrap();
+    let dir = dir_with_f32_config("corrupt");
     std::fs::write(dir.join("model.safetensors"), b"not a safetensors file").unwrap();
     let e = err_of(LlamaForCausalLM::from_pretrained(&dir));
     assert!(e.contains("model.safetensors"), "{e}");

@@ -3,7 +3,9 @@
 #![allow(clippy::approx_constant)] // PyTorch reference values such as ln 2 are hard-coded as printed.
 
 mod common;
-use common::{assert_close_slices, assert_close_to, load_json_fixture, Tol};
+use common::{
+    assert_close_slices, assert_close_to, assert_values, gradcheck64, load_json_fixture, t64, Tol,
+};
 
 use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::nn::functional::{
@@ -12,10 +14,6 @@ use tinytorch::nn::functional::{
 };
 use tinytorch::nn::{CrossEntropyLoss, KlDivReduction, MSELoss, Reduction};
 use tinytorch::{DType, Device, Tensor};
-
-fn t64(v: &[f64], shape: &[usize]) -> Tensor {
-    Tensor::from_vec(v.to_vec(), shape).unwrap()
-}
 
 fn idx(v: &[i64], shape: &[usize]) -> Tensor {
     Tensor::from_vec(v.to_vec(), shape).unwrap()
@@ -46,57 +44,31 @@ fn prob_targets() -> Tensor {
 
 const N: i64 = -100;
 
+/// The tolerance of the hard-coded PyTorch values below: `1e-7 * (1 + |want|)`.
+const PT: Tol = Tol::scaled(1e-7);
+
 #[test]
 fn cross_entropy_reductions_match_pytorch() {
     let (x, t) = (logits(), idx(&[2, 0, 3], &[3]));
-    let ce = |r| cross_entropy(&x, &t, None, N, r, 0.0).unwrap();
-    assert_close_to(
-        &ce(Reduction::None),
-        &[0.27151695, 0.15322823, 0.75538481],
-        Tol::scaled(1e-7),
-        "ce(Reduction::None)",
+    let ce = |r| cross_entropy(&x, &t, None, N, r, 0.0);
+    assert_values!(PT;
+        ce(Reduction::None) => [0.27151695, 0.15322823, 0.75538481],
+        ce(Reduction::Mean) => [0.39337667],
+        ce(Reduction::Sum) => [1.18013],
     );
-    assert_close_to(
-        &ce(Reduction::Mean),
-        &[0.39337667],
-        Tol::scaled(1e-7),
-        "ce(Reduction::Mean)",
-    );
-    assert_close_to(
-        &ce(Reduction::Sum),
-        &[1.18013],
-        Tol::scaled(1e-7),
-        "ce(Reduction::Sum)",
-    );
-    assert_eq!(ce(Reduction::Mean).shape(), &[] as &[usize]);
+    assert_eq!(ce(Reduction::Mean).unwrap().shape(), &[] as &[usize]);
     let w = class_w();
-    assert_close_to(
-        &cross_entropy(&x, &t, Some(&w), N, Reduction::Mean, 0.0).unwrap(),
-        &[0.43818131],
-        Tol::scaled(1e-7),
-        "cross_entropy(&x, &t, Some(&w), N, Reduction::Mean, 0.0)",
-    );
-    assert_close_to(
-        &cross_entropy(&x, &t, None, N, Reduction::Mean, 0.1).unwrap(),
-        &[0.58296],
-        Tol::scaled(1e-7),
-        "cross_entropy(&x, &t, None, N, Reduction::Mean, 0.1)",
-    );
-    // The module form uses the same defaults.
-    assert_close_to(
-        &CrossEntropyLoss::new().forward(&x, &t).unwrap(),
-        &[0.39337667],
-        Tol::scaled(1e-7),
-        "CrossEntropyLoss::new().forward(&x, &t)",
+    assert_values!(PT;
+        cross_entropy(&x, &t, Some(&w), N, Reduction::Mean, 0.0) => [0.43818131],
+        cross_entropy(&x, &t, None, N, Reduction::Mean, 0.1) => [0.58296],
+        // The module form uses the same defaults.
+        CrossEntropyLoss::new().forward(&x, &t) => [0.39337667],
     );
     // Unbatched (C,) input with a 0-d target.
     let x0 = x.select(0, 0).unwrap();
     let t0 = idx(&[2], &[]);
-    assert_close_to(
-        &cross_entropy(&x0, &t0, None, N, Reduction::Mean, 0.0).unwrap(),
-        &[0.27151695],
-        Tol::scaled(1e-7),
-        "cross_entropy(&x0, &t0, None, N, Reduction::Mean, 0.0)",
+    assert_values!(PT;
+        cross_entropy(&x0, &t0, None, N, Reduction::Mean, 0.0) => [0.27151695],
     );
 }
 
@@ -105,57 +77,29 @@ fn cross_entropy_ignore_index_weights_and_smoothing_with_gradient() {
     let x = logits().requires_grad_(true).unwrap();
     let t = idx(&[2, N, 3], &[3]);
     let w = class_w();
-    assert_close_to(
-        &cross_entropy(&x, &t, None, N, Reduction::Mean, 0.0).unwrap(),
-        &[0.51345088],
-        Tol::scaled(1e-7),
-        "cross_entropy(&x, &t, None, N, Reduction::Mean, 0.0)",
-    );
-    assert_close_to(
-        &cross_entropy(&x, &t, Some(&w), N, Reduction::None, 0.2).unwrap(),
-        &[0.97730635, 0.0, 1.28780798],
-        Tol::scaled(1e-7),
-        "cross_entropy(&x, &t, Some(&w), N, Reduction::None, 0.2)",
+    assert_values!(PT;
+        cross_entropy(&x, &t, None, N, Reduction::Mean, 0.0) => [0.51345088],
+        cross_entropy(&x, &t, Some(&w), N, Reduction::None, 0.2) => [0.97730635, 0.0, 1.28780798],
     );
     let loss = cross_entropy(&x, &t, Some(&w), N, Reduction::Mean, 0.2).unwrap();
-    assert_close_to(&loss, &[0.64717552], Tol::scaled(1e-7), "loss");
+    assert_close_to(&loss, &[0.64717552], PT, "loss");
     loss.backward().unwrap();
     // d loss / d x from PyTorch.
-    assert_close_to(
-        &x.grad().unwrap(),
-        &[
-            0.08275382,
-            -0.01157107,
-            -0.08282532,
-            0.01164257,
-            0.0,
-            0.0,
-            0.0,
-            0.0,
-            0.07199339,
-            0.07317337,
-            0.02447519,
-            -0.16964195,
-        ],
-        Tol::scaled(1e-6),
-        "x.grad()",
-    );
-    gradcheck(
+    #[rustfmt::skip]
+    let want = [
+        0.08275382, -0.01157107, -0.08282532, 0.01164257,
+        0.0, 0.0, 0.0, 0.0,
+        0.07199339, 0.07317337, 0.02447519, -0.16964195,
+    ];
+    assert_close_to(&x.grad().unwrap(), &want, Tol::scaled(1e-6), "x.grad()");
+    gradcheck64(
         |xs| cross_entropy(&xs[0], &t, Some(&w), N, Reduction::Mean, 0.2),
         &[logits()],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
-    gradcheck(
+    );
+    gradcheck64(
         |xs| cross_entropy(&xs[0], &t, None, N, Reduction::None, 0.0),
         &[logits()],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
 }
 
 #[test]
@@ -163,47 +107,24 @@ fn cross_entropy_probability_targets() {
     let x = logits().requires_grad_(true).unwrap();
     let p = prob_targets();
     let w = class_w();
-    assert_close_to(
-        &cross_entropy(&x, &p, None, N, Reduction::Mean, 0.0).unwrap(),
-        &[2.25229829],
-        Tol::scaled(1e-7),
-        "cross_entropy(&x, &p, None, N, Reduction::Mean, 0.0)",
-    );
-    assert_close_to(
-        &cross_entropy(&x, &p, Some(&w), N, Reduction::None, 0.1).unwrap(),
-        &[3.23544855, 3.46280108, 1.35703888],
-        Tol::scaled(1e-7),
-        "cross_entropy(&x, &p, Some(&w), N, Reduction::None, 0.1)",
+    assert_values!(PT;
+        cross_entropy(&x, &p, None, N, Reduction::Mean, 0.0) => [2.25229829],
+        cross_entropy(&x, &p, Some(&w), N, Reduction::None, 0.1) =>
+            [3.23544855, 3.46280108, 1.35703888],
     );
     let loss = cross_entropy(&x, &p, Some(&w), N, Reduction::Mean, 0.1).unwrap();
     loss.backward().unwrap();
-    assert_close_to(
-        &x.grad().unwrap(),
-        &[
-            0.07682896,
-            -0.03188556,
-            0.22575234,
-            -0.27069574,
-            0.2390065,
-            -0.11598419,
-            -0.09034074,
-            -0.03268156,
-            -0.04802665,
-            -0.02112566,
-            -0.03360919,
-            0.1027615,
-        ],
-        Tol::scaled(1e-6),
-        "x.grad()",
-    );
-    gradcheck(
+    #[rustfmt::skip]
+    let want = [
+        0.07682896, -0.03188556, 0.22575234, -0.27069574,
+        0.2390065, -0.11598419, -0.09034074, -0.03268156,
+        -0.04802665, -0.02112566, -0.03360919, 0.1027615,
+    ];
+    assert_close_to(&x.grad().unwrap(), &want, Tol::scaled(1e-6), "x.grad()");
+    gradcheck64(
         |xs| cross_entropy(&xs[0], &p, Some(&w), N, Reduction::Sum, 0.1),
         &[logits()],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
 }
 
 #[test]
@@ -212,11 +133,8 @@ fn cross_entropy_spatial_input() {
     let v: Vec<f64> = (0..24).map(|i| (i as f64).sin()).collect();
     let x = t64(&v, &[2, 3, 4]);
     let t = idx(&[0, 1, 2, 1, 2, N, 0, 1], &[2, 4]);
-    assert_close_to(
-        &cross_entropy(&x, &t, None, N, Reduction::Mean, 0.0).unwrap(),
-        &[1.17928779],
-        Tol::scaled(1e-7),
-        "cross_entropy(&x, &t, None, N, Reduction::Mean, 0.0)",
+    assert_values!(PT;
+        cross_entropy(&x, &t, None, N, Reduction::Mean, 0.0) => [1.17928779],
     );
     let none = cross_entropy(&x, &t, None, N, Reduction::None, 0.0).unwrap();
     assert_eq!(none.shape(), &[2, 4]);
@@ -225,17 +143,13 @@ fn cross_entropy_spatial_input() {
         &[
             1.42519582, 2.39712184, 1.8840655, 0.5809286, 0.42893556, 0.0, 0.43393554, 1.10483167,
         ],
-        Tol::scaled(1e-7),
+        PT,
         "none",
     );
-    gradcheck(
+    gradcheck64(
         |xs| cross_entropy(&xs[0], &t, None, N, Reduction::Mean, 0.1),
         std::slice::from_ref(&x),
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
     // A non-contiguous input gives the same loss.
     let xt = t64(&v, &[2, 4, 3]).transpose(1, 2).unwrap();
     let a = cross_entropy(&xt, &t, None, N, Reduction::Sum, 0.0).unwrap();
@@ -311,32 +225,15 @@ fn nll_loss_matches_pytorch() {
     let lp = logits().log_softmax(1).unwrap();
     let w = class_w();
     let t = idx(&[2, N, 3], &[3]);
-    assert_close_to(
-        &nll_loss(&lp, &t, Some(&w), N, Reduction::Mean).unwrap(),
-        &[0.47888889],
-        Tol::scaled(1e-7),
-        "nll_loss(&lp, &t, Some(&w), N, Reduction::Mean)",
+    assert_values!(PT;
+        nll_loss(&lp, &t, Some(&w), N, Reduction::Mean) => [0.47888889],
+        nll_loss(&lp, &t, Some(&w), N, Reduction::None) => [0.54303389, 0.0, 1.13307722],
+        nll_loss(&lp, &idx(&[2, 0, 3], &[3]), None, N, Reduction::Sum) => [1.18013],
     );
-    assert_close_to(
-        &nll_loss(&lp, &t, Some(&w), N, Reduction::None).unwrap(),
-        &[0.54303389, 0.0, 1.13307722],
-        Tol::scaled(1e-7),
-        "nll_loss(&lp, &t, Some(&w), N, Reduction::None)",
-    );
-    assert_close_to(
-        &nll_loss(&lp, &idx(&[2, 0, 3], &[3]), None, N, Reduction::Sum).unwrap(),
-        &[1.18013],
-        Tol::scaled(1e-7),
-        "nll_loss(&lp, &idx(&[2, 0, 3], &[3]), None, N, Reduction::Sum)",
-    );
-    gradcheck(
+    gradcheck64(
         |xs| nll_loss(&xs[0], &t, Some(&w), N, Reduction::Mean),
         std::slice::from_ref(&lp),
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
     assert!(nll_loss(&lp, &idx(&[7, 0, 0], &[3]), None, N, Reduction::Mean).is_err());
 }
 
@@ -350,51 +247,18 @@ fn ab() -> (Tensor, Tensor) {
 #[test]
 fn regression_losses_match_pytorch() {
     let (a, b) = ab();
-    assert_close_to(
-        &mse_loss(&a, &b, Reduction::Mean).unwrap(),
-        &[1.99833333],
-        Tol::scaled(1e-7),
-        "mse_loss(&a, &b, Reduction::Mean)",
-    );
-    assert_close_to(
-        &MSELoss::new().forward(&a, &b).unwrap(),
-        &[1.99833333],
-        Tol::scaled(1e-7),
-        "MSELoss::new().forward(&a, &b)",
-    );
-    assert_close_to(
-        &l1_loss(&a, &b, Reduction::Sum).unwrap(),
-        &[6.5],
-        Tol::scaled(1e-7),
-        "l1_loss(&a, &b, Reduction::Sum)",
-    );
-    assert_close_to(
-        &smooth_l1_loss(&a, &b, Reduction::None, 0.5).unwrap(),
-        &[0.25, 0.04, 1.75, 2.25, 0.01, 0.95],
-        Tol::scaled(1e-7),
-        "smooth_l1_loss(&a, &b, Reduction::None, 0.5)",
-    );
-    assert_close_to(
-        &smooth_l1_loss(&a, &b, Reduction::Mean, 1.0).unwrap(),
-        &[0.725],
-        Tol::scaled(1e-7),
-        "smooth_l1_loss(&a, &b, Reduction::Mean, 1.0)",
-    );
-    assert_close_to(
-        &huber_loss(&a, &b, Reduction::None, 0.5).unwrap(),
-        &[0.125, 0.02, 0.875, 1.125, 0.005, 0.475],
-        Tol::scaled(1e-7),
-        "huber_loss(&a, &b, Reduction::None, 0.5)",
-    );
-    assert_close_to(
-        &huber_loss(&a, &b, Reduction::Mean, 1.5).unwrap(),
-        &[0.895],
-        Tol::scaled(1e-7),
-        "huber_loss(&a, &b, Reduction::Mean, 1.5)",
+    assert_values!(PT;
+        mse_loss(&a, &b, Reduction::Mean) => [1.99833333],
+        MSELoss::new().forward(&a, &b) => [1.99833333],
+        l1_loss(&a, &b, Reduction::Sum) => [6.5],
+        smooth_l1_loss(&a, &b, Reduction::None, 0.5) => [0.25, 0.04, 1.75, 2.25, 0.01, 0.95],
+        smooth_l1_loss(&a, &b, Reduction::Mean, 1.0) => [0.725],
+        huber_loss(&a, &b, Reduction::None, 0.5) => [0.125, 0.02, 0.875, 1.125, 0.005, 0.475],
+        huber_loss(&a, &b, Reduction::Mean, 1.5) => [0.895],
     );
     let a2 = a.reshape(&[2, 3]).unwrap().t().unwrap();
     let b2 = b.reshape(&[2, 3]).unwrap().t().unwrap();
-    gradcheck(
+    gradcheck64(
         |xs| {
             let m = mse_loss(&xs[0], &xs[1], Reduction::Mean)?;
             let h = huber_loss(&xs[0], &xs[1], Reduction::Sum, 0.5)?;
@@ -403,11 +267,7 @@ fn regression_losses_match_pytorch() {
             m.add(&h)?.add(&s)?.add(&l)
         },
         &[a2.contiguous().unwrap(), b2.contiguous().unwrap()],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
     assert!(mse_loss(&a, &t64(&[1.0; 4], &[4]), Reduction::Mean).is_err());
     assert!(huber_loss(&a, &b, Reduction::Mean, 0.0).is_err());
     assert!(smooth_l1_loss(&a, &b, Reduction::Mean, -1.0).is_err());
@@ -419,28 +279,17 @@ fn binary_cross_entropy_matches_pytorch() {
     let t = t64(&[0.0, 1.0, 1.0, 1.0, 0.0, 0.5], &[6]);
     let w = t64(&[1.0, 2.0, 1.0, 0.5, 1.0, 3.0], &[6]);
     // log clamped at -100: p = 0 with t = 1 costs exactly 100.
-    assert_close_to(
-        &binary_cross_entropy(&p, &t, None, Reduction::None).unwrap(),
-        &[0.10536052, 0.10536052, 0.69314718, 100.0, 100.0, 0.78032387],
-        Tol::scaled(1e-7),
-        "binary_cross_entropy(&p, &t, None, Reduction::None)",
-    );
-    assert_close_to(
-        &binary_cross_entropy(&p, &t, Some(&w), Reduction::Mean).unwrap(),
-        &[25.55836672],
-        Tol::scaled(1e-7),
-        "binary_cross_entropy(&p, &t, Some(&w), Reduction::Mean)",
+    assert_values!(PT;
+        binary_cross_entropy(&p, &t, None, Reduction::None) =>
+            [0.10536052, 0.10536052, 0.69314718, 100.0, 100.0, 0.78032387],
+        binary_cross_entropy(&p, &t, Some(&w), Reduction::Mean) => [25.55836672],
     );
     let pi = t64(&[0.1, 0.9, 0.5, 0.3], &[4]);
     let ti = t64(&[0.0, 1.0, 0.2, 0.5], &[4]);
-    gradcheck(
+    gradcheck64(
         |xs| binary_cross_entropy(&xs[0], &ti, None, Reduction::Mean),
         &[pi],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
     let msg = binary_cross_entropy(
         &t64(&[1.5], &[1]),
         &t64(&[1.0], &[1]),
@@ -458,28 +307,17 @@ fn binary_cross_entropy_with_logits_matches_pytorch() {
     let x = t64(&[0.5, -3.0, 20.0, -50.0, 1.0, 0.0], &[2, 3]);
     let t = t64(&[1.0, 0.0, 1.0, 1.0, 0.5, 0.0], &[2, 3]);
     let pw = t64(&[2.0, 0.5, 1.0], &[3]);
-    assert_close_to(
-        &binary_cross_entropy_with_logits(&x, &t, None, Reduction::None, None).unwrap(),
-        &[0.47407698, 0.04858735, 0.0, 50.0, 0.81326169, 0.69314718],
-        Tol::scaled(1e-7),
-        "binary_cross_entropy_with_logits(&x, &t, None, Reduction::None, None)",
-    );
-    assert_close_to(
-        &binary_cross_entropy_with_logits(&x, &t, None, Reduction::Sum, Some(&pw)).unwrap(),
-        &[102.42483477],
-        Tol::scaled(1e-7),
-        "binary_cross_entropy_with_logits(&x, &t, None, Reduction::Sum, Some(&pw))",
+    assert_values!(PT;
+        binary_cross_entropy_with_logits(&x, &t, None, Reduction::None, None) =>
+            [0.47407698, 0.04858735, 0.0, 50.0, 0.81326169, 0.69314718],
+        binary_cross_entropy_with_logits(&x, &t, None, Reduction::Sum, Some(&pw)) => [102.42483477],
     );
     let xs0 = t64(&[0.5, -3.0, 2.0, -5.0, 1.0, 0.3], &[2, 3]);
     let w = t64(&[1.0, 2.0, 0.5], &[3]);
-    gradcheck(
+    gradcheck64(
         |xs| binary_cross_entropy_with_logits(&xs[0], &t, Some(&w), Reduction::Mean, Some(&pw)),
         &[xs0],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
 }
 
 #[test]
@@ -488,46 +326,18 @@ fn kl_div_matches_pytorch() {
         .log_softmax(1)
         .unwrap();
     let t = t64(&[0.2, 0.0, 0.8, 0.3, 0.3, 0.4], &[2, 3]);
-    assert_close_to(
-        &kl_div(&input, &t, KlDivReduction::None, false).unwrap(),
-        &[
-            -0.05270545,
-            0.0,
-            0.65821371,
-            0.36108995,
-            0.06108995,
-            -0.20347391,
-        ],
-        Tol::scaled(1e-7),
-        "kl_div(&input, &t, KlDivReduction::None, false)",
-    );
-    assert_close_to(
-        &kl_div(&input, &t, KlDivReduction::BatchMean, false).unwrap(),
-        &[0.41210712],
-        Tol::scaled(1e-7),
-        "kl_div(&input, &t, KlDivReduction::BatchMean, false)",
-    );
-    assert_close_to(
-        &kl_div(&input, &t, KlDivReduction::Mean, false).unwrap(),
-        &[0.13736904],
-        Tol::scaled(1e-7),
-        "kl_div(&input, &t, KlDivReduction::Mean, false)",
-    );
     let lt = t.clamp_min(1e-3).unwrap().log().unwrap();
-    assert_close_to(
-        &kl_div(&input, &lt, KlDivReduction::Sum, true).unwrap(),
-        &[0.8182524],
-        Tol::scaled(1e-7),
-        "kl_div(&input, &lt, KlDivReduction::Sum, true)",
+    assert_values!(PT;
+        kl_div(&input, &t, KlDivReduction::None, false) =>
+            [-0.05270545, 0.0, 0.65821371, 0.36108995, 0.06108995, -0.20347391],
+        kl_div(&input, &t, KlDivReduction::BatchMean, false) => [0.41210712],
+        kl_div(&input, &t, KlDivReduction::Mean, false) => [0.13736904],
+        kl_div(&input, &lt, KlDivReduction::Sum, true) => [0.8182524],
     );
-    gradcheck(
+    gradcheck64(
         |xs| kl_div(&xs[0], &t, KlDivReduction::BatchMean, false),
         std::slice::from_ref(&input),
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
 }
 
 // ---- the fused CPU cross-entropy against the composite path -------------------------------
@@ -730,23 +540,15 @@ fn fused_cross_entropy_gradcheck_and_half_precision() {
     // f64 central differences through the fused path: Sum with an ignored sample, and a
     // transposed input with smoothing.
     let t = idx(&[1, N, 3], &[3]);
-    gradcheck(
+    gradcheck64(
         |xs| cross_entropy(&xs[0], &t, None, N, Reduction::Sum, 0.0),
         &[logits()],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
     let xt = logits().t().unwrap().contiguous().unwrap();
-    gradcheck(
+    gradcheck64(
         |xs| cross_entropy(&xs[0].t()?, &t, Some(&class_w()), N, Reduction::Mean, 0.3),
         &[xt],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
     // f16 / bf16 compute in f32 and return their own dtype, gradient included.
     let t = idx(&[2, 0, 3], &[3]);
     let want = cross_entropy(&logits(), &t, None, N, Reduction::Mean, 0.1)
@@ -767,25 +569,22 @@ fn fused_cross_entropy_gradcheck_and_half_precision() {
     }
 }
 
+/// The numbers of a JSON array, each read by `num` (`Value::as_f64`, `Value::as_i64`).
+fn numbers<T>(v: &serde_json::Value, num: fn(&serde_json::Value) -> Option<T>) -> Vec<T> {
+    let items = v.as_array().unwrap();
+    items.iter().map(|x| num(x).unwrap()).collect()
+}
+
+/// The f64 numbers of a JSON array.
 fn f64s(v: &serde_json::Value) -> Vec<f64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_f64().unwrap())
-        .collect()
+    numbers(v, serde_json::Value::as_f64)
 }
 
 #[test]
 fn distillation_loss_and_gradient_match_pytorch() {
     let fx = load_json_fixture("distill.json");
     let teacher = t64(&f64s(&fx["teacher"]), &[4, 5]);
-    let targets: Vec<i64> = fx["targets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_i64().unwrap())
-        .collect();
-    let targets = idx(&targets, &[4]);
+    let targets = idx(&numbers(&fx["targets"], serde_json::Value::as_i64), &[4]);
     for case in fx["cases"].as_array().unwrap() {
         let (t, a) = (
             case["temperature"].as_f64().unwrap(),

@@ -6,19 +6,14 @@
 mod common;
 
 use common::{
-    assert_close_same_dtype, assert_close_to, backward_sum, load_fixture, max_diff,
-    poison_cached_buffer, Tol,
+    assert_close_same_dtype, assert_close_to, backward_sum, gradcheck64, load_fixture, max_diff,
+    poison_cached_buffer, t64, Tol,
 };
-use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::nn::functional::{
     batch_norm, batch_norm_add_relu, batch_norm_relu, group_norm, layer_norm, rms_norm,
 };
 use tinytorch::nn::{BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm, Module, ModuleHooks};
 use tinytorch::{no_grad, DType, Tensor};
-
-fn t64(v: &[f64], shape: &[usize]) -> Tensor {
-    Tensor::from_vec(v.to_vec(), shape).unwrap()
-}
 
 /// sin(arange(24) * 0.7 + 0.3).reshape(2, 3, 4)
 fn x234() -> Tensor {
@@ -32,15 +27,116 @@ fn x243() -> Tensor {
     t64(&v, &[2, 4, 3])
 }
 
+/// The weight `[1, 2, 0.5, -1]` and bias `[0.1, 0, -0.2, 0.3]` of four features (f64).
+fn weight_bias() -> (Tensor, Tensor) {
+    (
+        t64(&[1.0, 2.0, 0.5, -1.0], &[4]),
+        t64(&[0.1, 0.0, -0.2, 0.3], &[4]),
+    )
+}
+
+/// One run of batch norm then (with a `residual`, its sum with the output first) ReLU, in
+/// `training` or evaluation mode: `fused` through `batch_norm_relu` or `batch_norm_add_relu`,
+/// else through the separate ops. The inputs are leaf copies of x243 as a non-contiguous
+/// NCHW `dtype` tensor, of the residual `sin(-0.8 * x243)` likewise, and of
+/// [`weight_bias`], with fresh running statistics (zeros and ones); backward runs from the
+/// output times `cos(0.7 * x)`. Returns the output, the gradients of x, the residual (with
+/// one), the weight and the bias, and the running mean and variance.
+fn batch_norm_relu_run(dtype: DType, residual: bool, fused: bool, training: bool) -> Vec<Tensor> {
+    let nchw = |t: Tensor| {
+        t.reshape(&[2, 4, 3, 1])
+            .unwrap()
+            .transpose(2, 3)
+            .unwrap()
+            .to_dtype(dtype)
+            .unwrap()
+    };
+    let leaf = |t: &Tensor| t.detach().requires_grad_(true).unwrap();
+    let x = leaf(&nchw(x243()));
+    let r = leaf(&nchw(x243().mul_scalar(-0.8).unwrap().sin().unwrap()));
+    let (w, b) = weight_bias();
+    let (w, b) = (
+        leaf(&w.to_dtype(dtype).unwrap()),
+        leaf(&b.to_dtype(dtype).unwrap()),
+    );
+    let g = x.detach().mul_scalar(0.7).unwrap().cos().unwrap();
+    let rm = Tensor::zeros(&[4], dtype, tinytorch::Device::Cpu).unwrap();
+    let rv = Tensor::ones(&[4], dtype, tinytorch::Device::Cpu).unwrap();
+    let (rm_, rv_, w_, b_) = (Some(&rm), Some(&rv), Some(&w), Some(&b));
+    let y = match (fused, residual) {
+        (true, true) => batch_norm_add_relu(&x, &r, rm_, rv_, w_, b_, training, 0.1, 1e-5),
+        (true, false) => batch_norm_relu(&x, rm_, rv_, w_, b_, training, 0.1, 1e-5),
+        (false, true) => {
+            batch_norm(&x, rm_, rv_, w_, b_, training, 0.1, 1e-5).and_then(|y| y.add(&r)?.relu())
+        }
+        (false, false) => {
+            batch_norm(&x, rm_, rv_, w_, b_, training, 0.1, 1e-5).and_then(|y| y.relu())
+        }
+    }
+    .unwrap();
+    backward_sum(y.mul(&g));
+    let mut out = vec![y.detach(), x.grad().unwrap()];
+    if residual {
+        out.push(r.grad().unwrap());
+    }
+    out.extend([w.grad().unwrap(), b.grad().unwrap(), rm, rv]);
+    out
+}
+
+/// Checks [`batch_norm_relu_run`] fused against the separate ops, in f32 and f64, in
+/// training and in evaluation: every result within 1e-5 (f32) or 1e-12 (f64), and the
+/// output both zero and positive somewhere (the ReLU cuts).
+fn assert_fused_batch_norm_relu_matches_separate_ops(residual: bool) {
+    for dtype in [DType::F32, DType::F64] {
+        for training in [true, false] {
+            let fused = batch_norm_relu_run(dtype, residual, true, training);
+            let separate = batch_norm_relu_run(dtype, residual, false, training);
+            let ys = fused[0].to_vec_f64().unwrap();
+            assert!(ys.contains(&0.0) && ys.iter().any(|&v| v > 0.0));
+            let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+            for (f, p) in fused.iter().zip(&separate) {
+                assert_close_to(f, &p.to_vec_f64().unwrap(), Tol::scaled(tol), "fused");
+            }
+        }
+    }
+}
+
+/// Checks that a `BatchNorm2d`'s fused call (`fused`) gives what its plain call followed by
+/// the other ops (`separate`) gives, on x243 as f32 NCHW, without and with a forward hook
+/// that negates the batch norm's output (which must change the result): the fused call
+/// runs the hook on the batch norm's own output.
+fn assert_fused_module_call_runs_hooks(
+    fused: impl Fn(&BatchNorm2d, &Tensor) -> Tensor,
+    separate: impl Fn(&BatchNorm2d, &Tensor) -> Tensor,
+) {
+    let bn = BatchNorm2d::new(4).unwrap();
+    let x = x243()
+        .reshape(&[2, 4, 3, 1])
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap();
+    let check = |what: &str| {
+        let got = fused(&bn, &x);
+        let want = separate(&bn, &x).to_vec_f64().unwrap();
+        assert_close_to(&got, &want, Tol::scaled(1e-6), what);
+        got.to_vec_f64().unwrap()
+    };
+    let plain = check("plain");
+    let _hook = bn
+        .register_forward_hook(|_, _, y| Ok(Some(y.neg()?)))
+        .unwrap();
+    let hooked = check("hooked");
+    assert!(plain != hooked);
+}
+
 #[test]
 fn layer_norm_forward_and_gradients_match_pytorch() {
     let x = x234().requires_grad_(true).unwrap();
-    let w = t64(&[1.0, 2.0, 0.5, -1.0], &[4])
-        .requires_grad_(true)
-        .unwrap();
-    let b = t64(&[0.1, 0.0, -0.2, 0.3], &[4])
-        .requires_grad_(true)
-        .unwrap();
+    let (w, b) = weight_bias();
+    let (w, b) = (
+        w.requires_grad_(true).unwrap(),
+        b.requires_grad_(true).unwrap(),
+    );
     let y = layer_norm(&x, &[4], Some(&w), Some(&b), 1e-5).unwrap();
     assert_close_to(
         &y.select(0, 0).unwrap(),
@@ -95,14 +191,10 @@ fn layer_norm_forward_and_gradients_match_pytorch() {
         "b.grad()",
     );
     let (w0, b0) = (w.detach(), b.detach());
-    gradcheck(
+    gradcheck64(
         |xs| layer_norm(&xs[0], &[4], Some(&xs[1]), Some(&xs[2]), 1e-5),
         &[x234(), w0, b0],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
     let m = LayerNorm::new(&[4], 1e-5, true).unwrap();
     let names: Vec<String> = m.named_parameters().into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["weight", "bias"]);
@@ -134,15 +226,11 @@ fn rms_norm_matches_pytorch() {
         Tol::scaled(1e-6),
         "y.select(0, 0)",
     );
-    let w = t64(&[1.0, 2.0, 0.5, -1.0], &[4]);
-    gradcheck(
+    let (w, _) = weight_bias();
+    gradcheck64(
         |xs| rms_norm(&xs[0], &[4], Some(&xs[1]), Some(1e-6)),
         &[x234(), w],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
 }
 
 #[test]
@@ -180,14 +268,10 @@ fn group_norm_matches_pytorch() {
         Tol::scaled(1e-6),
         "group_norm(&x243(), 2, Some(&w), Some(&b), 1e-5)",
     );
-    gradcheck(
+    gradcheck64(
         |xs| group_norm(&xs[0], 2, Some(&xs[1]), Some(&xs[2]), 1e-5),
         &[x243(), w.clone(), b.clone()],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
     let msg = group_norm(&x243(), 3, None, None, 1e-5)
         .unwrap_err()
         .to_string();
@@ -285,14 +369,10 @@ fn batch_norm_running_stats_and_eval_match_pytorch() {
     expected.sort();
     assert_eq!(keys, expected);
     let w = t64(&[1.0, 2.0, 0.5, 1.5], &[4]);
-    gradcheck(
+    gradcheck64(
         |xs| batch_norm(&xs[0], None, None, Some(&xs[1]), None, true, 0.1, 1e-5),
         &[x243(), w],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
     let one = t64(&[1.0, 2.0, 3.0, 4.0], &[1, 4]);
     assert!(batch_norm(&one, None, None, None, None, true, 0.1, 1e-5).is_err());
 }
@@ -303,65 +383,16 @@ fn batch_norm_add_relu_is_batch_norm_plus_residual_then_relu() {
     // non-contiguous input and residual; output, gradients of input, parameters and
     // residual, running statistics) and in evaluation; an f64 gradcheck through the
     // residual; the residual's shape checked; a hooked module runs the three ops.
-    for dtype in [DType::F32, DType::F64] {
-        let nchw = |t: Tensor| {
-            t.reshape(&[2, 4, 3, 1])
-                .unwrap()
-                .transpose(2, 3)
-                .unwrap()
-                .to_dtype(dtype)
-                .unwrap()
-        };
-        let x = nchw(x243());
-        let r = nchw(x243().mul_scalar(-0.8).unwrap().sin().unwrap());
-        let w = t64(&[1.0, 2.0, 0.5, -1.0], &[4]).to_dtype(dtype).unwrap();
-        let b = t64(&[0.1, 0.0, -0.2, 0.3], &[4]).to_dtype(dtype).unwrap();
-        let g = x.detach().mul_scalar(0.7).unwrap().cos().unwrap();
-        let run = |fused: bool, training: bool| {
-            let leaf = |t: &Tensor| t.detach().requires_grad_(true).unwrap();
-            let (x, r, w, b) = (leaf(&x), leaf(&r), leaf(&w), leaf(&b));
-            let rm = Tensor::zeros(&[4], dtype, tinytorch::Device::Cpu).unwrap();
-            let rv = Tensor::ones(&[4], dtype, tinytorch::Device::Cpu).unwrap();
-            let (rm_, rv_, w_, b_) = (Some(&rm), Some(&rv), Some(&w), Some(&b));
-            let y = if fused {
-                batch_norm_add_relu(&x, &r, rm_, rv_, w_, b_, training, 0.1, 1e-5)
-            } else {
-                batch_norm(&x, rm_, rv_, w_, b_, training, 0.1, 1e-5)
-                    .and_then(|y| y.add(&r)?.relu())
-            }
-            .unwrap();
-            y.mul(&g).unwrap().sum_all().unwrap().backward().unwrap();
-            let grads = [&x, &r, &w, &b].map(|t| t.grad().unwrap());
-            let [gx, gr, gw, gb] = grads;
-            [y.detach(), gx, gr, gw, gb, rm, rv]
-        };
-        for training in [true, false] {
-            let (fused, three) = (run(true, training), run(false, training));
-            let ys = fused[0].to_vec_f64().unwrap();
-            assert!(ys.contains(&0.0) && ys.iter().any(|&v| v > 0.0));
-            let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
-            for (f, p) in fused.iter().zip(&three) {
-                assert_close_to(f, &p.to_vec_f64().unwrap(), Tol::scaled(tol), "fused");
-            }
-        }
-    }
+    assert_fused_batch_norm_relu_matches_separate_ops(true);
     let residual = x243().mul_scalar(0.5).unwrap().cos().unwrap();
-    gradcheck(
+    let (w, b) = weight_bias();
+    gradcheck64(
         |xs| {
             let (w, b) = (Some(&xs[2]), Some(&xs[3]));
             batch_norm_add_relu(&xs[0], &xs[1], None, None, w, b, true, 0.1, 1e-5)
         },
-        &[
-            x243(),
-            residual,
-            t64(&[1.0, 2.0, 0.5, -1.0], &[4]),
-            t64(&[0.1, 0.0, -0.2, 0.3], &[4]),
-        ],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+        &[x243(), residual, w, b],
+    );
     let short = t64(&[1.0; 4], &[1, 4]);
     let err = batch_norm_add_relu(&x243(), &short, None, None, None, None, true, 0.1, 1e-5)
         .unwrap_err()
@@ -372,131 +403,38 @@ fn batch_norm_add_relu_is_batch_norm_plus_residual_then_relu() {
     );
     // A module with a forward hook runs it on the batch norm's own output, then the sum
     // and the ReLU.
-    let bn = BatchNorm2d::new(4).unwrap();
-    let x = x243()
-        .reshape(&[2, 4, 3, 1])
-        .unwrap()
-        .to_dtype(DType::F32)
-        .unwrap();
-    let r = x.mul_scalar(0.3).unwrap().cos().unwrap();
-    let three = |bn: &BatchNorm2d| {
-        let y = bn.call(&x).unwrap().add(&r).unwrap().relu().unwrap();
-        y.to_vec_f64().unwrap()
-    };
-    let plain = bn.call_add_relu(&x, &r).unwrap();
-    assert_close_to(&plain, &three(&bn), Tol::scaled(1e-6), "plain");
-    let _hook = bn
-        .register_forward_hook(|_, _, y| Ok(Some(y.neg()?)))
-        .unwrap();
-    let hooked = bn.call_add_relu(&x, &r).unwrap();
-    assert_close_to(&hooked, &three(&bn), Tol::scaled(1e-6), "hooked");
-    assert!(plain.to_vec_f64().unwrap() != hooked.to_vec_f64().unwrap());
+    let residual = |x: &Tensor| x.mul_scalar(0.3).unwrap().cos().unwrap();
+    assert_fused_module_call_runs_hooks(
+        |bn, x| bn.call_add_relu(x, &residual(x)).unwrap(),
+        |bn, x| {
+            bn.call(x)
+                .unwrap()
+                .add(&residual(x))
+                .unwrap()
+                .relu()
+                .unwrap()
+        },
+    );
 }
 
 #[test]
 fn batch_norm_relu_is_batch_norm_then_relu() {
     // Against the two ops it fuses, in training (the fused kernel, f32 and f64, NCHW with a
     // non-contiguous input; outputs, gradients and running statistics) and in evaluation.
-    for dtype in [DType::F32, DType::F64] {
-        let x = x243()
-            .reshape(&[2, 4, 3, 1])
-            .unwrap()
-            .transpose(2, 3)
-            .unwrap()
-            .to_dtype(dtype)
-            .unwrap();
-        let w = t64(&[1.0, 2.0, 0.5, -1.0], &[4]).to_dtype(dtype).unwrap();
-        let b = t64(&[0.1, 0.0, -0.2, 0.3], &[4]).to_dtype(dtype).unwrap();
-        let g = x.detach().mul_scalar(0.7).unwrap().cos().unwrap();
-        let run = |fused: bool, training: bool| {
-            let leaf = |t: &Tensor| t.detach().requires_grad_(true).unwrap();
-            let (x, w, b) = (leaf(&x), leaf(&w), leaf(&b));
-            let rm = Tensor::zeros(&[4], dtype, tinytorch::Device::Cpu).unwrap();
-            let rv = Tensor::ones(&[4], dtype, tinytorch::Device::Cpu).unwrap();
-            let args = (
-                Some(&rm),
-                Some(&rv),
-                Some(&w),
-                Some(&b),
-                training,
-                0.1,
-                1e-5,
-            );
-            let y = if fused {
-                batch_norm_relu(&x, args.0, args.1, args.2, args.3, args.4, args.5, args.6)
-            } else {
-                batch_norm(&x, args.0, args.1, args.2, args.3, args.4, args.5, args.6)
-                    .and_then(|y| y.relu())
-            }
-            .unwrap();
-            y.mul(&g).unwrap().sum_all().unwrap().backward().unwrap();
-            [
-                y.detach(),
-                x.grad().unwrap(),
-                w.grad().unwrap(),
-                b.grad().unwrap(),
-                rm,
-                rv,
-            ]
-        };
-        for training in [true, false] {
-            let (fused, pair) = (run(true, training), run(false, training));
-            let ys = fused[0].to_vec_f64().unwrap();
-            assert!(ys.contains(&0.0) && ys.iter().any(|&v| v > 0.0));
-            let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
-            for (f, p) in fused.iter().zip(&pair) {
-                assert_close_to(f, &p.to_vec_f64().unwrap(), Tol::scaled(tol), "f");
-            }
-        }
-    }
-    gradcheck(
+    assert_fused_batch_norm_relu_matches_separate_ops(false);
+    let (w, b) = weight_bias();
+    gradcheck64(
         |xs| {
-            batch_norm_relu(
-                &xs[0],
-                None,
-                None,
-                Some(&xs[1]),
-                Some(&xs[2]),
-                true,
-                0.1,
-                1e-5,
-            )
+            let (w, b) = (Some(&xs[1]), Some(&xs[2]));
+            batch_norm_relu(&xs[0], None, None, w, b, true, 0.1, 1e-5)
         },
-        &[
-            x243(),
-            t64(&[1.0, 2.0, 0.5, -1.0], &[4]),
-            t64(&[0.1, 0.0, -0.2, 0.3], &[4]),
-        ],
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+        &[x243(), w, b],
+    );
     // A module with a forward hook runs it on the batch norm's own output, then the ReLU.
-    let bn = BatchNorm2d::new(4).unwrap();
-    let x = x243()
-        .reshape(&[2, 4, 3, 1])
-        .unwrap()
-        .to_dtype(DType::F32)
-        .unwrap();
-    let plain = bn.call_relu(&x).unwrap();
-    assert_close_to(
-        &plain,
-        &bn.call(&x).unwrap().relu().unwrap().to_vec_f64().unwrap(),
-        Tol::scaled(1e-6),
-        "plain",
+    assert_fused_module_call_runs_hooks(
+        |bn, x| bn.call_relu(x).unwrap(),
+        |bn, x| bn.call(x).unwrap().relu().unwrap(),
     );
-    let _hook = bn
-        .register_forward_hook(|_, _, y| Ok(Some(y.neg()?)))
-        .unwrap();
-    let hooked = bn.call_relu(&x).unwrap();
-    assert_close_to(
-        &hooked,
-        &bn.call(&x).unwrap().relu().unwrap().to_vec_f64().unwrap(),
-        Tol::scaled(1e-6),
-        "hooked",
-    );
-    assert!(plain.to_vec_f64().unwrap() != hooked.to_vec_f64().unwrap());
 }
 
 #[test]
@@ -568,35 +506,31 @@ fn fused_layer_and_rms_norm_match_pytorch_in_every_dtype() {
 
 #[test]
 fn fused_norms_pass_gradcheck_with_and_without_parameters_and_a_reused_output() {
-    let w = t64(&[1.0, 2.0, 0.5, -1.0], &[4]);
-    let b = t64(&[0.1, 0.0, -0.2, 0.3], &[4]);
-    let check = |f: &dyn Fn(&[Tensor]) -> tinytorch::Result<Tensor>, inputs: &[Tensor]| {
-        gradcheck(f, inputs, 1e-6, 1e-7, 1e-5).unwrap();
-    };
+    let (w, b) = weight_bias();
     // The output used twice (y * y + y): its gradient is accumulated before the norm's
     // backward runs.
-    check(
-        &|xs| {
+    gradcheck64(
+        |xs| {
             let y = layer_norm(&xs[0], &[4], Some(&xs[1]), Some(&xs[2]), 1e-5)?;
             y.mul(&y)?.add(&y)
         },
         &[x234(), w.clone(), b.clone()],
     );
-    check(&|xs| layer_norm(&xs[0], &[4], None, None, 1e-5), &[x234()]);
-    check(
-        &|xs| layer_norm(&xs[0], &[4], Some(&xs[1]), None, 1e-5),
+    gradcheck64(|xs| layer_norm(&xs[0], &[4], None, None, 1e-5), &[x234()]);
+    gradcheck64(
+        |xs| layer_norm(&xs[0], &[4], Some(&xs[1]), None, 1e-5),
         &[x234(), w.clone()],
     );
-    check(
-        &|xs| layer_norm(&xs[0], &[4], None, Some(&xs[1]), 1e-5),
+    gradcheck64(
+        |xs| layer_norm(&xs[0], &[4], None, Some(&xs[1]), 1e-5),
         &[x234(), b.clone()],
     );
-    check(
-        &|xs| layer_norm(&xs[0], &[3, 4], None, None, 1e-5),
+    gradcheck64(
+        |xs| layer_norm(&xs[0], &[3, 4], None, None, 1e-5),
         &[x234()],
     );
-    check(
-        &|xs| {
+    gradcheck64(
+        |xs| {
             layer_norm(
                 &xs[0].transpose(0, 1)?,
                 &[4],
@@ -607,54 +541,38 @@ fn fused_norms_pass_gradcheck_with_and_without_parameters_and_a_reused_output() 
         },
         &[x234(), w.clone(), b.clone()],
     );
-    check(
-        &|xs| {
+    gradcheck64(
+        |xs| {
             let y = rms_norm(&xs[0], &[4], Some(&xs[1]), Some(1e-6))?;
             y.mul(&y)?.add(&y)
         },
         &[x234(), w.clone()],
     );
-    check(&|xs| rms_norm(&xs[0], &[4], None, None), &[x234()]);
-    check(
-        &|xs| rms_norm(&xs[0].transpose(0, 2)?, &[2], None, Some(1e-6)),
+    gradcheck64(|xs| rms_norm(&xs[0], &[4], None, None), &[x234()]);
+    gradcheck64(
+        |xs| rms_norm(&xs[0].transpose(0, 2)?, &[2], None, Some(1e-6)),
         &[x234()],
     );
     // Training-mode batch norm (fused on the CPU): gradients through the batch statistics,
     // with both parameters and a reused output, and on a transposed input without them.
-    check(
-        &|xs| {
-            let y = batch_norm(
-                &xs[0],
-                None,
-                None,
-                Some(&xs[1]),
-                Some(&xs[2]),
-                true,
-                0.1,
-                1e-5,
-            )?;
+    gradcheck64(
+        |xs| {
+            let (w, b) = (Some(&xs[1]), Some(&xs[2]));
+            let y = batch_norm(&xs[0], None, None, w, b, true, 0.1, 1e-5)?;
             y.mul(&y)?.add(&y)
         },
         &[x243(), w.clone(), b.clone()],
     );
-    check(
-        &|xs| {
-            batch_norm(
-                &xs[0].transpose(0, 2)?,
-                None,
-                None,
-                None,
-                None,
-                true,
-                0.1,
-                1e-5,
-            )
+    gradcheck64(
+        |xs| {
+            let x = xs[0].transpose(0, 2)?;
+            batch_norm(&x, None, None, None, None, true, 0.1, 1e-5)
         },
         &[x243()],
     );
     // A 1-D input is one row; an empty batch gives an empty result.
-    check(
-        &|xs| layer_norm(&xs[0], &[5], None, None, 1e-5),
+    gradcheck64(
+        |xs| layer_norm(&xs[0], &[5], None, None, 1e-5),
         &[t64(&[1.0, -2.0, 0.5, 3.0, 0.0], &[5])],
     );
     let empty = Tensor::zeros(&[0, 4], DType::F32, tinytorch::Device::Cpu).unwrap();

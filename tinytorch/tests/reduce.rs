@@ -2,14 +2,17 @@
 //! f64 gradient checks, non-contiguous / 0-d / empty inputs and error cases.
 
 mod common;
-use common::{assert_close_to, backward_sum, Tol};
+use common::{assert_close_to, assert_values, backward_sum, gradcheck64, t64, vals64, Tol};
 
-use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::{DType, Device, Result, Tensor};
 
-fn t64(v: &[f64], shape: &[usize]) -> Tensor {
-    Tensor::from_vec(v.to_vec(), shape).unwrap()
-}
+/// The tolerances of the value checks (NaN matching NaN): f64 results, `1e-12 * (1 + |want|)`;
+/// f32 results, `1e-6 * (1 + |want|)`; half-precision ones, `1e-3 * (1 + |want|)`; and
+/// exact ones (maxima, integers, sums of small integers).
+const F64_TOL: Tol = Tol::scaled(1e-12).equal_nan();
+const F32_TOL: Tol = Tol::scaled(1e-6).equal_nan();
+const HALF_TOL: Tol = Tol::scaled(1e-3).equal_nan();
+const EXACT: Tol = Tol::EXACT.equal_nan();
 
 /// The 2x3 matrix used by most value tests.
 fn x23() -> Tensor {
@@ -18,7 +21,7 @@ fn x23() -> Tensor {
 
 /// f64 gradcheck of a one-input function.
 fn check(f: impl Fn(&[Tensor]) -> Result<Tensor>, input: &Tensor) {
-    gradcheck(f, std::slice::from_ref(input), 1e-6, 1e-7, 1e-5).unwrap();
+    gradcheck64(f, std::slice::from_ref(input));
 }
 
 /// A 3x4x5 f64 input with distinct values (no ties), not too close to zero.
@@ -34,122 +37,51 @@ fn x345() -> Tensor {
 #[test]
 fn sum_mean_prod_values() {
     let x = x23();
-    assert_close_to(
-        &x.sum(&[0], false).unwrap(),
-        &[2.0, 2.0, 2.0],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.sum(&[0], false)",
-    );
     let s = x.sum(&[1], true).unwrap();
     assert_eq!(s.shape(), &[2, 1]);
-    assert_close_to(&s, &[2.5, 3.5], Tol::scaled(1e-12).equal_nan(), "s");
-    assert_close_to(
-        &x.mean_all().unwrap(),
-        &[1.0],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.mean_all()",
-    );
-    assert_close_to(
-        &x.mean(&[1], false).unwrap(),
-        &[0.8333333333333334, 1.1666666666666667],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.mean(&[1], false)",
-    );
-    assert_close_to(
-        &x.prod(&[1], false).unwrap(),
-        &[-9.0, -2.0],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.prod(&[1], false)",
+    assert_close_to(&s, &[2.5, 3.5], F64_TOL, "s");
+    assert_values!(F64_TOL;
+        x.sum(&[0], false) => [2.0, 2.0, 2.0],
+        x.mean_all() => [1.0],
+        x.mean(&[1], false) => [0.8333333333333334, 1.1666666666666667],
+        x.prod(&[1], false) => [-9.0, -2.0],
     );
     let x3 = Tensor::arange(0., 24., 1., DType::F64, Device::Cpu)
         .unwrap()
         .reshape(&[2, 3, 4])
         .unwrap();
-    assert_close_to(
-        &x3.sum(&[0, 2], false).unwrap(),
-        &[60.0, 92.0, 124.0],
-        Tol::scaled(1e-12).equal_nan(),
-        "x3.sum(&[0, 2], false)",
-    );
+    assert_values!(F64_TOL; x3.sum(&[0, 2], false) => [60.0, 92.0, 124.0]);
     let a = x3.amax(&[0, -1], true).unwrap();
     assert_eq!(a.shape(), &[1, 3, 1]);
-    assert_close_to(&a, &[15.0, 19.0, 23.0], Tol::EXACT.equal_nan(), "a");
+    assert_close_to(&a, &[15.0, 19.0, 23.0], EXACT, "a");
 }
 
 #[test]
 fn statistics_values() {
     let x = x23();
-    assert_close_to(
-        &x.var(&[1], 1.0, false).unwrap(),
-        &[6.583333333333334, 6.583333333333334],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.var(&[1], 1.0, false)",
+    assert_values!(F64_TOL;
+        x.var(&[1], 1.0, false) => [6.583333333333334, 6.583333333333334],
+        x.var(&[0], 0.0, false) => [0.25, 9.0, 4.0],
+        x.var(&[], 1.0, false) => [5.3],
+        x.std(&[1], 1.0, false) => [2.565800719723442, 2.565800719723442],
+        x.logsumexp(&[1], false) => [3.2069069336734133, 4.036269565124779],
+        x.logsumexp(&[0, 1], false) => [4.398358933882533],
+        x.norm(2.0, &[1], false) => [3.905124837953327, 4.153311931459037],
+        x.norm(1.0, &[], false) => [12.0],
     );
-    assert_close_to(
-        &x.var(&[0], 0.0, false).unwrap(),
-        &[0.25, 9.0, 4.0],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.var(&[0], 0.0, false)",
-    );
-    assert_close_to(
-        &x.var(&[], 1.0, false).unwrap(),
-        &[5.3],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.var(&[], 1.0, false)",
-    );
-    assert_close_to(
-        &x.std(&[1], 1.0, false).unwrap(),
-        &[2.565800719723442, 2.565800719723442],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.std(&[1], 1.0, false)",
-    );
-    assert_close_to(
-        &x.logsumexp(&[1], false).unwrap(),
-        &[3.2069069336734133, 4.036269565124779],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.logsumexp(&[1], false)",
-    );
-    assert_close_to(
-        &x.logsumexp(&[0, 1], false).unwrap(),
-        &[4.398358933882533],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.logsumexp(&[0, 1], false)",
-    );
-    assert_close_to(
-        &x.norm(2.0, &[1], false).unwrap(),
-        &[3.905124837953327, 4.153311931459037],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.norm(2.0, &[1], false)",
-    );
-    assert_close_to(
-        &x.norm(1.0, &[], false).unwrap(),
-        &[12.0],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.norm(1.0, &[], false)",
-    );
-    assert_close_to(
-        &x.norm(f64::INFINITY, &[0], false).unwrap(),
-        &[1.5, 4.0, 3.0],
-        Tol::EXACT.equal_nan(),
-        "x.norm(f64::INFINITY, &[0], false)",
-    );
+    assert_values!(EXACT; x.norm(f64::INFINITY, &[0], false) => [1.5, 4.0, 3.0]);
     let f = Tensor::from_vec(vec![1.0f32, 2., 3.], &[3]).unwrap();
-    assert_close_to(
-        &f.std(&[0], 0.0, false).unwrap(),
-        &[0.8164966106414795],
-        Tol::scaled(1e-6).equal_nan(),
-        "f.std(&[0], 0.0, false)",
-    );
+    assert_values!(F32_TOL; f.std(&[0], 0.0, false) => [0.8164966106414795]);
 }
 
 #[test]
 fn max_min_arg_values() {
     let x = x23();
     let (v, i) = x.max_dim(1, false).unwrap();
-    assert_close_to(&v, &[3.0, 4.0], Tol::EXACT.equal_nan(), "v");
+    assert_close_to(&v, &[3.0, 4.0], EXACT, "v");
     assert_eq!(i.to_vec::<i64>().unwrap(), vec![2, 1]);
     let (v, i) = x.min_dim(0, false).unwrap();
-    assert_close_to(&v, &[0.5, -2.0, -1.0], Tol::EXACT.equal_nan(), "v");
+    assert_close_to(&v, &[0.5, -2.0, -1.0], EXACT, "v");
     assert_eq!(i.to_vec::<i64>().unwrap(), vec![1, 0, 1]);
     let (v, i) = x.max_dim(-1, true).unwrap();
     assert_eq!((v.shape(), i.shape()), (&[2usize, 1][..], &[2usize, 1][..]));
@@ -163,17 +95,9 @@ fn max_min_arg_values() {
         x.argmax(Some(1), true).unwrap().to_vec::<i64>().unwrap(),
         vec![2, 1]
     );
-    assert_close_to(
-        &x.max_all().unwrap(),
-        &[4.0],
-        Tol::EXACT.equal_nan(),
-        "x.max_all()",
-    );
-    assert_close_to(
-        &x.min_all().unwrap(),
-        &[-2.0],
-        Tol::EXACT.equal_nan(),
-        "x.min_all()",
+    assert_values!(EXACT;
+        x.max_all() => [4.0],
+        x.min_all() => [-2.0],
     );
     // NaN is the max, and argmax points at it (PyTorch).
     let n = Tensor::from_vec(vec![1.0f32, f32::NAN, 3.0], &[3]).unwrap();
@@ -184,78 +108,37 @@ fn max_min_arg_values() {
 #[test]
 fn scan_and_softmax_values() {
     let x = x23();
-    assert_close_to(
-        &x.cumsum(1).unwrap(),
-        &[1.5, -0.5, 2.5, 0.5, 4.5, 3.5],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.cumsum(1)",
-    );
-    assert_close_to(
-        &x.cumprod(0).unwrap(),
-        &[1.5, -2.0, 3.0, 0.75, -8.0, -3.0],
-        Tol::scaled(1e-12).equal_nan(),
-        "x.cumprod(0)",
-    );
+    #[rustfmt::skip]
     let sm = [
-        0.18142608857948594,
-        0.005478593159646257,
-        0.8130953182608678,
-        0.0291217615374784,
-        0.9643802951468596,
-        0.00649794331566194,
+        0.18142608857948594, 0.005478593159646257, 0.8130953182608678,
+        0.0291217615374784, 0.9643802951468596, 0.00649794331566194,
     ];
-    assert_close_to(
-        &x.softmax(1).unwrap(),
-        &sm,
-        Tol::scaled(1e-12).equal_nan(),
-        "x.softmax(1)",
-    );
+    #[rustfmt::skip]
     let lsm = [
-        -0.31326168751822286,
-        -6.00247568513773,
-        -0.01814992791780978,
-        -1.3132616875182228,
-        -0.002475685137730357,
-        -4.0181499279178094,
+        -0.31326168751822286, -6.00247568513773, -0.01814992791780978,
+        -1.3132616875182228, -0.002475685137730357, -4.0181499279178094,
     ];
-    assert_close_to(
-        &x.log_softmax(0).unwrap(),
-        &lsm,
-        Tol::scaled(1e-12).equal_nan(),
-        "x.log_softmax(0)",
+    assert_values!(F64_TOL;
+        x.cumsum(1) => [1.5, -0.5, 2.5, 0.5, 4.5, 3.5],
+        x.cumprod(0) => [1.5, -2.0, 3.0, 0.75, -8.0, -3.0],
+        x.softmax(1) => sm,
+        x.log_softmax(0) => lsm,
     );
     // Non-last dim through a transposed input, f32.
     let xf = x.to_dtype(DType::F32).unwrap();
     let y = xf.t().unwrap().softmax(0).unwrap();
     assert_eq!(y.dtype(), DType::F32);
-    assert_close_to(&y.t().unwrap(), &sm, Tol::scaled(1e-6).equal_nan(), "y.t()");
+    assert_close_to(&y.t().unwrap(), &sm, F32_TOL, "y.t()");
 }
 
 #[test]
 fn softmax_of_extreme_inputs_is_finite() {
     let s = Tensor::from_vec(vec![1000.0f32, -1000.0, 0.0, 999.0], &[4]).unwrap();
-    assert_close_to(
-        &s.softmax(0).unwrap(),
-        &[0.7310585975646973, 0.0, 0.0, 0.2689414322376251],
-        Tol::scaled(1e-6).equal_nan(),
-        "s.softmax(0)",
-    );
-    assert_close_to(
-        &s.log_softmax(0).unwrap(),
-        &[
-            -0.31326165795326233,
-            -2000.313232421875,
-            -1000.313232421875,
-            -1.31326162815094,
-        ],
-        Tol::scaled(1e-6).equal_nan(),
-        "s.log_softmax(0)",
-    );
-    assert_close_to(
-        &s.logsumexp(&[0], false).unwrap(),
-        &[1000.313232421875],
-        Tol::scaled(1e-6).equal_nan(),
-        "s.logsumexp(&[0], false)",
+    assert_values!(F32_TOL;
+        s.softmax(0) => [0.7310585975646973, 0.0, 0.0, 0.2689414322376251],
+        s.log_softmax(0) =>
+            [-0.31326165795326233, -2000.313232421875, -1000.313232421875, -1.31326162815094],
+        s.logsumexp(&[0], false) => [1000.313232421875],
     );
     let big = Tensor::from_vec(vec![1000.0f64, 1000.0, -1000.0, -1000.0], &[2, 2]).unwrap();
     for y in [
@@ -313,32 +196,28 @@ fn half_types_accumulate_in_f32() {
         .unwrap();
     let s = h.sum_all().unwrap();
     assert_eq!(s.dtype(), DType::F16);
-    assert_close_to(&s, &[10.5], Tol::EXACT.equal_nan(), "s");
-    assert_close_to(
-        &h.mean_all().unwrap(),
-        &[2.625],
-        Tol::EXACT.equal_nan(),
-        "h.mean_all()",
-    );
-    assert_close_to(
-        &h.softmax(0).unwrap(),
-        &[
-            0.022613525390625,
-            0.06146240234375,
-            0.1671142578125,
-            0.7490234375,
-        ],
-        Tol::scaled(1e-3).equal_nan(),
-        "h.softmax(0)",
+    assert_close_to(&s, &[10.5], EXACT, "s");
+    assert_values!(EXACT; h.mean_all() => [2.625]);
+    assert_values!(HALF_TOL;
+        h.softmax(0) => [0.022613525390625, 0.06146240234375, 0.1671142578125, 0.7490234375],
     );
     // 4096 ones: an f16 accumulator would stop at 2048.
     let ones = Tensor::ones(&[4096], DType::BF16, Device::Cpu).unwrap();
-    assert_close_to(
-        &ones.sum_all().unwrap(),
-        &[4096.0],
-        Tol::EXACT.equal_nan(),
-        "ones.sum_all()",
-    );
+    assert_values!(EXACT; ones.sum_all() => [4096.0]);
+}
+
+/// Checks that `op` gives the same values (within `tol`) on the non-contiguous `view` as on
+/// `copy`, its contiguous copy; `what` names the op.
+#[track_caller]
+fn assert_same_on_copy(
+    op: impl Fn(&Tensor) -> Result<Tensor>,
+    view: &Tensor,
+    copy: &Tensor,
+    tol: Tol,
+    what: &str,
+) {
+    let want = vals64(&op(copy).unwrap());
+    assert_close_to(&op(view).unwrap(), &want, tol, what);
 }
 
 #[test]
@@ -347,52 +226,17 @@ fn non_contiguous_inputs() {
     let p = base.permute(&[2, 0, 1]).unwrap();
     let pc = p.contiguous_copy().unwrap();
     for dims in [vec![0isize], vec![1], vec![2], vec![0, 2], vec![]] {
-        assert_close_to(
-            &p.sum(&dims, false).unwrap(),
-            &pc.sum(&dims, false).unwrap().to_vec_f64().unwrap(),
-            Tol::scaled(1e-12).equal_nan(),
-            "p.sum(&dims, false)",
-        );
-        assert_close_to(
-            &p.amax(&dims, true).unwrap(),
-            &pc.amax(&dims, true).unwrap().to_vec_f64().unwrap(),
-            Tol::EXACT.equal_nan(),
-            "p.amax(&dims, true)",
-        );
-        assert_close_to(
-            &p.prod(&dims, false).unwrap(),
-            &pc.prod(&dims, false).unwrap().to_vec_f64().unwrap(),
-            Tol::scaled(1e-12).equal_nan(),
-            "p.prod(&dims, false)",
-        );
+        assert_same_on_copy(|t| t.sum(&dims, false), &p, &pc, F64_TOL, "sum");
+        assert_same_on_copy(|t| t.amax(&dims, true), &p, &pc, EXACT, "amax");
+        assert_same_on_copy(|t| t.prod(&dims, false), &p, &pc, F64_TOL, "prod");
     }
     let s = base.slice(2, Some(1), None, 2).unwrap();
     let sc = s.contiguous_copy().unwrap();
     for d in 0..3isize {
-        assert_close_to(
-            &s.cumsum(d).unwrap(),
-            &sc.cumsum(d).unwrap().to_vec_f64().unwrap(),
-            Tol::scaled(1e-12).equal_nan(),
-            "s.cumsum(d)",
-        );
-        assert_close_to(
-            &s.cumprod(d).unwrap(),
-            &sc.cumprod(d).unwrap().to_vec_f64().unwrap(),
-            Tol::scaled(1e-12).equal_nan(),
-            "s.cumprod(d)",
-        );
-        assert_close_to(
-            &s.softmax(d).unwrap(),
-            &sc.softmax(d).unwrap().to_vec_f64().unwrap(),
-            Tol::scaled(1e-12).equal_nan(),
-            "s.softmax(d)",
-        );
-        assert_close_to(
-            &s.log_softmax(d).unwrap(),
-            &sc.log_softmax(d).unwrap().to_vec_f64().unwrap(),
-            Tol::scaled(1e-12).equal_nan(),
-            "s.log_softmax(d)",
-        );
+        assert_same_on_copy(|t| t.cumsum(d), &s, &sc, F64_TOL, "cumsum");
+        assert_same_on_copy(|t| t.cumprod(d), &s, &sc, F64_TOL, "cumprod");
+        assert_same_on_copy(|t| t.softmax(d), &s, &sc, F64_TOL, "softmax");
+        assert_same_on_copy(|t| t.log_softmax(d), &s, &sc, F64_TOL, "log_softmax");
         assert_eq!(
             s.argmax(Some(d), false).unwrap().to_vec::<i64>().unwrap(),
             sc.argmax(Some(d), false).unwrap().to_vec::<i64>().unwrap()
@@ -412,95 +256,43 @@ fn non_contiguous_inputs() {
         0.2999999523162842,
         0.40000009536743164,
     ];
-    assert_close_to(
-        &xf.t().unwrap().sum(&[1], false).unwrap(),
-        &expected,
-        Tol::scaled(1e-6).equal_nan(),
-        "xf.t().sum(&[1], false)",
-    );
-    assert_close_to(
-        &xf.sum(&[0], false).unwrap(),
-        &expected,
-        Tol::scaled(1e-6).equal_nan(),
-        "xf.sum(&[0], false)",
+    assert_values!(F32_TOL;
+        xf.t().unwrap().sum(&[1], false) => expected,
+        xf.sum(&[0], false) => expected,
     );
     // Broadcast (stride 0) input.
     let e = Tensor::from_vec(vec![1.0f32, 2.0], &[2, 1])
         .unwrap()
         .expand(&[2, 1000])
         .unwrap();
-    assert_close_to(
-        &e.sum(&[1], false).unwrap(),
-        &[1000.0, 2000.0],
-        Tol::EXACT.equal_nan(),
-        "e.sum(&[1], false)",
-    );
+    assert_values!(EXACT; e.sum(&[1], false) => [1000.0, 2000.0]);
 }
 
 #[test]
 fn zero_dim_and_empty() {
     let z = Tensor::scalar(2.5f64);
-    assert_close_to(
-        &z.sum(&[0], false).unwrap(),
-        &[2.5],
-        Tol::EXACT.equal_nan(),
-        "z.sum(&[0], false)",
-    );
-    assert_close_to(
-        &z.sum(&[-1], true).unwrap(),
-        &[2.5],
-        Tol::EXACT.equal_nan(),
-        "z.sum(&[-1], true)",
+    assert_values!(EXACT;
+        z.sum(&[0], false) => [2.5],
+        z.sum(&[-1], true) => [2.5],
     );
     assert_eq!(z.sum(&[0], true).unwrap().shape(), &[] as &[usize]);
     let (v, i) = z.max_dim(0, false).unwrap();
     assert_eq!((v.shape(), i.item::<i64>().unwrap()), (&[] as &[usize], 0));
     assert_eq!(z.argmax(Some(0), false).unwrap().item::<i64>().unwrap(), 0);
-    assert_close_to(
-        &z.softmax(0).unwrap(),
-        &[1.0],
-        Tol::EXACT.equal_nan(),
-        "z.softmax(0)",
-    );
-    assert_close_to(
-        &z.log_softmax(-1).unwrap(),
-        &[0.0],
-        Tol::EXACT.equal_nan(),
-        "z.log_softmax(-1)",
-    );
-    assert_close_to(
-        &z.cumsum(0).unwrap(),
-        &[2.5],
-        Tol::EXACT.equal_nan(),
-        "z.cumsum(0)",
-    );
-    assert_close_to(
-        &z.norm(2.0, &[], false).unwrap(),
-        &[2.5],
-        Tol::EXACT.equal_nan(),
-        "z.norm(2.0, &[], false)",
+    assert_values!(EXACT;
+        z.softmax(0) => [1.0],
+        z.log_softmax(-1) => [0.0],
+        z.cumsum(0) => [2.5],
+        z.norm(2.0, &[], false) => [2.5],
     );
     check(|x| x[0].softmax(0), &z);
     check(|x| x[0].cumprod(0), &z);
 
     let e = Tensor::zeros(&[0, 3], DType::F32, Device::Cpu).unwrap();
-    assert_close_to(
-        &e.sum(&[0], false).unwrap(),
-        &[0.0; 3],
-        Tol::EXACT.equal_nan(),
-        "e.sum(&[0], false)",
-    );
-    assert_close_to(
-        &e.prod(&[0], false).unwrap(),
-        &[1.0; 3],
-        Tol::EXACT.equal_nan(),
-        "e.prod(&[0], false)",
-    );
-    assert_close_to(
-        &e.sum_all().unwrap(),
-        &[0.0],
-        Tol::EXACT.equal_nan(),
-        "e.sum_all()",
+    assert_values!(EXACT;
+        e.sum(&[0], false) => [0.0; 3],
+        e.prod(&[0], false) => [1.0; 3],
+        e.sum_all() => [0.0],
     );
     assert!(e.mean_all().unwrap().item::<f32>().unwrap().is_nan());
     let lse = e.logsumexp(&[0], false).unwrap().to_vec::<f32>().unwrap();
@@ -558,11 +350,8 @@ fn prod_gradient_with_zeros() {
         .requires_grad_(true)
         .unwrap();
     backward_sum(p.prod(&[1], false));
-    assert_close_to(
-        &p.grad().unwrap(),
-        &[0.0, 6.0, 0.0, 0.0, 0.0, 0.0, 6.0, 3.0, 2.0],
-        Tol::scaled(1e-12).equal_nan(),
-        "p.grad()",
+    assert_values!(F64_TOL;
+        p.grad() => [0.0, 6.0, 0.0, 0.0, 0.0, 0.0, 6.0, 3.0, 2.0],
     );
     check(
         |t| t[0].prod(&[1], false),
@@ -589,31 +378,21 @@ fn gradcheck_max_min_family() {
 fn max_gradient_ties() {
     // PyTorch: amax and max() split evenly, max(dim) goes to the first index.
     let v = [1.0, 3.0, 3.0, 2.0];
-    let t = t64(&v, &[4]).requires_grad_(true).unwrap();
-    t.amax(&[], false).unwrap().backward().unwrap();
-    assert_close_to(
-        &t.grad().unwrap(),
-        &[0.0, 0.5, 0.5, 0.0],
-        Tol::EXACT.equal_nan(),
-        "t.grad()",
-    );
-    let t = t64(&v, &[4]).requires_grad_(true).unwrap();
-    t.max_all().unwrap().backward().unwrap();
-    assert_close_to(
-        &t.grad().unwrap(),
-        &[0.0, 0.5, 0.5, 0.0],
-        Tol::EXACT.equal_nan(),
-        "t.grad()",
-    );
-    let t = t64(&v, &[4]).requires_grad_(true).unwrap();
-    let (val, idx) = t.max_dim(0, false).unwrap();
-    assert_eq!(idx.item::<i64>().unwrap(), 1);
-    val.backward().unwrap();
-    assert_close_to(
-        &t.grad().unwrap(),
-        &[0.0, 1.0, 0.0, 0.0],
-        Tol::EXACT.equal_nan(),
-        "t.grad()",
+    // The gradient at v of the reduction `f` gives.
+    let grad = |f: &dyn Fn(&Tensor) -> Tensor| {
+        let t = t64(&v, &[4]).requires_grad_(true).unwrap();
+        f(&t).backward().unwrap();
+        t.grad()
+    };
+    let max_dim = |t: &Tensor| {
+        let (val, idx) = t.max_dim(0, false).unwrap();
+        assert_eq!(idx.item::<i64>().unwrap(), 1);
+        val
+    };
+    assert_values!(EXACT;
+        grad(&|t| t.amax(&[], false).unwrap()) => [0.0, 0.5, 0.5, 0.0],
+        grad(&|t| t.max_all().unwrap()) => [0.0, 0.5, 0.5, 0.0],
+        grad(&max_dim) => [0.0, 1.0, 0.0, 0.0],
     );
 }
 
@@ -638,11 +417,8 @@ fn norm_gradient_at_zero_is_zero() {
         .requires_grad_(true)
         .unwrap();
     n.norm(2.0, &[], false).unwrap().backward().unwrap();
-    assert_close_to(
-        &n.grad().unwrap(),
-        &[0.0, 0.0, 0.0],
-        Tol::EXACT.equal_nan(),
-        "n.grad()",
+    assert_values!(EXACT;
+        n.grad() => [0.0, 0.0, 0.0],
     );
 }
 
@@ -663,11 +439,8 @@ fn gradcheck_scans() {
         .unwrap()
         .backward_with(Some(&w), false)
         .unwrap();
-    assert_close_to(
-        &c.grad().unwrap(),
-        &[1.0, 22.0, 0.0, 0.0, 0.0],
-        Tol::scaled(1e-12).equal_nan(),
-        "c.grad()",
+    assert_values!(F64_TOL;
+        c.grad() => [1.0, 22.0, 0.0, 0.0, 0.0],
     );
     check(
         |t| t[0].cumprod(1),
@@ -707,20 +480,12 @@ fn large_parallel_sum_matches_f64() {
         .unwrap()
         .reshape(&[2048, 2048])
         .unwrap();
-    let rows = m
-        .sum(&[1], false)
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .item::<f32>()
-        .unwrap() as f64;
-    let cols = m
-        .sum(&[0], false)
-        .unwrap()
-        .sum_all()
-        .unwrap()
-        .item::<f32>()
-        .unwrap() as f64;
+    // The total of the sums along `dim`, in f64.
+    let total_along = |dim: isize| {
+        let sums = m.sum(&[dim], false).unwrap();
+        sums.sum_all().unwrap().item::<f32>().unwrap() as f64
+    };
+    let (rows, cols) = (total_along(1), total_along(0));
     let exact2: f64 = m.to_vec::<f32>().unwrap().iter().map(|&x| x as f64).sum();
     assert!(
         (rows - exact2).abs() <= 1e-5 * exact2.abs()

@@ -4,13 +4,12 @@
 //! compared in f32; f64 gradchecks; parameter names, init, modes and errors.
 
 mod common;
-use common::{assert_close, load_fixture, Tol};
+use common::{assert_close, gradcheck64, load_fixture, Tol};
 
 /// Outputs and gradients against PyTorch's: `|got - want| <= 2e-5 + 2e-5 |want|`.
 const TOL: Tol = Tol::new(2e-5, 2e-5);
 
 use std::collections::HashMap;
-use tinytorch::autograd::gradcheck::gradcheck;
 use tinytorch::nn::{GRUCell, LSTMCell, Module, Nonlinearity, RNNCell, RNNOptions, GRU, LSTM, RNN};
 use tinytorch::{manual_seed, DType, Device, Error, Result, Tensor};
 
@@ -47,6 +46,13 @@ impl Fixture {
     fn must(&self, name: &str) -> Tensor {
         self.get(name)
             .unwrap_or_else(|| panic!("fixture has no {name}"))
+    }
+
+    /// Checks `got` against the fixture's `<case>.<key>` within [`TOL`].
+    #[track_caller]
+    fn check(&self, got: &Tensor, case: &str, key: &str) {
+        let want = self.must(&format!("{case}.{key}"));
+        assert_close(got, &want, TOL, &format!("{case} {key}"));
     }
 
     /// The `<case>.param.*` tensors keyed by their state_dict name.
@@ -128,22 +134,33 @@ fn leaf(t: Option<Tensor>) -> Option<Tensor> {
 fn check_grads(fx: &Fixture, case: &str, m: &dyn Module, inputs: &[(&str, &Option<Tensor>)]) {
     for (key, t) in inputs {
         if let Some(t) = t {
-            assert_close(
-                &grad_of(t),
-                &fx.must(&format!("{case}.grad.{key}")),
-                TOL,
-                &format!("{case} grad {key}"),
-            );
+            fx.check(&grad_of(t), case, &format!("grad.{key}"));
         }
     }
     for (name, p) in m.named_parameters() {
-        assert_close(
-            &grad_of(&p),
-            &fx.must(&format!("{case}.grad.param.{name}")),
-            TOL,
-            &format!("{case} grad {name}"),
-        );
+        fx.check(&grad_of(&p), case, &format!("grad.param.{name}"));
     }
+}
+
+/// Compares the final hidden state `h` (and the cell state `c` of an LSTM) with the
+/// fixture's `<case>.h_n` (and `<case>.c_n`), runs the script's loss backward from `out` and
+/// the states, and compares the gradients of the inputs x, h0 and c0 (where given) and of
+/// every parameter of `m` ([`check_grads`]).
+fn check_states_and_grads(
+    fx: &Fixture,
+    case: &str,
+    m: &dyn Module,
+    out: &Tensor,
+    h: &Tensor,
+    c: Option<&Tensor>,
+    [x, h0, c0]: [&Option<Tensor>; 3],
+) {
+    fx.check(h, case, "h_n");
+    if let Some(c) = c {
+        fx.check(c, case, "c_n");
+    }
+    loss(out, h, c).backward().unwrap();
+    check_grads(fx, case, m, &[("x", x), ("h0", h0), ("c0", c0)]);
 }
 
 #[test]
@@ -166,33 +183,8 @@ fn sequence_modules_match_pytorch() {
             let (out, h, c) = m
                 .run(x.as_ref().unwrap(), h0.as_ref(), c0.as_ref())
                 .unwrap();
-            assert_close(
-                &out,
-                &fx.must(&format!("{case}.out")),
-                TOL,
-                &format!("{case} out"),
-            );
-            assert_close(
-                &h,
-                &fx.must(&format!("{case}.h_n")),
-                TOL,
-                &format!("{case} h_n"),
-            );
-            if let Some(c) = &c {
-                assert_close(
-                    c,
-                    &fx.must(&format!("{case}.c_n")),
-                    TOL,
-                    &format!("{case} c_n"),
-                );
-            }
-            loss(&out, &h, c.as_ref()).backward().unwrap();
-            check_grads(
-                &fx,
-                &case,
-                m.module(),
-                &[("x", &x), ("h0", &h0), ("c0", &c0)],
-            );
+            fx.check(&out, &case, "out");
+            check_states_and_grads(&fx, &case, m.module(), &out, &h, c.as_ref(), [&x, &h0, &c0]);
         }
     }
 }
@@ -233,27 +225,7 @@ fn cells_match_pytorch() {
                     (Box::new(m), h, None)
                 }
             };
-            assert_close(
-                &h,
-                &fx.must(&format!("{case}.h_n")),
-                TOL,
-                &format!("{case} h'"),
-            );
-            if let Some(c) = &c {
-                assert_close(
-                    c,
-                    &fx.must(&format!("{case}.c_n")),
-                    TOL,
-                    &format!("{case} c'"),
-                );
-            }
-            loss(&h, &h, c.as_ref()).backward().unwrap();
-            check_grads(
-                &fx,
-                &case,
-                m.as_ref(),
-                &[("x", &x), ("h0", &h0), ("c0", &c0)],
-            );
+            check_states_and_grads(&fx, &case, m.as_ref(), &h, &h, c.as_ref(), [&x, &h0, &c0]);
         }
     }
 }
@@ -308,7 +280,7 @@ fn lstm_gradcheck_f64() {
         let dirs = 1 + usize::from(bidirectional);
         let m = LSTM::new(2, 2, f64_opts(bidirectional)).unwrap();
         let inputs = gradcheck_inputs(&m, dirs, 2);
-        gradcheck(
+        gradcheck64(
             |xs| {
                 let mut m = LSTM::new(2, 2, f64_opts(bidirectional))?;
                 set_weights(m.weights_mut(), &xs[3..]);
@@ -316,44 +288,40 @@ fn lstm_gradcheck_f64() {
                 flat_cat(&[&out, &h, &c])
             },
             &inputs,
-            1e-6,
-            1e-7,
-            1e-5,
-        )
-        .unwrap();
+        );
     }
+}
+
+/// A GRU's or RNN's `forward`: from the input and the initial hidden state, the output and
+/// the final hidden state.
+type ForwardFn<M> = fn(&M, &Tensor, Option<&Tensor>) -> Result<(Tensor, Tensor)>;
+
+/// Gradchecks a fresh two-layer f64 GRU or RNN (input and hidden 2, `bidirectional` or
+/// not; `new`, `weights_mut` and `forward` are the type's) through its output and final
+/// state, at x, h0 and its parameters.
+fn gradcheck_gru_or_rnn<M: Module>(
+    new: fn(usize, usize, RNNOptions) -> Result<M>,
+    weights_mut: fn(&mut M) -> &mut [tinytorch::nn::RecurrentWeights],
+    forward: ForwardFn<M>,
+    bidirectional: bool,
+) {
+    let dirs = 1 + usize::from(bidirectional);
+    let m = new(2, 2, f64_opts(bidirectional)).unwrap();
+    gradcheck64(
+        |xs| {
+            let mut m = new(2, 2, f64_opts(bidirectional))?;
+            set_weights(weights_mut(&mut m), &xs[2..]);
+            let (out, h) = forward(&m, &xs[0], Some(&xs[1]))?;
+            flat_cat(&[&out, &h])
+        },
+        &gradcheck_inputs(&m, dirs, 1),
+    );
 }
 
 #[test]
 fn gru_and_rnn_gradcheck_f64() {
-    let m = GRU::new(2, 2, f64_opts(true)).unwrap();
-    gradcheck(
-        |xs| {
-            let mut m = GRU::new(2, 2, f64_opts(true))?;
-            set_weights(m.weights_mut(), &xs[2..]);
-            let (out, h) = m.forward(&xs[0], Some(&xs[1]))?;
-            flat_cat(&[&out, &h])
-        },
-        &gradcheck_inputs(&m, 2, 1),
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
-    let m = RNN::new(2, 2, f64_opts(false)).unwrap();
-    gradcheck(
-        |xs| {
-            let mut m = RNN::new(2, 2, f64_opts(false))?;
-            set_weights(m.weights_mut(), &xs[2..]);
-            let (out, h) = m.forward(&xs[0], Some(&xs[1]))?;
-            flat_cat(&[&out, &h])
-        },
-        &gradcheck_inputs(&m, 1, 1),
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    gradcheck_gru_or_rnn(GRU::new, GRU::weights_mut, GRU::forward, true);
+    gradcheck_gru_or_rnn(RNN::new, RNN::weights_mut, RNN::forward, false);
 }
 
 #[test]
@@ -364,7 +332,7 @@ fn cell_gradcheck_f64() {
     let cell = LSTMCell::new_with(3, 2, true, DType::F64, Device::Cpu).unwrap();
     let mut inputs = vec![x.clone(), h.clone(), c];
     inputs.extend(cell.parameters().iter().map(|p| p.detach()));
-    gradcheck(
+    gradcheck64(
         |xs| {
             let mut cell = LSTMCell::new_with(3, 2, true, DType::F64, Device::Cpu)?;
             set_weights(std::slice::from_mut(&mut cell.weights), &xs[3..]);
@@ -372,26 +340,18 @@ fn cell_gradcheck_f64() {
             flat_cat(&[&h, &c])
         },
         &inputs,
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
     let cell = GRUCell::new_with(3, 2, true, DType::F64, Device::Cpu).unwrap();
     let mut inputs = vec![x, h];
     inputs.extend(cell.parameters().iter().map(|p| p.detach()));
-    gradcheck(
+    gradcheck64(
         |xs| {
             let mut cell = GRUCell::new_with(3, 2, true, DType::F64, Device::Cpu)?;
             set_weights(std::slice::from_mut(&mut cell.weights), &xs[2..]);
             cell.forward(&xs[0], Some(&xs[1]))
         },
         &inputs,
-        1e-6,
-        1e-7,
-        1e-5,
-    )
-    .unwrap();
+    );
 }
 
 #[test]
@@ -408,26 +368,22 @@ fn parameter_names_shapes_and_init() {
         .map(|(n, p)| (n, p.shape().to_vec()))
         .collect();
     // PyTorch: [(k, tuple(v.shape)) for k, v in nn.LSTM(3, 5, 2, bidirectional=True).state_dict().items()]
-    let want: Vec<(&str, Vec<usize>)> = vec![
-        ("weight_ih_l0", vec![20, 3]),
-        ("weight_hh_l0", vec![20, 5]),
-        ("bias_ih_l0", vec![20]),
-        ("bias_hh_l0", vec![20]),
-        ("weight_ih_l0_reverse", vec![20, 3]),
-        ("weight_hh_l0_reverse", vec![20, 5]),
-        ("bias_ih_l0_reverse", vec![20]),
-        ("bias_hh_l0_reverse", vec![20]),
-        ("weight_ih_l1", vec![20, 10]),
-        ("weight_hh_l1", vec![20, 5]),
-        ("bias_ih_l1", vec![20]),
-        ("bias_hh_l1", vec![20]),
-        ("weight_ih_l1_reverse", vec![20, 10]),
-        ("weight_hh_l1_reverse", vec![20, 5]),
-        ("bias_ih_l1_reverse", vec![20]),
-        ("bias_hh_l1_reverse", vec![20]),
-    ];
-    let want: Vec<(String, Vec<usize>)> =
-        want.into_iter().map(|(n, s)| (n.to_string(), s)).collect();
+    // That is, per layer and direction: weight_ih (20, input: 3, then 2 * 5), weight_hh
+    // (20, 5), bias_ih and bias_hh (20,).
+    let mut want = Vec::new();
+    for (layer, input) in [(0, 3), (1, 10)] {
+        for direction in ["", "_reverse"] {
+            let params = [
+                ("weight_ih", vec![20, input]),
+                ("weight_hh", vec![20, 5]),
+                ("bias_ih", vec![20]),
+                ("bias_hh", vec![20]),
+            ];
+            for (param, shape) in params {
+                want.push((format!("{param}_l{layer}{direction}"), shape));
+            }
+        }
+    }
     assert_eq!(names, want);
 
     let bound = 1.0 / 5f64.sqrt();

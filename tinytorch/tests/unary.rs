@@ -259,31 +259,21 @@ fn gradients_at_kinks_follow_pytorch() {
 #[test]
 fn saved_output_rules_give_the_right_gradient() {
     // d/dx at x = 0.7 of exp, sigmoid, tanh, sqrt (saved outputs), from PyTorch.
-    let x = [0.7];
-    assert_close_slices(
-        &grad_of(&x, Tensor::exp),
-        &[2.0137527074704766],
-        Tol::new(0.0, 1e-14).equal_nan(),
-        "exp'",
-    );
-    assert_close_slices(
-        &grad_of(&x, Tensor::sigmoid),
-        &[0.22171287329310904],
-        Tol::new(0.0, 1e-14).equal_nan(),
-        "sigmoid'",
-    );
-    assert_close_slices(
-        &grad_of(&x, Tensor::tanh),
-        &[0.6347395899824586],
-        Tol::new(0.0, 1e-14).equal_nan(),
-        "tanh'",
-    );
-    assert_close_slices(
-        &grad_of(&x, Tensor::sqrt),
-        &[0.5976143046671968],
-        Tol::new(0.0, 1e-14).equal_nan(),
-        "sqrt'",
-    );
+    type Op = fn(&Tensor) -> Result<Tensor>;
+    let cases: [(&str, Op, f64); 4] = [
+        ("exp'", Tensor::exp, 2.0137527074704766),
+        ("sigmoid'", Tensor::sigmoid, 0.22171287329310904),
+        ("tanh'", Tensor::tanh, 0.6347395899824586),
+        ("sqrt'", Tensor::sqrt, 0.5976143046671968),
+    ];
+    for (what, f, want) in cases {
+        assert_close_slices(
+            &grad_of(&[0.7], f),
+            &[want],
+            Tol::new(0.0, 1e-14).equal_nan(),
+            what,
+        );
+    }
 }
 
 #[test]
@@ -353,70 +343,43 @@ fn extreme_inputs_are_stable() {
     }
     // float32: torch.sigmoid, torch.nn.functional.softplus, torch.tanh
     let e32 = e.to_dtype(DType::F32).unwrap();
-    assert_close_slices(
-        &e32.sigmoid().unwrap().to_vec_f64().unwrap(),
-        &[0.0, 0.0, 9.357623589846195e-14, 1.0, 1.0, 1.0],
-        Tol::new(1e-40, 1e-6).equal_nan(),
-        "sigmoid f32",
-    );
-    assert_close_slices(
-        &e32.softplus(1.0, 20.0).unwrap().to_vec_f64().unwrap(),
-        &[
-            0.0,
-            3.783505853677006e-44,
-            9.357622912219837e-14,
-            30.0,
-            100.0,
-            1000.0,
-        ],
-        Tol::new(1e-40, 1e-6).equal_nan(),
-        "softplus f32",
-    );
-    assert_close_slices(
-        &e32.tanh().unwrap().to_vec_f64().unwrap(),
-        &[-1.0, -1.0, -1.0, 1.0, 1.0, 1.0],
-        Tol::new(0.0, 0.0).equal_nan(),
-        "tanh f32",
-    );
+    #[rustfmt::skip]
+    let f32_cases: [(&str, Result<Tensor>, &[f64], Tol); 3] = [
+        ("sigmoid f32", e32.sigmoid(), &[0.0, 0.0, 9.357623589846195e-14, 1.0, 1.0, 1.0],
+            Tol::new(1e-40, 1e-6)),
+        ("softplus f32", e32.softplus(1.0, 20.0),
+            &[0.0, 3.783505853677006e-44, 9.357622912219837e-14, 30.0, 100.0, 1000.0],
+            Tol::new(1e-40, 1e-6)),
+        ("tanh f32", e32.tanh(), &[-1.0, -1.0, -1.0, 1.0, 1.0, 1.0], Tol::new(0.0, 0.0)),
+    ];
+    for (what, out, want, tol) in f32_cases {
+        let got = out.unwrap().to_vec_f64().unwrap();
+        assert_close_slices(&got, want, tol.equal_nan(), what);
+    }
     // torch.log1p / torch.expm1 of 1e-10 keep full precision.
-    assert_close_slices(
-        &t64(&[1e-10]).log1p().unwrap().to_vec::<f64>().unwrap(),
-        &[9.999999999500001e-11],
-        Tol::new(0.0, 1e-15).equal_nan(),
-        "log1p",
-    );
-    assert_close_slices(
-        &t64(&[1e-10]).expm1().unwrap().to_vec::<f64>().unwrap(),
-        &[1.00000000005e-10],
-        Tol::new(0.0, 1e-15).equal_nan(),
-        "expm1",
-    );
+    let tiny = t64(&[1e-10]);
+    for (what, out, want) in [
+        ("log1p", tiny.log1p(), 9.999999999500001e-11),
+        ("expm1", tiny.expm1(), 1.00000000005e-10),
+    ] {
+        let got = out.unwrap().to_vec::<f64>().unwrap();
+        assert_close_slices(&got, &[want], Tol::new(0.0, 1e-15).equal_nan(), what);
+    }
 }
 
-// torch.<op>(torch.tensor(X, dtype=float16 / bfloat16)); softplus and elu with PyTorch's defaults.
+/// (op, `torch.<op>(torch.tensor(X, dtype=dt))` for dt float16 and bfloat16); softplus and elu
+/// with PyTorch's defaults.
 #[rustfmt::skip]
-const F16_WANT: &[(&str, &[f64])] = &[
-    ("exp", &[0.08209228515625, 0.367919921875, 0.74072265625, 1.0, 1.4912109375, 4.48046875, 20.078125]),
-    ("sigmoid", &[0.07586669921875, 0.26904296875, 0.425537109375, 0.5, 0.5986328125, 0.8173828125, 0.95263671875]),
-    ("gelu", &[-0.01552581787109375, -0.15869140625, -0.1146240234375, 0.0, 0.26220703125, 1.3994140625, 2.99609375]),
-    ("gelu_tanh", &[-0.01508331298828125, -0.1588134765625, -0.1146240234375, 0.0, 0.261962890625, 1.3994140625, 2.99609375]),
-    ("erf", &[-0.99951171875, -0.8427734375, -0.32861328125, 0.0, 0.42822265625, 0.96630859375, 1.0]),
-    ("tanh", &[-0.98681640625, -0.76171875, -0.291259765625, 0.0, 0.3798828125, 0.9052734375, 0.9951171875]),
-    ("silu", &[-0.189697265625, -0.26904296875, -0.127685546875, 0.0, 0.2393798828125, 1.2265625, 2.857421875]),
-    ("softplus1", &[0.07891845703125, 0.313232421875, 0.55419921875, 0.693359375, 0.9130859375, 1.701171875, 3.048828125]),
-    ("elu1", &[-0.91796875, -0.63232421875, -0.25927734375, 0.0, 0.39990234375, 1.5, 3.0]),
-];
-#[rustfmt::skip]
-const BF16_WANT: &[(&str, &[f64])] = &[
-    ("exp", &[0.08203125, 0.3671875, 0.7421875, 1.0, 1.4921875, 4.46875, 20.125]),
-    ("sigmoid", &[0.07568359375, 0.26953125, 0.42578125, 0.5, 0.59765625, 0.81640625, 0.953125]),
-    ("gelu", &[-0.0155029296875, -0.158203125, -0.11474609375, 0.0, 0.26171875, 1.3984375, 3.0]),
-    ("gelu_tanh", &[-0.01507568359375, -0.1591796875, -0.11474609375, 0.0, 0.26171875, 1.3984375, 3.0]),
-    ("erf", &[-1.0, -0.84375, -0.330078125, 0.0, 0.4296875, 0.96484375, 1.0]),
-    ("tanh", &[-0.98828125, -0.76171875, -0.29296875, 0.0, 0.380859375, 0.90625, 0.99609375]),
-    ("silu", &[-0.189453125, -0.26953125, -0.1279296875, 0.0, 0.240234375, 1.2265625, 2.859375]),
-    ("softplus1", &[0.0791015625, 0.3125, 0.5546875, 0.69140625, 0.9140625, 1.703125, 3.046875]),
-    ("elu1", &[-0.91796875, -0.6328125, -0.259765625, 0.0, 0.400390625, 1.5, 3.0]),
+const HALF_WANT: &[(&str, [&[f64]; 2])] = &[
+    ("exp", [&[0.08209228515625, 0.367919921875, 0.74072265625, 1.0, 1.4912109375, 4.48046875, 20.078125], &[0.08203125, 0.3671875, 0.7421875, 1.0, 1.4921875, 4.46875, 20.125]]),
+    ("sigmoid", [&[0.07586669921875, 0.26904296875, 0.425537109375, 0.5, 0.5986328125, 0.8173828125, 0.95263671875], &[0.07568359375, 0.26953125, 0.42578125, 0.5, 0.59765625, 0.81640625, 0.953125]]),
+    ("gelu", [&[-0.01552581787109375, -0.15869140625, -0.1146240234375, 0.0, 0.26220703125, 1.3994140625, 2.99609375], &[-0.0155029296875, -0.158203125, -0.11474609375, 0.0, 0.26171875, 1.3984375, 3.0]]),
+    ("gelu_tanh", [&[-0.01508331298828125, -0.1588134765625, -0.1146240234375, 0.0, 0.261962890625, 1.3994140625, 2.99609375], &[-0.01507568359375, -0.1591796875, -0.11474609375, 0.0, 0.26171875, 1.3984375, 3.0]]),
+    ("erf", [&[-0.99951171875, -0.8427734375, -0.32861328125, 0.0, 0.42822265625, 0.96630859375, 1.0], &[-1.0, -0.84375, -0.330078125, 0.0, 0.4296875, 0.96484375, 1.0]]),
+    ("tanh", [&[-0.98681640625, -0.76171875, -0.291259765625, 0.0, 0.3798828125, 0.9052734375, 0.9951171875], &[-0.98828125, -0.76171875, -0.29296875, 0.0, 0.380859375, 0.90625, 0.99609375]]),
+    ("silu", [&[-0.189697265625, -0.26904296875, -0.127685546875, 0.0, 0.2393798828125, 1.2265625, 2.857421875], &[-0.189453125, -0.26953125, -0.1279296875, 0.0, 0.240234375, 1.2265625, 2.859375]]),
+    ("softplus1", [&[0.07891845703125, 0.313232421875, 0.55419921875, 0.693359375, 0.9130859375, 1.701171875, 3.048828125], &[0.0791015625, 0.3125, 0.5546875, 0.69140625, 0.9140625, 1.703125, 3.046875]]),
+    ("elu1", [&[-0.91796875, -0.63232421875, -0.25927734375, 0.0, 0.39990234375, 1.5, 3.0], &[-0.91796875, -0.6328125, -0.259765625, 0.0, 0.400390625, 1.5, 3.0]]),
 ];
 
 /// Forward values in reduced precision: PyTorch computes f16/bf16 in f32 and rounds once.
@@ -429,12 +392,13 @@ fn half_precision_values_match_pytorch() {
         _ => apply(name, t),
     };
     // Allow one unit in the last place, for a transcendental that rounds the other way.
-    for (dtype, want, ulp) in [
-        (DType::F16, F16_WANT, 1.0 / 1024.0),
-        (DType::BF16, BF16_WANT, 1.0 / 128.0),
-    ] {
+    for (i, (dtype, ulp)) in [(DType::F16, 1.0 / 1024.0), (DType::BF16, 1.0 / 128.0)]
+        .into_iter()
+        .enumerate()
+    {
         let x = t64(X).to_dtype(dtype).unwrap();
-        for &(name, w) in want {
+        for &(name, want) in HALF_WANT {
+            let w = want[i];
             let out = run(name, &x).unwrap();
             assert_eq!(out.dtype(), dtype, "{name}");
             assert_close_slices(
@@ -475,24 +439,26 @@ fn integer_dtypes_follow_pytorch() {
     // Float functions compute integers in float32: torch.exp / sqrt / sigmoid of [-3, 0, 5].
     let e = i.exp().unwrap();
     assert_eq!(e.dtype(), DType::F32);
-    assert_close_slices(
-        &e.to_vec_f64().unwrap(),
-        &[0.049787066876888275, 1.0, 148.4131622314453],
-        Tol::new(0.0, 1e-7).equal_nan(),
-        "exp(i64)",
-    );
-    assert_close_slices(
-        &i.sqrt().unwrap().to_vec_f64().unwrap(),
-        &[f64::NAN, 0.0, 2.2360680103302],
-        Tol::new(0.0, 1e-7).equal_nan(),
-        "sqrt(i64)",
-    );
-    assert_close_slices(
-        &i.sigmoid().unwrap().to_vec_f64().unwrap(),
-        &[0.04742587357759476, 0.5, 0.9933071732521057],
-        Tol::new(0.0, 1e-7).equal_nan(),
-        "sigmoid(i64)",
-    );
+    for (what, out, want) in [
+        (
+            "exp(i64)",
+            e,
+            [0.049787066876888275, 1.0, 148.4131622314453],
+        ),
+        (
+            "sqrt(i64)",
+            i.sqrt().unwrap(),
+            [f64::NAN, 0.0, 2.2360680103302],
+        ),
+        (
+            "sigmoid(i64)",
+            i.sigmoid().unwrap(),
+            [0.04742587357759476, 0.5, 0.9933071732521057],
+        ),
+    ] {
+        let got = out.to_vec_f64().unwrap();
+        assert_close_slices(&got, &want, Tol::new(0.0, 1e-7).equal_nan(), what);
+    }
     // PyTorch's float-only activations reject integers.
     for r in [
         i.leaky_relu(0.1),

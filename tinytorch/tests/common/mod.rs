@@ -204,6 +204,24 @@ pub fn assert_close_same_dtype(got: &Tensor, want: &Tensor, tol: Tol, what: &str
     assert_close(got, want, tol, what);
 }
 
+/// Checks each result (an expression giving a `tinytorch::Result<Tensor>` or an
+/// `Option<Tensor>`, whose text names it in a failure) against its expected values with [`assert_close_to`] within `tol`:
+/// `assert_values!(Tol::scaled(1e-12); x.sum(&[0], false) => [2.0, 2.0])`.
+#[allow(unused_macros)]
+macro_rules! assert_values {
+    ($tol:expr; $($got:expr => $want:expr),+ $(,)?) => {
+        $($crate::common::assert_close_to(
+            &$got.unwrap(),
+            &$want,
+            $tol,
+            stringify!($got),
+        );)+
+    };
+}
+// Each binary uses some of the helpers, not all.
+#[allow(unused_imports)]
+pub(crate) use assert_values;
+
 /// The larger of `m` and `d`, or NaN when either is NaN (the fold of the `max_*diff`
 /// helpers, where a NaN difference must not be lost to `f64::max`).
 fn nan_max(m: f64, d: f64) -> f64 {

@@ -78,6 +78,25 @@ macro_rules! op {
     };
 }
 
+/// The records of several ops of one form, each named as its method and sharing its dtypes
+/// and gradient kind: `binary` ops compute `x[0].method(&x[1])`, `scalar` ops
+/// `x[0].method(k.scalar("value")?)`.
+macro_rules! ops_of {
+    (binary $dtypes:expr, $grad:ident: $($method:ident),+) => {
+        vec![$(op!(stringify!($method), 2, $dtypes, $grad, |x, k| one(x[0].$method(&x[1])))),+]
+    };
+    (scalar $dtypes:expr, $grad:ident: $($method:ident),+) => {
+        vec![$(op!(stringify!($method), 1, $dtypes, $grad, |x, k| one(
+            x[0].$method(k.scalar("value")?)
+        ))),+]
+    };
+}
+
+/// The records of `groups`, one after another.
+fn concat<const N: usize>(groups: [Vec<OpInfo>; N]) -> Vec<OpInfo> {
+    groups.into_iter().flatten().collect()
+}
+
 /// Every op of the table.
 pub fn table() -> Vec<OpInfo> {
     let mut t = Vec::new();
@@ -171,94 +190,36 @@ fn views() -> Vec<OpInfo> {
 }
 
 fn binary() -> Vec<OpInfo> {
-    vec![
-        op!("add", 2, ALL, grad, |x, k| one(x[0].add(&x[1]))),
-        op!("sub", 2, NO_BOOL, grad, |x, k| one(x[0].sub(&x[1]))),
-        op!("mul", 2, ALL, grad, |x, k| one(x[0].mul(&x[1]))),
-        op!("div", 2, ALL, grad, |x, k| one(x[0].div(&x[1]))),
-        op!("pow", 2, NO_BOOL, grad, |x, k| one(x[0].pow(&x[1]))),
-        op!("maximum", 2, ALL, grad, |x, k| one(x[0].maximum(&x[1]))),
-        op!("minimum", 2, ALL, grad, |x, k| one(x[0].minimum(&x[1]))),
-        op!("add_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].add_scalar(k.scalar("value")?)
-        )),
-        op!("sub_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].sub_scalar(k.scalar("value")?)
-        )),
-        op!("rsub_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].rsub_scalar(k.scalar("value")?)
-        )),
-        op!("mul_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].mul_scalar(k.scalar("value")?)
-        )),
-        op!("div_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].div_scalar(k.scalar("value")?)
-        )),
-        op!("rdiv_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].rdiv_scalar(k.scalar("value")?)
-        )),
-        op!("pow_scalar", 1, NO_BOOL, grad, |x, k| one(
-            x[0].pow_scalar(k.scalar("value")?)
-        )),
-        op!(
-            "rpow_scalar",
-            1,
-            &[F32, F64, F16, BF16, I64],
-            grad,
-            |x, k| one(x[0].rpow_scalar(k.scalar("value")?))
-        ),
-    ]
+    concat([
+        ops_of!(binary ALL, grad: add, mul, div, maximum, minimum),
+        ops_of!(binary NO_BOOL, grad: sub, pow),
+        ops_of!(scalar NO_BOOL, grad: add_scalar, sub_scalar, rsub_scalar, mul_scalar),
+        ops_of!(scalar NO_BOOL, grad: div_scalar, rdiv_scalar, pow_scalar),
+        ops_of!(scalar &[F32, F64, F16, BF16, I64], grad: rpow_scalar),
+    ])
 }
 
 fn compare() -> Vec<OpInfo> {
-    vec![
-        op!("lt", 2, ALL, nograd, |x, k| one(x[0].lt(&x[1]))),
-        op!("le", 2, ALL, nograd, |x, k| one(x[0].le(&x[1]))),
-        op!("gt", 2, ALL, nograd, |x, k| one(x[0].gt(&x[1]))),
-        op!("ge", 2, ALL, nograd, |x, k| one(x[0].ge(&x[1]))),
-        op!("eq", 2, ALL, nograd, |x, k| one(x[0].eq(&x[1]))),
-        op!("ne", 2, ALL, nograd, |x, k| one(x[0].ne(&x[1]))),
-        op!("lt_scalar", 1, ALL, nograd, |x, k| one(
-            x[0].lt_scalar(k.scalar("value")?)
-        )),
-        op!("le_scalar", 1, ALL, nograd, |x, k| one(
-            x[0].le_scalar(k.scalar("value")?)
-        )),
-        op!("gt_scalar", 1, ALL, nograd, |x, k| one(
-            x[0].gt_scalar(k.scalar("value")?)
-        )),
-        op!("ge_scalar", 1, ALL, nograd, |x, k| one(
-            x[0].ge_scalar(k.scalar("value")?)
-        )),
-        op!("eq_scalar", 1, ALL, nograd, |x, k| one(
-            x[0].eq_scalar(k.scalar("value")?)
-        )),
-        op!("ne_scalar", 1, ALL, nograd, |x, k| one(
-            x[0].ne_scalar(k.scalar("value")?)
-        )),
-        op!("logical_and", 2, ALL, nograd, |x, k| one(
-            x[0].logical_and(&x[1])
-        )),
-        op!("logical_or", 2, ALL, nograd, |x, k| one(
-            x[0].logical_or(&x[1])
-        )),
-        op!("logical_xor", 2, ALL, nograd, |x, k| one(
-            x[0].logical_xor(&x[1])
-        )),
-        op!(
-            "logical_not",
-            1,
-            ALL,
-            nograd,
-            |x, k| one(x[0].logical_not())
-        ),
-        op!("where", 3, ALL, grad, |x, k| one(Tensor::where_cond(
-            &x[0], &x[1], &x[2]
-        ))),
-        op!("masked_fill", 2, ALL, grad, |x, k| one(
-            x[0].masked_fill(&x[1], k.scalar("value")?)
-        )),
-    ]
+    concat([
+        ops_of!(binary ALL, nograd: lt, le, gt, ge, eq, ne, logical_and, logical_or, logical_xor),
+        ops_of!(scalar ALL, nograd: lt_scalar, le_scalar, gt_scalar),
+        ops_of!(scalar ALL, nograd: ge_scalar, eq_scalar, ne_scalar),
+        vec![
+            op!(
+                "logical_not",
+                1,
+                ALL,
+                nograd,
+                |x, k| one(x[0].logical_not())
+            ),
+            op!("where", 3, ALL, grad, |x, k| one(Tensor::where_cond(
+                &x[0], &x[1], &x[2]
+            ))),
+            op!("masked_fill", 2, ALL, grad, |x, k| one(
+                x[0].masked_fill(&x[1], k.scalar("value")?)
+            )),
+        ],
+    ])
 }
 
 const RED: &[DType] = &[F16, BF16, F32, F64, I64, U8];
@@ -341,7 +302,7 @@ fn reductions() -> Vec<OpInfo> {
 const UNARY: &[DType] = &[F16, BF16, F32, F64, I64];
 
 fn unary() -> Vec<OpInfo> {
-    vec![
+    let mut ops = vec![
         op!("neg", 1, UNARY, grad, |x, k| one(x[0].neg())),
         op!("abs", 1, UNARY, grad, |x, k| one(x[0].abs())),
         op!("sign", 1, UNARY, grad, |x, k| one(x[0].sign())),
@@ -377,13 +338,9 @@ fn unary() -> Vec<OpInfo> {
         op!("clamp", 1, UNARY, grad, |x, k| one(
             x[0].clamp(k.opt_scalar("min")?, k.opt_scalar("max")?)
         )),
-        op!("clamp_min", 1, FLOATS, grad, |x, k| one(
-            x[0].clamp_min(k.scalar("value")?)
-        )),
-        op!("clamp_max", 1, FLOATS, grad, |x, k| one(
-            x[0].clamp_max(k.scalar("value")?)
-        )),
-    ]
+    ];
+    ops.extend(ops_of!(scalar FLOATS, grad: clamp_min, clamp_max));
+    ops
 }
 
 /// The inputs as the slice of references that `cat`/`stack` take.
@@ -489,44 +446,24 @@ fn index_shape() -> Vec<OpInfo> {
 const MATMUL: &[DType] = &[F32, F64, F16, BF16, I64];
 
 fn matmul() -> Vec<OpInfo> {
-    vec![
-        op!("matmul", 2, MATMUL, grad_ordered, |x, k| one(
-            x[0].matmul(&x[1])
-        )),
-        op!("mm", 2, MATMUL, grad_ordered, |x, k| one(x[0].mm(&x[1]))),
-        op!("bmm", 2, MATMUL, grad_ordered, |x, k| one(x[0].bmm(&x[1]))),
-        op!("outer", 2, MATMUL, grad_ordered, |x, k| one(
-            x[0].outer(&x[1])
-        )),
-        op!("dot", 2, MATMUL, grad_ordered, |x, k| one(x[0].dot(&x[1]))),
-    ]
+    ops_of!(binary MATMUL, grad_ordered: matmul, mm, bmm, outer, dot)
 }
 
 /// In-place ops write into their first input (a fresh tensor per run, strided in the
 /// non-contiguous rerun) and return it.
 fn inplace() -> Vec<OpInfo> {
-    vec![
-        op!("add_", 2, FI, nograd, |x, k| one(x[0].add_(&x[1]))),
-        op!("sub_", 2, FI, nograd, |x, k| one(x[0].sub_(&x[1]))),
-        op!("mul_", 2, FI, nograd, |x, k| one(x[0].mul_(&x[1]))),
-        op!("div_", 2, &[F32, F64], nograd, |x, k| one(x[0].div_(&x[1]))),
-        op!("add_scalar_", 1, &[F32, F64], nograd, |x, k| one(
-            x[0].add_scalar_(k.scalar("value")?)
-        )),
-        op!("mul_scalar_", 1, &[F32, F64], nograd, |x, k| one(
-            x[0].mul_scalar_(k.scalar("value")?)
-        )),
-        op!("copy_", 2, &[F32, F64, I64, Bool], nograd, |x, k| one(
-            x[0].copy_(&x[1])
-        )),
-        op!("zero_", 1, &[F32, I64], nograd, |x, k| one(x[0].zero_())),
-        op!("fill_", 1, &[F32, F64], nograd, |x, k| one(
-            x[0].fill_(k.scalar("value")?)
-        )),
-        op!("clamp_", 1, &[F32, F64], nograd, |x, k| one(
-            x[0].clamp_(k.opt_scalar("min")?, k.opt_scalar("max")?)
-        )),
-    ]
+    concat([
+        ops_of!(binary FI, nograd: add_, sub_, mul_),
+        ops_of!(binary &[F32, F64], nograd: div_),
+        ops_of!(binary &[F32, F64, I64, Bool], nograd: copy_),
+        ops_of!(scalar &[F32, F64], nograd: add_scalar_, mul_scalar_, fill_),
+        vec![
+            op!("zero_", 1, &[F32, I64], nograd, |x, k| one(x[0].zero_())),
+            op!("clamp_", 1, &[F32, F64], nograd, |x, k| one(
+                x[0].clamp_(k.opt_scalar("min")?, k.opt_scalar("max")?)
+            )),
+        ],
+    ])
 }
 
 fn attention() -> Vec<OpInfo> {
