@@ -229,53 +229,39 @@ filled!(
     "`torch.empty(*size, ...)` (zero-filled: TinyTorch never hands out uninitialised memory)."
 );
 
-/// `rand`/`randn` of `sizes` from the global stream or `generator`.
-fn random(
-    normal: bool,
-    size: &Bound<'_, PyTuple>,
-    dtype: Option<&Bound<'_, PyAny>>,
-    device: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
-    generator: Option<PyRefMut<'_, crate::random::PyGenerator>>,
-) -> PyResult<PyTensor> {
-    let dtype = opt_dtype(dtype)?.unwrap_or(DType::F32);
-    let s = sizes_of(size)?;
-    let t = match (generator, normal) {
-        (Some(mut g), true) => Tensor::randn_with(&s, dtype, Device::Cpu, &mut g.0),
-        (Some(mut g), false) => Tensor::rand_with(&s, dtype, Device::Cpu, &mut g.0),
-        (None, true) => Tensor::randn(&s, dtype, Device::Cpu),
-        (None, false) => Tensor::rand(&s, dtype, Device::Cpu),
-    }
-    .py()?;
-    finish(t, opt_device(device)?, requires_grad)
+/// `rand`/`randn`: a tensor of `*size` drawn from the global stream or `generator`,
+/// uniform in [0, 1) when `$normal` is false, standard normal when it is true.
+macro_rules! random {
+    ($name:ident, $normal:expr, $doc:expr) => {
+        #[doc = $doc]
+        #[pyfunction]
+        #[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
+        pub fn $name(
+            size: &Bound<'_, PyTuple>,
+            dtype: Option<&Bound<'_, PyAny>>,
+            device: Option<&Bound<'_, PyAny>>,
+            requires_grad: bool,
+            generator: Option<PyRefMut<'_, crate::random::PyGenerator>>,
+        ) -> PyResult<PyTensor> {
+            let dtype = opt_dtype(dtype)?.unwrap_or(DType::F32);
+            let s = sizes_of(size)?;
+            let t = match (generator, $normal) {
+                (Some(mut g), true) => Tensor::randn_with(&s, dtype, Device::Cpu, &mut g.0),
+                (Some(mut g), false) => Tensor::rand_with(&s, dtype, Device::Cpu, &mut g.0),
+                (None, true) => Tensor::randn(&s, dtype, Device::Cpu),
+                (None, false) => Tensor::rand(&s, dtype, Device::Cpu),
+            }
+            .py()?;
+            finish(t, opt_device(device)?, requires_grad)
+        }
+    };
 }
-
-/// `torch.rand(*size, dtype=None, device=None, requires_grad=False, generator=None)`:
-/// uniform in [0, 1).
-#[pyfunction]
-#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
-pub fn rand(
-    size: &Bound<'_, PyTuple>,
-    dtype: Option<&Bound<'_, PyAny>>,
-    device: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
-    generator: Option<PyRefMut<'_, crate::random::PyGenerator>>,
-) -> PyResult<PyTensor> {
-    random(false, size, dtype, device, requires_grad, generator)
-}
-
-/// `torch.randn(*size, ...)`: standard normal.
-#[pyfunction]
-#[pyo3(signature = (*size, dtype=None, device=None, requires_grad=false, generator=None))]
-pub fn randn(
-    size: &Bound<'_, PyTuple>,
-    dtype: Option<&Bound<'_, PyAny>>,
-    device: Option<&Bound<'_, PyAny>>,
-    requires_grad: bool,
-    generator: Option<PyRefMut<'_, crate::random::PyGenerator>>,
-) -> PyResult<PyTensor> {
-    random(true, size, dtype, device, requires_grad, generator)
-}
+random!(
+    rand,
+    false,
+    "`torch.rand(*size, dtype=None, device=None, requires_grad=False, generator=None)`:\nuniform in [0, 1)."
+);
+random!(randn, true, "`torch.randn(*size, ...)`: standard normal.");
 
 /// `torch.randint(low=0, high, size, dtype=int64, ...)`.
 #[pyfunction]

@@ -2,7 +2,6 @@
 //! dropout, embedding, padding, attention and the losses, with PyTorch's signatures and
 //! defaults. The heavy ones release the GIL while they run.
 
-use crate::convert::cast_to_opt_dtype;
 use crate::error::IntoPyResult;
 use crate::tensor::{nogil, PyTensor};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -137,8 +136,7 @@ pub fn softmax(
     dim: isize,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let x = cast_to_opt_dtype(&input.t, dtype)?;
-    nogil(py, x.numel(), || x.softmax(dim)).map(Into::into)
+    input.softmax(py, dim, dtype)
 }
 
 #[pyfunction]
@@ -149,8 +147,7 @@ pub fn log_softmax(
     dim: isize,
     dtype: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyTensor> {
-    let x = cast_to_opt_dtype(&input.t, dtype)?;
-    nogil(py, x.numel(), || x.log_softmax(dim)).map(Into::into)
+    input.log_softmax(py, dim, dtype)
 }
 
 /// `F.linear(input, weight, bias=None)`: `input @ weight.T + bias`.

@@ -13,37 +13,44 @@ fn work(t: &Tensor) -> usize {
     t.numel() * 16
 }
 
+type T<'a> = PyRef<'a, PyTensor>;
+
+/// `f` of the matrix (or batch) `a`, with the GIL released while it runs when `a` is of some
+/// size (see [`work`]).
+fn linalg<R: Send>(
+    py: Python<'_>,
+    a: T<'_>,
+    f: impl FnOnce(&Tensor) -> tinytorch::Result<R> + Send,
+) -> PyResult<R> {
+    let a = a.t.clone();
+    nogil(py, work(&a), || f(&a))
+}
+
 /// `linalg.inv(A)`.
 #[pyfunction]
-fn inv(py: Python<'_>, a: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
-    let a = a.t.clone();
-    nogil(py, work(&a), || a.linalg_inv()).map(Into::into)
+fn inv(py: Python<'_>, a: T<'_>) -> PyResult<PyTensor> {
+    linalg(py, a, Tensor::linalg_inv).map(Into::into)
 }
 
 /// `linalg.solve(A, B, left)`.
 #[pyfunction]
-fn solve(
-    py: Python<'_>,
-    a: PyRef<'_, PyTensor>,
-    b: PyRef<'_, PyTensor>,
-    left: bool,
-) -> PyResult<PyTensor> {
-    let (a, b) = (a.t.clone(), b.t.clone());
-    nogil(py, work(&a), || a.linalg_solve(&b, left)).map(Into::into)
+fn solve(py: Python<'_>, a: T<'_>, b: T<'_>, left: bool) -> PyResult<PyTensor> {
+    let b = b.t.clone();
+    linalg(py, a, |a| a.linalg_solve(&b, left)).map(Into::into)
 }
 
 /// `linalg.solve_triangular(A, B, upper, left, unitriangular)`.
 #[pyfunction]
 fn solve_triangular(
     py: Python<'_>,
-    a: PyRef<'_, PyTensor>,
-    b: PyRef<'_, PyTensor>,
+    a: T<'_>,
+    b: T<'_>,
     upper: bool,
     left: bool,
     unitriangular: bool,
 ) -> PyResult<PyTensor> {
-    let (a, b) = (a.t.clone(), b.t.clone());
-    nogil(py, work(&a), || {
+    let b = b.t.clone();
+    linalg(py, a, |a| {
         a.linalg_solve_triangular(&b, upper, left, unitriangular)
     })
     .map(Into::into)
@@ -51,52 +58,42 @@ fn solve_triangular(
 
 /// `linalg.det(A)`.
 #[pyfunction]
-fn det(py: Python<'_>, a: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
-    let a = a.t.clone();
-    nogil(py, work(&a), || a.linalg_det()).map(Into::into)
+fn det(py: Python<'_>, a: T<'_>) -> PyResult<PyTensor> {
+    linalg(py, a, Tensor::linalg_det).map(Into::into)
 }
 
 /// `linalg.slogdet(A)` as `(sign, logabsdet)`.
 #[pyfunction]
-fn slogdet(py: Python<'_>, a: PyRef<'_, PyTensor>) -> PyResult<(PyTensor, PyTensor)> {
-    let a = a.t.clone();
-    let (s, l) = nogil(py, work(&a), || a.linalg_slogdet())?;
+fn slogdet(py: Python<'_>, a: T<'_>) -> PyResult<(PyTensor, PyTensor)> {
+    let (s, l) = linalg(py, a, Tensor::linalg_slogdet)?;
     Ok((s.into(), l.into()))
 }
 
 /// `linalg.cholesky(A, upper)`.
 #[pyfunction]
-fn cholesky(py: Python<'_>, a: PyRef<'_, PyTensor>, upper: bool) -> PyResult<PyTensor> {
-    let a = a.t.clone();
-    nogil(py, work(&a), || a.linalg_cholesky(upper)).map(Into::into)
+fn cholesky(py: Python<'_>, a: T<'_>, upper: bool) -> PyResult<PyTensor> {
+    linalg(py, a, |a| a.linalg_cholesky(upper)).map(Into::into)
 }
 
 /// `linalg.qr(A, mode)` as `(Q, R)`.
 #[pyfunction]
-fn qr(py: Python<'_>, a: PyRef<'_, PyTensor>, mode: &str) -> PyResult<(PyTensor, PyTensor)> {
-    let a = a.t.clone();
+fn qr(py: Python<'_>, a: T<'_>, mode: &str) -> PyResult<(PyTensor, PyTensor)> {
     let mode = QrMode::parse(mode).py()?;
-    let (q, r) = nogil(py, work(&a), || a.linalg_qr(mode))?;
+    let (q, r) = linalg(py, a, |a| a.linalg_qr(mode))?;
     Ok((q.into(), r.into()))
 }
 
 /// `linalg.eigh(A, UPLO)` as `(eigenvalues, eigenvectors)`.
 #[pyfunction]
-fn eigh(py: Python<'_>, a: PyRef<'_, PyTensor>, upper: bool) -> PyResult<(PyTensor, PyTensor)> {
-    let a = a.t.clone();
-    let (w, v) = nogil(py, work(&a), || a.linalg_eigh(upper))?;
+fn eigh(py: Python<'_>, a: T<'_>, upper: bool) -> PyResult<(PyTensor, PyTensor)> {
+    let (w, v) = linalg(py, a, |a| a.linalg_eigh(upper))?;
     Ok((w.into(), v.into()))
 }
 
 /// `linalg.svd(A, full_matrices)` as `(U, S, Vh)`.
 #[pyfunction]
-fn svd(
-    py: Python<'_>,
-    a: PyRef<'_, PyTensor>,
-    full_matrices: bool,
-) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
-    let a = a.t.clone();
-    let (u, s, vh) = nogil(py, work(&a), || a.linalg_svd(full_matrices))?;
+fn svd(py: Python<'_>, a: T<'_>, full_matrices: bool) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+    let (u, s, vh) = linalg(py, a, |a| a.linalg_svd(full_matrices))?;
     Ok((u.into(), s.into(), vh.into()))
 }
 
@@ -104,7 +101,7 @@ fn svd(
 #[pyfunction]
 fn vector_norm(
     py: Python<'_>,
-    x: PyRef<'_, PyTensor>,
+    x: T<'_>,
     ord: f64,
     dims: Vec<isize>,
     keepdim: bool,
@@ -117,7 +114,7 @@ fn vector_norm(
 #[pyfunction]
 fn matrix_norm(
     py: Python<'_>,
-    a: PyRef<'_, PyTensor>,
+    a: T<'_>,
     ord: &Bound<'_, PyAny>,
     dims: (isize, isize),
     keepdim: bool,
@@ -132,8 +129,7 @@ fn matrix_norm(
         }
         Err(_) => MatrixNormOrd::P(ord.extract::<f64>()?),
     };
-    let a = a.t.clone();
-    nogil(py, work(&a), || {
+    linalg(py, a, |a| {
         a.linalg_matrix_norm(ord, [dims.0, dims.1], keepdim)
     })
     .map(Into::into)
@@ -141,30 +137,23 @@ fn matrix_norm(
 
 /// `linalg.matrix_power(A, n)`.
 #[pyfunction]
-fn matrix_power(py: Python<'_>, a: PyRef<'_, PyTensor>, n: i64) -> PyResult<PyTensor> {
-    let a = a.t.clone();
-    nogil(py, work(&a), || a.linalg_matrix_power(n)).map(Into::into)
+fn matrix_power(py: Python<'_>, a: T<'_>, n: i64) -> PyResult<PyTensor> {
+    linalg(py, a, |a| a.linalg_matrix_power(n)).map(Into::into)
 }
 
 /// `linalg.pinv(A, rtol)`.
 #[pyfunction]
 #[pyo3(signature = (a, rtol=None))]
-fn pinv(py: Python<'_>, a: PyRef<'_, PyTensor>, rtol: Option<f64>) -> PyResult<PyTensor> {
-    let a = a.t.clone();
-    nogil(py, work(&a), || a.linalg_pinv(rtol)).map(Into::into)
+fn pinv(py: Python<'_>, a: T<'_>, rtol: Option<f64>) -> PyResult<PyTensor> {
+    linalg(py, a, |a| a.linalg_pinv(rtol)).map(Into::into)
 }
 
 /// The solution of `linalg.lstsq(A, B, rcond)`.
 #[pyfunction]
 #[pyo3(signature = (a, b, rcond=None))]
-fn lstsq(
-    py: Python<'_>,
-    a: PyRef<'_, PyTensor>,
-    b: PyRef<'_, PyTensor>,
-    rcond: Option<f64>,
-) -> PyResult<PyTensor> {
-    let (a, b) = (a.t.clone(), b.t.clone());
-    nogil(py, work(&a), || a.linalg_lstsq(&b, rcond)).map(Into::into)
+fn lstsq(py: Python<'_>, a: T<'_>, b: T<'_>, rcond: Option<f64>) -> PyResult<PyTensor> {
+    let b = b.t.clone();
+    linalg(py, a, |a| a.linalg_lstsq(&b, rcond)).map(Into::into)
 }
 
 /// Add the functions to the `_linalg` submodule.

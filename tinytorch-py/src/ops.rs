@@ -179,6 +179,77 @@ unary_methods!(
     isfinite
 );
 
+/// A reduction over `dim` (`None`: all dims) that takes `dim`, `keepdim` and NumPy's
+/// `axis`/`keepdims` aliases, binding the TinyTorch op `$op` of `(dims, keepdim)`.
+macro_rules! dim_reduction {
+    ($name:ident, $op:ident) => {
+        #[pymethods]
+        impl PyTensor {
+            #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
+            fn $name<'py>(
+                &self,
+                dim: Option<&Bound<'py, PyAny>>,
+                keepdim: bool,
+                axis: Option<&Bound<'py, PyAny>>,
+                keepdims: Option<bool>,
+            ) -> PyResult<PyTensor> {
+                let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
+                Ok(self.t.$op(&dims_of(dim)?, keepdim).py()?.into())
+            }
+        }
+    };
+}
+/// A reduction that also takes `dtype=` (the input is cast to it first), as
+/// [`dim_reduction`] otherwise; `$doc` its docstring.
+macro_rules! dtype_reduction {
+    ($name:ident $(, $doc:expr)?) => {
+        #[pymethods]
+        impl PyTensor {
+                $(#[doc = $doc])?
+                #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None, axis=None, keepdims=None))]
+                fn $name<'py>(
+                    &self,
+                    dim: Option<&Bound<'py, PyAny>>,
+                    keepdim: bool,
+                    dtype: Option<&Bound<'py, PyAny>>,
+                    axis: Option<&Bound<'py, PyAny>>,
+                    keepdims: Option<bool>,
+                ) -> PyResult<PyTensor> {
+                    let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
+                    let x = cast_to_opt_dtype(&self.t, dtype)?;
+                    Ok(x.$name(&dims_of(dim)?, keepdim).py()?.into())
+                }
+        }
+    };
+}
+dtype_reduction!(
+    sum,
+    "`sum(dim=None, keepdim=False, *, dtype=None)`; NumPy's `axis=`/`keepdims=` are\naliases, as in PyTorch (also for the other reductions)."
+);
+dtype_reduction!(mean);
+dim_reduction!(prod, prod);
+dim_reduction!(amax, amax);
+dim_reduction!(amin, amin);
+dim_reduction!(all, all_dims);
+dim_reduction!(any, any_dims);
+
+/// The argument-free in-place ops (`x.relu_()`): each runs TinyTorch's op of the same name
+/// on the tensor and returns it.
+macro_rules! inplace_methods {
+    ($($name:ident),* $(,)?) => {
+        #[pymethods]
+        impl PyTensor {
+            $(
+                fn $name(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+                    slf.t.$name().py()?;
+                    Ok(slf)
+                }
+            )*
+        }
+    };
+}
+inplace_methods!(relu_, sigmoid_, tanh_, exp_, neg_, zero_);
+
 #[pymethods]
 impl PyTensor {
     // ---- arithmetic -------------------------------------------------------------------
@@ -449,7 +520,7 @@ impl PyTensor {
     }
     /// `softmax(dim, dtype=None)`: with a dtype, the input is cast to it first.
     #[pyo3(signature = (dim, dtype=None))]
-    fn softmax(
+    pub(crate) fn softmax(
         &self,
         py: Python<'_>,
         dim: isize,
@@ -460,7 +531,7 @@ impl PyTensor {
     }
     /// `log_softmax(dim, dtype=None)`: with a dtype, the input is cast to it first.
     #[pyo3(signature = (dim, dtype=None))]
-    fn log_softmax(
+    pub(crate) fn log_softmax(
         &self,
         py: Python<'_>,
         dim: isize,
@@ -472,45 +543,6 @@ impl PyTensor {
 
     // ---- reductions -------------------------------------------------------------------
 
-    /// `sum(dim=None, keepdim=False, *, dtype=None)`; NumPy's `axis=`/`keepdims=` are
-    /// aliases, as in PyTorch (also for the other reductions).
-    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None, axis=None, keepdims=None))]
-    fn sum<'py>(
-        &self,
-        dim: Option<&Bound<'py, PyAny>>,
-        keepdim: bool,
-        dtype: Option<&Bound<'py, PyAny>>,
-        axis: Option<&Bound<'py, PyAny>>,
-        keepdims: Option<bool>,
-    ) -> PyResult<PyTensor> {
-        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
-        let x = cast_to_opt_dtype(&self.t, dtype)?;
-        Ok(x.sum(&dims_of(dim)?, keepdim).py()?.into())
-    }
-    #[pyo3(signature = (dim=None, keepdim=false, *, dtype=None, axis=None, keepdims=None))]
-    fn mean<'py>(
-        &self,
-        dim: Option<&Bound<'py, PyAny>>,
-        keepdim: bool,
-        dtype: Option<&Bound<'py, PyAny>>,
-        axis: Option<&Bound<'py, PyAny>>,
-        keepdims: Option<bool>,
-    ) -> PyResult<PyTensor> {
-        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
-        let x = cast_to_opt_dtype(&self.t, dtype)?;
-        Ok(x.mean(&dims_of(dim)?, keepdim).py()?.into())
-    }
-    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
-    fn prod<'py>(
-        &self,
-        dim: Option<&Bound<'py, PyAny>>,
-        keepdim: bool,
-        axis: Option<&Bound<'py, PyAny>>,
-        keepdims: Option<bool>,
-    ) -> PyResult<PyTensor> {
-        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
-        Ok(self.t.prod(&dims_of(dim)?, keepdim).py()?.into())
-    }
     /// `max()` (the largest element), `max(dim, keepdim=False)` (values and indices), or
     /// `max(other)` (elementwise).
     #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
@@ -534,28 +566,6 @@ impl PyTensor {
         keepdims: Option<bool>,
     ) -> PyResult<Py<PyAny>> {
         self.extreme(py, dim.or(axis), keepdims.unwrap_or(keepdim), false)
-    }
-    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
-    fn amax<'py>(
-        &self,
-        dim: Option<&Bound<'py, PyAny>>,
-        keepdim: bool,
-        axis: Option<&Bound<'py, PyAny>>,
-        keepdims: Option<bool>,
-    ) -> PyResult<PyTensor> {
-        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
-        Ok(self.t.amax(&dims_of(dim)?, keepdim).py()?.into())
-    }
-    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
-    fn amin<'py>(
-        &self,
-        dim: Option<&Bound<'py, PyAny>>,
-        keepdim: bool,
-        axis: Option<&Bound<'py, PyAny>>,
-        keepdims: Option<bool>,
-    ) -> PyResult<PyTensor> {
-        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
-        Ok(self.t.amin(&dims_of(dim)?, keepdim).py()?.into())
     }
     #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
     fn argmax(
@@ -619,28 +629,6 @@ impl PyTensor {
             .norm(norm_order(p)?, &dims_of(dim)?, keepdim)
             .py()?
             .into())
-    }
-    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
-    fn all<'py>(
-        &self,
-        dim: Option<&Bound<'py, PyAny>>,
-        keepdim: bool,
-        axis: Option<&Bound<'py, PyAny>>,
-        keepdims: Option<bool>,
-    ) -> PyResult<PyTensor> {
-        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
-        Ok(self.t.all_dims(&dims_of(dim)?, keepdim).py()?.into())
-    }
-    #[pyo3(signature = (dim=None, keepdim=false, *, axis=None, keepdims=None))]
-    fn any<'py>(
-        &self,
-        dim: Option<&Bound<'py, PyAny>>,
-        keepdim: bool,
-        axis: Option<&Bound<'py, PyAny>>,
-        keepdims: Option<bool>,
-    ) -> PyResult<PyTensor> {
-        let (dim, keepdim) = (dim.or(axis), keepdims.unwrap_or(keepdim));
-        Ok(self.t.any_dims(&dims_of(dim)?, keepdim).py()?.into())
     }
     /// `cumsum(dim, *, dtype=None)`: with a dtype, the input is cast to it first.
     #[pyo3(signature = (dim, *, dtype=None))]
@@ -1055,30 +1043,6 @@ impl PyTensor {
     }
     fn clamp_max_<'py>(slf: PyRef<'py, Self>, max: PyScalar) -> PyResult<PyRef<'py, Self>> {
         slf.t.clamp_max_(max.0).py()?;
-        Ok(slf)
-    }
-    fn relu_(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.t.relu_().py()?;
-        Ok(slf)
-    }
-    fn sigmoid_(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.t.sigmoid_().py()?;
-        Ok(slf)
-    }
-    fn tanh_(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.t.tanh_().py()?;
-        Ok(slf)
-    }
-    fn exp_(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.t.exp_().py()?;
-        Ok(slf)
-    }
-    fn neg_(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.t.neg_().py()?;
-        Ok(slf)
-    }
-    fn zero_(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.t.zero_().py()?;
         Ok(slf)
     }
     fn fill_<'py>(slf: PyRef<'py, Self>, value: PyScalar) -> PyResult<PyRef<'py, Self>> {

@@ -79,68 +79,23 @@ impl PyOptimizer {
     fn new(kind: &str, groups: &Bound<'_, PyList>) -> PyResult<Self> {
         let groups = groups_of(groups)?;
         let lr = groups.first().map_or(1e-3, ParamGroup::learning_rate);
+        /// The engine `$engine` over `groups`, its options the defaults but for `lr` (and
+        /// any field given).
+        macro_rules! engine {
+            ($engine:ident, $options:ident { $($field:ident: $value:expr),* }) => {
+                Box::new(
+                    $engine::new(groups, $options { lr, $($field: $value,)* ..Default::default() })
+                        .py()?,
+                )
+            };
+        }
         let opt: Box<dyn Optimizer> = match kind {
-            "SGD" => Box::new(
-                SGD::new(
-                    groups,
-                    SgdOptions {
-                        lr,
-                        ..Default::default()
-                    },
-                )
-                .py()?,
-            ),
-            "Adam" => Box::new(
-                Adam::new(
-                    groups,
-                    AdamOptions {
-                        lr,
-                        ..Default::default()
-                    },
-                )
-                .py()?,
-            ),
-            "AdamW" => Box::new(
-                AdamW::new(
-                    groups,
-                    AdamOptions {
-                        lr,
-                        weight_decay: 1e-2,
-                        ..Default::default()
-                    },
-                )
-                .py()?,
-            ),
-            "RMSprop" => Box::new(
-                RMSprop::new(
-                    groups,
-                    RMSpropOptions {
-                        lr,
-                        ..Default::default()
-                    },
-                )
-                .py()?,
-            ),
-            "Adagrad" => Box::new(
-                Adagrad::new(
-                    groups,
-                    AdagradOptions {
-                        lr,
-                        ..Default::default()
-                    },
-                )
-                .py()?,
-            ),
-            "Adadelta" => Box::new(
-                Adadelta::new(
-                    groups,
-                    AdadeltaOptions {
-                        lr,
-                        ..Default::default()
-                    },
-                )
-                .py()?,
-            ),
+            "SGD" => engine!(SGD, SgdOptions {}),
+            "Adam" => engine!(Adam, AdamOptions {}),
+            "AdamW" => engine!(AdamW, AdamOptions { weight_decay: 1e-2 }),
+            "RMSprop" => engine!(RMSprop, RMSpropOptions {}),
+            "Adagrad" => engine!(Adagrad, AdagradOptions {}),
+            "Adadelta" => engine!(Adadelta, AdadeltaOptions {}),
             other => return Err(PyValueError::new_err(format!("unknown optimizer {other}"))),
         };
         Ok(PyOptimizer(Mutex::new(opt)))

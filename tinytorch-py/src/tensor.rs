@@ -117,6 +117,26 @@ impl PyTensor {
     }
 }
 
+/// A dtype shorthand (`x.float()`, `x.long()`, ...): [`PyTensor::cast`] to `$dtype`.
+macro_rules! cast_method {
+    ($name:ident, $dtype:ident) => {
+        #[pymethods]
+        impl PyTensor {
+            fn $name(&self) -> PyResult<PyTensor> {
+                self.cast(DType::$dtype)
+            }
+        }
+    };
+}
+cast_method!(float, F32);
+cast_method!(double, F64);
+cast_method!(half, F16);
+cast_method!(bfloat16, BF16);
+cast_method!(long, I64);
+cast_method!(int, I32);
+cast_method!(byte, U8);
+cast_method!(bool, Bool);
+
 #[pymethods]
 impl PyTensor {
     /// `Tensor(data)`, mainly for `nn.Parameter(tensor)`: a tensor argument is shared (a
@@ -422,30 +442,6 @@ impl PyTensor {
             t = t.contiguous_copy().py()?;
         }
         Ok(t.into())
-    }
-    fn float(&self) -> PyResult<PyTensor> {
-        self.cast(DType::F32)
-    }
-    fn double(&self) -> PyResult<PyTensor> {
-        self.cast(DType::F64)
-    }
-    fn half(&self) -> PyResult<PyTensor> {
-        self.cast(DType::F16)
-    }
-    fn bfloat16(&self) -> PyResult<PyTensor> {
-        self.cast(DType::BF16)
-    }
-    fn long(&self) -> PyResult<PyTensor> {
-        self.cast(DType::I64)
-    }
-    fn int(&self) -> PyResult<PyTensor> {
-        self.cast(DType::I32)
-    }
-    fn byte(&self) -> PyResult<PyTensor> {
-        self.cast(DType::U8)
-    }
-    fn bool(&self) -> PyResult<PyTensor> {
-        self.cast(DType::Bool)
     }
     /// `cuda(device=None, non_blocking=False)`; the copy finishes before returning.
     #[pyo3(signature = (device=None, non_blocking=false))]
