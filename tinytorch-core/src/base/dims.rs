@@ -77,6 +77,12 @@ impl Dims for [isize; 0] {
     }
 }
 
+impl<T: Dims + ?Sized> Dims for &T {
+    fn to_isizes(&self) -> Cow<'_, [isize]> {
+        (**self).to_isizes()
+    }
+}
+
 impl<T> Dims for Vec<T>
 where
     [T]: Dims,

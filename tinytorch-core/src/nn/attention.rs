@@ -142,7 +142,7 @@ impl MultiheadAttention {
         // (N, T, E) -> (N, heads, T, head_dim)
         let heads = |x: &Tensor, i: usize, t: usize| -> Result<Tensor> {
             linear(x, &w[i], b[i].as_ref())?
-                .reshape(&[n as isize, t as isize, h as isize, hd as isize])?
+                .reshape(&[n, t, h, hd])?
                 .transpose(1, 2)
         };
         let (qh, kh, vh) = (heads(&q, 0, l)?, heads(&k, 1, s)?, heads(&v, 2, s)?);
@@ -150,10 +150,9 @@ impl MultiheadAttention {
         let p = if self.training { self.dropout } else { 0.0 };
         let causal = args.is_causal && mask.is_none();
         let out = qh.scaled_dot_product_attention(&kh, &vh, mask.as_ref(), p, causal, None)?;
-        let out = self.out_proj.call(
-            &out.transpose(1, 2)?
-                .reshape(&[n as isize, l as isize, e as isize])?,
-        )?;
+        let out = self
+            .out_proj
+            .call(&out.transpose(1, 2)?.reshape(&[n, l, e])?)?;
         let out = match (unbatched, self.batch_first) {
             (true, _) => out.squeeze_dim(0)?,
             (false, true) => out,
@@ -200,9 +199,7 @@ fn merged_mask(
         let m = additive(m)?;
         let m = match m.shape() {
             [a, b] if *a == l && *b == s => m,
-            [nh, a, b] if *nh == n * h && *a == l && *b == s => {
-                m.reshape(&[n as isize, h as isize, l as isize, s as isize])?
-            }
+            [nh, a, b] if *nh == n * h && *a == l && *b == s => m.reshape(&[n, h, l, s])?,
             other => {
                 return Err(Error::shape(
                     OP,

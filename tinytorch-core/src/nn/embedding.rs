@@ -50,8 +50,8 @@ pub fn embedding(input: &Tensor, weight: &Tensor, padding_idx: Option<usize>) ->
         _ => weight.clone(),
     };
     let rows = table.index_select(0, &flat)?;
-    let mut shape: Vec<isize> = input.shape().iter().map(|&d| d as isize).collect();
-    shape.push(dim as isize);
+    let mut shape = input.shape().to_vec();
+    shape.push(dim);
     rows.reshape(&shape)
 }
 

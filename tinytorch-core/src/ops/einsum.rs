@@ -423,10 +423,10 @@ fn sumproduct_pair(a: &Tensor, b: &Tensor, sum_dims: &[usize]) -> Result<Tensor>
     // a: (batch, left, contract) and b: (batch, contract, right); every other dim is size 1.
     let a3 = a
         .permute(&dims(&[&batch, &left, &contract, &right, &ones]))?
-        .reshape(&[nb as isize, m as isize, k as isize])?;
+        .reshape(&[nb, m, k])?;
     let b3 = b
         .permute(&dims(&[&batch, &contract, &right, &left, &ones]))?
-        .reshape(&[nb as isize, k as isize, n as isize])?;
+        .reshape(&[nb, k, n])?;
     let prod = a3.bmm(&b3)?;
     // Back to the full space: (batch, left, right) sizes, then the size-1 dims, permuted home.
     let order = dims(&[&batch, &left, &right, &contract, &ones]);

@@ -164,7 +164,7 @@ impl Tensor {
         let in_shape = self.shape().to_vec();
         Ok(out.record(OP, &[self], move |g, _| {
             let z = Tensor::zeros(&in_shape, g.dtype(), g.device())?;
-            Ok(vec![Some(z.index_add(d as isize, &idx.get()?, g)?)])
+            Ok(vec![Some(z.index_add(d, &idx.get()?, g)?)])
         }))
     }
 
@@ -213,13 +213,10 @@ impl Tensor {
             return Ok(out);
         }
         let idx = index.save(OP);
-        let src_shape: Vec<isize> = source.shape().iter().map(|&x| x as isize).collect();
+        let src_shape = source.shape().to_vec();
         Ok(out.record(OP, &[self, source], move |g, need| {
             let gs = if need[1] {
-                Some(
-                    g.index_select(d as isize, &idx.get()?)?
-                        .reshape(&src_shape)?,
-                )
+                Some(g.index_select(d, &idx.get()?)?.reshape(&src_shape)?)
             } else {
                 None
             };
@@ -247,7 +244,7 @@ impl Tensor {
         let in_shape = self.shape().to_vec();
         Ok(out.record(OP, &[self], move |g, _| {
             let z = Tensor::zeros(&in_shape, g.dtype(), g.device())?;
-            Ok(vec![Some(z.scatter_add(d as isize, &idx.get()?, g)?)])
+            Ok(vec![Some(z.scatter_add(d, &idx.get()?, g)?)])
         }))
     }
 
@@ -316,12 +313,12 @@ impl Tensor {
             let idx = &idx.get()?;
             // Overwritten positions do not depend on self; src gets the gradient of where it went.
             let gself = if need[0] {
-                Some(g.scatter_value(d as isize, idx, 0.0)?)
+                Some(g.scatter_value(d, idx, 0.0)?)
             } else {
                 None
             };
             let gsrc = if need[1] {
-                Some(embed_leading(&g.gather(d as isize, idx)?, &src_shape)?)
+                Some(embed_leading(&g.gather(d, idx)?, &src_shape)?)
             } else {
                 None
             };
@@ -350,7 +347,7 @@ impl Tensor {
         }
         let idx = index.save(OP);
         Ok(out.record(OP, &[self], move |g, _| {
-            Ok(vec![Some(g.scatter_value(d as isize, &idx.get()?, 0)?)])
+            Ok(vec![Some(g.scatter_value(d, &idx.get()?, 0)?)])
         }))
     }
 
@@ -367,10 +364,7 @@ impl Tensor {
         let src_shape = src.shape().to_vec();
         Ok(out.record(OP, &[self, src], move |g, need| {
             let gsrc = if need[1] {
-                Some(embed_leading(
-                    &g.gather(d as isize, &idx.get()?)?,
-                    &src_shape,
-                )?)
+                Some(embed_leading(&g.gather(d, &idx.get()?)?, &src_shape)?)
             } else {
                 None
             };
@@ -447,7 +441,7 @@ impl Tensor {
         let in_shape = self.shape().to_vec();
         let values = values.record(OP, &[self], move |g, _| {
             let z = Tensor::zeros(&in_shape, g.dtype(), g.device())?;
-            Ok(vec![Some(z.scatter_add(d as isize, &idx.get()?, g)?)])
+            Ok(vec![Some(z.scatter_add(d, &idx.get()?, g)?)])
         });
         Ok((values, indices))
     }
@@ -482,17 +476,17 @@ impl Tensor {
                 format!("selected index k={k} out of range for dimension {d} of size {size}"),
             ));
         }
-        let order = self.argsort(d as isize, largest)?;
+        let order = self.argsort(d, largest)?;
         let indices = if self.ndim() == 0 {
             if k == 0 {
                 return Err(Error::invalid(OP, "k=0 is not supported for a 0-d tensor"));
             }
             order
         } else {
-            order.narrow(d as isize, 0, k)?.contiguous()?
+            order.narrow(d, 0, k)?.contiguous()?
         };
         // gather records the backward (a scatter of the gradient back to the picked places).
-        let values = self.gather(d as isize, &indices)?;
+        let values = self.gather(d, &indices)?;
         Ok((values, indices))
     }
 

@@ -206,7 +206,7 @@ pub fn interpolate(
                     axis.nearest::<f32>(exact, legacy)
                 };
                 let idx = Tensor::from_vec(idx, &[axis.output])?.to_device(t.device())?;
-                t.index_select(axis.dim as isize, &idx)?
+                t.index_select(axis.dim, &idx)?
             }
             InterpolateMode::Linear | InterpolateMode::Bilinear => {
                 resample_linear(&t, &axis, align_corners)?

@@ -55,13 +55,6 @@ pub(crate) fn require_float(op: &'static str, what: &str, t: &Tensor) -> Result<
     }
 }
 
-/// A shape as the signed dims that `reshape` and `view` take.
-/// (Shared with the `tinytorch` crate's layers; not part of the API.)
-#[doc(hidden)]
-pub fn as_isize(shape: &[usize]) -> Vec<isize> {
-    shape.iter().map(|&d| d as isize).collect()
-}
-
 /// `a` and `b` on one device where PyTorch allows it: a 0-d CPU tensor stands for a number
 /// next to a tensor on any device (`cuda_x + torch.tensor(1.5)`), so it moves to the other's
 /// device (differentiably: its gradient comes back to the CPU). Other pairs stay as they are,

@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
 /// The leading (batch) dims and `(C, H, W)` of an input with at least 3 dims.
-fn split_chw(op: &'static str, x: &Tensor) -> Result<(Vec<isize>, [usize; 3])> {
+fn split_chw(op: &'static str, x: &Tensor) -> Result<(Vec<usize>, [usize; 3])> {
     if x.ndim() < 3 {
         return Err(Error::shape(
             op,
@@ -19,7 +19,7 @@ fn split_chw(op: &'static str, x: &Tensor) -> Result<(Vec<isize>, [usize; 3])> {
         ));
     }
     let n = x.ndim();
-    let lead = x.shape()[..n - 3].iter().map(|&d| d as isize).collect();
+    let lead = x.shape()[..n - 3].to_vec();
     Ok((lead, [x.shape()[n - 3], x.shape()[n - 2], x.shape()[n - 1]]))
 }
 
@@ -33,20 +33,14 @@ fn check_factor(op: &'static str, what: &str, r: usize) -> Result<()> {
     Ok(())
 }
 
-/// `lead ++ tail` as the signed dims `reshape` takes.
-fn dims(lead: &[isize], tail: &[usize]) -> Vec<isize> {
-    lead.iter()
-        .copied()
-        .chain(tail.iter().map(|&d| d as isize))
-        .collect()
+/// The shape `lead ++ tail`.
+fn dims(lead: &[usize], tail: &[usize]) -> Vec<usize> {
+    [lead, tail].concat()
 }
 
 /// The permutation `lead ++ order` (order indexes the dims after the leading ones).
-fn perm(lead: usize, order: &[usize]) -> Vec<isize> {
-    (0..lead)
-        .chain(order.iter().map(|&d| lead + d))
-        .map(|d| d as isize)
-        .collect()
+fn perm(lead: usize, order: &[usize]) -> Vec<usize> {
+    (0..lead).chain(order.iter().map(|&d| lead + d)).collect()
 }
 
 impl Tensor {

@@ -5,7 +5,6 @@
 //! tensor accepts dim 0 and -1. Backward rules first reshape the output gradient to the
 //! keepdim shape, then broadcast it back over the reduced dims.
 
-use super::as_isize;
 use super::view::inverse_permutation;
 use crate::autograd::{needs_grad, no_grad};
 use crate::backend::{ArgReduceOp, ReduceOp, ScanOp};
@@ -41,7 +40,7 @@ fn reduced_count(shape: &[usize], dims: &[usize]) -> usize {
 /// The gradient of a reduction's output (keepdim or not), broadcast back to the input's
 /// shape as a contiguous tensor (a stride-0 gradient would alias under in-place updates).
 fn expand_grad(g: &Tensor, in_shape: &[usize], dims: &[usize]) -> Result<Tensor> {
-    g.reshape(&as_isize(&keepdim_shape(in_shape, dims)))?
+    g.reshape(&keepdim_shape(in_shape, dims))?
         .broadcast_to(in_shape)?
         .contiguous()
 }
@@ -64,7 +63,7 @@ impl Tensor {
         if keepdim {
             return Ok(out);
         }
-        out.reshape(&as_isize(&squeezed_shape(self.shape(), dims)))
+        out.reshape(&squeezed_shape(self.shape(), dims))
     }
 
     /// Sum over `dims` (empty: all dims), keeping them as size 1 if `keepdim`
@@ -120,8 +119,7 @@ impl Tensor {
             return Ok(out);
         }
         let (x, y) = (self.save("prod"), out.save("prod"));
-        let kshape = as_isize(&keepdim_shape(self.shape(), &d));
-        let dims_i: Vec<isize> = as_isize(&d);
+        let kshape = keepdim_shape(self.shape(), &d);
         Ok(out.record("prod", &[self], move |g, _| {
             let x = &x.get()?;
             let (gk, yk) = (g.reshape(&kshape)?, y.get()?.reshape(&kshape)?);
@@ -130,9 +128,9 @@ impl Tensor {
             let zero = x.eq_scalar(0.0)?;
             let x_safe = x.masked_fill(&zero, 1.0)?;
             let others = yk.div(&x_safe)?;
-            let single_zero = zero.sum(&dims_i, true)?.eq_scalar(1.0)?;
+            let single_zero = zero.sum(&d, true)?.eq_scalar(1.0)?;
             let rest = x_safe
-                .prod(&dims_i, true)?
+                .prod(&d, true)?
                 .masked_fill(&single_zero.logical_not()?, 0.0)?;
             let d = Tensor::where_cond(&zero, &rest, &others)?;
             Ok(vec![Some(gk.mul(&d)?)])
@@ -161,14 +159,13 @@ impl Tensor {
             return Ok(out);
         }
         let (x, y) = (self.save(name), out.save(name));
-        let kshape = as_isize(&keepdim_shape(self.shape(), &d));
-        let dims_i = as_isize(&d);
+        let kshape = keepdim_shape(self.shape(), &d);
         Ok(out.record(name, &[self], move |g, _| {
             let mask = x
                 .get()?
                 .eq(&y.get()?.reshape(&kshape)?)?
                 .to_dtype(g.dtype())?;
-            let count = mask.sum(&dims_i, true)?;
+            let count = mask.sum(&d, true)?;
             Ok(vec![Some(mask.mul(&g.reshape(&kshape)?.div(&count)?)?)])
         }))
     }
@@ -231,7 +228,7 @@ impl Tensor {
         }
         let idx = indices.save(name);
         let in_shape = self.shape().to_vec();
-        let kshape = as_isize(&keepdim_shape(self.shape(), &[d]));
+        let kshape = keepdim_shape(self.shape(), &[d]);
         let values = values.record(name, &[self], move |g, _| {
             let mask =
                 positions_along(&in_shape, d, g.device())?.eq(&idx.get()?.reshape(&kshape)?)?;
@@ -265,7 +262,7 @@ impl Tensor {
         if keepdim {
             return Ok(out);
         }
-        out.reshape(&as_isize(&squeezed_shape(self.shape(), &[dim])))
+        out.reshape(&squeezed_shape(self.shape(), &[dim]))
     }
 
     fn arg_extreme(
@@ -341,11 +338,10 @@ impl Tensor {
         self.require_float("var")?;
         let d = normalize_dims("var", dims, self.ndim())?;
         let n = reduced_count(self.shape(), &d) as f64;
-        let dims_i = as_isize(&d);
-        let centered = self.sub(&self.mean(&dims_i, true)?)?;
+        let centered = self.sub(&self.mean(&d, true)?)?;
         centered
             .mul(&centered)?
-            .sum(&dims_i, keepdim)?
+            .sum(&d, keepdim)?
             .div_scalar((n - correction).max(0.0))
     }
 
@@ -409,7 +405,7 @@ impl Tensor {
             let infinite = m
                 .eq_scalar(f64::INFINITY)?
                 .logical_or(&m.eq_scalar(f64::NEG_INFINITY)?)?;
-            Tensor::where_cond(&infinite, &m, &lse)?.reshape(&as_isize(&out_shape))?
+            Tensor::where_cond(&infinite, &m, &lse)?.reshape(&out_shape)?
         };
         if !needs_grad(&[&x]) {
             return Ok(out);
@@ -419,9 +415,9 @@ impl Tensor {
         Ok(out.record("logsumexp", &[&x], move |g, _| {
             // d lse / dx = exp(x - lse) = softmax of x over the reduced dims.
             let p = saved.get()?.softmax_over(&d)?;
-            Ok(vec![Some(p.mul(
-                &g.reshape(&as_isize(&keepdim_shape(&in_shape, &d)))?,
-            )?)])
+            Ok(vec![Some(
+                p.mul(&g.reshape(&keepdim_shape(&in_shape, &d))?)?,
+            )])
         }))
     }
 
@@ -463,25 +459,24 @@ impl Tensor {
             return Err(Error::invalid("norm", "the order p must not be NaN"));
         }
         let d = normalize_dims("norm", dims, self.ndim())?;
-        let dims_i = as_isize(&d);
         if p == 2.0 {
             return self.norm2(&d, keepdim);
         }
         if p == 1.0 {
-            return abs_of(self)?.sum(&dims_i, keepdim);
+            return abs_of(self)?.sum(&d, keepdim);
         }
         if p == f64::INFINITY {
-            return abs_of(self)?.extreme("norm", true, &dims_i, keepdim);
+            return abs_of(self)?.extreme("norm", true, dims, keepdim);
         }
         if p == f64::NEG_INFINITY {
-            return abs_of(self)?.extreme("norm", false, &dims_i, keepdim);
+            return abs_of(self)?.extreme("norm", false, dims, keepdim);
         }
         if p == 0.0 {
             return self
                 .detach()
                 .ne_scalar(0.0)?
                 .to_dtype(self.dtype())?
-                .sum(&dims_i, keepdim);
+                .sum(&d, keepdim);
         }
         self.norm_p(p, &d, keepdim)
     }
@@ -491,19 +486,18 @@ impl Tensor {
     /// formula is 0 * inf defined as 0: elements equal to 0 when p < 1, slices whose norm is
     /// 0 when p > 1.
     fn norm_p(&self, p: f64, d: &[usize], keepdim: bool) -> Result<Tensor> {
-        let dims_i = as_isize(d);
         let out = {
             let _guard = no_grad();
             abs_of(self)?
                 .pow_scalar(p)?
-                .sum(&dims_i, keepdim)?
+                .sum(&d, keepdim)?
                 .pow_scalar(1.0 / p)?
         };
         if !needs_grad(&[self]) {
             return Ok(out);
         }
         let (x, y) = (self.save("norm"), out.save("norm"));
-        let kshape = as_isize(&keepdim_shape(self.shape(), d));
+        let kshape = keepdim_shape(self.shape(), d);
         Ok(out.record("norm", &[self], move |g, _| {
             let (x, yk, g) = (&x.get()?, y.get()?.reshape(&kshape)?, g.reshape(&kshape)?);
             let ax = x.abs()?;
@@ -528,16 +522,15 @@ impl Tensor {
 
     /// The 2-norm with its own backward `g * x / ||x||`, defined as 0 where the norm is 0.
     fn norm2(&self, d: &[usize], keepdim: bool) -> Result<Tensor> {
-        let dims_i = as_isize(d);
         let out = {
             let _guard = no_grad();
-            self.mul(self)?.sum(&dims_i, keepdim)?.pow_scalar(0.5)?
+            self.mul(self)?.sum(&d, keepdim)?.pow_scalar(0.5)?
         };
         if !needs_grad(&[self]) {
             return Ok(out);
         }
         let (x, y) = (self.save("norm"), out.save("norm"));
-        let kshape = as_isize(&keepdim_shape(self.shape(), d));
+        let kshape = keepdim_shape(self.shape(), d);
         Ok(out.record("norm", &[self], move |g, _| {
             let yk = y.get()?.reshape(&kshape)?;
             let zero = yk.eq_scalar(0.0)?;
@@ -614,7 +607,7 @@ impl Tensor {
     fn rev_cumsum(&self, d: usize) -> Result<Tensor> {
         let out = self.scan_raw(ScanOp::RevCumSum, d)?;
         Ok(out.record("rev_cumsum", &[self], move |g, _| {
-            Ok(vec![Some(g.cumsum(d as isize)?)])
+            Ok(vec![Some(g.cumsum(d)?)])
         }))
     }
 
@@ -635,12 +628,12 @@ impl Tensor {
             // suffix_sum(g * y')_i with y' the cumprod with that zero replaced by 1; after
             // it, every term contains the zero.
             let zero = x.eq_scalar(0.0)?;
-            let zeros_so_far = zero.cumsum(d as isize)?;
+            let zeros_so_far = zero.cumsum(d)?;
             let before = zeros_so_far.eq_scalar(0.0)?;
             let first = zero.logical_and(&zeros_so_far.eq_scalar(1.0)?)?;
             let x_safe = x.masked_fill(&before.logical_not()?, 1.0)?;
             let g_before = g.mul(y)?.rev_cumsum(d)?.div(&x_safe)?;
-            let y_first = x.masked_fill(&first, 1.0)?.cumprod(d as isize)?;
+            let y_first = x.masked_fill(&first, 1.0)?.cumprod(d)?;
             let g_first = g.mul(&y_first)?.rev_cumsum(d)?;
             let zero_t = Tensor::zeros(&[], g.dtype(), g.device())?;
             let g_at = Tensor::where_cond(&first, &g_first, &zero_t)?;

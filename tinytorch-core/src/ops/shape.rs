@@ -3,7 +3,7 @@
 //! narrow of the gradient); the others are compositions of index_select, expand, reshape and
 //! masked_fill, whose backward rules give theirs.
 
-use super::{as_isize, same_device};
+use super::same_device;
 use crate::autograd::needs_grad;
 use crate::base::{Dim, Dims};
 use crate::error::{Error, Result};
@@ -95,8 +95,8 @@ fn at_least(t: &Tensor, n: usize) -> Result<Tensor> {
     if t.ndim() >= n {
         return Ok(t.clone());
     }
-    let mut shape = vec![1isize; n - t.ndim()];
-    shape.extend(as_isize(t.shape()));
+    let mut shape = vec![1usize; n - t.ndim()];
+    shape.extend(t.shape());
     t.reshape(&shape)
 }
 
@@ -156,9 +156,7 @@ impl Tensor {
                 .zip(need)
                 .map(|(slot, &need)| match (slot, need) {
                     (_, false) => Ok(None),
-                    (Some((start, len)), true) => {
-                        Ok(Some(g.narrow(d as isize, *start as isize, *len)?))
-                    }
+                    (Some((start, len)), true) => Ok(Some(g.narrow(d, *start as isize, *len)?)),
                     (None, true) => Ok(Some(Tensor::zeros(&[0], g.dtype(), g.device())?)),
                 })
                 .collect()
@@ -189,9 +187,9 @@ impl Tensor {
         let d = normalize_dim(OP, dim, first.ndim() + 1)?;
         let parts: Vec<Tensor> = tensors
             .iter()
-            .map(|t| t.unsqueeze(d as isize))
+            .map(|t| t.unsqueeze(d))
             .collect::<Result<_>>()?;
-        Tensor::cat(&parts.iter().collect::<Vec<_>>(), d as isize)
+        Tensor::cat(&parts.iter().collect::<Vec<_>>(), d)
     }
 
     /// Concatenate column-wise: along dim 0 for 1-D tensors, dim 1 otherwise; 0-d tensors
@@ -230,7 +228,7 @@ impl Tensor {
         let mut out = self.clone();
         for d in dims {
             let n = self.shape()[d] as i64;
-            out = out.index_select(d as isize, &index_tensor((0..n).rev().collect(), self)?)?;
+            out = out.index_select(d, &index_tensor((0..n).rev().collect(), self)?)?;
         }
         Ok(out)
     }
@@ -248,7 +246,7 @@ impl Tensor {
                 ));
             }
             let flat = self.reshape(&[-1])?.roll(shifts, &[0])?;
-            return flat.reshape(&as_isize(self.shape()));
+            return flat.reshape(&self.shape());
         }
         if shifts.len() != dims.len() {
             return Err(Error::invalid(
@@ -265,7 +263,7 @@ impl Tensor {
             }
             let s = (shift as i64).rem_euclid(n);
             let idx = (0..n).map(|j| (j - s).rem_euclid(n)).collect();
-            out = out.index_select(d as isize, &index_tensor(idx, self)?)?;
+            out = out.index_select(d, &index_tensor(idx, self)?)?;
         }
         Ok(out)
     }
@@ -324,7 +322,7 @@ impl Tensor {
         let n = src.shape()[d] as i64;
         let r = repeats as i64;
         let idx = (0..n * r).map(|j| j / r).collect();
-        src.index_select(d as isize, &index_tensor(idx, self)?)
+        src.index_select(d, &index_tensor(idx, self)?)
     }
 
     /// Pad the trailing dims (`torch.nn.functional.pad`): `pads` lists (left, right) pairs
@@ -362,8 +360,7 @@ impl Tensor {
                 ));
             }
             if crop_left + crop_right > 0 {
-                cropped =
-                    cropped.narrow(d as isize, crop_left, (n - crop_left - crop_right) as usize)?;
+                cropped = cropped.narrow(d, crop_left, (n - crop_left - crop_right) as usize)?;
             }
             plan.push((d, left.max(0) as usize, right.max(0) as usize));
         }
@@ -437,7 +434,7 @@ impl Tensor {
         Ok(out.record("pad", &[self], move |g, _| {
             let mut g = g.clone();
             for &(d, left, _) in &plan {
-                g = g.narrow(d as isize, left as isize, in_shape[d])?;
+                g = g.narrow(d, left as isize, in_shape[d])?;
             }
             Ok(vec![Some(g)])
         }))

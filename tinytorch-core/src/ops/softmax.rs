@@ -39,7 +39,7 @@ impl Tensor {
         Ok(out.record("softmax", &[self], move |g, _| {
             // dx = y * (g - sum(g * y))
             let y = &y.get()?;
-            let dot = g.mul(y)?.sum(&[d as isize], true)?;
+            let dot = g.mul(y)?.sum(&[d], true)?;
             Ok(vec![Some(y.mul(&g.sub(&dot)?)?)])
         }))
     }
@@ -60,8 +60,8 @@ impl Tensor {
             // dx = g - exp(y) * sum(g). exp(y) is the softmax of x; it is computed as
             // softmax(y), equal since softmax is shift-invariant and y = x - logsumexp(x),
             // and it reuses the fused kernel.
-            let p = y.get()?.softmax(d as isize)?;
-            let total = g.sum(&[d as isize], true)?;
+            let p = y.get()?.softmax(d)?;
+            let total = g.sum(&[d], true)?;
             Ok(vec![Some(g.sub(&p.mul(&total)?)?)])
         }))
     }

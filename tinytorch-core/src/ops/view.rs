@@ -371,7 +371,7 @@ impl Tensor {
     pub fn slices(&self, args: &[SliceArg]) -> Result<Tensor> {
         let mut t = self.clone();
         for (d, a) in args.iter().enumerate() {
-            t = t.slice(d as isize, a.start, a.end, a.step)?;
+            t = t.slice(d, a.start, a.end, a.step)?;
         }
         Ok(t)
     }
@@ -488,7 +488,7 @@ impl Tensor {
         let mut start = 0;
         let mut out = Vec::with_capacity(sizes.len());
         for &s in sizes {
-            out.push(self.narrow(d as isize, start as isize, s)?);
+            out.push(self.narrow(d, start as isize, s)?);
             start += s;
         }
         Ok(out)
@@ -522,7 +522,7 @@ impl Tensor {
         } else {
             self.sum(&dims, true)?
         };
-        let target: Vec<isize> = shape.iter().map(|&d| d as isize).collect();
+        let target = shape.to_vec();
         summed.reshape(&target)
     }
 }

@@ -8,7 +8,6 @@ use super::transport::{Pending, Transport};
 use super::{Backend, ReduceOp};
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
-use crate::ops::as_isize;
 use crate::tensor::{DType, Device, Tensor};
 use std::sync::Arc;
 
@@ -178,7 +177,7 @@ impl ProcessGroup {
     /// Write the flat result `out` into `t` (its shape and dtype), outside the graph.
     fn write_back(t: &Tensor, out: &Tensor) -> Result<()> {
         let _guard = no_grad();
-        t.copy_(&out.to_dtype(t.dtype())?.reshape(&as_isize(t.shape()))?)?;
+        t.copy_(&out.to_dtype(t.dtype())?.reshape(&t.shape())?)?;
         Ok(())
     }
 
@@ -270,7 +269,7 @@ impl ProcessGroup {
             .all_gather(flat)?
             .wait()?
             .to_dtype(tensor.dtype())?;
-        let shape = as_isize(tensor.shape());
+        let shape = tensor.shape();
         out.chunk(world, 0)?
             .iter()
             .map(|part| part.reshape(&shape))
@@ -320,7 +319,7 @@ impl ProcessGroup {
         if op == ReduceOp::Avg {
             out = out.div_scalar(world as f64)?;
         }
-        out.to_dtype(input.dtype())?.reshape(&as_isize(&shape))
+        out.to_dtype(input.dtype())?.reshape(&shape)
     }
 
     /// Returns once every rank has entered it (`dist.barrier()`).

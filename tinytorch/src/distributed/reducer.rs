@@ -13,7 +13,6 @@ use super::group::{dtype_code, fnv1a, ProcessGroup, ReduceWork};
 use super::ReduceOp;
 use crate::autograd::no_grad;
 use crate::error::{Error, Result};
-use crate::ops::as_isize;
 use crate::tensor::{DType, HookHandle, Tensor};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -121,7 +120,7 @@ impl Reducer {
                 let g = p.grad().expect("checked when the bucket started");
                 let part = flat
                     .narrow(0, offset as isize, g.numel())?
-                    .reshape(&as_isize(g.shape()))?;
+                    .reshape(&g.shape())?;
                 g.copy_(&part.to_dtype(g.dtype())?)?;
                 offset += g.numel();
             }

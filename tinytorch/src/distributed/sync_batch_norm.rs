@@ -8,7 +8,6 @@ use super::{ProcessGroup, ReduceOp};
 use crate::autograd::{needs_grad, no_grad};
 use crate::error::{Error, Result};
 use crate::nn::{BatchNorm, Module, Sequential};
-use crate::ops::as_isize;
 use crate::tensor::{Device, Tensor};
 
 /// Batch normalisation over the global batch (`torch.nn.SyncBatchNorm`). In evaluation mode
@@ -34,7 +33,7 @@ fn all_reduce_sum(group: &ProcessGroup, x: &Tensor) -> Result<Tensor> {
     const OP: &str = "SyncBatchNorm";
     let sum = |t: &Tensor, group: &ProcessGroup| -> Result<Tensor> {
         let flat = group.all_reduce_flat(OP, t, ReduceOp::Sum)?;
-        flat.to_dtype(t.dtype())?.reshape(&as_isize(t.shape()))
+        flat.to_dtype(t.dtype())?.reshape(&t.shape())
     };
     let out = sum(x, group)?;
     if !needs_grad(&[x]) {

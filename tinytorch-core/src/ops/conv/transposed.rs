@@ -118,15 +118,9 @@ pub(super) fn conv_transpose2d_4d(
         t = pad_or_crop(&t, 2 + a, full, full + output_padding[a] as isize)?;
     }
     let wt = w
-        .reshape(&[
-            groups as isize,
-            cig as isize,
-            cog as isize,
-            k[0] as isize,
-            k[1] as isize,
-        ])?
+        .reshape(&[groups, cig, cog, k[0], k[1]])?
         .transpose(1, 2)?
-        .reshape(&[co as isize, cig as isize, k[0] as isize, k[1] as isize])?
+        .reshape(&[co, cig, k[0], k[1]])?
         .flip(&[2, 3])?;
     let out = conv2d_4d(
         op,

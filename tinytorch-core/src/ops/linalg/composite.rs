@@ -4,7 +4,6 @@
 
 use super::{check_matrix, mt};
 use crate::error::Result;
-use crate::ops::as_isize;
 use crate::tensor::{DType, Tensor};
 
 impl Tensor {
@@ -16,7 +15,7 @@ impl Tensor {
         let n = self.shape()[self.ndim() - 1];
         if k == 0 {
             let eye = Tensor::eye(n, n, self.dtype(), self.device())?;
-            return eye.expand(&as_isize(self.shape()))?.contiguous();
+            return eye.expand(&self.shape())?.contiguous();
         }
         let base = if k < 0 {
             self.linalg_inv()?

@@ -23,7 +23,6 @@ pub use norm::{MatrixNormOrd, VectorNormOrd};
 
 use crate::autograd::needs_grad;
 use crate::error::{Error, Result};
-use crate::ops::as_isize;
 use crate::tensor::{DType, Tensor};
 
 /// The matrices of a tensor `(*, m, n)`, read to the host in f64, row-major.
@@ -198,7 +197,7 @@ fn record_outputs(
         .map(|(t, &size)| {
             let mut s = batch.clone();
             s.push(size);
-            t.reshape(&as_isize(&s))
+            t.reshape(&s)
         })
         .collect::<Result<_>>()?;
     let packed = Tensor::cat(&flat.iter().collect::<Vec<_>>(), -1)?;
@@ -206,10 +205,7 @@ fn record_outputs(
         let mut off = 0;
         let mut parts = Vec::with_capacity(sizes.len());
         for (shape, &size) in shapes.iter().zip(&sizes) {
-            parts.push(
-                t.narrow(-1, off as isize, size)?
-                    .reshape(&as_isize(shape))?,
-            );
+            parts.push(t.narrow(-1, off as isize, size)?.reshape(&shape)?);
             off += size;
         }
         Ok(parts)

@@ -109,7 +109,7 @@ impl Tensor {
             .filter(|&i| i as isize != d0 && i as isize != d1)
             .collect();
         perm.extend([d0 as usize, d1 as usize]);
-        let moved = self.permute(&perm.iter().map(|&i| i as isize).collect::<Vec<_>>())?;
+        let moved = self.permute(&perm)?;
         let out = reduce(&moved.linalg_svdvals()?)?;
         if !keepdim {
             return Ok(out);

@@ -6,7 +6,6 @@ use super::kernels::{identity, lu_factor, solve_triangular as tri_solve, svd_jac
 use super::{broadcast_batch, build, check_matrix, mt, HostMats};
 use crate::autograd::{needs_grad, no_grad};
 use crate::error::{Error, Result};
-use crate::ops::as_isize;
 use crate::tensor::Tensor;
 
 impl Tensor {
@@ -81,8 +80,8 @@ impl Tensor {
         a_shape.extend([n, n]);
         let mut b_shape = batch.clone();
         b_shape.extend([n, k]);
-        let a = self.expand(&as_isize(&a_shape))?;
-        let bm = bm.expand(&as_isize(&b_shape))?;
+        let a = self.expand(&a_shape)?;
+        let bm = bm.expand(&b_shape)?;
         let x = solve_same_batch(&a, &bm)?;
         if vector {
             x.squeeze_dim(-1)
@@ -129,8 +128,8 @@ impl Tensor {
         a_shape.extend([n, n]);
         let mut b_shape = batch.clone();
         b_shape.extend([n, k]);
-        let a = self.expand(&as_isize(&a_shape))?;
-        let bb = b.expand(&as_isize(&b_shape))?;
+        let a = self.expand(&a_shape)?;
+        let bb = b.expand(&b_shape)?;
         let am = HostMats::read(op, &a, true)?;
         let bmats = HostMats::read(op, &bb, false)?;
         let mut out = Vec::with_capacity(bmats.data.len());

@@ -129,14 +129,11 @@ fn composite_cross_entropy(
         return Ok(out);
     }
     let (logp, q, saved_x) = (logp.save(OP), q.save(OP), x.save(OP));
-    let target_shape: Vec<isize> = target.shape().iter().map(|&d| d as isize).collect();
+    let target_shape = target.shape().to_vec();
     let target_dtype = target.dtype();
-    let per_shape: Vec<isize> = {
-        let mut s: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
-        s[1] = 1;
-        s
-    };
-    let in_shape: Vec<isize> = input.shape().iter().map(|&d| d as isize).collect();
+    let mut per_shape = x.shape().to_vec();
+    per_shape[1] = 1;
+    let in_shape = input.shape().to_vec();
     Ok(out.record(OP, &recorded, move |g, _| {
         let q = &q.get()?;
         // Under create_graph, log-softmax again from the logits in the graph, so that the

@@ -55,7 +55,7 @@ pub(super) fn fused_cross_entropy(
         dims.push(1);
         x.permute(&dims)?
             .contiguous()?
-            .reshape(&[samples as isize, classes as isize])?
+            .reshape(&[samples, classes])?
     } else {
         x.contiguous()?
     };
@@ -81,15 +81,10 @@ pub(super) fn fused_cross_entropy(
     };
     // Per-sample losses take the targets' shape (0-d for an unbatched input).
     let loss = match reduction {
-        Reduction::None => loss.reshape(&dims_of(target.shape()))?,
+        Reduction::None => loss.reshape(target.shape())?,
         Reduction::Mean | Reduction::Sum => loss,
     };
     loss.to_dtype(input.dtype()).map(Some)
-}
-
-/// A shape as the `isize` dims that `reshape` takes.
-fn dims_of(shape: &[usize]) -> Vec<isize> {
-    shape.iter().map(|&d| d as isize).collect()
 }
 
 /// The scalar arguments of the fused cross-entropy.

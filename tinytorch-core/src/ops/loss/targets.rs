@@ -14,8 +14,8 @@ pub(super) fn class_weight(
 ) -> Result<Option<Tensor>> {
     let Some(w) = weight else { return Ok(None) };
     check_class_weight(op, w, classes)?;
-    let mut shape = vec![1isize; ndim];
-    shape[1] = classes as isize;
+    let mut shape = vec![1; ndim];
+    shape[1] = classes;
     Ok(Some(w.detach().to_dtype(dtype)?.reshape(&shape)?))
 }
 

@@ -56,9 +56,9 @@ fn trailing_dims(op: &'static str, x: &Tensor, normalized_shape: &[usize]) -> Re
 }
 
 /// Shape `[1, C, 1, ...]` that broadcasts a per-channel vector against an `ndim`-dim input.
-fn channel_shape(channels: usize, ndim: usize) -> Vec<isize> {
-    let mut s = vec![1isize; ndim];
-    s[1] = channels as isize;
+fn channel_shape(channels: usize, ndim: usize) -> Vec<usize> {
+    let mut s = vec![1; ndim];
+    s[1] = channels;
     s
 }
 
@@ -167,7 +167,7 @@ pub fn group_norm(
     }
     check_affine(OP, "weight", weight, &[c])?;
     check_affine(OP, "bias", bias, &[c])?;
-    let shape: Vec<isize> = x.shape().iter().map(|&d| d as isize).collect();
+    let shape = x.shape().to_vec();
     let grouped = x.reshape(&[n as isize, num_groups as isize, -1])?;
     let mean = grouped.mean(&[-1], true)?;
     let var = grouped.var(&[-1], 0.0, true)?;

@@ -76,8 +76,7 @@ impl SelfAttention {
         let v = self.split_heads(&self.value.forward(x)?)?;
         let ctx = attention(&q, &k, &v, mask)?; // (B, heads, T, d)
         let (b, t, hidden) = (x.shape()[0], x.shape()[1], x.shape()[2]);
-        ctx.transpose(1, 2)?
-            .reshape(&[b as isize, t as isize, hidden as isize])
+        ctx.transpose(1, 2)?.reshape(&[b, t, hidden])
     }
 
     /// (B, T, hidden) -> (B, heads, T, hidden / heads), as a view.
@@ -93,8 +92,7 @@ impl SelfAttention {
             ));
         }
         let d = hidden / self.heads;
-        x.view(&[b as isize, t as isize, self.heads as isize, d as isize])?
-            .transpose(1, 2)
+        x.view(&[b, t, self.heads, d])?.transpose(1, 2)
     }
 
     /// `query.*`, `key.*`, `value.*`: Hugging Face's names under `attention.self`.

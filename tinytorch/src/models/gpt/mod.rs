@@ -105,10 +105,7 @@ impl Block {
         // qkv: 3 x (B, T, E), views of one (B, T, 3E) projection.
         let qkv = self.c_attn.call(&self.ln_1.call(x)?)?.chunk(3, -1)?;
         // (B, T, E) -> (B, T, H, hd) -> (B, H, T, hd), a view: the heads stay inside the rows.
-        let heads = |z: &Tensor| -> Result<Tensor> {
-            z.reshape(&[b as isize, t as isize, h as isize, hd as isize])?
-                .transpose(1, 2)
-        };
+        let heads = |z: &Tensor| -> Result<Tensor> { z.reshape(&[b, t, h, hd])?.transpose(1, 2) };
         let (q, k, v) = (heads(&qkv[0])?, heads(&qkv[1])?, heads(&qkv[2])?);
         // y: (B, H, T, hd); keys and values of the cache: (B, H, past + T, hd).
         let y = match cache {
@@ -128,9 +125,7 @@ impl Block {
         };
         // (B, H, T, hd) -> (B, T, H, hd) -> (B, T, E); the CPU kernel wrote y with the heads
         // inside the rows, so both are views.
-        let y = y
-            .transpose(1, 2)?
-            .reshape(&[b as isize, t as isize, e as isize])?;
+        let y = y.transpose(1, 2)?.reshape(&[b, t, e])?;
         // x: (B, T, E), with the attention's residual.
         let x = x.add(&dropout(&self.attn_proj.call(&y)?, p, p > 0.0)?)?;
         // m: (B, T, 4E).

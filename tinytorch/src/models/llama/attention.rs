@@ -62,22 +62,21 @@ pub fn grouped_query_attention(
         ));
     }
     let g = h / hkv;
-    let dims = |s: &[usize]| s.iter().map(|&x| x as isize).collect::<Vec<_>>();
     let ev = v.shape()[3];
     if attn_mask.is_none() && !is_causal {
         // Every query sees every key alike, so a group's queries can be stacked into one
         // longer query sequence of their key/value head: `(B, H_kv, G * L, D)`. Keys and
         // values are then read once per group, not once per query head (generation's case:
         // one new token against the whole cache).
-        let stacked = q.reshape(&dims(&[b, hkv, g * l, d]))?;
+        let stacked = q.reshape(&[b, hkv, g * l, d])?;
         let y = stacked.scaled_dot_product_attention(k, v, None, dropout_p, false, None)?;
-        return y.reshape(&dims(&[b, h, l, ev]));
+        return y.reshape(&[b, h, l, ev]);
     }
-    let q5 = q.reshape(&dims(&[b, hkv, g, l, d]))?;
+    let q5 = q.reshape(&[b, hkv, g, l, d])?;
     let (k5, v5) = (k.unsqueeze(2)?, v.unsqueeze(2)?);
     let mask = attn_mask.map(|m| group_mask(m, h, hkv)).transpose()?;
     let y = q5.scaled_dot_product_attention(&k5, &v5, mask.as_ref(), dropout_p, is_causal, None)?;
-    y.reshape(&dims(&[b, h, l, ev]))
+    y.reshape(&[b, h, l, ev])
 }
 
 /// A mask broadcastable to `(B, H, L, S)` reshaped to broadcast to `(B, H_kv, G, L, S)`.
@@ -86,11 +85,11 @@ fn group_mask(m: &Tensor, h: usize, hkv: usize) -> Result<Tensor> {
     if n <= 2 {
         return Ok(m.clone());
     }
-    let mut shape: Vec<isize> = m.shape().iter().map(|&x| x as isize).collect();
+    let mut shape = m.shape().to_vec();
     match m.shape()[n - 3] {
-        1 => m.unsqueeze(n as isize - 3),
+        1 => m.unsqueeze(n - 3),
         heads if heads == h => {
-            shape.splice(n - 3..n - 2, [hkv as isize, (h / hkv) as isize]);
+            shape.splice(n - 3..n - 2, [hkv, h / hkv]);
             m.reshape(&shape)
         }
         _ => Err(Error::shape(
@@ -167,8 +166,7 @@ impl LlamaAttention {
     ) -> Result<Tensor> {
         let (b, t) = (x.shape()[0], x.shape()[1]);
         let heads = |z: Tensor, n: usize| -> Result<Tensor> {
-            z.reshape(&[b as isize, t as isize, n as isize, self.head_dim as isize])?
-                .transpose(1, 2)
+            z.reshape(&[b, t, n, self.head_dim])?.transpose(1, 2)
         };
         // q: (B, H, T, hd); k, v: (B, Hkv, T, hd) (grouped-query: H a multiple of Hkv).
         let q = heads(self.q_proj.forward(x)?, self.heads)?;
@@ -199,11 +197,9 @@ impl LlamaAttention {
             }
         };
         // (B, H, T, hd) -> (B, T, H * hd) -> (B, T, hidden).
-        let y = y.transpose(1, 2)?.reshape(&[
-            b as isize,
-            t as isize,
-            (self.heads * self.head_dim) as isize,
-        ])?;
+        let y = y
+            .transpose(1, 2)?
+            .reshape(&[b, t, (self.heads * self.head_dim)])?;
         self.o_proj.forward(&y)
     }
 
