@@ -260,7 +260,7 @@ impl Transform for RandomHorizontalFlip {
                 x.contiguous_copy()
             };
         }
-        let mask = flip.to_device(x.device())?.view(&[n as isize, 1, 1, 1])?;
+        let mask = flip.to_device(x.device())?.view(&[n, 1, 1, 1])?;
         Tensor::where_cond(&mask, &x.flip(&[-1])?, x)
     }
 }

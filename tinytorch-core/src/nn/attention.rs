@@ -219,7 +219,7 @@ fn merged_mask(
                 format!("key_padding_mask must be ({n}, {s}), got {:?}", kp.shape()),
             ));
         }
-        let kp = additive(kp)?.reshape(&[n as isize, 1, 1, s as isize])?;
+        let kp = additive(kp)?.reshape(&[n, 1, 1, s])?;
         mask = Some(match mask {
             Some(m) => m.add(&kp)?,
             None => kp,

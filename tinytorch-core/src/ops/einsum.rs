@@ -298,20 +298,16 @@ impl Tensor {
             result = sumproduct_pair(&result, other, &sum_dims)?;
         }
         // What is left to sum (single operand, or dims that only the last step kept).
-        let rest: Vec<isize> = (0..space.ndim)
+        let rest: Vec<usize> = (0..space.ndim)
             .filter(|&d| !in_out(d) && present(&result, d))
-            .map(|d| d as isize)
             .collect();
         if !rest.is_empty() {
             result = result.sum(&rest, true)?;
         }
         // Output order: the output dims, then the (size 1) rest, which the reshape drops.
-        let mut perm: Vec<isize> = out_dims.iter().map(|&d| d as isize).collect();
-        perm.extend((0..space.ndim).filter(|&d| !in_out(d)).map(|d| d as isize));
-        let shape: Vec<isize> = out_dims
-            .iter()
-            .map(|&d| result.shape()[d] as isize)
-            .collect();
+        let mut perm: Vec<usize> = out_dims.to_vec();
+        perm.extend((0..space.ndim).filter(|&d| !in_out(d)));
+        let shape: Vec<usize> = out_dims.iter().map(|&d| result.shape()[d]).collect();
         result.permute(&perm)?.reshape(&shape)
     }
 }
@@ -349,7 +345,7 @@ fn align(eq: &str, i: usize, sub: &Subscripts, x: &Tensor, space: &Space) -> Res
                 ),
             ));
         }
-        t = t.diagonal(0, a as isize, b as isize)?;
+        t = t.diagonal(0, a, b)?;
         let d = dims[a];
         dims.remove(b);
         dims.remove(a);
@@ -358,11 +354,10 @@ fn align(eq: &str, i: usize, sub: &Subscripts, x: &Tensor, space: &Space) -> Res
     // Permute to the space's order and insert the absent dims.
     let mut order: Vec<usize> = (0..dims.len()).collect();
     order.sort_by_key(|&k| dims[k]);
-    let perm: Vec<isize> = order.iter().map(|&k| k as isize).collect();
-    let t = t.permute(&perm)?;
-    let mut shape = vec![1isize; space.ndim];
+    let t = t.permute(&order)?;
+    let mut shape = vec![1; space.ndim];
     for (p, &k) in order.iter().enumerate() {
-        shape[dims[k]] = t.shape()[p] as isize;
+        shape[dims[k]] = t.shape()[p];
     }
     t.reshape(&shape)
 }
@@ -374,11 +369,11 @@ fn sumproduct_pair(a: &Tensor, b: &Tensor, sum_dims: &[usize]) -> Result<Tensor>
     let ndim = a.ndim();
     let has = |t: &Tensor, d: usize| t.shape()[d] != 1;
     // Summed dims on one side only are summed there first.
-    let only = |x: &Tensor, y: &Tensor| -> Vec<isize> {
+    let only = |x: &Tensor, y: &Tensor| -> Vec<usize> {
         sum_dims
             .iter()
-            .filter(|&&d| has(x, d) && !has(y, d))
-            .map(|&d| d as isize)
+            .copied()
+            .filter(|&d| has(x, d) && !has(y, d))
             .collect()
     };
     let (sa, sb) = (only(a, b), only(b, a));
@@ -408,12 +403,7 @@ fn sumproduct_pair(a: &Tensor, b: &Tensor, sum_dims: &[usize]) -> Result<Tensor>
         return a.mul(&b);
     }
     let size = |t: &Tensor, ds: &[usize]| ds.iter().map(|&d| t.shape()[d]).product::<usize>();
-    let dims = |parts: &[&[usize]]| -> Vec<isize> {
-        parts
-            .iter()
-            .flat_map(|p| p.iter().map(|&d| d as isize))
-            .collect()
-    };
+    let dims = |parts: &[&[usize]]| -> Vec<usize> { parts.concat() };
     let (nb, m, k, n) = (
         size(&a, &batch),
         size(&a, &left),
@@ -430,17 +420,17 @@ fn sumproduct_pair(a: &Tensor, b: &Tensor, sum_dims: &[usize]) -> Result<Tensor>
     let prod = a3.bmm(&b3)?;
     // Back to the full space: (batch, left, right) sizes, then the size-1 dims, permuted home.
     let order = dims(&[&batch, &left, &right, &contract, &ones]);
-    let mut shape: Vec<isize> = Vec::with_capacity(ndim);
+    let mut shape: Vec<usize> = Vec::with_capacity(ndim);
     for &d in &batch {
-        shape.push(a.shape()[d] as isize);
+        shape.push(a.shape()[d]);
     }
     for &d in &left {
-        shape.push(a.shape()[d] as isize);
+        shape.push(a.shape()[d]);
     }
     for &d in &right {
-        shape.push(b.shape()[d] as isize);
+        shape.push(b.shape()[d]);
     }
     shape.resize(ndim, 1);
     prod.reshape(&shape)?
-        .permute(&inverse_permutation(order.iter().map(|&d| d as usize)))
+        .permute(&inverse_permutation(order.iter().copied()))
 }

@@ -425,9 +425,9 @@ impl Tensor {
     /// shape `(kept..., prod(d))`.
     fn reduced_last(&self, d: &[usize]) -> Result<Tensor> {
         let kept: Vec<usize> = (0..self.ndim()).filter(|i| !d.contains(i)).collect();
-        let perm: Vec<isize> = kept.iter().chain(d).map(|&i| i as isize).collect();
-        let mut shape: Vec<isize> = kept.iter().map(|&i| self.shape()[i] as isize).collect();
-        shape.push(reduced_count(self.shape(), d) as isize);
+        let perm: Vec<usize> = kept.iter().chain(d).copied().collect();
+        let mut shape: Vec<usize> = kept.iter().map(|&i| self.shape()[i]).collect();
+        shape.push(reduced_count(self.shape(), d));
         let moved = if self.ndim() == 0 {
             self.clone()
         } else {
@@ -440,7 +440,7 @@ impl Tensor {
     fn softmax_over(&self, d: &[usize]) -> Result<Tensor> {
         let kept: Vec<usize> = (0..self.ndim()).filter(|i| !d.contains(i)).collect();
         let perm: Vec<usize> = kept.iter().chain(d).copied().collect();
-        let moved_shape: Vec<isize> = perm.iter().map(|&i| self.shape()[i] as isize).collect();
+        let moved_shape: Vec<usize> = perm.iter().map(|&i| self.shape()[i]).collect();
         let p = self.reduced_last(d)?.softmax(-1)?.reshape(&moved_shape)?;
         if self.ndim() == 0 {
             return Ok(p);

@@ -285,17 +285,13 @@ impl Tensor {
         let mut shape = vec![1usize; nd - self.ndim()];
         shape.extend_from_slice(self.shape());
         // [s0, s1] -> [1, s0, 1, s1] -> expand [r0, s0, r1, s1] -> [r0*s0, r1*s1]
-        let split: Vec<isize> = shape.iter().flat_map(|&s| [1, s as isize]).collect();
-        let expanded: Vec<isize> = shape
+        let split: Vec<usize> = shape.iter().flat_map(|&s| [1, s]).collect();
+        let expanded: Vec<usize> = shape
             .iter()
             .zip(repeats)
-            .flat_map(|(&s, &r)| [r as isize, s as isize])
+            .flat_map(|(&s, &r)| [r, s])
             .collect();
-        let merged: Vec<isize> = shape
-            .iter()
-            .zip(repeats)
-            .map(|(&s, &r)| (s * r) as isize)
-            .collect();
+        let merged: Vec<usize> = shape.iter().zip(repeats).map(|(&s, &r)| s * r).collect();
         self.reshape(&split)?
             .expand(&expanded)?
             .contiguous_copy()?

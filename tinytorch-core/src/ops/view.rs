@@ -506,10 +506,10 @@ impl Tensor {
                 format!("cannot sum shape {:?} to {shape:?}", self.shape()),
             )
         })?;
-        let mut dims: Vec<isize> = (0..extra as isize).collect();
+        let mut dims: Vec<usize> = (0..extra).collect();
         for (i, &d) in shape.iter().enumerate() {
             if d == 1 && self.shape()[extra + i] != 1 {
-                dims.push((extra + i) as isize);
+                dims.push(extra + i);
             } else if d != self.shape()[extra + i] {
                 return Err(Error::shape(
                     "sum_to_shape",

@@ -66,9 +66,9 @@ impl Module for SyncBatchNorm {
         }
         let c = x.shape()[1];
         // x: (N, C, *); statistics per channel over every other dim, on every rank.
-        let dims: Vec<isize> = (0..x.ndim() as isize).filter(|d| *d != 1).collect();
-        let mut per_channel = vec![1isize; x.ndim()];
-        per_channel[1] = c as isize;
+        let dims: Vec<usize> = (0..x.ndim()).filter(|d| *d != 1).collect();
+        let mut per_channel = vec![1; x.ndim()];
+        per_channel[1] = c;
         let local = (x.numel() / c.max(1)) as f64;
         let count = Tensor::full(&[1], local, x.dtype(), x.device())?;
         let sums = all_reduce_sum(

@@ -44,7 +44,7 @@ pub(super) fn add_bias(
 ) -> Result<Tensor> {
     let Some(b) = bias else { return Ok(out) };
     check_bias(op, b, channels, &out)?;
-    out.add(&b.reshape(&[1, channels as isize, 1, 1])?)
+    out.add(&b.reshape(&[1, channels, 1, 1])?)
 }
 
 /// `bias` must be `(C,)` with the input's dtype.

@@ -51,7 +51,7 @@ pub(super) fn fused_cross_entropy(
     let rows = if x.ndim() > 2 {
         // (N, C, d1, ...) -> (N, d1, ..., C): one row per sample and position, in the
         // targets' row-major order.
-        let mut dims: Vec<isize> = (0..x.ndim() as isize).filter(|&d| d != 1).collect();
+        let mut dims: Vec<usize> = (0..x.ndim()).filter(|&d| d != 1).collect();
         dims.push(1);
         x.permute(&dims)?
             .contiguous()?

@@ -368,7 +368,7 @@ fn batch_norm_composite(
     eps: f64,
 ) -> Result<(Tensor, Tensor, Tensor)> {
     let cs = channel_shape(x.shape()[1], x.ndim());
-    let dims: Vec<isize> = (0..x.ndim() as isize).filter(|&d| d != 1).collect();
+    let dims: Vec<usize> = (0..x.ndim()).filter(|&d| d != 1).collect();
     let mean = x.mean(&dims, true)?;
     let var = x.var(&dims, 0.0, true)?;
     let y = x.sub(&mean)?.mul(&var.add_scalar(eps)?.rsqrt()?)?;

@@ -43,7 +43,7 @@ pub(super) fn additive_mask(attention_mask: &Tensor) -> Result<Option<Tensor>> {
     let additive = mask
         .rsub_scalar(1.0)?
         .mul_scalar(f32::MIN as f64)?
-        .reshape(&[b as isize, 1, 1, t as isize])?;
+        .reshape(&[b, 1, 1, t])?;
     Ok(Some(additive))
 }
 
