@@ -352,7 +352,6 @@ impl Tensor {
         correction: f64,
         keepdim: bool,
     ) -> Result<Tensor> {
-        let dims = &*dims.to_isizes();
         self.require_float("std")?;
         let var = self.var(dims, correction, keepdim)?;
         let out = {

@@ -246,7 +246,7 @@ impl Tensor {
                 ));
             }
             let flat = self.reshape(&[-1])?.roll(shifts, &[0])?;
-            return flat.reshape(&self.shape());
+            return flat.reshape(self.shape());
         }
         if shifts.len() != dims.len() {
             return Err(Error::invalid(
