@@ -556,3 +556,159 @@ fn bf16_autocast_training_steps_follow_the_cpu() {
     }
     assert_parameters_close(&cpu_model, &gpu_model, 2e-2);
 }
+
+/// Whole-tensor and few-output reductions over long rows, which the device cuts into slices
+/// (a first pass per slice, a second over the slices' partial results), against the CPU in
+/// every dtype: sum, prod, max (with a NaN), min, mean, all and any, on contiguous,
+/// transposed and sliced inputs.
+#[test]
+fn reductions_of_long_rows_in_slices_match_the_cpu() {
+    let Some(_turn) = gpu() else { return };
+    let n = 3 * 4096 + 77; // long enough to be sliced, not a multiple of a slice
+    let base = Tensor::from_vec(
+        (0..2 * n)
+            .map(|i| ((i * 37) % 101) as f32 / 10.0 - 5.0)
+            .collect::<Vec<_>>(),
+        &[2, n],
+    )
+    .unwrap();
+    let views = [
+        base.clone(),
+        base.t().unwrap().contiguous().unwrap().t().unwrap(),
+        base.narrow(1, 5, n - 9).unwrap(),
+    ];
+    for dtype in [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::I64,
+        DType::I32,
+        DType::U8,
+        DType::Bool,
+    ] {
+        for (v, host) in views.iter().enumerate() {
+            let host = host.to_dtype(dtype).unwrap();
+            let dev = host.cuda().unwrap();
+            // Sums of 12,000 terms in another order: f32 and half round differently.
+            let tol = match dtype {
+                DType::F16 | DType::BF16 => 2e-2,
+                DType::F32 => 1e-3,
+                _ => 1e-12,
+            };
+            let close = |what: &str, a: &Tensor, b: &Tensor| {
+                assert_eq!(a.dtype(), b.dtype(), "{what} {dtype:?} view {v}");
+                let (a, b) = (vals(a), vals(b));
+                assert_close_slices(
+                    &a,
+                    &b,
+                    Tol::scaled(tol),
+                    &format!("{what} {dtype:?} view {v}"),
+                );
+            };
+            close("sum", &host.sum_all().unwrap(), &dev.sum_all().unwrap());
+            close(
+                "sum dim 1",
+                &host.sum(&[1], false).unwrap(),
+                &dev.sum(&[1], false).unwrap(),
+            );
+            close("max", &host.max_all().unwrap(), &dev.max_all().unwrap());
+            close("min", &host.min_all().unwrap(), &dev.min_all().unwrap());
+            close("all", &host.all().unwrap(), &dev.all().unwrap());
+            close("any", &host.any().unwrap(), &dev.any().unwrap());
+            if dtype.is_float() {
+                close("mean", &host.mean_all().unwrap(), &dev.mean_all().unwrap());
+                // Factors near 1, so that the product of 12,000 stays finite.
+                let near_one = host.mul_scalar(1e-4).unwrap().add_scalar(1.0).unwrap();
+                let p = |t: &Tensor| t.prod(&[1], false).unwrap();
+                close("prod dim 1", &p(&near_one), &p(&near_one.cuda().unwrap()));
+            }
+        }
+    }
+    // A NaN anywhere wins max and min, as on the CPU.
+    let mut v = vec![1.0f32; n];
+    v[n - 3] = f32::NAN;
+    let dev = Tensor::from_vec(v, &[n]).unwrap().cuda().unwrap();
+    assert!(dev.max_all().unwrap().item_f64().unwrap().is_nan());
+    assert!(dev.min_all().unwrap().item_f64().unwrap().is_nan());
+}
+
+/// A training step on the device makes no copy between host and device, and the host waits
+/// for the device once: for the one `loss.item()` of the step. Each model runs two steps
+/// first (kernels compiled, buffers cached, optimizer state made), then one counted step.
+#[test]
+fn a_training_step_waits_for_the_device_only_for_its_loss() {
+    use tinytorch::models::gpt::{Gpt, GptConfig};
+    use tinytorch::models::ModelKind;
+    use tinytorch::optim::{AdamOptions, AdamW, Optimizer};
+    let Some(_turn) = gpu() else { return };
+    let dev = cuda::device::get(0).unwrap();
+    let counted = |what: &str, step: &mut dyn FnMut() -> f64| {
+        step();
+        step();
+        let before = dev.traffic();
+        let loss = step();
+        let made = dev.traffic() - before;
+        assert!(loss.is_finite(), "{what}: loss {loss}");
+        assert_eq!(
+            made,
+            cuda::Traffic {
+                to_device: 0,
+                to_host: 1,
+                waits: 1
+            },
+            "{what}: one training step"
+        );
+    };
+    for (kind, shape) in [
+        ("mlp", ImageShape::MNIST),
+        ("seed-cnn", ImageShape::MNIST),
+        ("resnet20", ImageShape::CIFAR),
+    ] {
+        manual_seed(0);
+        let mut model = kind.parse::<ModelKind>().unwrap().build(shape, 10).unwrap();
+        model.to_device(GPU).unwrap();
+        model.train();
+        let opts = SgdOptions {
+            lr: 0.05,
+            momentum: 0.9,
+            ..Default::default()
+        };
+        let mut opt = SGD::new(model.parameters(), opts).unwrap();
+        let x = Tensor::rand(
+            &[8, shape.channels, shape.height, shape.width],
+            DType::F32,
+            GPU,
+        )
+        .unwrap();
+        let y = Tensor::randint(0, 10, &[8], GPU).unwrap();
+        counted(kind, &mut || sgd_step(&*model, &mut opt, &x, &y));
+    }
+    let c = GptConfig {
+        vocab_size: 128,
+        block_size: 32,
+        n_layer: 2,
+        n_head: 2,
+        n_embd: 64,
+        dropout: 0.0,
+        bias: true,
+    };
+    manual_seed(0);
+    let gpt = Gpt::new(c).unwrap();
+    gpt.to_device(GPU).unwrap();
+    let opts = AdamOptions {
+        lr: 3e-4,
+        weight_decay: 0.1,
+        ..Default::default()
+    };
+    let mut opt = AdamW::new(gpt.parameters(), opts).unwrap();
+    let x = Tensor::randint(0, 128, &[4, 32], GPU).unwrap();
+    let y = Tensor::randint(0, 128, &[4, 32], GPU).unwrap();
+    counted("gpt", &mut || {
+        opt.zero_grad();
+        let loss = gpt.loss(&x, &y).unwrap().0;
+        loss.backward().unwrap();
+        opt.step().unwrap();
+        loss.item_f64().unwrap()
+    });
+}

@@ -244,6 +244,35 @@ impl Storage {
         }
     }
 
+    /// `start + i * step` for i < n, in `dtype` on `device`: built on the device itself, so
+    /// that a model's positions (`arange(T)` in each forward) cost no copy from the host.
+    pub fn arange(
+        device: Device,
+        dtype: DType,
+        n: usize,
+        start: f64,
+        step: f64,
+    ) -> Result<Storage> {
+        match device {
+            Device::Cpu => {
+                let values: Vec<f64> = (0..n).map(|i| start + i as f64 * step).collect();
+                let cpu = CpuStorage::F64(values.into());
+                if dtype == DType::F64 {
+                    return Ok(Storage::Cpu(cpu));
+                }
+                Ok(Storage::Cpu(
+                    cpu.to_dtype(&Layout::contiguous(&[n]), dtype)?,
+                ))
+            }
+            #[cfg(feature = "cuda")]
+            Device::Cuda(i) => Ok(Storage::Cuda(CudaStorage::arange(
+                i, dtype, n, start, step,
+            )?)),
+            #[cfg(not(feature = "cuda"))]
+            Device::Cuda(_) => Err(no_cuda("arange")),
+        }
+    }
+
     /// Move a host buffer to `device`.
     pub fn from_cpu(cpu: CpuStorage, device: Device) -> Result<Storage> {
         match device {

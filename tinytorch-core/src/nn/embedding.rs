@@ -32,8 +32,15 @@ pub fn embedding(input: &Tensor, weight: &Tensor, padding_idx: Option<usize>) ->
     }
     let (num, dim) = (weight.shape()[0], weight.shape()[1]);
     let flat = input.reshape(&[-1])?;
-    if let Some(bad) = flat
-        .to_vec::<i64>()?
+    // On a GPU the index kernel flags an out-of-range index and the next synchronisation
+    // reports it (PyTorch's device-side assert): reading the indices here would make the
+    // host wait for the device in every forward.
+    let checked_here = if flat.device().is_cpu() {
+        flat.to_vec::<i64>()?
+    } else {
+        Vec::new()
+    };
+    if let Some(bad) = checked_here
         .into_iter()
         .find(|&i| i < 0 || i as usize >= num)
     {

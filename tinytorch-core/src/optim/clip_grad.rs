@@ -1,7 +1,7 @@
 //! Gradient clipping (`torch.nn.utils.clip_grad_norm_`, `clip_grad_value_`).
 
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
 
 /// Scale the gradients of `params` so that their joint `norm_type` norm is at most
 /// `max_norm`, and return the total norm before clipping (`torch.nn.utils.clip_grad_norm_`).
@@ -19,38 +19,38 @@ pub fn clip_grad_norm_(params: &[Tensor], max_norm: f64, norm_type: f64) -> Resu
     if grads.is_empty() {
         return Ok(Tensor::scalar(0.0f32));
     }
-    let mut norms = Vec::with_capacity(grads.len());
-    for g in &grads {
-        let abs = g.abs()?;
-        let n = if abs.numel() == 0 {
-            0.0
-        } else if norm_type.is_infinite() {
-            abs.max_all()?.item_f64()?
-        } else {
-            abs.to_dtype(crate::tensor::DType::F64)?
-                .pow_scalar(norm_type)?
-                .sum_all()?
-                .item_f64()?
-                .powf(1.0 / norm_type)
-        };
-        norms.push(n);
-    }
+    // Everything stays on the gradients' device, as in PyTorch: reading a norm on the host
+    // would make it wait for the device once per parameter.
+    let norms = grads
+        .iter()
+        .map(|g| {
+            let abs = g.abs()?;
+            if abs.numel() == 0 {
+                Tensor::zeros(&[], DType::F64, g.device())
+            } else if norm_type.is_infinite() {
+                abs.max_all()?.to_dtype(DType::F64)
+            } else {
+                abs.to_dtype(DType::F64)?.pow_scalar(norm_type)?.sum_all()
+            }
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let norms = Tensor::stack(&norms.iter().collect::<Vec<_>>(), 0)?;
     let total = if norm_type.is_infinite() {
-        norms.iter().copied().fold(0.0, f64::max)
+        norms.max_all()?
     } else {
-        norms
-            .iter()
-            .map(|n| n.powf(norm_type))
-            .sum::<f64>()
-            .powf(1.0 / norm_type)
+        norms.sum_all()?.pow_scalar(1.0 / norm_type)?
     };
-    let clip_coef = (max_norm / (total + 1e-6)).min(1.0);
-    if clip_coef < 1.0 {
-        for g in &grads {
-            g.mul_scalar_(clip_coef)?;
-        }
+    // max_norm / (total + 1e-6), clamped to 1 and multiplied in whatever it is (by 1 exactly
+    // when no clipping is needed).
+    let clip_coef = total
+        .add_scalar(1e-6)?
+        .reciprocal()?
+        .mul_scalar(max_norm)?
+        .clamp_max(1.0)?;
+    for g in &grads {
+        g.mul_(&clip_coef.to_dtype(g.dtype())?)?;
     }
-    Tensor::full(&[], total, grads[0].dtype(), grads[0].device())
+    total.to_dtype(grads[0].dtype())
 }
 
 /// Clamp every gradient of `params` into `[-clip_value, clip_value]` in place

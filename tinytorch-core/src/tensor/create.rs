@@ -203,8 +203,8 @@ impl Tensor {
             ));
         }
         let n = ((end - start) / step).ceil().max(0.0) as usize;
-        let values: Vec<f64> = (0..n).map(|i| start + i as f64 * step).collect();
-        Tensor::from_f64_values(values, &[n], dtype, device)
+        let s = Storage::arange(device, dtype, n, start, step)?;
+        Ok(Tensor::from_contiguous(s, &[n]))
     }
 
     /// `steps` values evenly spaced from `start` to `end` inclusive (`torch.linspace`).
@@ -259,10 +259,17 @@ impl Tensor {
         } else {
             cpu.to_dtype(&Layout::contiguous(&[1]), dtype)?
         };
-        Ok(Tensor::from_contiguous(
-            Storage::from_cpu(cpu, device)?,
-            &[],
-        ))
+        let host = Tensor::from_contiguous(Storage::Cpu(cpu), &[]);
+        if device.is_cpu() {
+            return Ok(host);
+        }
+        // On a GPU, a fill kernel rather than a copy from the host (which would wait for the
+        // device's queue): exact, since the value is already in `dtype`, except i64 past 2^53.
+        let v = host.item_f64()?;
+        if dtype == DType::I64 && v.abs() > (1u64 << 53) as f64 {
+            return host.to_device(device);
+        }
+        Tensor::full(&[], v, dtype, device)
     }
 
     /// A tensor of `dtype` on `device` from f64 values (exact for integers up to 2^53).

@@ -2,6 +2,7 @@
 //! (`backend/cpu/adam.rs`), one element per thread. f32 and f64.
 
 use super::launch::{grid, launch};
+use super::op_codes::adam;
 use super::{suffix, CudaStorage};
 use crate::backend::{AdamStep, BackendStorage};
 use crate::base::DType;
@@ -43,10 +44,10 @@ pub(crate) fn adam_update(
         return Ok(true);
     }
     let ptr = |(s, at): (&CudaStorage, usize)| s.ptr_at(at);
-    let mode: i32 = match (step.decoupled, step.weight_decay != 0.0) {
-        (true, _) => 2,
-        (false, true) => 1,
-        (false, false) => 0,
+    let mode = match (step.decoupled, step.weight_decay != 0.0) {
+        (true, _) => adam::DECOUPLED,
+        (false, true) => adam::L2,
+        (false, false) => adam::NO_DECAY,
     };
     launch!(
         &p.0.dev,

@@ -5,7 +5,7 @@
 
 use super::launch::{launch, row_grid};
 use super::{reduce, suffix, CudaStorage};
-use crate::backend::{BackendStorage, CeReduction, CpuStorage, ReduceOp};
+use crate::backend::{BackendStorage, BinaryOp, CeReduction, ReduceOp};
 use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
 
@@ -52,15 +52,15 @@ fn check(operands: &[Check<'_>]) -> Result<()> {
 pub(crate) struct Forward {
     /// The loss, f64: one per row, or one element when reduced.
     pub loss: CudaStorage,
-    /// The total weight of the rows not ignored (read back to the host).
-    pub weight_total: f64,
+    /// The total weight of the rows not ignored: one f64, on the device.
+    pub weight_total: CudaStorage,
     /// Each row's max and sum of exponentials, f64 `(rows, 2)`.
     pub stats: CudaStorage,
 }
 
 /// Forward over `rows` rows of `classes` logits, reduced as `reduction` says. `Ok(None)`
-/// for a dtype without kernels. Waits for the device (the mean's denominator is read back),
-/// so an out-of-range target is reported here.
+/// for a dtype without kernels. Nothing is read back: the reductions and the mean's division
+/// run on the device, and an out-of-range target is reported at the next synchronisation.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn forward(
     x: (&CudaStorage, usize),
@@ -104,18 +104,16 @@ pub(crate) fn forward(
             s.dev.error_flag_ptr()
         );
     }
-    // Reading the sums back waits for the kernel, so a bad target is reported here.
-    let host_sum = |v: &CudaStorage| -> Result<f64> {
-        let total = reduce::reduce(v, &Layout::contiguous(&[rows]), ReduceOp::Sum, &[0])?;
-        let host = total.to_cpu(&Layout::contiguous(&[]))?;
-        Ok(host.as_slice::<f64>().map_or(0.0, |v| v[0]))
-    };
-    let weight_total = host_sum(&row_weight)?;
-    let one = |v: f64| CudaStorage::from_cpu(&CpuStorage::F64(vec![v].into()), s.dev.ordinal());
+    let total =
+        |v: &CudaStorage| reduce::reduce(v, &Layout::contiguous(&[rows]), ReduceOp::Sum, &[0]);
+    let weight_total = total(&row_weight)?;
+    let scalar = Layout::contiguous(&[]);
     let loss = match reduction {
         CeReduction::None => losses,
-        CeReduction::Sum => one(host_sum(&losses)?)?,
-        CeReduction::Mean => one(host_sum(&losses)? / weight_total)?,
+        CeReduction::Sum => total(&losses)?,
+        CeReduction::Mean => {
+            total(&losses)?.binary(&scalar, &weight_total, &scalar, BinaryOp::Div)?
+        }
     };
     Ok(Some(Forward {
         loss,
@@ -125,7 +123,8 @@ pub(crate) fn forward(
 }
 
 /// `dx` `(rows, classes)` of x's dtype from the forward's operands and statistics; the
-/// upstream gradient per row from `g_rows` (x's dtype) when given, else `g_uniform`.
+/// upstream gradient per row from `g_rows` (x's dtype), or one for all rows: the f64 at
+/// `g_uniform`, on the device. Exactly one of the two is given.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn backward(
     x: (&CudaStorage, usize),
@@ -133,7 +132,7 @@ pub(crate) fn backward(
     weight: Option<(&CudaStorage, usize)>,
     stats: &CudaStorage,
     g_rows: Option<(&CudaStorage, usize)>,
-    g_uniform: f64,
+    g_uniform: Option<(&CudaStorage, usize)>,
     rows: usize,
     classes: usize,
     ignore_index: i64,
@@ -149,7 +148,14 @@ pub(crate) fn backward(
         ("weight", weight, dtype, classes),
         ("statistics", Some((stats, 0)), DType::F64, rows * 2),
         ("grad_output", g_rows, dtype, rows),
+        ("grad_output", g_uniform, DType::F64, 1),
     ])?;
+    if g_rows.is_none() == g_uniform.is_none() {
+        return Err(Error::invalid(
+            OP,
+            "give the upstream gradient per row or uniform, not both",
+        ));
+    }
     let s = x.0;
     let dx = s.alloc_like(dtype, rows * classes)?;
     if rows > 0 {
@@ -167,7 +173,7 @@ pub(crate) fn backward(
             weight.map_or(0u64, |(w, at)| w.ptr_at(at)),
             stats.ptr(),
             g_rows.map_or(0u64, |(g, at)| g.ptr_at(at)),
-            g_uniform,
+            g_uniform.map_or(0u64, |(g, at)| g.ptr_at(at)),
             dx.ptr(),
             s.dev.error_flag_ptr()
         );

@@ -101,6 +101,29 @@ pub fn allow_tf32() -> bool {
     ALLOW_TF32.load(Ordering::Relaxed)
 }
 
+/// Counts of what makes the host and a device wait for each other (see
+/// [`CudaDevice::traffic`]); subtract two readings to count what happened between them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Copies from the host to the device.
+    pub to_device: u64,
+    /// Copies from the device to the host.
+    pub to_host: u64,
+    /// Times the host waited for the device's queue to drain (`synchronize`).
+    pub waits: u64,
+}
+
+impl std::ops::Sub for Traffic {
+    type Output = Traffic;
+    fn sub(self, earlier: Traffic) -> Traffic {
+        Traffic {
+            to_device: self.to_device - earlier.to_device,
+            to_host: self.to_host - earlier.to_host,
+            waits: self.waits - earlier.waits,
+        }
+    }
+}
+
 /// A CUDA device as the backend uses it.
 pub struct CudaDevice {
     ordinal: usize,
@@ -112,6 +135,8 @@ pub struct CudaDevice {
     cache: Mutex<HashMap<usize, Vec<CudaSlice<u8>>>>,
     /// Buffers obtained from the driver so far (cache misses).
     allocations: AtomicU64,
+    /// Host <-> device copies and host waits so far (see [`Traffic`]).
+    traffic: [AtomicU64; 3],
     /// Set by a kernel that met an out-of-range index; checked at synchronisation.
     error_flag: Mutex<CudaSlice<i32>>,
 }
@@ -164,6 +189,7 @@ pub fn get(ordinal: usize) -> Result<Arc<CudaDevice>> {
         blas: OnceLock::new(),
         cache: Mutex::default(),
         allocations: AtomicU64::new(0),
+        traffic: Default::default(),
         error_flag: Mutex::new(error_flag),
     });
     devices.insert(ordinal, d.clone());
@@ -393,6 +419,29 @@ impl CudaDevice {
         self.allocations.load(Ordering::Relaxed)
     }
 
+    /// The host <-> device copies and the host's waits for this device so far. A training
+    /// step should make none but the one its `loss.item()` asks for: each wait leaves the
+    /// device idle while the host queues the next kernels.
+    pub fn traffic(&self) -> Traffic {
+        let [to_device, to_host, waits] =
+            self.traffic.each_ref().map(|c| c.load(Ordering::Relaxed));
+        Traffic {
+            to_device,
+            to_host,
+            waits,
+        }
+    }
+
+    /// Count one host -> device copy.
+    pub(crate) fn count_copy_to_device(&self) {
+        self.traffic[0].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Count one device -> host copy.
+    pub(crate) fn count_copy_to_host(&self) {
+        self.traffic[1].fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The device address of the error flag, for kernels that check indices.
     pub(crate) fn error_flag_ptr(&self) -> u64 {
         let flag = self.error_flag.lock().expect("poisoned");
@@ -403,6 +452,7 @@ impl CudaDevice {
     /// Wait for all queued work, then report (and clear) an out-of-range index that a kernel
     /// met since the last check.
     pub fn synchronize(&self) -> Result<()> {
+        self.traffic[2].fetch_add(1, Ordering::Relaxed);
         self.stream
             .synchronize()
             .map_err(|e| cuda_err("synchronize", e))?;

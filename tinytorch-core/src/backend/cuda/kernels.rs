@@ -51,12 +51,15 @@ fn compile_with_arch(name: &str, src: &str, arch: Option<&'static str>) -> Resul
         name: Some(format!("{name}.cu")),
         ..Default::default()
     };
-    cudarc::nvrtc::compile_ptx_with_opts(format!("{PRELUDE}\n{src}"), opts).map_err(|e| match e {
-        cudarc::nvrtc::CompileError::CompileError { log, .. } => Error::Cuda {
-            op: "nvrtc",
-            msg: format!("{name}.cu does not compile:\n{}", log.to_string_lossy()),
-        },
-        other => cuda_err("nvrtc", other),
+    let codes = super::op_codes::defines();
+    cudarc::nvrtc::compile_ptx_with_opts(format!("{PRELUDE}\n{codes}\n{src}"), opts).map_err(|e| {
+        match e {
+            cudarc::nvrtc::CompileError::CompileError { log, .. } => Error::Cuda {
+                op: "nvrtc",
+                msg: format!("{name}.cu does not compile:\n{}", log.to_string_lossy()),
+            },
+            other => cuda_err("nvrtc", other),
+        }
     })
 }
 

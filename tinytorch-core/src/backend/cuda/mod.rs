@@ -3,7 +3,8 @@
 //! cuBLAS. Libraries load at run time (cudarc's dynamic loading), so a build needs no CUDA
 //! and a machine without a GPU gets an `Err` from the first CUDA call, never a panic.
 //!
-//! All work goes to the device's one stream in order; only copies to the host synchronise.
+//! All work goes to the device's one stream in order; only copies to the host synchronise,
+//! and a training step makes one, for its loss (`CudaDevice::traffic` counts them).
 
 pub(crate) mod adam;
 pub(crate) mod attention;
@@ -16,11 +17,12 @@ pub mod kernels;
 mod launch;
 mod matmul;
 pub(crate) mod norm;
+pub mod op_codes;
 mod reduce;
 
 pub use device::{
     allow_tf32, device_count, device_name, device_properties, is_available, nvrtc_available,
-    set_allow_tf32, CudaDevice, DeviceProperties,
+    set_allow_tf32, CudaDevice, DeviceProperties, Traffic,
 };
 
 use crate::backend::{
@@ -105,12 +107,22 @@ impl CudaStorage {
         Ok(s)
     }
 
+    /// `start + i * step` for i < n on `cuda:ordinal`, computed in f64 and converted as a
+    /// fill converts (`arange` built on the device, not copied from the host).
+    pub fn arange(ordinal: usize, dtype: DType, n: usize, start: f64, step: f64) -> Result<Self> {
+        let dev = device::get(ordinal)?;
+        let out = CudaStorage::uninit(&dev, dtype, n)?;
+        elementwise::arange(&out, start, step)?;
+        Ok(out)
+    }
+
     /// Copy a host buffer to `cuda:ordinal`.
     pub fn from_cpu(cpu: &CpuStorage, ordinal: usize) -> Result<Self> {
         let dev = device::get(ordinal)?;
         let mut s = CudaStorage::uninit(&dev, cpu.dtype(), cpu.len())?;
         let bytes = crate::with_cpu_storage!(cpu, v => as_bytes(v));
         if !bytes.is_empty() {
+            dev.count_copy_to_device();
             dev.stream
                 .memcpy_htod(bytes, &mut s.buf_mut().slice_mut(..bytes.len()))
                 .map_err(|e| cuda_err("to", e))?;
@@ -132,6 +144,7 @@ impl CudaStorage {
         let bytes = if nbytes == 0 {
             Vec::new()
         } else {
+            self.dev.count_copy_to_host();
             self.dev
                 .stream
                 .clone_dtoh(&src.buf().slice(..nbytes))

@@ -8,6 +8,7 @@
 //! contiguous buffers.
 
 use super::launch::{launch, row_grid, BLOCK};
+use super::op_codes::norm;
 use super::{reduce, suffix, CudaStorage};
 use crate::backend::ReduceOp;
 use crate::backend::{NormKind, NormWanted};
@@ -44,8 +45,8 @@ fn opt_ptr(x: Option<Input>) -> u64 {
 
 fn kind_code(kind: NormKind) -> i32 {
     match kind {
-        NormKind::Layer => 0,
-        NormKind::Rms => 1,
+        NormKind::Layer => norm::LAYER,
+        NormKind::Rms => norm::RMS,
     }
 }
 

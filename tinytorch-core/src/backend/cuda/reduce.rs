@@ -2,6 +2,7 @@
 //! scans along one dim. Dtype rules and argument checks are the CPU backend's.
 
 use super::launch::{grid, grid_groups, launch, KShape, KStrides, BLOCK};
+use super::op_codes::{arg, reduce as codes, scan};
 use super::{elementwise, suffix, CudaStorage};
 use crate::backend::cpu::reduce::check_reduce;
 use crate::backend::{ArgReduceOp, ReduceOp, ScanOp};
@@ -47,15 +48,23 @@ pub fn reduce(x: &CudaStorage, l: &Layout, op: ReduceOp, dims: &[usize]) -> Resu
         return reduce(&wide, &Layout::contiguous(l.shape()), op, dims);
     }
     let code: i32 = match op {
-        ReduceOp::Sum => 0,
-        ReduceOp::Prod => 1,
-        ReduceOp::Max => 2,
-        ReduceOp::Min => 3,
-        ReduceOp::All => 4,
-        ReduceOp::Any => 5,
+        ReduceOp::Sum => codes::SUM,
+        ReduceOp::Prod => codes::PROD,
+        ReduceOp::Max => codes::MAX,
+        ReduceOp::Min => codes::MIN,
+        ReduceOp::All => codes::ALL,
+        ReduceOp::Any => codes::ANY,
     };
     let [(ksh, ks, m), (rsh, rs, r)] = split("reduce", l, dims)?;
-    let out_dtype = if code >= 4 { DType::Bool } else { x.dtype };
+    let splits = slices_per_output(m, r);
+    if splits > 1 {
+        return reduce_in_slices(x, op, code, splits, [(ksh, ks, m), (rsh, rs, r)]);
+    }
+    let out_dtype = if code >= codes::ALL {
+        DType::Bool
+    } else {
+        x.dtype
+    };
     let out = x.alloc_like(out_dtype, m)?;
     if m == 0 {
         return Ok(out);
@@ -83,6 +92,72 @@ pub fn reduce(x: &CudaStorage, l: &Layout, op: ReduceOp, dims: &[usize]) -> Resu
     Ok(out)
 }
 
+/// Blocks a reduction should keep busy: a few per SM of the largest devices (132 on an H200).
+const BUSY_BLOCKS: usize = 1024;
+
+/// Fewest elements one slice of a sliced reduction takes (a block of 256 threads, 16 each).
+const MIN_SLICE: usize = 4096;
+
+/// Into how many slices to cut each of `m` reductions of length `r`: 1 (one group of
+/// threads per output) unless the outputs are too few to fill the device and the rows long
+/// enough to share out. A whole-tensor sum was one block on one SM: 12 ms for 2^23 f32 on an
+/// H200, where the memory allows 0.01.
+fn slices_per_output(m: usize, r: usize) -> usize {
+    if m == 0 || m >= BUSY_BLOCKS || r < 2 * MIN_SLICE {
+        return 1;
+    }
+    BUSY_BLOCKS.div_ceil(m).min(r / MIN_SLICE).max(1)
+}
+
+/// The storage dtype of `reduce_partial`'s accumulators for inputs of `dtype` (the kernel's
+/// `Ty<T>::C`).
+fn accumulator_dtype(dtype: DType) -> DType {
+    match dtype {
+        DType::F16 | DType::BF16 | DType::F32 => DType::F32,
+        DType::F64 => DType::F64,
+        _ => DType::I64,
+    }
+}
+
+/// [`reduce`] of `m` outputs each cut into `splits` slices: the first pass writes each
+/// slice's accumulator (`[m, splits]`, in the accumulator dtype), the second reduces those
+/// rows as an ordinary reduction, and a cast brings the result back to the input's dtype
+/// (half-precision sums are rounded once, from f32, as in one pass).
+fn reduce_in_slices(
+    x: &CudaStorage,
+    op: ReduceOp,
+    code: i32,
+    splits: usize,
+    [(ksh, ks, m), (rsh, rs, r)]: [(KShape, KStrides, usize); 2],
+) -> Result<CudaStorage> {
+    let acc = accumulator_dtype(x.dtype);
+    let partial = x.alloc_like(acc, m * splits)?;
+    let chunk = r.div_ceil(splits);
+    let name = format!("reduce_partial_{}", suffix(x.dtype));
+    launch!(
+        &x.dev,
+        MODULE,
+        name,
+        grid_groups(m * splits, BLOCK),
+        m as i64,
+        r as i64,
+        code,
+        splits as i64,
+        chunk as i64,
+        ksh,
+        ks,
+        rsh,
+        rs,
+        x.ptr(),
+        partial.ptr()
+    );
+    let combined = reduce(&partial, &Layout::contiguous(&[m, splits]), op, &[1])?;
+    if combined.dtype == x.dtype || combined.dtype == DType::Bool {
+        return Ok(combined);
+    }
+    elementwise::cast(&combined, &Layout::contiguous(&[m]), x.dtype)
+}
+
 pub fn arg_reduce(x: &CudaStorage, l: &Layout, op: ArgReduceOp, dim: usize) -> Result<CudaStorage> {
     if l.ndim() == 0 {
         let mut out = x.alloc_like(DType::I64, 1)?;
@@ -102,7 +177,11 @@ pub fn arg_reduce(x: &CudaStorage, l: &Layout, op: ArgReduceOp, dim: usize) -> R
     }
     let out = x.alloc_like(DType::I64, m)?;
     if m > 0 {
-        let code: i32 = if op == ArgReduceOp::ArgMax { 0 } else { 1 };
+        let code = if op == ArgReduceOp::ArgMax {
+            arg::MAX
+        } else {
+            arg::MIN
+        };
         let name = format!("arg_reduce_{}", suffix(x.dtype));
         let stride = l.strides()[dim] as i64;
         launch!(
@@ -224,9 +303,9 @@ pub fn scan(x: &CudaStorage, l: &Layout, op: ScanOp, dim: usize) -> Result<CudaS
         return elementwise::cast(x, l, out_dtype);
     }
     let code: i32 = match op {
-        ScanOp::CumSum => 0,
-        ScanOp::CumProd => 1,
-        ScanOp::RevCumSum => 2,
+        ScanOp::CumSum => scan::CUMSUM,
+        ScanOp::CumProd => scan::CUMPROD,
+        ScanOp::RevCumSum => scan::REV_CUMSUM,
     };
     let out = x.alloc_like(out_dtype, l.numel())?;
     let r = rows("cumsum", l, dim)?;

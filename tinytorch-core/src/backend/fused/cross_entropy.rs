@@ -39,8 +39,9 @@ pub enum CeReduction {
 /// The upstream gradient of each row's loss.
 #[derive(Clone, Copy)]
 pub enum CeRowGrad<'a> {
-    /// One value for every row (`sum`, or `mean` already divided by its denominator).
-    Uniform(f64),
+    /// One value for every row (`sum`, or `mean` already divided by its denominator): one
+    /// f64 on the logits' device, which the host need not read.
+    Uniform(Span<'a>),
     /// One value per row (reduction `none`), of the logits' dtype.
     PerRow(Span<'a>),
 }
@@ -61,8 +62,9 @@ pub struct CeForward {
     /// The loss as an f64 buffer on the logits' device (reduced in f64, so that the rows add
     /// unrounded): one per row for `None` (0 for ignored rows), else one element.
     pub loss: Storage,
-    /// The `mean` denominator: the total weight `w_t` of the rows not ignored.
-    pub weight_total: f64,
+    /// The `mean` denominator, the total weight `w_t` of the rows not ignored: one f64 on the
+    /// logits' device.
+    pub weight_total: Storage,
     /// For the backward.
     pub saved: CeSaved,
 }
@@ -106,7 +108,7 @@ impl Storage {
                 };
                 Ok(Some(CeForward {
                     loss: Storage::Cuda(out.loss),
-                    weight_total: out.weight_total,
+                    weight_total: Storage::Cuda(out.weight_total),
                     saved: CeSaved(Saved::Cuda(out.stats)),
                 }))
             }
@@ -132,13 +134,9 @@ impl Storage {
             Saved::Cuda(stats) => {
                 let cuda = cuda_span;
                 let weight = p.weight.map(cuda).transpose()?;
-                let per_row = match g {
-                    CeRowGrad::Uniform(_) => None,
-                    CeRowGrad::PerRow(s) => Some(cuda(s)?),
-                };
-                let uniform = match g {
-                    CeRowGrad::Uniform(v) => v,
-                    CeRowGrad::PerRow(_) => 0.0,
+                let (per_row, uniform) = match g {
+                    CeRowGrad::PerRow(s) => (Some(cuda(s)?), None),
+                    CeRowGrad::Uniform(s) => (None, Some(cuda(s)?)),
                 };
                 crate::backend::cuda::cross_entropy::backward(
                     cuda(x)?,
@@ -218,7 +216,7 @@ fn cpu_forward<T: KernelFloat>(
     };
     Ok(CeForward {
         loss: host(loss),
-        weight_total,
+        weight_total: host(vec![weight_total]),
         saved: CeSaved(keep(stats)),
     })
 }
@@ -233,7 +231,15 @@ fn cpu_backward<T: KernelFloat>(
     let xs = x.cpu_or_err::<T>(OP, "input")?;
     let ts = targets.cpu_or_err::<i64>(OP, "target")?;
     let g = match g {
-        CeRowGrad::Uniform(v) => RowGrad::Uniform(v),
+        CeRowGrad::Uniform(s) => match s.cpu_or_err::<f64>(OP, "grad_output")? {
+            &[g] => RowGrad::Uniform(g),
+            g => {
+                return Err(Error::shape(
+                    OP,
+                    format!("a uniform grad_output is one f64, got {} of them", g.len()),
+                ))
+            }
+        },
         CeRowGrad::PerRow(s) => RowGrad::PerRow(s.cpu_or_err::<T>(OP, "grad_output")?),
     };
     Ok(host(cpu::backward(xs, ts, cpu_params(p)?, stats, g)))

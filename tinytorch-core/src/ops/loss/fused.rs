@@ -140,7 +140,10 @@ fn fused_ce_rows(x: &Tensor, t: &Tensor, w: Option<Tensor>, a: CeArgs) -> Result
         return Ok(Some(out));
     }
     let (saved_x, saved_t) = (x.save(CE), t.save(CE));
-    let (saved, weight_total) = (fwd.saved, fwd.weight_total);
+    let saved = fwd.saved;
+    // The mean's denominator stays where the kernel left it: on a GPU, reading it (or the
+    // loss's gradient) on the host would make the host wait for the device.
+    let weight_total = Tensor::from_contiguous(fwd.weight_total, &[]);
     Ok(Some(out.record(CE, &[x], move |g, _| {
         let (x, t) = (&saved_x.get()?, &saved_t.get()?);
         if crate::autograd::is_grad_enabled() {
@@ -150,18 +153,26 @@ fn fused_ce_rows(x: &Tensor, t: &Tensor, w: Option<Tensor>, a: CeArgs) -> Result
                 w.as_ref(),
                 &a,
                 g,
-                weight_total,
+                &weight_total,
             )?)]);
         }
         let (per_row, uniform) = match a.reduction {
-            Reduction::None => (Some(g.to_dtype(x.dtype())?.contiguous()?), 0.0),
-            Reduction::Sum => (None, g.item_f64()?),
-            Reduction::Mean => (None, g.item_f64()? / weight_total),
+            Reduction::None => (Some(g.to_dtype(x.dtype())?.contiguous()?), None),
+            Reduction::Sum => (None, Some(g.to_dtype(DType::F64)?)),
+            Reduction::Mean => (None, Some(g.to_dtype(DType::F64)?.div(&weight_total)?)),
         };
-        let dx = with_spans(&[Some(x), Some(t), w.as_ref(), per_row.as_ref()], |s| {
-            let g = match s[3] {
-                Some(rows) => CeRowGrad::PerRow(rows),
-                None => CeRowGrad::Uniform(uniform),
+        let operands = [
+            Some(x),
+            Some(t),
+            w.as_ref(),
+            per_row.as_ref(),
+            uniform.as_ref(),
+        ];
+        let dx = with_spans(&operands, |s| {
+            let g = match (s[3], s[4]) {
+                (Some(rows), _) => CeRowGrad::PerRow(rows),
+                (None, Some(one)) => CeRowGrad::Uniform(one),
+                (None, None) => return Err(Error::invalid(CE, "no upstream gradient")),
             };
             let (xs, ts) = (s[0].expect("given"), s[1].expect("given"));
             Storage::cross_entropy_backward(xs, ts, &a.params(s[2]), &saved, g)
@@ -175,21 +186,24 @@ fn fused_ce_rows(x: &Tensor, t: &Tensor, w: Option<Tensor>, a: CeArgs) -> Result
 
 /// The gradient of the fused cross entropy w.r.t. its rows `x` `(samples, C)` written with
 /// tensor ops, `g * (softmax(x) * sum(q) - q)`, for a backward under create_graph, where it
-/// must be differentiable again (the kernel's is not). `weight_total` divides for `Mean`.
+/// must be differentiable again (the kernel's is not). `weight_total` (0-d f64) divides for
+/// `Mean`.
 fn differentiable_ce_rows_grad(
     x: &Tensor,
     t: &Tensor,
     w: Option<&Tensor>,
     a: &CeArgs,
     g: &Tensor,
-    weight_total: f64,
+    weight_total: &Tensor,
 ) -> Result<Tensor> {
     let t = t.reshape(&[-1])?;
     let (q, _) = target_distribution(x, &t, w, a.ignore_index, a.label_smoothing)?;
     let g = match a.reduction {
         Reduction::None => g.to_dtype(x.dtype())?.reshape(&[-1, 1])?,
         Reduction::Sum => g.to_dtype(x.dtype())?,
-        Reduction::Mean => g.to_dtype(x.dtype())?.div_scalar(weight_total)?,
+        Reduction::Mean => g
+            .to_dtype(x.dtype())?
+            .div(&weight_total.to_dtype(x.dtype())?)?,
     };
     let total = q.sum(&[1], true)?;
     x.softmax(1)?.mul(&total)?.sub(&q)?.mul(&g)

@@ -24,9 +24,9 @@ __device__ void adam_impl(i64 n, int maximize, int mode, double decay, double l2
          i += (i64)gridDim.x * blockDim.x) {
         T x = p[i];
         T d = maximize ? -g[i] : g[i];
-        if (mode == 2) {
+        if (mode == ADAM_DECOUPLED) {
             x = x * t_decay;
-        } else if (mode == 1) {
+        } else if (mode == ADAM_L2) {
             d = d + x * t_l2;
         }
         const T mm = m[i] * t_beta1 + t_omb1 * d;

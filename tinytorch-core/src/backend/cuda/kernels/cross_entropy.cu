@@ -93,10 +93,10 @@ __device__ void ce_fwd_impl(i64 rows, i64 c, i64 ignore, double eps, const T* x,
 }
 
 // dx: (rows, C). The upstream gradient of row r is g_rows[r] when g_rows is not null, else
-// g_uniform.
+// *g_uniform (one double on the device, so that the host need not read the loss's gradient).
 template <typename T>
 __device__ void ce_bwd_impl(i64 rows, i64 c, i64 ignore, double eps, const T* x, const i64* t,
-                            const T* w, const double* stats, const T* g_rows, double g_uniform,
+                            const T* w, const double* stats, const T* g_rows, const double* g_uniform,
                             T* dx, int* err) {
     __shared__ double scratch[CE_BLOCK / CE_WARP];
     for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -113,7 +113,7 @@ __device__ void ce_bwd_impl(i64 rows, i64 c, i64 ignore, double eps, const T* x,
             for (i64 j = threadIdx.x; j < c; j += blockDim.x) wsum += (double)w[j];
             wsum = ce_block_reduce<false>(wsum, scratch);
         }
-        const double g = g_rows != nullptr ? (double)g_rows[row] : g_uniform;
+        const double g = g_rows != nullptr ? (double)g_rows[row] : *g_uniform;
         const double wt = w != nullptr ? (double)w[k] : 1.0;
         const double q_total = (1.0 - eps) * wt + eps / (double)c * wsum;
         const double m = stats[2 * row], s = stats[2 * row + 1];
@@ -136,7 +136,7 @@ __device__ void ce_bwd_impl(i64 rows, i64 c, i64 ignore, double eps, const T* x,
     }                                                                                           \
     extern "C" __global__ void ce_bwd_##NAME(i64 rows, i64 c, i64 ignore, double eps,           \
             const T* x, const i64* t, const T* w, const double* stats, const T* g_rows,         \
-            double g_uniform, T* dx, int* err) {                                                \
+            const double* g_uniform, T* dx, int* err) {                                         \
         ce_bwd_impl<T>(rows, c, ignore, eps, x, t, w, stats, g_rows, g_uniform, dx, err);       \
     }
 

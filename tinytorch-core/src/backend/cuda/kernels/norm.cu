@@ -9,7 +9,7 @@
 //   dx   = rstd * (gw - mean(gw) - xhat * mean(gw * xhat))     (RMSNorm: no mean(gw) term)
 //   dweight = sum over rows of g * xhat,  dbias = sum over rows of g
 //
-// kind: 0 LayerNorm, 1 RMSNorm. An absent weight or bias is a null pointer.
+// kind: NORM_LAYER (LayerNorm) or NORM_RMS (RMSNorm). An absent weight or bias is a null pointer.
 
 #define NORM_WARP 32
 // Threads per block of every norm kernel (launch::BLOCK); norm_param_grads relies on it.
@@ -40,7 +40,7 @@ __device__ void norm_fwd_impl(i64 rows, i64 n, int kind, double eps, const T* x,
     for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
         const T* xr = x + row * n;
         T mean = 0;
-        if (kind == 0) {
+        if (kind == NORM_LAYER) {
             T s = 0;
             for (i64 j = threadIdx.x; j < n; j += blockDim.x) s += xr[j];
             mean = (T)((double)norm_block_sum(s, scratch) * inv_n);
@@ -84,7 +84,7 @@ __device__ void norm_bwd_dx_impl(i64 rows, i64 n, int kind, const T* x, const T*
         // mean(gw * xhat) = rstd * mean(gw * (x - mean)).
         const T c_xhat = (T)((double)norm_block_sum(s_xhat, scratch) * inv_n * (double)rstd);
         // `kind` is the same for the whole block, so the barriers inside are reached by all.
-        const T c_mean = kind == 0 ? (T)((double)norm_block_sum(s_g, scratch) * inv_n) : (T)0;
+        const T c_mean = kind == NORM_LAYER ? (T)((double)norm_block_sum(s_g, scratch) * inv_n) : (T)0;
         for (i64 j = threadIdx.x; j < n; j += blockDim.x) {
             T gw = w != nullptr ? gr[j] * w[j] : gr[j];
             T xhat = (xr[j] - mean) * rstd;

@@ -4,15 +4,15 @@
 
 #define WARP 32
 
-// Op codes of reduce: 0 sum, 1 prod, 2 max, 3 min, 4 all, 5 any.
+// Op codes of reduce: REDUCE_* (backend/cuda/op_codes.rs).
 template <typename A>
 __device__ __forceinline__ A reduce_identity(int op) {
     switch (op) {
-    case 0: return (A)0;
-    case 1: return (A)1;
-    case 2: return Lowest<A>::value();
-    case 3: return Highest<A>::value();
-    case 4: return (A)1;
+    case REDUCE_SUM: return (A)0;
+    case REDUCE_PROD: return (A)1;
+    case REDUCE_MAX: return Lowest<A>::value();
+    case REDUCE_MIN: return Highest<A>::value();
+    case REDUCE_ALL: return (A)1;
     }
     return (A)0;
 }
@@ -21,12 +21,12 @@ __device__ __forceinline__ A reduce_identity(int op) {
 template <typename A>
 __device__ __forceinline__ A reduce_combine(int op, A a, A b) {
     switch (op) {
-    case 0: return a + b;
-    case 1: return a * b;
-    case 2: return (is_nan(a) || is_nan(b)) ? a + b : (a > b ? a : b);
-    case 3: return (is_nan(a) || is_nan(b)) ? a + b : (a < b ? a : b);
-    case 4: return (A)((a != (A)0) && (b != (A)0));
-    case 5: return (A)((a != (A)0) || (b != (A)0));
+    case REDUCE_SUM: return a + b;
+    case REDUCE_PROD: return a * b;
+    case REDUCE_MAX: return (is_nan(a) || is_nan(b)) ? a + b : (a > b ? a : b);
+    case REDUCE_MIN: return (is_nan(a) || is_nan(b)) ? a + b : (a < b ? a : b);
+    case REDUCE_ALL: return (A)((a != (A)0) && (b != (A)0));
+    case REDUCE_ANY: return (A)((a != (A)0) || (b != (A)0));
     }
     return a;
 }
@@ -37,21 +37,31 @@ __device__ __forceinline__ A warp_reduce(int op, A v) {
     return v;
 }
 
-// `group` threads (32, or the whole block of 256) reduce one output; blockDim.x is 256.
-// Output: T for sum/prod/max/min, boolean for all/any.
-template <typename T>
-__device__ void reduce_impl(i64 m, i64 r, int op, int group, const Shape& ksh, const Strides& ks,
-                            const Shape& rsh, const Strides& rs, const T* in, void* out) {
+// `group` threads (32, or the whole block of 256) reduce one slice: elements
+// [c * chunk, (c + 1) * chunk) of output o's r, for slice o2 = o * splits + c. With one slice
+// per output (splits 1, chunk r) that is the whole reduction, written to `out` (T, or boolean
+// for all/any). With several (PARTIAL), each slice's accumulator (Ty<T>::C) goes to
+// `out[o2]` and a second pass combines the slices: a few outputs over long rows (a loss's
+// sum over a whole activation) would otherwise leave all but a few SMs idle.
+// blockDim.x is 256.
+template <typename T, bool PARTIAL>
+__device__ void reduce_impl(i64 m, i64 r, int op, int group, i64 splits, i64 chunk,
+                            const Shape& ksh, const Strides& ks, const Shape& rsh,
+                            const Strides& rs, const T* in, void* out) {
     typedef typename Ty<T>::C A;
     __shared__ A partial[256 / WARP];
     const int lane = threadIdx.x % group;
     const i64 per_block = blockDim.x / group;
-    for (i64 o = (i64)blockIdx.x * per_block + threadIdx.x / group; o - threadIdx.x / group < m;
-         o += (i64)gridDim.x * per_block) {
+    const i64 slices = m * splits;
+    for (i64 o2 = (i64)blockIdx.x * per_block + threadIdx.x / group; o2 - threadIdx.x / group < slices;
+         o2 += (i64)gridDim.x * per_block) {
         A acc = reduce_identity<A>(op);
-        if (o < m) {
+        if (o2 < slices) {
+            const i64 o = o2 / splits;
+            const i64 j0 = (o2 % splits) * chunk;
+            const i64 j1 = j0 + chunk < r ? j0 + chunk : r;
             i64 base = offset_of(ksh, ks, o);
-            for (i64 j = lane; j < r; j += group) {
+            for (i64 j = j0 + lane; j < j1; j += group) {
                 A x = Ty<T>::up(in[base + offset_of(rsh, rs, j)]);  // rs.offset is 0
                 acc = reduce_combine(op, acc, x);
             }
@@ -66,9 +76,10 @@ __device__ void reduce_impl(i64 m, i64 r, int op, int group, const Shape& ksh, c
             }
             __syncthreads();
         }
-        if (lane == 0 && o < m) {
-            if (op >= 4) ((boolean*)out)[o].x = acc != (A)0;
-            else ((T*)out)[o] = Ty<T>::down(acc);
+        if (lane == 0 && o2 < slices) {
+            if (PARTIAL) ((A*)out)[o2] = acc;
+            else if (op >= REDUCE_ALL) ((boolean*)out)[o2].x = acc != (A)0;
+            else ((T*)out)[o2] = Ty<T>::down(acc);
         }
     }
 }
@@ -77,11 +88,17 @@ __device__ void reduce_impl(i64 m, i64 r, int op, int group, const Shape& ksh, c
     extern "C" __global__ void reduce_##NAME(i64 m, i64 r, int op, int group, Shape ksh,      \
                                              Strides ks, Shape rsh, Strides rs, const T* in,  \
                                              void* out) {                                     \
-        reduce_impl<T>(m, r, op, group, ksh, ks, rsh, rs, in, out);                           \
+        reduce_impl<T, false>(m, r, op, group, 1, r, ksh, ks, rsh, rs, in, out);              \
+    }                                                                                         \
+    extern "C" __global__ void reduce_partial_##NAME(i64 m, i64 r, int op, i64 splits,        \
+                                                     i64 chunk, Shape ksh, Strides ks,        \
+                                                     Shape rsh, Strides rs, const T* in,      \
+                                                     void* out) {                             \
+        reduce_impl<T, true>(m, r, op, 256, splits, chunk, ksh, ks, rsh, rs, in, out);        \
     }
 FOR_ALL_TYPES(REDUCE)
 
-// Index of the max (op 0) or min (op 1) along a dim of size r and stride rstride; the first
+// Index of the max (ARG_MAX) or min (ARG_MIN) along a dim of size r and stride rstride; the first
 // occurrence wins ties and the first NaN wins outright. One warp per output.
 #define ARG_REDUCE(T, NAME)                                                                   \
     extern "C" __global__ void arg_reduce_##NAME(i64 m, i64 r, int op, Shape ksh, Strides ks,  \
@@ -97,7 +114,7 @@ FOR_ALL_TYPES(REDUCE)
             for (i64 j = lane; j < r; j += WARP) {                                            \
                 A x = Ty<T>::up(in[base + j * rstride]);                                      \
                 if (idx >= 0 && is_nan(best)) break;                                          \
-                if (idx < 0 || is_nan(x) || (op == 0 ? x > best : x < best)) { best = x; idx = j; } \
+                if (idx < 0 || is_nan(x) || (op == ARG_MAX ? x > best : x < best)) { best = x; idx = j; } \
             }                                                                                 \
             for (int s = WARP / 2; s > 0; s /= 2) {                                           \
                 A ob = __shfl_down_sync(0xffffffffu, best, s);                                \
@@ -107,7 +124,7 @@ FOR_ALL_TYPES(REDUCE)
                 if (idx < 0) take = true;                                                     \
                 else if (is_nan(best) || is_nan(ob)) take = is_nan(ob) && (!is_nan(best) || oi < idx); \
                 else if (ob == best) take = oi < idx;                                         \
-                else take = op == 0 ? ob > best : ob < best;                                  \
+                else take = op == ARG_MAX ? ob > best : ob < best;                                  \
                 if (take) { best = ob; idx = oi; }                                            \
             }                                                                                 \
             if (lane == 0) out[o] = idx < 0 ? 0 : idx;                                        \
@@ -156,14 +173,14 @@ FOR_ALL_TYPES(ARG_REDUCE)
     }
 FOR_FLOAT_TYPES(SOFTMAX)
 
-// Inclusive scans along a dim: op 0 cumsum, 1 cumprod, 2 suffix sums (the scan runs from the
+// Inclusive scans along a dim: SCAN_CUMSUM, SCAN_CUMPROD, SCAN_REV_CUMSUM (suffix sums) (the scan runs from the
 // end of the row: scan position k is element n - 1 - k). Floats accumulate in double and keep
 // their dtype; integers and bool accumulate into i64 with wrapping arithmetic, which is
 // associative, so the parallel scan's integer results equal the sequential ones exactly (the
 // float sums may differ from the CPU's sequential order in the last bits of the double).
-__device__ __forceinline__ double scan_step(int op, double a, double x) { return op == 1 ? a * x : a + x; }
-__device__ __forceinline__ i64 scan_step(int op, i64 a, i64 x) { return op == 1 ? wmul(a, x) : wadd(a, x); }
-template <typename A> __device__ __forceinline__ A scan_identity(int op) { return op == 1 ? (A)1 : (A)0; }
+__device__ __forceinline__ double scan_step(int op, double a, double x) { return op == SCAN_CUMPROD ? a * x : a + x; }
+__device__ __forceinline__ i64 scan_step(int op, i64 a, i64 x) { return op == SCAN_CUMPROD ? wmul(a, x) : wadd(a, x); }
+template <typename A> __device__ __forceinline__ A scan_identity(int op) { return op == SCAN_CUMPROD ? (A)1 : (A)0; }
 template <typename O> __device__ __forceinline__ void scan_store(O* p, double a) { *p = Ty<O>::from_d(a); }
 __device__ __forceinline__ void scan_store(i64* p, i64 a) { *p = a; }
 
@@ -177,7 +194,7 @@ __device__ void scan_serial_impl(i64 rows, i64 n, int op, const Shape& osh, cons
         i64 ib = offset_of(osh, is, row), ob = offset_of(osh, os, row);
         A acc = scan_identity<A>(op);
         for (i64 k = 0; k < n; ++k) {
-            i64 j = op == 2 ? n - 1 - k : k;
+            i64 j = op == SCAN_REV_CUMSUM ? n - 1 - k : k;
             acc = scan_step(op, acc, (A)Ty<T>::up(in[ib + j * istride]));
             scan_store(out + ob + j * ostride, acc);
         }
@@ -251,7 +268,7 @@ __device__ void scan_impl(i64 rows, i64 n, int op, int group, const Shape& osh,
             for (int t = 0; t < SCAN_ITEMS; ++t) {
                 const i64 k = first + t;
                 if (k < n) {
-                    const i64 j = op == 2 ? n - 1 - k : k;
+                    const i64 j = op == SCAN_REV_CUMSUM ? n - 1 - k : k;
                     acc = scan_step(op, acc, (A)Ty<T>::up(in[ib + j * istride]));
                 }
                 part[t] = acc;
@@ -263,7 +280,7 @@ __device__ void scan_impl(i64 rows, i64 n, int op, int group, const Shape& osh,
             for (int t = 0; t < SCAN_ITEMS; ++t) {
                 const i64 k = first + t;
                 if (k < n) {
-                    const i64 j = op == 2 ? n - 1 - k : k;
+                    const i64 j = op == SCAN_REV_CUMSUM ? n - 1 - k : k;
                     scan_store(out + ob + j * ostride, scan_step(op, prefix, part[t]));
                 }
             }
