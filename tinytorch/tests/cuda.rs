@@ -712,3 +712,61 @@ fn a_training_step_waits_for_the_device_only_for_its_loss() {
         loss.item_f64().unwrap()
     });
 }
+
+/// rand, randn and bernoulli (dropout's masks) are drawn by a kernel: no copy between host
+/// and device, the moments of their distributions, the same values again after the same
+/// seed, and a probability outside [0, 1] reported at the next synchronisation.
+#[test]
+fn random_tensors_are_drawn_on_the_device() {
+    let Some(_turn) = gpu() else { return };
+    let dev = cuda::device::get(0).unwrap();
+    let n = 1 << 20;
+    for dtype in [DType::F32, DType::F64, DType::F16, DType::BF16] {
+        manual_seed(5);
+        let before = dev.traffic();
+        let u = Tensor::rand(&[n], dtype, GPU).unwrap();
+        let z = Tensor::randn(&[n], dtype, GPU).unwrap();
+        let keep = Tensor::full(&[n], 0.3, dtype, GPU)
+            .unwrap()
+            .bernoulli()
+            .unwrap();
+        let made = dev.traffic() - before;
+        assert_eq!((made.to_device, made.to_host), (0, 0), "{dtype:?}");
+        let (u, z, keep) = (vals(&u), vals(&z), vals(&keep));
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        assert!(
+            u.iter().all(|&x| (0.0..1.0).contains(&x)),
+            "{dtype:?}: rand outside [0, 1)"
+        );
+        assert!(
+            (mean(&u) - 0.5).abs() < 5e-3,
+            "{dtype:?}: rand mean {}",
+            mean(&u)
+        );
+        let var = mean(&z.iter().map(|x| x * x).collect::<Vec<_>>());
+        assert!(
+            mean(&z).abs() < 5e-3 && (var - 1.0).abs() < 1e-2,
+            "{dtype:?}: randn {} {var}",
+            mean(&z)
+        );
+        assert!(keep.iter().all(|&x| x == 0.0 || x == 1.0));
+        assert!(
+            (mean(&keep) - 0.3).abs() < 5e-3,
+            "{dtype:?}: bernoulli mean {}",
+            mean(&keep)
+        );
+        manual_seed(5);
+        assert_eq!(
+            vals(&Tensor::rand(&[n], dtype, GPU).unwrap()),
+            u,
+            "{dtype:?}: reseeded"
+        );
+    }
+    let bad = Tensor::full(&[4], 1.5, DType::F32, GPU).unwrap();
+    let err = bad
+        .bernoulli()
+        .and_then(|t| t.to_vec_f64())
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("bernoulli"), "{err}");
+}

@@ -4,11 +4,15 @@
 //! The generator is ChaCha8 (`rand_chacha`): the same seed gives the same numbers on every
 //! machine, and its state (seed, stream, word position) is three integers, easy to store in a
 //! checkpoint. Values are generated on the host in row-major order, one after another, so a
-//! result never depends on the thread count. The streams differ from PyTorch's (MT19937 on
+//! result never depends on the thread count; on a GPU, a kernel draws them (Philox, each
+//! element a function of its index and one seed taken from the generator), so that a
+//! dropout mask costs no copy from the host. The streams differ from PyTorch's (MT19937 on
 //! the CPU, Philox on CUDA): the same seed gives different numbers than in PyTorch.
 
 use super::layout::storage_numel;
 use super::{DType, Device, Tensor};
+#[cfg(feature = "cuda")]
+use crate::backend::cuda::random::Draw;
 use crate::backend::{try_host_buffer, CpuElement, CpuStorage, Storage};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
@@ -151,6 +155,45 @@ fn generate(
     ))
 }
 
+/// On a GPU, the values drawn by a kernel from one seed of `gen` (`None` on the CPU, where
+/// they come from the generator itself, in row-major order).
+#[cfg(feature = "cuda")]
+fn drawn_on_device(
+    shape: &[usize],
+    dtype: DType,
+    device: Device,
+    gen: &mut Generator,
+    draw: Draw<'_>,
+) -> Result<Option<Tensor>> {
+    let Device::Cuda(ordinal) = device else {
+        return Ok(None);
+    };
+    let n = storage_numel("random", shape, dtype)?;
+    let s = crate::backend::cuda::random::draw(ordinal, dtype, n, gen.rng.next_u64(), draw)?;
+    Ok(Some(Tensor::from_contiguous(Storage::Cuda(s), shape)))
+}
+
+/// Without the CUDA backend every tensor is drawn on the host.
+#[cfg(not(feature = "cuda"))]
+fn drawn_on_device(
+    _shape: &[usize],
+    _dtype: DType,
+    _device: Device,
+    _gen: &mut Generator,
+    _draw: Draw,
+) -> Result<Option<Tensor>> {
+    Ok(None)
+}
+
+/// What [`drawn_on_device`] would draw, without the CUDA backend.
+#[cfg(not(feature = "cuda"))]
+#[derive(Clone, Copy)]
+#[allow(dead_code)] // read by the CUDA backend only
+enum Draw {
+    Uniform { bits: u32 },
+    Normal,
+}
+
 /// `n` values of `next()`, in order, in a buffer that is an error rather than an abort when
 /// the memory is not there.
 fn filled<T: CpuElement>(n: usize, mut next: impl FnMut() -> T) -> Result<Vec<T>> {
@@ -193,6 +236,10 @@ impl Tensor {
         gen: &mut Generator,
     ) -> Result<Tensor> {
         check_float("rand", dtype)?;
+        let bits = precision_bits(dtype);
+        if let Some(t) = drawn_on_device(shape, dtype, device, gen, Draw::Uniform { bits })? {
+            return Ok(t);
+        }
         generate(shape, dtype, device, gen, |g, d| {
             g.uniform(precision_bits(d))
         })
@@ -211,6 +258,9 @@ impl Tensor {
         gen: &mut Generator,
     ) -> Result<Tensor> {
         check_float("randn", dtype)?;
+        if let Some(t) = drawn_on_device(shape, dtype, device, gen, Draw::Normal)? {
+            return Ok(t);
+        }
         generate(shape, dtype, device, gen, normal)
     }
 
@@ -264,6 +314,30 @@ impl Tensor {
     /// [`Tensor::bernoulli`] with an explicit generator.
     pub fn bernoulli_with(&self, gen: &mut Generator) -> Result<Tensor> {
         check_float("bernoulli", self.dtype())?;
+        #[cfg(feature = "cuda")]
+        if let Device::Cuda(ordinal) = self.device() {
+            // Checked on the device (reported at the next synchronisation), as PyTorch's
+            // device-side assert: reading the probabilities here would wait for the device.
+            let probs = self.contiguous()?;
+            let storage = probs.storage();
+            let Storage::Cuda(buf) = &*storage else {
+                return Err(Error::invalid(
+                    "bernoulli",
+                    "a cuda tensor without a CUDA buffer",
+                ));
+            };
+            let at = probs.storage_offset();
+            let draw = Draw::BernoulliOf(buf, at);
+            let seed = gen.rng.next_u64();
+            let s = crate::backend::cuda::random::draw(
+                ordinal,
+                self.dtype(),
+                self.numel(),
+                seed,
+                draw,
+            )?;
+            return Ok(Tensor::from_contiguous(Storage::Cuda(s), self.shape()));
+        }
         let probs = self.to_vec_f64()?;
         if let Some(bad) = probs.iter().find(|p| !(0.0..=1.0).contains(*p)) {
             return Err(Error::invalid(

@@ -467,7 +467,7 @@ impl CudaDevice {
                 .map_err(|e| cuda_err("synchronize", e))?;
             return Err(Error::index(
                 "cuda kernel",
-                "an index_select/gather/scatter/index_add/embedding index or a cross_entropy target was out of range",
+                "an index_select/gather/scatter/index_add/embedding index or a cross_entropy target was out of range, or a bernoulli probability outside [0, 1]",
             ));
         }
         Ok(())

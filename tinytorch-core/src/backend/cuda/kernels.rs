@@ -20,6 +20,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("matmul", include_str!("kernels/matmul.cu")),
     ("adam", include_str!("kernels/adam.cu")),
     ("cross_entropy", include_str!("kernels/cross_entropy.cu")),
+    ("random", include_str!("kernels/random.cu")),
 ];
 
 /// Compile module `name` to PTX for `arch` (e.g. `compute_90`; NVRTC's default when None).

@@ -18,6 +18,7 @@ mod launch;
 mod matmul;
 pub(crate) mod norm;
 pub mod op_codes;
+pub mod random;
 mod reduce;
 
 pub use device::{

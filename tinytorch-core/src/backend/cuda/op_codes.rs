@@ -119,6 +119,12 @@ op_codes! {
         CUMPROD = 1,
         REV_CUMSUM = 2,
     }
+    /// What a random draw samples (random.cu).
+    random = "RANDOM" {
+        UNIFORM = 0,
+        NORMAL = 1,
+        BERNOULLI = 2,
+    }
     /// LayerNorm or RMSNorm (norm.cu).
     norm = "NORM" {
         LAYER = 0,
