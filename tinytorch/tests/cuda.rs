@@ -625,6 +625,51 @@ fn reductions_of_long_rows_in_slices_match_the_cpu() {
             }
         }
     }
+    // Column sums (a bias gradient): outputs unit-stride in the input, one thread each, the
+    // rows cut into slices and combined by a second pass.
+    let (rows, cols) = (5000, 300);
+    let m = Tensor::from_vec(
+        (0..rows * cols)
+            .map(|i| ((i * 53) % 97) as f32 / 10.0 - 4.0)
+            .collect::<Vec<_>>(),
+        &[rows, cols],
+    )
+    .unwrap();
+    for dtype in [
+        DType::F32,
+        DType::F64,
+        DType::F16,
+        DType::BF16,
+        DType::I64,
+        DType::Bool,
+    ] {
+        let host = m.to_dtype(dtype).unwrap();
+        let dev = host.cuda().unwrap();
+        let tol = if matches!(dtype, DType::F16 | DType::BF16) {
+            2e-2
+        } else {
+            1e-3
+        };
+        for (what, f) in [
+            (
+                "sum dim 0",
+                (|t: &Tensor| t.sum(&[0], false)) as fn(&Tensor) -> _,
+            ),
+            ("max dim 0", |t: &Tensor| t.amax(&[0], false)),
+            ("sum dims 0 of (50, 100, 300)", |t: &Tensor| {
+                t.reshape(&[50, 100, 300]).unwrap().sum(&[0, 1], true)
+            }),
+        ] {
+            let (a, b) = (f(&host).unwrap(), f(&dev).unwrap());
+            assert_eq!(a.shape(), b.shape(), "{what} {dtype:?}");
+            assert_close_slices(
+                &vals(&b),
+                &vals(&a),
+                Tol::scaled(tol),
+                &format!("{what} {dtype:?}"),
+            );
+        }
+    }
     // A NaN anywhere wins max and min, as on the CPU.
     let mut v = vec![1.0f32; n];
     v[n - 3] = f32::NAN;

@@ -9,6 +9,7 @@ use crate::backend::{ArgReduceOp, ReduceOp, ScanOp};
 use crate::base::layout::merge_dims;
 use crate::base::{DType, Layout};
 use crate::error::{Error, Result};
+use cudarc::driver::LaunchConfig;
 
 const MODULE: &str = "reduce";
 
@@ -55,11 +56,16 @@ pub fn reduce(x: &CudaStorage, l: &Layout, op: ReduceOp, dims: &[usize]) -> Resu
         ReduceOp::All => codes::ALL,
         ReduceOp::Any => codes::ANY,
     };
-    let [(ksh, ks, m), (rsh, rs, r)] = split("reduce", l, dims)?;
+    let parts = split("reduce", l, dims)?;
+    let [(_, _, m), (_, _, r)] = parts;
+    if outputs_are_unit_stride(l, dims, m) {
+        return reduce_columns(x, op, code, parts);
+    }
     let splits = slices_per_output(m, r);
     if splits > 1 {
-        return reduce_in_slices(x, op, code, splits, [(ksh, ks, m), (rsh, rs, r)]);
+        return reduce_in_slices(x, op, code, splits, parts);
     }
+    let [(ksh, ks, _), (rsh, rs, _)] = parts;
     let out_dtype = if code >= codes::ALL {
         DType::Bool
     } else {
@@ -121,8 +127,7 @@ fn accumulator_dtype(dtype: DType) -> DType {
 
 /// [`reduce`] of `m` outputs each cut into `splits` slices: the first pass writes each
 /// slice's accumulator (`[m, splits]`, in the accumulator dtype), the second reduces those
-/// rows as an ordinary reduction, and a cast brings the result back to the input's dtype
-/// (half-precision sums are rounded once, from f32, as in one pass).
+/// rows as an ordinary reduction.
 fn reduce_in_slices(
     x: &CudaStorage,
     op: ReduceOp,
@@ -130,9 +135,7 @@ fn reduce_in_slices(
     splits: usize,
     [(ksh, ks, m), (rsh, rs, r)]: [(KShape, KStrides, usize); 2],
 ) -> Result<CudaStorage> {
-    let acc = accumulator_dtype(x.dtype);
-    let partial = x.alloc_like(acc, m * splits)?;
-    let chunk = r.div_ceil(splits);
+    let partial = x.alloc_like(accumulator_dtype(x.dtype), m * splits)?;
     let name = format!("reduce_partial_{}", suffix(x.dtype));
     launch!(
         &x.dev,
@@ -143,7 +146,7 @@ fn reduce_in_slices(
         r as i64,
         code,
         splits as i64,
-        chunk as i64,
+        r.div_ceil(splits) as i64,
         ksh,
         ks,
         rsh,
@@ -151,10 +154,93 @@ fn reduce_in_slices(
         x.ptr(),
         partial.ptr()
     );
-    let combined = reduce(&partial, &Layout::contiguous(&[m, splits]), op, &[1])?;
+    combine_slices(x, &partial, op, [m, splits], 1)
+}
+
+/// Whether [`reduce_columns`] suits: the input's unit-stride dim is kept, at least a warp
+/// long, and the outputs fill at least a block (with fewer, a sliced row reduction keeps more
+/// threads busy).
+fn outputs_are_unit_stride(l: &Layout, dims: &[usize], m: usize) -> bool {
+    let unit = (0..l.ndim())
+        .rev()
+        .find(|&d| l.shape()[d] > 1 && l.strides()[d] == 1);
+    m >= BLOCK as usize && unit.is_some_and(|d| !dims.contains(&d) && l.shape()[d] >= 32)
+}
+
+/// Fewest reduced elements one thread of [`reduce_columns`] takes per slice.
+const MIN_COLUMN_SLICE: usize = 64;
+
+/// [`reduce`] with one thread per output, for outputs that are unit-stride in the input
+/// (kernels/reduce.cu `reduce_columns_impl`); the reduced range is cut into slices when the
+/// outputs alone would not fill the device, and the slices combined by a second pass.
+fn reduce_columns(
+    x: &CudaStorage,
+    op: ReduceOp,
+    code: i32,
+    [(ksh, ks, m), (rsh, rs, r)]: [(KShape, KStrides, usize); 2],
+) -> Result<CudaStorage> {
+    let blocks = m.div_ceil(BLOCK as usize);
+    let splits = BUSY_BLOCKS
+        .div_ceil(blocks)
+        .min(r / MIN_COLUMN_SLICE)
+        .clamp(1, 65_535);
+    let out = if splits > 1 {
+        x.alloc_like(accumulator_dtype(x.dtype), splits * m)?
+    } else {
+        x.alloc_like(
+            if code >= codes::ALL {
+                DType::Bool
+            } else {
+                x.dtype
+            },
+            m,
+        )?
+    };
+    if m > 0 {
+        let cfg = LaunchConfig {
+            grid_dim: (blocks.min(65_535 * 4) as u32, splits as u32, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let name = format!("reduce_columns_{}", suffix(x.dtype));
+        launch!(
+            &x.dev,
+            MODULE,
+            name,
+            cfg,
+            m as i64,
+            r as i64,
+            code,
+            r.div_ceil(splits) as i64,
+            ksh,
+            ks,
+            rsh,
+            rs,
+            x.ptr(),
+            out.ptr()
+        );
+    }
+    if splits == 1 {
+        return Ok(out);
+    }
+    combine_slices(x, &out, op, [splits, m], 0)
+}
+
+/// The second pass of a sliced reduction: reduce the slices' accumulators (`shape`, sliced
+/// along `dim`) as an ordinary reduction, then cast back to the input's dtype (half-precision
+/// sums are rounded once, from f32, as in one pass).
+fn combine_slices(
+    x: &CudaStorage,
+    partial: &CudaStorage,
+    op: ReduceOp,
+    shape: [usize; 2],
+    dim: usize,
+) -> Result<CudaStorage> {
+    let combined = reduce(partial, &Layout::contiguous(&shape), op, &[dim])?;
     if combined.dtype == x.dtype || combined.dtype == DType::Bool {
         return Ok(combined);
     }
+    let m = shape[1 - dim];
     elementwise::cast(&combined, &Layout::contiguous(&[m]), x.dtype)
 }
 

@@ -84,6 +84,30 @@ __device__ void reduce_impl(i64 m, i64 r, int op, int group, i64 splits, i64 chu
     }
 }
 
+// Reductions whose outputs are unit-stride in the input (a bias gradient: the sum over the
+// rows of a (rows, features) matrix): one thread per output, consecutive threads on
+// consecutive outputs, so that each step's loads are coalesced (a group of threads per
+// output would read a column, a 32-byte sector per element). blockIdx.y is the slice c of
+// the reduced range, [c * chunk, (c + 1) * chunk); with PARTIAL each slice's accumulator goes
+// to out[c * m + o] for a second pass, otherwise the result to out[o].
+template <typename T, bool PARTIAL>
+__device__ void reduce_columns_impl(i64 m, i64 r, int op, i64 chunk, const Shape& ksh,
+                                    const Strides& ks, const Shape& rsh, const Strides& rs,
+                                    const T* in, void* out) {
+    typedef typename Ty<T>::C A;
+    const i64 c = blockIdx.y;
+    const i64 j0 = c * chunk;
+    const i64 j1 = j0 + chunk < r ? j0 + chunk : r;
+    for (i64 o = (i64)blockIdx.x * blockDim.x + threadIdx.x; o < m; o += (i64)gridDim.x * blockDim.x) {
+        const i64 base = offset_of(ksh, ks, o);
+        A acc = reduce_identity<A>(op);
+        for (i64 j = j0; j < j1; ++j) acc = reduce_combine(op, acc, Ty<T>::up(in[base + offset_of(rsh, rs, j)]));
+        if (PARTIAL) ((A*)out)[c * m + o] = acc;
+        else if (op >= REDUCE_ALL) ((boolean*)out)[o].x = acc != (A)0;
+        else ((T*)out)[o] = Ty<T>::down(acc);
+    }
+}
+
 #define REDUCE(T, NAME)                                                                       \
     extern "C" __global__ void reduce_##NAME(i64 m, i64 r, int op, int group, Shape ksh,      \
                                              Strides ks, Shape rsh, Strides rs, const T* in,  \
@@ -95,6 +119,14 @@ __device__ void reduce_impl(i64 m, i64 r, int op, int group, i64 splits, i64 chu
                                                      Shape rsh, Strides rs, const T* in,      \
                                                      void* out) {                             \
         reduce_impl<T, true>(m, r, op, 256, splits, chunk, ksh, ks, rsh, rs, in, out);        \
+    }                                                                                         \
+    extern "C" __global__ void reduce_columns_##NAME(i64 m, i64 r, int op, i64 chunk,         \
+                                                     Shape ksh, Strides ks, Shape rsh,        \
+                                                     Strides rs, const T* in, void* out) {    \
+        if (gridDim.y > 1)                                                                    \
+            reduce_columns_impl<T, true>(m, r, op, chunk, ksh, ks, rsh, rs, in, out);         \
+        else                                                                                  \
+            reduce_columns_impl<T, false>(m, r, op, chunk, ksh, ks, rsh, rs, in, out);        \
     }
 FOR_ALL_TYPES(REDUCE)
 
