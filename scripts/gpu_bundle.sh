@@ -5,13 +5,15 @@
 # with --features nccl) and the
 # `tinytorch` binary in binaries.tar.xz (107 MB unpacked: each binary links the library, so
 # they compress 7x together), the fixtures those tests read, a 10,000-image slice of Fashion-MNIST
-# for a short training run, scripts/bench/bench_layers_torch.py, the Python package as a wheel built
+# for a short training run, scripts/bench/bench_layers_torch.py and bench_gpu_train.py (with the
+# twins it imports), the Python package as a wheel built
 # with --features cuda (maturin: $MATURIN, else `maturin` on PATH)
 # with its tests and pytest's wheels, and run.sh.
 #
 # On the GPU machine (CUDA driver, PyTorch; no Rust toolchain and no network needed):
 #     bash gpu_bundle/run.sh [OUT_DIR]
-# runs every GPU test, the layer table against that machine's PyTorch, the bandwidth rows
+# runs every GPU test, the layer table against that machine's PyTorch, the bandwidth rows,
+# the Python training loops and per-op table against PyTorch (bench_gpu_train.py)
 # and a short `tinytorch train --device cuda`, and writes OUT_DIR/summary.md (default
 # gpu_bundle/results/). See docs/GPU.md.
 #
@@ -20,11 +22,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 out="${1:-gpu_bundle}"
 rm -rf "$out"
-mkdir -p "$out/bin" "$out/tests" "$out/fixtures" "$out/data" "$out/scripts/bench"
+mkdir -p "$out/bin" "$out/tests" "$out/fixtures" "$out/data" "$out/scripts/bench" "$out/scripts/twins"
 
 # The test binaries that hold GPU tests. Each skips its GPU tests where no GPU is present,
 # so they can be tried here too.
-gpu_tests=(cuda cuda_attention cuda_norm cuda_sort_scan cuda_kernels_compile op_table op_random)
+gpu_tests=(cuda cuda_attention cuda_cudnn cuda_norm cuda_sort_scan cuda_kernels_compile op_table op_random)
 args=()
 for t in "${gpu_tests[@]}"; do args+=(--test "$t"); done
 echo "== building ${#gpu_tests[@]} test binaries and tinytorch (release, --features cuda)" >&2
@@ -52,6 +54,10 @@ rm -r "$out/bin" "$out/tests"
 
 cp tinytorch/tests/fixtures/ops.safetensors tinytorch/tests/fixtures/random_ops.safetensors "$out/fixtures/"
 cp scripts/bench/bench_layers_torch.py scripts/bench/bench_stats.py "$out/scripts/bench/"
+# The training loops and per-op table under PyTorch and TinyTorch (bench_gpu_train.py), with
+# the twins' model definitions it imports.
+cp scripts/bench/bench_gpu_train.py "$out/scripts/bench/"
+cp scripts/twins/torch_models.py scripts/twins/torch_gpt.py "$out/scripts/twins/"
 cp scripts/gpu/gpu_run.sh "$out/run.sh"
 
 # The Python package built with --features cuda (one abi3 wheel), its GPU tests with the

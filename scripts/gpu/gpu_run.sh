@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # run.sh of the GPU bundle (built by scripts/gpu_bundle.sh, copied there as run.sh): on a
 # machine with an NVIDIA GPU, its driver and PyTorch (no Rust toolchain, no network), run
-# every GPU test, the layer table against PyTorch, the bandwidth rows and two short training
-# runs (f32 and bf16 autocast), and write one summary, OUT_DIR/summary.md, beside the full logs.
+# every GPU test, the layer table against PyTorch, the bandwidth rows, the Python training
+# loops and per-op table against PyTorch (scripts/bench/bench_gpu_train.py) and two short
+# training runs (f32 and bf16 autocast), and write one summary, OUT_DIR/summary.md, beside the
+# full logs.
 #
 # Usage: bash run.sh [OUT_DIR]        (default: results/ next to this script)
 # Environment: PYTHON (default python3, must import torch), PEAK_GBS (the GPU's peak memory
@@ -14,8 +16,10 @@ mkdir -p "$out"
 py="${PYTHON:-python3}"
 summary="$out/summary.md"
 
-# CUDA's libraries, loaded at run time: NVRTC (kernel compilation) and cuBLAS from PyTorch's
-# wheels or a CUDA install. NVRTC must not be newer than the driver (TinyTorch says so).
+# CUDA's libraries, loaded at run time: NVRTC (kernel compilation), cuBLAS and cuDNN 9
+# (convolutions; libcudnn.so.9 in the nvidia-cudnn-cu13 wheel's nvidia/cudnn/lib) from
+# PyTorch's wheels, or a CUDA install (a system cuDNN in the loader's default paths is found
+# as well). NVRTC must not be newer than the driver (TinyTorch says so).
 libs="$("$py" - <<'EOF' 2>/dev/null
 import glob, os, site
 dirs = []
@@ -32,6 +36,12 @@ for d in ${libs//:/ }; do
     [ -e "$d/libnccl.so.2" ] && ln -sf "$d/libnccl.so.2" "$out/nccl/libnccl.so" && break
 done
 export LD_LIBRARY_PATH="$libs:$out/nccl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# Which cuDNN the convolutions will load (none: they run as im2col + cuBLAS, with a warning).
+cudnn_lib=""
+for d in ${libs//:/ }; do
+    [ -e "$d/libcudnn.so.9" ] && cudnn_lib="$d/libcudnn.so.9" && break
+done
+[ -n "$cudnn_lib" ] || cudnn_lib="$(ldconfig -p 2>/dev/null | grep -o '/.*libcudnn\.so\.9$' | head -n1)"
 export TINYTORCH_FIXTURES="$here/fixtures"
 
 # The binaries travel packed (binaries.tar.xz); Python unpacks them, as tar may lack xz.
@@ -60,6 +70,7 @@ fi
     echo "- commit: $(cat "$here/COMMIT")"
     echo "- PyTorch: $("$py" -c 'import torch; print(torch.__version__, "CUDA", torch.version.cuda)' 2>&1 | tail -n1)"
     echo "- libraries from: ${libs:-none found, the system default}"
+    echo "- cuDNN: ${cudnn_lib:-NONE found: CUDA convolutions run as im2col + cuBLAS and cuda_cudnn fails}"
     echo
     echo "## Tests"
     echo
@@ -114,6 +125,19 @@ done
     echo "## Layer table against PyTorch (ratio = PyTorch ms / TinyTorch ms)"
     echo
     "$py" "$here/scripts/bench/bench_layers_torch.py" --device cuda --markdown --exe "$bins/bin/tinytorch" 2>&1
+    echo
+    echo "## One Python training loop under PyTorch and TinyTorch on cuda:0, and the per-op table"
+    echo
+    echo "(scripts/bench/bench_gpu_train.py, TF32 off on both sides; JSON in gpu_train.json, the"
+    echo "progress and any traceback in gpu_train.log)"
+    echo
+    if [ -d "$out/pylib/tinytorch" ]; then
+        PYTHONPATH="$out/pylib" "$py" "$here/scripts/bench/bench_gpu_train.py" --device cuda:0 \
+            --tf32 off --json "$out/gpu_train.json" 2> "$out/gpu_train.log" \
+            || { echo "bench_gpu_train.py failed (exit $?):"; echo '```'; tail -n 15 "$out/gpu_train.log"; echo '```'; }
+    else
+        echo "not run: the tinytorch wheel did not install (see pip.log)"
+    fi
     echo
     echo "## Training: seed-cnn on 10,000 Fashion-MNIST images, 2 epochs, --device cuda"
     echo

@@ -54,7 +54,7 @@ class GPT(nn.Module):
 
     def forward(self, idx):
         t = idx.shape[1]
-        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t))
+        x = self.transformer.wte(idx) + self.transformer.wpe(torch.arange(t, device=idx.device))
         for block in self.transformer.h:
             x = block(x)
         return self.lm_head(self.transformer.ln_f(x))

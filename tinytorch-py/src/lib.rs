@@ -11,7 +11,7 @@
 //! profile.rs (`tinytorch.profile`),
 //! benchmark.rs (`tinytorch.utils.benchmark`'s statistics), prune.rs (pruning masks),
 //! quant.rs (the int8 layer of `quantize_dynamic`), distributed.rs (`tinytorch.distributed`),
-//! linalg.rs (`torch.linalg`), special.rs (`torch.special`), amp.rs (`torch.autocast`'s scope), autograd.rs (`autograd.grad`, `autograd.Function`'s
+//! linalg.rs (`torch.linalg`), special.rs (`torch.special`), amp.rs (`torch.autocast`'s scope), cuda_event.rs (`torch.cuda.Event`), cudnn.rs (`torch.backends.cudnn`), autograd.rs (`autograd.grad`, `autograd.Function`'s
 //! node), convert.rs (dtype/device objects and argument parsing), error.rs (exceptions).
 
 mod amp;
@@ -19,6 +19,8 @@ mod autograd;
 mod benchmark;
 mod convert;
 mod creation;
+mod cuda_event;
+mod cudnn;
 mod distributed;
 mod error;
 mod functional;
@@ -268,5 +270,7 @@ fn _tinytorch(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let f = PyModule::new(m.py(), "_functional")?;
     functional::register(&f)?;
     m.add_submodule(&f)?;
+    cuda_event::register(m)?;
+    cudnn::register(m)?;
     Ok(())
 }

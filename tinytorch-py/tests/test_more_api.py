@@ -171,8 +171,21 @@ def test_jit_and_matmul_precision():
     assert torch.backends.cuda.matmul.allow_tf32 and torch.get_float32_matmul_precision() == "high"
     torch.set_float32_matmul_precision("highest")
     assert not torch.backends.cuda.matmul.allow_tf32
-    with pytest.raises(RuntimeError, match="invalid precision"):
+    # PyTorch's semantics: another string warns and changes nothing, a non-string raises,
+    # and the TF32 flag and the precision are one setting
+    with pytest.warns(UserWarning, match="is not one of 'highest', 'high', or 'medium'"):
         torch.set_float32_matmul_precision("low")
+    assert torch.get_float32_matmul_precision() == "highest"
+    with pytest.raises(RuntimeError, match="expects a str"):
+        torch.set_float32_matmul_precision(3)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    assert torch.get_float32_matmul_precision() == "high"
+    torch.backends.cuda.matmul.allow_tf32 = False
+    assert torch.get_float32_matmul_precision() == "highest"
+    torch.set_float32_matmul_precision("medium")
+    assert torch.backends.cuda.matmul.allow_tf32 and torch.get_float32_matmul_precision() == "medium"
+    torch.set_float32_matmul_precision("highest")
+    assert not torch.backends.cuda.matmul.allow_tf32
 
 
 def test_hub_load_state_dict_from_url(tmp_path):

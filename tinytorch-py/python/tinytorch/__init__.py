@@ -113,10 +113,16 @@ concat = cat
 
 def set_float32_matmul_precision(precision):
     """``"highest"`` keeps float32 matmuls in float32 on the GPU; ``"high"`` and
-    ``"medium"`` let them use TF32 (``torch.backends.cuda.matmul.allow_tf32``)."""
+    ``"medium"`` let them use TF32 (``torch.backends.cuda.matmul.allow_tf32``). As in
+    PyTorch, another string warns and changes nothing; a non-string is a RuntimeError."""
+    if not isinstance(precision, str):
+        raise RuntimeError(f"set_float32_matmul_precision expects a str, but got "
+                           f"{type(precision).__name__}")
     if precision not in ("highest", "high", "medium"):
-        raise RuntimeError(f"set_float32_matmul_precision: invalid precision {precision!r} "
-                           "(expected 'highest', 'high' or 'medium')")
+        import warnings
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
+        return
     backends.cuda.matmul.allow_tf32 = precision != "highest"
     global _float32_matmul_precision
     _float32_matmul_precision = precision
@@ -126,8 +132,12 @@ _float32_matmul_precision = "highest"
 
 
 def get_float32_matmul_precision():
-    """The setting of ``set_float32_matmul_precision`` (``"highest"`` at start)."""
-    return _float32_matmul_precision
+    """The setting of ``set_float32_matmul_precision`` (``"highest"`` at start). As in
+    PyTorch, setting ``torch.backends.cuda.matmul.allow_tf32`` sets it too: True reads as
+    ``"high"`` (unless ``"medium"`` was set), False as ``"highest"``."""
+    if not backends.cuda.matmul.allow_tf32:
+        return "highest"
+    return "high" if _float32_matmul_precision == "highest" else _float32_matmul_precision
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None,

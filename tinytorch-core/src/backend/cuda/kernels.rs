@@ -17,6 +17,7 @@ pub const SOURCES: &[(&str, &str)] = &[
     ("conv", include_str!("kernels/conv.cu")),
     ("attention", include_str!("kernels/attention.cu")),
     ("norm", include_str!("kernels/norm.cu")),
+    ("batch_norm", include_str!("kernels/batch_norm.cu")),
     ("matmul", include_str!("kernels/matmul.cu")),
     ("adam", include_str!("kernels/adam.cu")),
     ("cross_entropy", include_str!("kernels/cross_entropy.cu")),

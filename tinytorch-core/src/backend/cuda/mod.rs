@@ -1,17 +1,21 @@
 //! The CUDA backend (feature `cuda`): `CudaStorage`, a byte buffer on one GPU with a dtype,
 //! and the same primitives as the CPU backend as NVRTC-compiled kernels (kernels/*.cu) and
-//! cuBLAS. Libraries load at run time (cudarc's dynamic loading), so a build needs no CUDA
-//! and a machine without a GPU gets an `Err` from the first CUDA call, never a panic.
+//! cuBLAS; convolutions through cuDNN where it loads (cudnn/). Libraries load at run time
+//! (cudarc's dynamic loading), so a build needs no CUDA and a machine without a GPU gets an
+//! `Err` from the first CUDA call, never a panic.
 //!
 //! All work goes to the device's one stream in order; only copies to the host synchronise,
 //! and a training step makes one, for its loss (`CudaDevice::traffic` counts them).
 
 pub(crate) mod adam;
 pub(crate) mod attention;
+pub(crate) mod batch_norm;
 mod conv;
 pub(crate) mod cross_entropy;
+pub mod cudnn;
 pub mod device;
 mod elementwise;
+pub mod event;
 mod index;
 pub mod kernels;
 mod launch;

@@ -125,6 +125,12 @@ op_codes! {
         NORMAL = 1,
         BERNOULLI = 2,
     }
+    /// What batch norm's output pass does after normalising (batch_norm.cu).
+    bn_then = "BN_THEN" {
+        NOTHING = 0,
+        RELU = 1,
+        ADD_RELU = 2,
+    }
     /// LayerNorm or RMSNorm (norm.cu).
     norm = "NORM" {
         LAYER = 0,

@@ -7,6 +7,7 @@
 //! at f32's speed (the im2col composition with bf16 products was 3-4x slower than f32's
 //! Winograd). bf16 convolutions of stride 1 on CPUs with AMX run on its tiles instead
 //! (`cpu/conv/bf16_tiles.rs`: implicit GEMMs, 16 times an FMA's work per instruction).
+//! On CUDA, cuDNN runs all three (`cuda/cudnn/`) where it loads and takes the convolution.
 //! Devices without such kernels answer `None`, and the op layer composes the
 //! convolution from the im2col/col2im primitives and matmul.
 
@@ -33,14 +34,24 @@ pub struct Conv2dSpec {
     pub groups: usize,
 }
 
-/// What the backward needs of the forward: the problem and the algorithm it ran (so that the
+/// What the backward needs of the forward: the problem and the kernels it ran (so that the
 /// gradients match the forward's arithmetic).
 pub struct ConvPlan {
     conv: Conv,
-    algo: Algo,
     dtype: DType,
-    /// bf16 ran on the CPU's AMX tiles (`cpu/conv/bf16_tiles.rs`), not widened to f32.
-    bf16_tiles: bool,
+    kernels: Kernels,
+}
+
+/// The kernels a forward ran, which its backward runs too.
+enum Kernels {
+    /// The CPU's, with the algorithm it picked (half precision widened to f32).
+    Cpu(Algo),
+    /// bf16 on the CPU's AMX tiles (`cpu/conv/bf16_tiles.rs`), not widened to f32.
+    #[cfg(target_arch = "x86_64")]
+    Bf16Tiles,
+    /// cuDNN, for this problem (its algorithms are cached per problem and pass).
+    #[cfg(feature = "cuda")]
+    Cudnn(crate::backend::cuda::cudnn::ConvProblem),
 }
 
 /// True where this bf16 convolution runs on AMX tiles rather than widened through the f32
@@ -87,27 +98,34 @@ impl Storage {
                 plan.dtype = half;
                 Ok(Some((narrow(OP, &y, half)?, plan)))
             }
+            #[cfg(feature = "cuda")]
+            (Storage::Cuda(_), dtype) => cudnn_forward(x, w, bias, spec, conv, dtype),
             _ => Ok(None),
         }
     }
 
     /// The input's gradient `(N, Ci, H, W)` from the output's gradient `gy` and the weight.
     pub fn conv2d_backward_input(gy: Span<'_>, w: Span<'_>, plan: &ConvPlan) -> Result<Storage> {
-        #[cfg(target_arch = "x86_64")]
-        if plan.bf16_tiles {
-            let (_, nw, ny) = sizes(&plan.conv);
-            let gy = host_slice::<half::bf16>(gy, "grad_output", ny)?;
-            let w = host_slice::<half::bf16>(w, "weight", nw)?;
-            return Ok(host(cpu::bf16_tiles::backward_input(gy, w, &plan.conv)));
-        }
+        let algo = match &plan.kernels {
+            Kernels::Cpu(algo) => *algo,
+            #[cfg(target_arch = "x86_64")]
+            Kernels::Bf16Tiles => {
+                let (_, nw, ny) = sizes(&plan.conv);
+                let gy = host_slice::<half::bf16>(gy, "grad_output", ny)?;
+                let w = host_slice::<half::bf16>(w, "weight", nw)?;
+                return Ok(host(cpu::bf16_tiles::backward_input(gy, w, &plan.conv)));
+            }
+            #[cfg(feature = "cuda")]
+            Kernels::Cudnn(p) => return cudnn_backward_input(gy, w, p),
+        };
         match plan.dtype {
-            DType::F32 => cpu_backward_input::<f32>(gy, w, plan),
-            DType::F64 => cpu_backward_input::<f64>(gy, w, plan),
+            DType::F32 => cpu_backward_input::<f32>(gy, w, &plan.conv, algo),
+            DType::F64 => cpu_backward_input::<f64>(gy, w, &plan.conv, algo),
             half @ (DType::F16 | DType::BF16) => {
                 let (gyf, wf) = (widen(OP, gy, "grad_output")?, widen(OP, w, "weight")?);
                 narrow(
                     OP,
-                    &cpu_backward_input::<f32>(whole(&gyf), whole(&wf), plan)?,
+                    &cpu_backward_input::<f32>(whole(&gyf), whole(&wf), &plan.conv, algo)?,
                     half,
                 )
             }
@@ -117,21 +135,26 @@ impl Storage {
 
     /// The weight's gradient `(Co, Ci/G, kh, kw)` from the input and the output's gradient.
     pub fn conv2d_backward_weight(x: Span<'_>, gy: Span<'_>, plan: &ConvPlan) -> Result<Storage> {
-        #[cfg(target_arch = "x86_64")]
-        if plan.bf16_tiles {
-            let (nx, _, ny) = sizes(&plan.conv);
-            let gy = host_slice::<half::bf16>(gy, "grad_output", ny)?;
-            let x = host_slice::<half::bf16>(x, "input", nx)?;
-            return Ok(host(cpu::bf16_tiles::backward_weight(x, gy, &plan.conv)));
-        }
+        let algo = match &plan.kernels {
+            Kernels::Cpu(algo) => *algo,
+            #[cfg(target_arch = "x86_64")]
+            Kernels::Bf16Tiles => {
+                let (nx, _, ny) = sizes(&plan.conv);
+                let gy = host_slice::<half::bf16>(gy, "grad_output", ny)?;
+                let x = host_slice::<half::bf16>(x, "input", nx)?;
+                return Ok(host(cpu::bf16_tiles::backward_weight(x, gy, &plan.conv)));
+            }
+            #[cfg(feature = "cuda")]
+            Kernels::Cudnn(p) => return cudnn_backward_weight(x, gy, p),
+        };
         match plan.dtype {
-            DType::F32 => cpu_backward_weight::<f32>(x, gy, plan),
-            DType::F64 => cpu_backward_weight::<f64>(x, gy, plan),
+            DType::F32 => cpu_backward_weight::<f32>(x, gy, &plan.conv, algo),
+            DType::F64 => cpu_backward_weight::<f64>(x, gy, &plan.conv, algo),
             half @ (DType::F16 | DType::BF16) => {
                 let (xf, gyf) = (widen(OP, x, "input")?, widen(OP, gy, "grad_output")?);
                 narrow(
                     OP,
-                    &cpu_backward_weight::<f32>(whole(&xf), whole(&gyf), plan)?,
+                    &cpu_backward_weight::<f32>(whole(&xf), whole(&gyf), &plan.conv, algo)?,
                     half,
                 )
             }
@@ -174,9 +197,8 @@ fn tiles_forward(
     let y = cpu::bf16_tiles::forward(x, w, bias, &conv);
     let plan = ConvPlan {
         conv,
-        algo: Algo::Gemm,
         dtype: DType::BF16,
-        bf16_tiles: true,
+        kernels: Kernels::Bf16Tiles,
     };
     Ok((host(y), plan))
 }
@@ -204,9 +226,8 @@ fn cpu_forward<T: KernelFloat>(
     );
     let plan = ConvPlan {
         conv,
-        algo,
         dtype: T::DTYPE,
-        bf16_tiles: false,
+        kernels: Kernels::Cpu(algo),
     };
     Ok((host(y), plan))
 }
@@ -214,33 +235,107 @@ fn cpu_forward<T: KernelFloat>(
 fn cpu_backward_input<T: KernelFloat>(
     gy: Span<'_>,
     w: Span<'_>,
-    plan: &ConvPlan,
+    conv: &Conv,
+    algo: Algo,
 ) -> Result<Storage> {
-    let (_, nw, ny) = sizes(&plan.conv);
+    let (_, nw, ny) = sizes(conv);
     gy.check_len(OP, "grad_output", ny)?;
     w.check_len(OP, "weight", nw)?;
     let gy = gy.cpu_or_err::<T>(OP, "grad_output")?;
     Ok(host(cpu::backward_input(
-        plan.algo,
+        algo,
         gy,
         w.cpu_or_err::<T>(OP, "weight")?,
-        &plan.conv,
+        conv,
     )))
 }
 
 fn cpu_backward_weight<T: KernelFloat>(
     x: Span<'_>,
     gy: Span<'_>,
-    plan: &ConvPlan,
+    conv: &Conv,
+    algo: Algo,
 ) -> Result<Storage> {
-    let (nx, _, ny) = sizes(&plan.conv);
+    let (nx, _, ny) = sizes(conv);
     gy.check_len(OP, "grad_output", ny)?;
     x.check_len(OP, "input", nx)?;
     let gy = gy.cpu_or_err::<T>(OP, "grad_output")?;
     Ok(host(cpu::backward_weight(
-        plan.algo,
+        algo,
         x.cpu_or_err::<T>(OP, "input")?,
         gy,
-        &plan.conv,
+        conv,
     )))
+}
+
+/// A GPU operand of cuDNN: its buffer and first element, after checking that it holds
+/// `len` elements of `dtype` (the descriptors promise cuDNN exactly that).
+#[cfg(feature = "cuda")]
+fn cuda_operand<'a>(
+    s: Span<'a>,
+    what: &str,
+    dtype: DType,
+    len: usize,
+) -> Result<(&'a crate::backend::CudaStorage, usize)> {
+    s.check_len(OP, what, len)?;
+    if s.dtype() != dtype {
+        return Err(Error::dtype(
+            OP,
+            format!("{what} is {}, the input {dtype}", s.dtype()),
+        ));
+    }
+    Ok((super::cuda_buffer(OP, s.storage)?, s.offset))
+}
+
+/// The forward through cuDNN where it is on, loads and takes this convolution; `None`
+/// otherwise, and the op layer composes im2col + matmul.
+#[cfg(feature = "cuda")]
+fn cudnn_forward(
+    x: Span<'_>,
+    w: Span<'_>,
+    bias: Option<Span<'_>>,
+    spec: &Conv2dSpec,
+    conv: Conv,
+    dtype: DType,
+) -> Result<Option<(Storage, ConvPlan)>> {
+    use crate::backend::cuda::cudnn;
+    let Some(p) = cudnn::plan(spec, dtype) else {
+        return Ok(None);
+    };
+    let x = cuda_operand(x, "input", dtype, p.x_len())?;
+    let w = cuda_operand(w, "weight", dtype, p.w_len())?;
+    let bias = bias
+        .map(|b| cuda_operand(b, "bias", dtype, spec.out_channels))
+        .transpose()?;
+    let y = cudnn::forward(x, w, bias, &p)?;
+    Ok(y.map(|y| {
+        let plan = ConvPlan {
+            conv,
+            dtype,
+            kernels: Kernels::Cudnn(p),
+        };
+        (Storage::Cuda(y), plan)
+    }))
+}
+
+#[cfg(feature = "cuda")]
+fn cudnn_backward_input(
+    gy: Span<'_>,
+    w: Span<'_>,
+    p: &crate::backend::cuda::cudnn::ConvProblem,
+) -> Result<Storage> {
+    let gy = cuda_operand(gy, "grad_output", p.dtype, p.y_len())?;
+    let w = cuda_operand(w, "weight", p.dtype, p.w_len())?;
+    crate::backend::cuda::cudnn::backward_data(gy, w, p).map(Storage::Cuda)
+}
+
+#[cfg(feature = "cuda")]
+fn cudnn_backward_weight(
+    x: Span<'_>,
+    gy: Span<'_>,
+    p: &crate::backend::cuda::cudnn::ConvProblem,
+) -> Result<Storage> {
+    let x = cuda_operand(x, "input", p.dtype, p.x_len())?;
+    let gy = cuda_operand(gy, "grad_output", p.dtype, p.y_len())?;
+    crate::backend::cuda::cudnn::backward_filter(x, gy, p).map(Storage::Cuda)
 }

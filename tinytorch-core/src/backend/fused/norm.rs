@@ -2,10 +2,12 @@
 //! (`Storage::norm_forward` / `norm_backward`: CPU `cpu/norm.rs`, CUDA `cuda/norm.rs`) and
 //! training-mode batch norm over `(N, C, S)`, with a ReLU or a residual sum and ReLU after
 //! it (`Storage::batch_norm_forward` /
-//! `batch_norm_backward`: CPU `cpu/batch_norm.rs`; other devices compose it). Operands are
-//! contiguous and of one float dtype, f32 or f64 (the op layer widens half types first),
-//! except batch norm's input and upstream gradient, which may be f16/bf16 (parameters and
-//! statistics f32).
+//! `batch_norm_backward`: CPU `cpu/batch_norm.rs`, CUDA `cuda/batch_norm.rs`), batch norm in
+//! evaluation from the running statistics and the running statistics' update
+//! (`Storage::batch_norm_eval`, `batch_norm_update_running`: CUDA only; the CPU composes
+//! them). Operands are contiguous and of one float dtype, f32 or f64 (the op layer widens half
+//! types first), except batch norm's input, residual and upstream gradient, which may be
+//! f16/bf16 (parameters and statistics f32).
 
 use super::{host, Span};
 use crate::backend::cpu::batch_norm as cpu_bn;
@@ -62,6 +64,8 @@ enum Saved {
         mean: crate::backend::CudaStorage,
         rstd: crate::backend::CudaStorage,
     },
+    #[cfg(feature = "cuda")]
+    BatchCuda(crate::backend::cuda::batch_norm::Saved),
 }
 
 /// A forward's results.
@@ -202,7 +206,7 @@ impl Storage {
     /// says: a ReLU (whose backward [`Storage::batch_norm_backward`] then includes), or a
     /// residual (laid out like `x`, of its dtype) added before the ReLU (the backward then
     /// expects the gradient through the ReLU already). `Ok(None)` where the device has no
-    /// kernel (CUDA composes it).
+    /// kernel for x's dtype (CPU and CUDA: f32, f64, f16, bf16).
     pub fn batch_norm_forward(
         x: Span<'_>,
         d: BatchNormDims,
@@ -225,6 +229,10 @@ impl Storage {
             // Read and written in their own type, computed in f32 (parameters in f32).
             (Storage::Cpu(_), DType::BF16) => cpu_bn_forward::<bf16>(f, Saved::BatchF32),
             (Storage::Cpu(_), DType::F16) => cpu_bn_forward::<f16>(f, Saved::BatchF32),
+            #[cfg(feature = "cuda")]
+            (Storage::Cuda(_), DType::F32 | DType::F64 | DType::F16 | DType::BF16) => {
+                cuda_bn_forward(f).map(Some)
+            }
             _ => Ok(None),
         }
     }
@@ -248,7 +256,93 @@ impl Storage {
             }
             (Saved::BatchF32(stats), _) => cpu_bn_backward::<f32>(x, g, d, weight, stats, want_x),
             (Saved::BatchF64(stats), _) => cpu_bn_backward::<f64>(x, g, d, weight, stats, want_x),
+            #[cfg(feature = "cuda")]
+            (Saved::BatchCuda(saved), _) => {
+                use crate::backend::cuda::batch_norm as kernel;
+                const OP: &str = "batch_norm";
+                let weight = weight.map(|w| cuda_input(OP, w)).transpose()?;
+                let (x, g) = (cuda_input(OP, x)?, cuda_input(OP, g)?);
+                let grads = kernel::backward(x, g, cuda_dims(d), weight, saved, want_x)?;
+                Ok(NormGrads {
+                    dx: grads.dx.map(Storage::Cuda),
+                    dweight: Some(Storage::Cuda(grads.dweight)),
+                    dbias: Some(Storage::Cuda(grads.dbias)),
+                })
+            }
             _ => Err(internal("batch_norm")),
+        }
+    }
+
+    /// Batch normalisation in evaluation: `x` (`n * c * s` elements) normalised with the
+    /// running statistics, `(x - running_mean) * weight / sqrt(running_var + eps) + bias`,
+    /// then what `then` says; no backward (the op layer composes the op when a gradient is
+    /// needed). The running statistics and parameters are `(C)` of the compute type (f64
+    /// for f64 data, else f32). `Ok(None)` where the device has no kernel (the CPU composes
+    /// it).
+    #[allow(clippy::too_many_arguments)]
+    pub fn batch_norm_eval(
+        x: Span<'_>,
+        d: BatchNormDims,
+        running_mean: Span<'_>,
+        running_var: Span<'_>,
+        weight: Option<Span<'_>>,
+        bias: Option<Span<'_>>,
+        eps: f64,
+        then: BatchNormThen<'_>,
+    ) -> Result<Option<Storage>> {
+        match (x.storage, x.dtype()) {
+            #[cfg(feature = "cuda")]
+            (Storage::Cuda(_), DType::F32 | DType::F64 | DType::F16 | DType::BF16) => {
+                use crate::backend::cuda::batch_norm as kernel;
+                const OP: &str = "batch_norm";
+                let y = kernel::eval(
+                    cuda_input(OP, x)?,
+                    cuda_dims(d),
+                    cuda_input(OP, running_mean)?,
+                    cuda_input(OP, running_var)?,
+                    cuda_opt(OP, weight)?,
+                    cuda_opt(OP, bias)?,
+                    eps,
+                    cuda_then(then)?,
+                )?;
+                Ok(Some(Storage::Cuda(y)))
+            }
+            _ => {
+                let _ = (d, running_mean, running_var, weight, bias, eps, then);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Training-mode batch norm's update of the running statistics in place, each optional
+    /// `(buffer, element offset)` holding `C` contiguous elements of the dtype of the batch
+    /// `mean` and biased `var` (`C` elements each, from [`Storage::batch_norm_forward`]):
+    /// `running = running * (1 - momentum) + stat * momentum`, the variance unbiased first
+    /// (`* count / (count - 1)`, `count` the elements per channel). `Ok(false)`, nothing done, where the
+    /// device has no kernel (the CPU: the op layer composes it).
+    pub fn batch_norm_update_running(
+        running_mean: Option<(&mut Storage, usize)>,
+        running_var: Option<(&mut Storage, usize)>,
+        mean: Span<'_>,
+        var: Span<'_>,
+        count: usize,
+        momentum: f64,
+    ) -> Result<bool> {
+        match (mean.storage, var.storage) {
+            #[cfg(feature = "cuda")]
+            (Storage::Cuda(_), Storage::Cuda(_)) => {
+                const OP: &str = "batch_norm";
+                let (rm, rv) = (cuda_running(running_mean)?, cuda_running(running_var)?);
+                let (c, mean, var) = (mean.len, cuda_input(OP, mean)?, cuda_input(OP, var)?);
+                crate::backend::cuda::batch_norm::update_running(
+                    rm, rv, mean, var, c, count, momentum,
+                )?;
+                Ok(true)
+            }
+            _ => {
+                let _ = (running_mean, running_var, count, momentum);
+                Ok(false)
+            }
         }
     }
 }
@@ -383,6 +477,70 @@ where
         dx: grads.dx.map(host),
         dweight: Some(host(grads.dweight)),
         dbias: Some(host(grads.dbias)),
+    })
+}
+
+/// Training forward on CUDA.
+#[cfg(feature = "cuda")]
+fn cuda_bn_forward(f: BnForward<'_>) -> Result<BatchNormForward> {
+    use crate::backend::cuda::batch_norm as kernel;
+    const OP: &str = "batch_norm";
+    let fwd = kernel::forward(
+        cuda_input(OP, f.x)?,
+        cuda_dims(f.d),
+        cuda_opt(OP, f.weight)?,
+        cuda_opt(OP, f.bias)?,
+        f.eps,
+        cuda_then(f.then)?,
+    )?;
+    Ok(BatchNormForward {
+        y: Storage::Cuda(fwd.y),
+        mean: Storage::Cuda(fwd.mean),
+        var: Storage::Cuda(fwd.var),
+        saved: NormSaved(Saved::BatchCuda(fwd.saved)),
+    })
+}
+
+/// An optional operand as a CUDA kernel input.
+#[cfg(feature = "cuda")]
+fn cuda_opt<'a>(
+    op: &'static str,
+    s: Option<Span<'a>>,
+) -> Result<Option<crate::backend::cuda::norm::Input<'a>>> {
+    s.map(|s| cuda_input(op, s)).transpose()
+}
+
+/// A running statistic's buffer as the CUDA kernel writes it; an error for a host buffer.
+#[cfg(feature = "cuda")]
+fn cuda_running(
+    t: Option<(&mut Storage, usize)>,
+) -> Result<Option<(&mut crate::backend::CudaStorage, usize)>> {
+    match t {
+        None => Ok(None),
+        Some((Storage::Cuda(s), at)) => Ok(Some((s, at))),
+        Some(_) => Err(Error::invalid(
+            "batch_norm",
+            "the running statistics must be on the batch statistics' GPU",
+        )),
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_dims(d: BatchNormDims) -> crate::backend::cuda::batch_norm::Dims {
+    crate::backend::cuda::batch_norm::Dims {
+        n: d.n,
+        c: d.c,
+        s: d.s,
+    }
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_then(then: BatchNormThen<'_>) -> Result<crate::backend::cuda::batch_norm::Then<'_>> {
+    use crate::backend::cuda::batch_norm::Then;
+    Ok(match then {
+        BatchNormThen::Nothing => Then::Nothing,
+        BatchNormThen::Relu => Then::Relu,
+        BatchNormThen::AddRelu(r) => Then::AddRelu(cuda_input("batch_norm", r)?),
     })
 }
 

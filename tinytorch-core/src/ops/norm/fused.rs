@@ -1,15 +1,18 @@
 //! Fused LayerNorm / RMSNorm and training-mode batch norm as one autograd op each, through
 //! the fused-kernel door (`Storage::norm_forward`, `Storage::batch_norm_forward`: CPU and
-//! CUDA kernels for layer/RMS norm, a CPU kernel for batch norm): the forward keeps the
-//! kernel's statistics, the backward is the kernel's closed form. `mod.rs` checks the
-//! arguments, then calls these when [`fused_applies`], and composes tensor ops where they
-//! answer `None` (a device without the kernel).
+//! CUDA kernels for both): the forward keeps the kernel's statistics, the backward is the
+//! kernel's closed form. Batch norm in evaluation without gradients and the running
+//! statistics' update go through their doors too (`Storage::batch_norm_eval`,
+//! `batch_norm_update_running`: CUDA kernels). `mod.rs` checks the arguments, then calls
+//! these when [`fused_applies`], and composes tensor ops where they answer `None` (a device
+//! without the kernel).
 
 use super::After;
 use crate::autograd::needs_grad;
 use crate::backend::{BatchNormDims, BatchNormThen, NormKind, NormWanted, Storage};
 use crate::error::Result;
 use crate::ops::{relu_grad, with_spans};
+use crate::tensor::Device;
 use crate::tensor::{DType, Tensor};
 use std::sync::Arc;
 
@@ -219,4 +222,121 @@ pub(crate) fn fused_batch_norm(
         Ok(out)
     });
     Ok(Some((y.to_dtype(out_dtype)?, mean, var)))
+}
+
+/// Batch normalisation in evaluation, `(x - running_mean) * weight / sqrt(running_var + eps)
+/// + bias` then what `after` says, through the device's kernel, when no gradient is needed
+/// (inference; with one, the composite records the graph); `None` otherwise or where the
+/// device has no kernel. Arguments are checked by the caller; the statistics and parameters
+/// go to the kernel in its compute dtype, x as [`fused_batch_norm`] sends it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn fused_batch_norm_eval(
+    x: &Tensor,
+    running_mean: &Tensor,
+    running_var: &Tensor,
+    weight: Option<&Tensor>,
+    bias: Option<&Tensor>,
+    eps: f64,
+    after: After<'_>,
+) -> Result<Option<Tensor>> {
+    let residual = match after {
+        After::AddRelu(r) => Some(r),
+        _ => None,
+    };
+    let inputs: Vec<&Tensor> = [Some(x), weight, bias, residual]
+        .into_iter()
+        .flatten()
+        .collect();
+    // The CPU has no evaluation kernel: the composite, without the casts below.
+    if needs_grad(&inputs) || x.device() == Device::Cpu {
+        return Ok(None);
+    }
+    let (out_dtype, compute) = dtypes(x, &[weight, bias]);
+    let as_kernel_reads = |t: &Tensor| {
+        if x.dtype().is_half() && compute == DType::F32 {
+            t.contiguous()
+        } else {
+            t.to_dtype(compute)?.contiguous()
+        }
+    };
+    let residual = residual.map(as_kernel_reads).transpose()?;
+    let x = as_kernel_reads(x)?;
+    let param = |t: &Tensor| t.detach().to_dtype(compute)?.contiguous();
+    let (rm, rv) = (param(running_mean)?, param(running_var)?);
+    let (w, b) = (weight.map(param).transpose()?, bias.map(param).transpose()?);
+    let shape = x.shape().to_vec();
+    let d = BatchNormDims {
+        n: shape[0],
+        c: shape[1],
+        s: shape[2..].iter().product(),
+    };
+    let operands = [
+        Some(&x),
+        Some(&rm),
+        Some(&rv),
+        w.as_ref(),
+        b.as_ref(),
+        residual.as_ref(),
+    ];
+    let y = with_spans(&operands, |s| {
+        let then = match (after, s[5]) {
+            (After::Nothing, _) => BatchNormThen::Nothing,
+            (After::Relu, _) => BatchNormThen::Relu,
+            (After::AddRelu(_), r) => BatchNormThen::AddRelu(r.expect("given")),
+        };
+        let (x, rm, rv) = (
+            s[0].expect("given"),
+            s[1].expect("given"),
+            s[2].expect("given"),
+        );
+        Storage::batch_norm_eval(x, d, rm, rv, s[3], s[4], eps, then)
+    })?;
+    y.map(|y| Tensor::from_contiguous(y, &shape).to_dtype(out_dtype))
+        .transpose()
+}
+
+/// Training-mode batch norm's in-place update of the running statistics (`(C)` each, either
+/// absent) from the batch `mean` and biased `var` (`(C)`) in one kernel where the device has
+/// one: when every present tensor is contiguous, on one device, of the statistics' dtype and
+/// no two share a buffer. `Ok(false)`, nothing done, otherwise (the caller composes it).
+/// Called under `no_grad`, like the composite's in-place ops, whose version bumps it makes.
+pub(crate) fn fused_update_running(
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    mean: &Tensor,
+    var: &Tensor,
+    count: usize,
+    momentum: f64,
+) -> Result<bool> {
+    let running: Vec<&Tensor> = [running_mean, running_var].into_iter().flatten().collect();
+    let all: Vec<&Tensor> = running.iter().copied().chain([mean, var]).collect();
+    let eligible = !running.is_empty()
+        && mean.device() != Device::Cpu
+        && matches!(mean.dtype(), DType::F32 | DType::F64)
+        && all.iter().all(|t| {
+            t.device() == mean.device()
+                && t.dtype() == mean.dtype()
+                && t.is_contiguous()
+                && t.numel() == mean.numel()
+        })
+        && all
+            .iter()
+            .enumerate()
+            .all(|(i, a)| all[i + 1..].iter().all(|b| !a.shares_storage(b)));
+    if !eligible {
+        return Ok(false);
+    }
+    with_spans(&[Some(mean), Some(var)], |s| {
+        let at = |t: &Tensor| t.layout().offset();
+        let mut rm = running_mean.map(|t| (t.storage_mut(), at(t)));
+        let mut rv = running_var.map(|t| (t.storage_mut(), at(t)));
+        Storage::batch_norm_update_running(
+            rm.as_mut().map(|(s, o)| (&mut **s, *o)),
+            rv.as_mut().map(|(s, o)| (&mut **s, *o)),
+            s[0].expect("given"),
+            s[1].expect("given"),
+            count,
+            momentum,
+        )
+    })
 }

@@ -3,8 +3,9 @@
 //! `fused.rs` (one pass for the statistics, one for normalise + affine, a closed-form
 //! backward); the composite form below, whose gradients autograd derives, serves other
 //! devices and empty inputs, and is the reference the fused kernel is tested against.
-//! Training-mode batch norm has a fused CPU kernel too (same scheme); group norm is composed
-//! from tensor ops.
+//! Training-mode batch norm has fused CPU and CUDA kernels too (same scheme), and on CUDA
+//! evaluation without gradients and the running statistics' update are one kernel each;
+//! group norm is composed from tensor ops.
 
 mod fused;
 #[cfg(test)]
@@ -320,14 +321,7 @@ pub(crate) fn batch_norm_then(
                 ),
             ));
         }
-        // A residual of another dtype or device takes the composite path (its promotion).
-        let fusable = match after {
-            After::AddRelu(r) => {
-                r.dtype() == x.dtype() && r.device() == x.device() && out == x.dtype()
-            }
-            _ => true,
-        };
-        let fused = match fusable && fused_applies(x, &[weight, bias]) {
+        let fused = match residual_fusable(x, after, out) && fused_applies(x, &[weight, bias]) {
             true => fused::fused_batch_norm(x, weight, bias, eps, after)?,
             false => None,
         };
@@ -347,6 +341,11 @@ pub(crate) fn batch_norm_then(
             "running_mean and running_var are required in evaluation mode",
         ));
     };
+    if residual_fusable(x, after, out) && fused_applies(x, &[weight, bias, Some(rm), Some(rv)]) {
+        if let Some(y) = fused::fused_batch_norm_eval(x, rm, rv, weight, bias, eps, after)? {
+            return Ok(y);
+        }
+    }
     // Evaluation: y = x * scale + shift with per-channel scale = weight / sqrt(var + eps)
     // and shift = bias - mean * scale (as PyTorch's CPU kernel computes it), two passes over
     // x instead of four.
@@ -357,6 +356,15 @@ pub(crate) fn batch_norm_then(
     let scale = affine(var.add_scalar(eps)?.rsqrt()?, w.as_ref(), None)?;
     let shift = affine(mean.mul(&scale)?.neg()?, None, b.as_ref())?;
     then(x.mul(&scale)?.add(&shift)?)
+}
+
+/// False for a residual that the fused kernels cannot take: one of another dtype or device
+/// than x, or an output dtype other than x's (the composite path does its promotion).
+fn residual_fusable(x: &Tensor, after: After<'_>, out: DType) -> bool {
+    match after {
+        After::AddRelu(r) => r.dtype() == x.dtype() && r.device() == x.device() && out == x.dtype(),
+        _ => true,
+    }
 }
 
 /// Training-mode batch norm composed from tensor ops (other devices, and the reference of
@@ -388,6 +396,9 @@ fn update_running(
     momentum: f64,
 ) -> Result<()> {
     let _guard = no_grad();
+    if fused::fused_update_running(running_mean, running_var, mean, var, count, momentum)? {
+        return Ok(());
+    }
     if let Some(rm) = running_mean {
         let m = mean.detach().flatten(0, -1)?.to_dtype(rm.dtype())?;
         rm.mul_scalar_(1.0 - momentum)?

@@ -16,7 +16,8 @@ class autocast:
     (float16 by default for ``"cuda"``, bfloat16 for ``"cpu"``), softmax and the losses
     built on it in float32; gradients flow back to the float32 weights. ``enabled=False``
     turns autocast off inside the scope. As in PyTorch, ``"cuda"`` without a GPU warns and
-    disables the scope. TinyTorch's scope is per thread, not per device: a ``"cpu"`` scope
+    disables the scope, and so does a ``dtype`` other than float16/bfloat16 on ``"cpu"``
+    (on ``"cuda"`` such a dtype, float32, gives a scope that changes nothing). TinyTorch's scope is per thread, not per device: a ``"cpu"`` scope
     also casts the ops of GPU tensors."""
 
     def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
@@ -34,8 +35,14 @@ class autocast:
                           "Disabling", stacklevel=2)
             self._enabled = False
         if self._enabled and self.fast_dtype not in (_C.float16, _C.bfloat16):
-            raise RuntimeError(f"autocast: in TinyTorch autocast runs in torch.float16 or "
-                               f"torch.bfloat16, got {self.fast_dtype}")
+            if device_type == "cpu":
+                # PyTorch's words and behaviour: a warning, and the scope does nothing.
+                warnings.warn("In CPU autocast, but the target dtype is not supported. "
+                              "Disabling autocast.\nCPU Autocast only supports dtypes of "
+                              "torch.bfloat16, torch.float16 currently.", stacklevel=2)
+            # On "cuda" PyTorch runs the scope in the given dtype without a word; for
+            # float32, the only such dtype in use, that changes nothing for float32 inputs.
+            self._enabled = False
         self._previous = []
 
     def __enter__(self):

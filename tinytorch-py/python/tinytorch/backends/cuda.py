@@ -28,7 +28,10 @@ class cuBLASModule:
 
     @allow_tf32.setter
     def allow_tf32(self, value):
-        object.__setattr__(self, "_allow_tf32", bool(value))
+        if not isinstance(value, bool):  # PyTorch's check: 1 or None is an error
+            raise RuntimeError(f"set_allow_tf32_cublas expects a bool, but got "
+                               f"{type(value).__name__}")
+        object.__setattr__(self, "_allow_tf32", value)
         _C._cuda_set_allow_tf32(bool(value))
 
     def __setattr__(self, name, value):

@@ -5,11 +5,13 @@ Without a GPU these behave as PyTorch's do without one: ``is_available()`` is Fa
 ``device_count()`` 0, the seeding functions do nothing (PyTorch seeds CUDA lazily, when it
 is first used), and the functions that need a device (``synchronize``, ``current_device``,
 ``get_device_name``) raise: an ``AssertionError`` "Torch not compiled with CUDA enabled"
-when CUDA is not compiled in, as PyTorch's CPU build raises, else a ``RuntimeError``."""
+when CUDA is not compiled in, as PyTorch's CPU build raises, else a ``RuntimeError``.
+``Event`` (``streams.py``) is a CUDA event on the GPU's stream, for timing GPU work."""
 
 from .. import _tinytorch as _C
 from .._legacy_types import CUDA_TYPES as _CUDA_TYPES
 from . import amp  # noqa: F401
+from .streams import Event  # noqa: F401
 
 # ``torch.cuda.OutOfMemoryError`` is ``torch.OutOfMemoryError``: raised when a GPU allocation
 # fails even after the cached buffers are freed.

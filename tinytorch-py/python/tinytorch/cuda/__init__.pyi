@@ -9,6 +9,8 @@ from tinytorch import device as _device
 from tinytorch import dtype as _dtype
 from tinytorch import dtype as _tinytorch__dtype
 from tinytorch.cuda import amp as amp
+from tinytorch.cuda import streams as streams
+from tinytorch.cuda.streams import Event as Event
 
 class FloatTensor:
     def __init__(self, *args: _Any, device: _device | builtins.str | builtins.int | None = ...) -> None: ...
