@@ -10,6 +10,7 @@ mod fused;
 #[cfg(feature = "nccl")]
 pub mod nccl;
 mod op_kinds;
+mod random;
 
 /// An empty host buffer with room for `n` elements: an out-of-memory error, not an abort,
 /// when the memory is not there (for the layers above, which name no device backend).
@@ -19,6 +20,7 @@ pub use cpu::{CpuElement, CpuStorage};
 pub use cuda::CudaStorage;
 pub use fused::*;
 pub use op_kinds::{ArgReduceOp, BinaryOp, CmpOp, ReduceOp, ScanOp, UnaryOp};
+pub use random::RandomDraw;
 
 use crate::base::{DType, Device, Layout};
 use crate::error::{Error, Result};

@@ -263,8 +263,9 @@ impl Tensor {
         if device.is_cpu() {
             return Ok(host);
         }
-        // On a GPU, a fill kernel rather than a copy from the host (which would wait for the
-        // device's queue): exact, since the value is already in `dtype`, except i64 past 2^53.
+        // On a GPU, a fill kernel rather than a copy from pageable host memory (which the
+        // driver may stage synchronously, and which a training step should not make): exact,
+        // since the value is already in `dtype`, except i64 past 2^53.
         let v = host.item_f64()?;
         if dtype == DType::I64 && v.abs() > (1u64 << 53) as f64 {
             return host.to_device(device);

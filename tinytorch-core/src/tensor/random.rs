@@ -11,9 +11,7 @@
 
 use super::layout::storage_numel;
 use super::{DType, Device, Tensor};
-#[cfg(feature = "cuda")]
-use crate::backend::cuda::random::Draw;
-use crate::backend::{try_host_buffer, CpuElement, CpuStorage, Storage};
+use crate::backend::{try_host_buffer, CpuElement, CpuStorage, RandomDraw, Storage};
 use crate::error::{Error, Result};
 use half::{bf16, f16};
 use rand::{Rng, RngCore, SeedableRng};
@@ -156,42 +154,21 @@ fn generate(
 }
 
 /// On a GPU, the values drawn by a kernel from one seed of `gen` (`None` on the CPU, where
-/// they come from the generator itself, in row-major order).
-#[cfg(feature = "cuda")]
+/// they come from the generator itself, in row-major order; no seed is taken there, so the
+/// host streams are as before).
 fn drawn_on_device(
     shape: &[usize],
     dtype: DType,
     device: Device,
     gen: &mut Generator,
-    draw: Draw<'_>,
+    draw: RandomDraw<'_>,
 ) -> Result<Option<Tensor>> {
-    let Device::Cuda(ordinal) = device else {
+    if device.is_cpu() {
         return Ok(None);
-    };
+    }
     let n = storage_numel("random", shape, dtype)?;
-    let s = crate::backend::cuda::random::draw(ordinal, dtype, n, gen.rng.next_u64(), draw)?;
-    Ok(Some(Tensor::from_contiguous(Storage::Cuda(s), shape)))
-}
-
-/// Without the CUDA backend every tensor is drawn on the host.
-#[cfg(not(feature = "cuda"))]
-fn drawn_on_device(
-    _shape: &[usize],
-    _dtype: DType,
-    _device: Device,
-    _gen: &mut Generator,
-    _draw: Draw,
-) -> Result<Option<Tensor>> {
-    Ok(None)
-}
-
-/// What [`drawn_on_device`] would draw, without the CUDA backend.
-#[cfg(not(feature = "cuda"))]
-#[derive(Clone, Copy)]
-#[allow(dead_code)] // read by the CUDA backend only
-enum Draw {
-    Uniform { bits: u32 },
-    Normal,
+    let s = Storage::draw_random(device, dtype, n, gen.rng.next_u64(), draw)?;
+    Ok(s.map(|s| Tensor::from_contiguous(s, shape)))
 }
 
 /// `n` values of `next()`, in order, in a buffer that is an error rather than an abort when
@@ -237,7 +214,7 @@ impl Tensor {
     ) -> Result<Tensor> {
         check_float("rand", dtype)?;
         let bits = precision_bits(dtype);
-        if let Some(t) = drawn_on_device(shape, dtype, device, gen, Draw::Uniform { bits })? {
+        if let Some(t) = drawn_on_device(shape, dtype, device, gen, RandomDraw::Uniform { bits })? {
             return Ok(t);
         }
         generate(shape, dtype, device, gen, |g, d| {
@@ -258,7 +235,7 @@ impl Tensor {
         gen: &mut Generator,
     ) -> Result<Tensor> {
         check_float("randn", dtype)?;
-        if let Some(t) = drawn_on_device(shape, dtype, device, gen, Draw::Normal)? {
+        if let Some(t) = drawn_on_device(shape, dtype, device, gen, RandomDraw::Normal)? {
             return Ok(t);
         }
         generate(shape, dtype, device, gen, normal)
@@ -314,29 +291,16 @@ impl Tensor {
     /// [`Tensor::bernoulli`] with an explicit generator.
     pub fn bernoulli_with(&self, gen: &mut Generator) -> Result<Tensor> {
         check_float("bernoulli", self.dtype())?;
-        #[cfg(feature = "cuda")]
-        if let Device::Cuda(ordinal) = self.device() {
+        if !self.device().is_cpu() {
             // Checked on the device (reported at the next synchronisation), as PyTorch's
             // device-side assert: reading the probabilities here would wait for the device.
             let probs = self.contiguous()?;
             let storage = probs.storage();
-            let Storage::Cuda(buf) = &*storage else {
-                return Err(Error::invalid(
-                    "bernoulli",
-                    "a cuda tensor without a CUDA buffer",
-                ));
-            };
-            let at = probs.storage_offset();
-            let draw = Draw::BernoulliOf(buf, at);
-            let seed = gen.rng.next_u64();
-            let s = crate::backend::cuda::random::draw(
-                ordinal,
-                self.dtype(),
-                self.numel(),
-                seed,
-                draw,
-            )?;
-            return Ok(Tensor::from_contiguous(Storage::Cuda(s), self.shape()));
+            let draw = RandomDraw::BernoulliOf(&storage, probs.storage_offset());
+            if let Some(t) = drawn_on_device(self.shape(), self.dtype(), self.device(), gen, draw)?
+            {
+                return Ok(t);
+            }
         }
         let probs = self.to_vec_f64()?;
         if let Some(bad) = probs.iter().find(|p| !(0.0..=1.0).contains(*p)) {
