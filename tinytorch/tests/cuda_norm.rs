@@ -362,6 +362,11 @@ fn batch_norm_training_matches_the_cpu_kernel() {
         }
     }
     check_bn(&[64, 2048], DType::F32, Then::Nothing, true, 1e-5);
+    // (N, C) inputs take the thread-per-channel passes: rows shared out among many parts
+    // (few channels, many rows), a channel count that is not a multiple of a block, f64.
+    check_bn(&[70_000, 8], DType::F32, Then::Nothing, true, 1e-4);
+    check_bn(&[300, 300], DType::F32, Then::AddRelu, true, 1e-5);
+    check_bn(&[33, 5], DType::F64, Then::Nothing, true, 1e-12);
     // Without affine parameters; an input that starts off 16-byte alignment.
     check_bn_case(
         &[8, 16, 8, 8],
@@ -395,6 +400,7 @@ fn batch_norm_half_types_and_evaluation_match_the_cpu() {
         check_bn(&[8, 16, 8, 8], DType::F16, then, true, 1e-2);
         check_bn(&[8, 16, 8, 8], DType::BF16, then, true, 3e-2);
         check_bn(&[4, 3, 5, 5], DType::BF16, then, true, 3e-2);
+        check_bn(&[500, 48], DType::BF16, then, true, 3e-2);
     }
     // Evaluation from the running statistics (no gradient: the evaluation kernel).
     for shape in [

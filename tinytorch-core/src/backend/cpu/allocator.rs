@@ -166,6 +166,8 @@ pub fn take<T: CpuElement>(n: usize) -> Vec<T> {
 /// [`take`] that returns [`Error::OutOfMemory`] when the system allocator refuses (or when
 /// `n` elements of `T` are more bytes than an address holds).
 pub fn try_take<T: CpuElement>(n: usize) -> Result<Vec<T>> {
+    // An op is starting: its splits will want the other compute threads awake.
+    super::warm::keep_warm();
     let bytes = bytes_of::<T>(n)?;
     if bytes >= MIN_BYTES {
         // Counts the request even when it misses, so the buffer made below is kept when it dies.

@@ -30,6 +30,7 @@ mod storage;
 pub mod strided;
 mod sync_ptr;
 pub(crate) mod unary;
+pub mod warm;
 
 use crate::backend::{
     ArgReduceOp, BackendStorage, BinaryOp, CmpOp, ConvGeometry, ReduceOp, ScanOp, UnaryOp,

@@ -56,6 +56,14 @@ impl Then<'_> {
             Then::AddRelu(_) => bn_then::ADD_RELU,
         }
     }
+
+    /// The residual operand, if any.
+    fn residual(&self) -> Option<Input<'_>> {
+        match self {
+            Then::AddRelu(r) => Some(*r),
+            _ => None,
+        }
+    }
 }
 
 /// What the backward needs of a training forward.
@@ -143,6 +151,43 @@ fn split(c: usize, units: usize) -> (usize, usize) {
     (per_part, units.div_ceil(per_part).max(1))
 }
 
+/// Fewest rows a thread of the `(N, C)` statistics passes takes (`*_columns`).
+const MIN_ROWS_PER_PART: usize = 32;
+
+/// How the `(N, C)` statistics passes (a thread per channel, `bn_*_columns`) split the `n`
+/// rows: `(per_part, parts)`, enough parts for about [`TARGET_BLOCKS`] blocks, each thread's
+/// count exact in f32 (< 2^24 rows) and within the grid's y dimension.
+fn split_rows(c: usize, n: usize) -> (usize, usize) {
+    let wanted = TARGET_BLOCKS.div_ceil(c.div_ceil(BLOCK as usize).max(1));
+    let most = n.div_ceil(MIN_ROWS_PER_PART).max(1);
+    let least = n.div_ceil(1 << 24).max(1);
+    let parts = wanted.min(most).max(least).min(65_535);
+    let per_part = n.div_ceil(parts).max(1);
+    (per_part, n.div_ceil(per_part).max(1))
+}
+
+/// How a statistics pass cuts its work, `(by_rows, per_part, parts)`: for `(N, C)` input a
+/// thread per channel walks shares of the rows ([`split_rows`]; a block per channel would read
+/// elements C apart), else blocks take shares of each channel's `units` ([`split`]).
+fn statistics_split(d: Dims, units: usize) -> (bool, usize, usize) {
+    if d.s == 1 {
+        let (per_part, parts) = split_rows(d.c, d.n);
+        (true, per_part, parts)
+    } else {
+        let (per_part, parts) = split(d.c, units);
+        (false, per_part, parts)
+    }
+}
+
+/// The grid of a `bn_*_columns` pass: a thread per channel, `parts` shares of the rows.
+fn columns(c: usize, parts: usize) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (c.div_ceil(BLOCK as usize) as u32, parts as u32, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// `blocks` blocks of [`BLOCK`] threads.
 fn blocks(blocks: usize) -> LaunchConfig {
     LaunchConfig {
@@ -187,10 +232,7 @@ pub(crate) fn forward(
     let dtype = x.storage.dtype;
     let acc = compute_dtype(dtype)?;
     let len = d.n * d.c * d.s;
-    let residual = match then {
-        Then::AddRelu(r) => Some(r),
-        _ => None,
-    };
+    let residual = then.residual();
     check(
         x,
         &[
@@ -220,9 +262,22 @@ pub(crate) fn forward(
     let v = vector_width(dtype, d.s, &[ptr(x), opt_ptr(residual), y.ptr()]);
     let sv = d.s / v;
     let units = d.n * sv;
-    let (per_part, parts) = split(d.c, units);
+    let (by_rows, per_part, parts) = statistics_split(d, units);
     let part = partials(s, d.c * parts * 3, units)?;
-    if units > 0 {
+    if units > 0 && by_rows {
+        launch!(
+            &s.dev,
+            MODULE,
+            format!("bn_stats_columns_{}", suffix(dtype)),
+            columns(d.c, parts),
+            d.c as i64,
+            d.n as i64,
+            per_part as i64,
+            parts as i64,
+            ptr(x),
+            part.ptr()
+        );
+    } else if units > 0 {
         launch!(
             &s.dev,
             MODULE,
@@ -269,10 +324,6 @@ pub(crate) fn forward(
 /// `m`, `a`, `b` (each `(C)` of the compute type), in units of `v` elements.
 fn apply(x: Input, d: Dims, v: usize, then: Then, coef: [u64; 3], y: &CudaStorage) -> Result<()> {
     let total = d.n * d.c * d.s / v;
-    let r = match then {
-        Then::AddRelu(r) => ptr(r),
-        _ => 0,
-    };
     launch!(
         &x.storage.dev,
         MODULE,
@@ -283,7 +334,7 @@ fn apply(x: Input, d: Dims, v: usize, then: Then, coef: [u64; 3], y: &CudaStorag
         (d.s / v) as i64,
         then.code(),
         ptr(x),
-        r,
+        opt_ptr(then.residual()),
         coef[0],
         coef[1],
         coef[2],
@@ -330,10 +381,26 @@ pub(crate) fn backward(
     let v = vector_width(dtype, d.s, &ptrs);
     let sv = d.s / v;
     let units = d.n * sv;
-    let (per_part, parts) = split(d.c, units);
+    let (by_rows, per_part, parts) = statistics_split(d, units);
     let part = partials(s, d.c * parts * 2, units)?;
     let relu = saved.relu as i32;
-    if units > 0 {
+    if units > 0 && by_rows {
+        launch!(
+            &s.dev,
+            MODULE,
+            format!("bn_grad_sums_columns_{}", suffix(dtype)),
+            columns(d.c, parts),
+            d.c as i64,
+            d.n as i64,
+            per_part as i64,
+            parts as i64,
+            relu,
+            ptr(x),
+            ptr(g),
+            saved.stats.ptr(),
+            part.ptr()
+        );
+    } else if units > 0 {
         launch!(
             &s.dev,
             MODULE,
@@ -407,10 +474,7 @@ pub(crate) fn eval(
     let dtype = x.storage.dtype;
     let acc = compute_dtype(dtype)?;
     let len = d.n * d.c * d.s;
-    let residual = match then {
-        Then::AddRelu(r) => Some(r),
-        _ => None,
-    };
+    let residual = then.residual();
     check(
         x,
         &[
@@ -560,6 +624,31 @@ mod tests {
         // A large channel count: one block per channel; a large channel: many.
         assert_eq!(split(4096, 256).1, 1);
         assert!(split(2, 1 << 22).1 >= 256);
+    }
+
+    #[test]
+    fn the_row_split_covers_every_row_within_the_grid() {
+        for (c, n) in [
+            (1, 0),
+            (1, 1),
+            (8, 100),
+            (512, 4096),
+            (4096, 256),
+            (3, 1 << 22),
+            (1, 1 << 36),
+        ] {
+            let (per_part, parts) = split_rows(c, n);
+            assert!(parts >= 1 && per_part >= 1, "{c} {n}");
+            assert!(per_part * parts >= n, "{c} {n}: not covered");
+            assert!(per_part * (parts - 1) < n.max(1), "{c} {n}: an empty part");
+            assert!(per_part <= 1 << 24 && parts <= 65_535, "{c} {n}");
+            if parts > 1 {
+                assert!(per_part >= MIN_ROWS_PER_PART / 2, "{c} {n}");
+            }
+        }
+        // Few channels, many rows: the rows are shared out; many channels: one part.
+        assert!(split_rows(8, 1 << 20).1 >= 512);
+        assert_eq!(split_rows(1 << 20, 256).1, 1);
     }
 
     #[test]

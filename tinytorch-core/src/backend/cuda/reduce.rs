@@ -66,12 +66,7 @@ pub fn reduce(x: &CudaStorage, l: &Layout, op: ReduceOp, dims: &[usize]) -> Resu
         return reduce_in_slices(x, op, code, splits, parts);
     }
     let [(ksh, ks, _), (rsh, rs, _)] = parts;
-    let out_dtype = if code >= codes::ALL {
-        DType::Bool
-    } else {
-        x.dtype
-    };
-    let out = x.alloc_like(out_dtype, m)?;
+    let out = x.alloc_like(output_dtype(x.dtype, code), m)?;
     if m == 0 {
         return Ok(out);
     }
@@ -96,6 +91,15 @@ pub fn reduce(x: &CudaStorage, l: &Layout, op: ReduceOp, dims: &[usize]) -> Resu
         out.ptr()
     );
     Ok(out)
+}
+
+/// The dtype of a reduction's result: bool for all/any, else the input's.
+fn output_dtype(dtype: DType, code: i32) -> DType {
+    if code >= codes::ALL {
+        DType::Bool
+    } else {
+        dtype
+    }
 }
 
 /// Blocks a reduction should keep busy: a few per SM of the largest devices (132 on an H200).
@@ -187,14 +191,7 @@ fn reduce_columns(
     let out = if splits > 1 {
         x.alloc_like(accumulator_dtype(x.dtype), splits * m)?
     } else {
-        x.alloc_like(
-            if code >= codes::ALL {
-                DType::Bool
-            } else {
-                x.dtype
-            },
-            m,
-        )?
+        x.alloc_like(output_dtype(x.dtype, code), m)?
     };
     if m > 0 {
         let cfg = LaunchConfig {

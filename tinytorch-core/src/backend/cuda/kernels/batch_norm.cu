@@ -397,6 +397,77 @@ __device__ void bn_dx_impl(i64 total, i64 C, i64 sv, int relu, const T* x, const
     }
 }
 
+// ---- (N, C) input: one thread per channel ----------------------------------------------------
+
+// With S = 1 (BatchNorm1d on (N, C)) a channel's elements are C apart, so the block-per-channel
+// passes above would read one element per 32-byte sector. These read whole rows instead: a
+// thread per channel (consecutive threads, consecutive channels: coalesced), the grid's y
+// dimension cutting the N rows into `parts` shares of `per_part` rows. They write the same
+// partials as bn_stats / bn_grad_sums, so the finishing kernels are shared.
+
+// This thread's channel c and the rows [n0, n1) of share blockIdx.y (an empty range past
+// the last row); false for a thread past the last channel.
+__device__ __forceinline__ bool bn_column_share(i64 C, i64 N, i64 per_part, i64& c, i64& n0,
+                                                i64& n1) {
+    c = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    n0 = (i64)blockIdx.y * per_part;
+    n1 = n0 + per_part < N ? n0 + per_part : N;
+    return c < C;
+}
+
+// part: (C, parts, 3) doubles, as bn_stats.
+template <typename T>
+__device__ void bn_stats_columns_impl(i64 C, i64 N, i64 per_part, i64 parts, const T* x,
+                                      double* part) {
+    typedef typename Ty<T>::C A;
+    i64 c, n0, n1;
+    if (!bn_column_share(C, N, per_part, c, n0, n1)) return;
+    A cnt = 0, mean = 0, m2 = 0;
+    for (i64 n = n0; n < n1; n += UNROLL) {
+        A v[UNROLL];
+        const int k = n1 - n < UNROLL ? (int)(n1 - n) : UNROLL;
+#pragma unroll
+        for (int j = 0; j < UNROLL; ++j)
+            if (j < k) v[j] = Ty<T>::up(x[(n + j) * C + c]);
+        A bs = 0;
+#pragma unroll
+        for (int j = 0; j < UNROLL; ++j)
+            if (j < k) bs += v[j];
+        const A bm = bs / (A)k;
+        A bq = 0;
+#pragma unroll
+        for (int j = 0; j < UNROLL; ++j)
+            if (j < k) bq += (v[j] - bm) * (v[j] - bm);
+        bn_merge(cnt, mean, m2, (A)k, bm, bq);
+    }
+    double* out = part + (c * parts + (i64)blockIdx.y) * 3;
+    out[0] = cnt;
+    out[1] = mean;
+    out[2] = m2;
+}
+
+// part: (C, parts, 2) doubles, as bn_grad_sums.
+template <typename T>
+__device__ void bn_grad_sums_columns_impl(i64 C, i64 N, i64 per_part, i64 parts, int relu,
+                                          const T* x, const T* g, const typename Ty<T>::C* saved,
+                                          double* part) {
+    typedef typename Ty<T>::C A;
+    i64 c, n0, n1;
+    if (!bn_column_share(C, N, per_part, c, n0, n1)) return;
+    const A m = saved[c], sc = saved[2 * C + c], sf = saved[3 * C + c];
+    A sg = 0, sgx = 0;
+    for (i64 n = n0; n < n1; ++n) {
+        const A xe = Ty<T>::up(x[n * C + c]);
+        A ge = Ty<T>::up(g[n * C + c]);
+        if (relu && bn_affine(xe, m, sc, sf) <= (A)0) ge = (A)0;
+        sg += ge;
+        sgx += ge * (xe - m);
+    }
+    double* out = part + (c * parts + (i64)blockIdx.y) * 2;
+    out[0] = sg;
+    out[1] = sgx;
+}
+
 // ---- evaluation and the running statistics ----------------------------------------------------
 
 // One thread per channel: coef = (mean, scale, shift) of evaluation, each (C), from the running
@@ -454,7 +525,17 @@ __device__ void bn_running_impl(i64 C, A keep, A mom, A mom_unbiased, const A* m
                                                    T* dx) {                                        \
         bn_dx_impl<T, V>(total, C, sv, relu, x, g, saved, coef, dx);                               \
     }
-#define BN_TYPE(T, NAME, V) BN_DATA(T, NAME, 1) BN_DATA(T, NAME, V)
+#define BN_COLUMNS(T, NAME)                                                                        \
+    extern "C" __global__ void bn_stats_columns_##NAME(i64 C, i64 N, i64 per_part, i64 parts,      \
+                                                       const T* x, double* part) {                 \
+        bn_stats_columns_impl<T>(C, N, per_part, parts, x, part);                                  \
+    }                                                                                              \
+    extern "C" __global__ void bn_grad_sums_columns_##NAME(                                        \
+        i64 C, i64 N, i64 per_part, i64 parts, int relu, const T* x, const T* g,                   \
+        const Ty<T>::C* saved, double* part) {                                                     \
+        bn_grad_sums_columns_impl<T>(C, N, per_part, parts, relu, x, g, saved, part);              \
+    }
+#define BN_TYPE(T, NAME, V) BN_DATA(T, NAME, 1) BN_DATA(T, NAME, V) BN_COLUMNS(T, NAME)
 // V: 16 bytes of each type.
 BN_TYPE(float, f32, 4)
 BN_TYPE(double, f64, 2)
