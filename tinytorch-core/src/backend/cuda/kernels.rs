@@ -73,11 +73,14 @@ pub const ARCHES: &[&str] = &["compute_80", "compute_86", "compute_89", "compute
 /// Compile every source for every architecture of [`ARCHES`]; returns (module name,
 /// architecture, PTX size in bytes) for each.
 pub fn compile_all() -> Result<Vec<(&'static str, &'static str, usize)>> {
-    let mut out = Vec::new();
-    for (name, _) in SOURCES {
-        for arch in ARCHES {
-            out.push((*name, *arch, compile(name, Some(arch))?.to_src().len()));
-        }
-    }
-    Ok(out)
+    use rayon::prelude::*;
+    // One NVRTC program per (source, architecture), compiled on every core: NVRTC's calls are
+    // thread-safe for distinct programs, and CI's test of every kernel takes half the time.
+    let jobs: Vec<(&'static str, &'static str)> = SOURCES
+        .iter()
+        .flat_map(|(name, _)| ARCHES.iter().map(move |arch| (*name, *arch)))
+        .collect();
+    jobs.into_par_iter()
+        .map(|(name, arch)| Ok((name, arch, compile(name, Some(arch))?.to_src().len())))
+        .collect()
 }
