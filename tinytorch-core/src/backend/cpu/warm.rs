@@ -26,6 +26,10 @@ pub const LINGER: Duration = Duration::from_micros(500);
 /// Lingerers running or queued.
 static LINGERING: AtomicUsize = AtomicUsize::new(0);
 
+/// Lingerers that ran on a helper thread (for the tests).
+#[cfg(test)]
+static LINGERED: AtomicUsize = AtomicUsize::new(0);
+
 /// Start lingerers on the pool's other threads unless they are running: one relaxed load
 /// when they are. `TINYTORCH_SPIN=0` in the environment turns lingering off.
 pub fn keep_warm() {
@@ -68,6 +72,8 @@ fn helpers() -> usize {
 /// Run the pool's pending jobs as they come, spinning in between, until [`LINGER`] passes
 /// without one.
 fn linger() {
+    #[cfg(test)]
+    LINGERED.fetch_add(1, Ordering::Relaxed);
     let mut last = Instant::now();
     loop {
         match rayon::yield_now() {
@@ -88,8 +94,15 @@ fn linger() {
 mod tests {
     use super::*;
 
+    fn spin_is_off() -> bool {
+        std::env::var("TINYTORCH_SPIN").is_ok_and(|v| v == "0")
+    }
+
     #[test]
     fn only_pool_threads_keep_helpers_awake() {
+        if spin_is_off() {
+            return;
+        }
         // A test thread is outside every pool (and asking must not build the global one).
         assert_eq!(helpers(), 0);
         let pool = rayon::ThreadPoolBuilder::new()
@@ -111,6 +124,17 @@ mod tests {
             .build()
             .unwrap();
         let sums: Vec<u64> = pool.install(|| {
+            keep_warm();
+            // This thread does not look at its own queue while it waits here: the other
+            // thread (woken by the spawn) must take the lingerer.
+            let start = Instant::now();
+            while !spin_is_off() && LINGERED.load(Ordering::Relaxed) == 0 {
+                assert!(
+                    start.elapsed() < Duration::from_secs(10),
+                    "no helper lingered"
+                );
+                std::hint::spin_loop();
+            }
             (0..200u64)
                 .map(|k| {
                     keep_warm();
